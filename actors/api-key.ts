@@ -1,0 +1,82 @@
+// ApiKeyActor: one persistent actor per API key. The secret never reaches it, only its hash.
+import { Code } from "@connectrpc/connect";
+import { sortKey } from "../src/pagination.js";
+import type { RecordWrite } from "../src/store/port.js";
+import type { Decision, EntityBehavior } from "./host.js";
+
+export interface ApiKeyRecord {
+  readonly id: string;
+  readonly appId: string;
+  readonly organizationId: string;
+  readonly name: string;
+  readonly description?: string;
+  readonly keyPrefix: string;
+  readonly keyHint: string;
+  readonly secretHash: string;
+  readonly scopes: readonly string[];
+  readonly lastUsedAt?: number;
+  readonly expiresAt?: number;
+  readonly createdAt: number;
+  readonly revokedAt?: number;
+  readonly revokeReason?: string;
+}
+
+export interface ApiKeyState {
+  readonly key?: ApiKeyRecord;
+}
+
+export type ApiKeyCommand =
+  | { readonly type: "create"; readonly key: ApiKeyRecord }
+  | { readonly type: "revoke"; readonly at: number; readonly reason?: string }
+  | { readonly type: "touch"; readonly at: number };
+
+export type ApiKeyEvent =
+  | { readonly type: "created"; readonly key: ApiKeyRecord }
+  | { readonly type: "revoked"; readonly at: number; readonly reason?: string }
+  | { readonly type: "used"; readonly at: number };
+
+export const API_KEYS = "api_keys";
+export const API_KEY_HASHES = "api_key_hashes";
+/** The same read model listed by organization, for portal callers who list across apps. */
+export const ORG_API_KEYS = "org_api_keys";
+
+type Handlers = { [K in ApiKeyCommand["type"]]: (state: ApiKeyState, c: Extract<ApiKeyCommand, { type: K }>) => Decision<ApiKeyEvent> };
+
+const missing = { code: Code.NotFound, message: "API key not found" } as const;
+
+const decideBy: Handlers = {
+  create: (state, c) => (state.key ? { code: Code.AlreadyExists, message: `API key ${c.key.id} exists` } : [{ type: "created", key: c.key }]),
+  revoke: (state, c) => {
+    if (!state.key) return missing;
+    if (state.key.revokedAt !== undefined) return { code: Code.FailedPrecondition, message: `API key ${state.key.id} is already revoked` };
+    return [{ type: "revoked", at: c.at, ...(c.reason !== undefined ? { reason: c.reason } : {}) }];
+  },
+  touch: (state, c) => (!state.key || state.key.revokedAt !== undefined ? [] : [{ type: "used", at: c.at }]),
+};
+
+export const ApiKeyBehavior: EntityBehavior<ApiKeyState, ApiKeyCommand, ApiKeyEvent> = {
+  type: "api_key",
+  initial: {},
+  decide: (state, command) => (decideBy[command.type] as (s: ApiKeyState, c: ApiKeyCommand) => Decision<ApiKeyEvent>)(state, command),
+  fold(state, event) {
+    switch (event.type) {
+      case "created":
+        return { key: event.key };
+      case "revoked":
+        return state.key ? { key: { ...state.key, revokedAt: event.at, ...(event.reason !== undefined ? { revokeReason: event.reason } : {}) } } : state;
+      case "used":
+        return state.key ? { key: { ...state.key, lastUsedAt: event.at } } : state;
+    }
+  },
+  readModel(state, event): RecordWrite[] {
+    const key = state.key;
+    if (!key) return [];
+    const sort = sortKey(key.createdAt, key.id);
+    const rows: RecordWrite[] = [
+      { table: API_KEYS, id: key.id, value: key, partition: key.appId, sort },
+      { table: ORG_API_KEYS, id: key.id, value: key, partition: key.organizationId, sort },
+    ];
+    if (event.type === "created") rows.push({ table: API_KEY_HASHES, id: key.secretHash, value: { keyId: key.id }, expectedVersion: 0 });
+    return rows;
+  },
+};

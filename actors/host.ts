@@ -1,0 +1,150 @@
+// The actor host: one nact persistent actor per entity, journaled in the store. Commands decide,
+// events fold; read-model writes are committed atomically with the events they follow from, and
+// a write conditional on the next sequence number fences a stale owner.
+import nact from "nact";
+import { Code } from "@connectrpc/connect";
+import type { FieldViolation } from "../src/errors.js";
+import type { Logger } from "../src/log.js";
+import type { JournalEvent, RecordWrite, Snapshot, Store } from "../src/store/port.js";
+
+const { start, configurePersistence, spawnPersistent, query, dispatch, stop } = nact as unknown as {
+  start: (...plugins: unknown[]) => unknown;
+  configurePersistence: (engine: unknown) => unknown;
+  spawnPersistent: (parent: unknown, f: unknown, key: string, name: string, props: unknown) => unknown;
+  query: (ref: unknown, factory: (sender: unknown) => unknown, timeout: number) => Promise<unknown>;
+  dispatch: (ref: unknown, msg: unknown) => void;
+  stop: (ref: unknown) => void;
+};
+
+/** A refusal decided by an entity; plain data so it crosses a bus unchanged. */
+export interface Rejection {
+  readonly code: Code;
+  readonly message: string;
+  readonly violations?: readonly FieldViolation[];
+}
+
+export type Decision<E> = readonly E[] | Rejection;
+
+export interface EntityBehavior<S, C, E> {
+  /** Persistence key prefix, e.g. "api_key". */
+  readonly type: string;
+  readonly initial: S;
+  decide(state: S, command: C): Decision<E>;
+  fold(state: S, event: E): S;
+  /** Read-model writes that follow from the state after an event. */
+  readModel(state: S, event: E): readonly RecordWrite[];
+}
+
+export type Reply<S> = { readonly ok: true; readonly state: S } | { readonly ok: false; readonly rejection: Rejection };
+
+interface Envelope<C> {
+  readonly command: C;
+  readonly sender: unknown;
+}
+
+/** nact's persistence engine over the store port. */
+class StoreEngine {
+  constructor(private readonly store: Store) {}
+
+  events(key: string, offset: number) {
+    const load = this.store.events(key, offset);
+    return {
+      reduce: async <A>(f: (acc: Promise<A>, e: unknown, i: number) => Promise<A>, init: Promise<A>) => {
+        const events = await load;
+        let acc = init;
+        events.forEach((e, i) => {
+          acc = f(acc, { data: e.data, sequenceNumber: e.seq, isDeleted: false }, i + 1);
+        });
+        return acc;
+      },
+    };
+  }
+
+  async latestSnapshot(key: string) {
+    const s = await this.store.latestSnapshot(key);
+    return s ? { data: s.data, sequenceNumber: s.seq } : undefined;
+  }
+
+  takeSnapshot(snapshot: { data: unknown; sequenceNumber: number; key: string; createdAt: number }) {
+    const s: Snapshot = { key: snapshot.key, seq: snapshot.sequenceNumber, data: snapshot.data, createdAt: snapshot.createdAt };
+    return this.store.saveSnapshot(s);
+  }
+
+  persist(event: { data: unknown; sequenceNumber: number; key: string; createdAt: number }, writes: readonly RecordWrite[] = []) {
+    const e: JournalEvent = { key: event.key, seq: event.sequenceNumber, data: event.data, createdAt: event.createdAt };
+    return this.store.commit({ events: [e], writes });
+  }
+}
+
+export class ActorHost {
+  private readonly system: unknown;
+  private readonly refs = new Map<string, unknown>();
+
+  constructor(
+    store: Store,
+    private readonly log: Logger,
+    private readonly askTimeoutMs = 10_000,
+  ) {
+    this.system = start(configurePersistence(new StoreEngine(store)));
+  }
+
+  /** Sends a command to the entity's actor, spawning (and recovering) it when needed. */
+  async ask<S, C, E>(behavior: EntityBehavior<S, C, E>, id: string, command: C): Promise<Reply<S>> {
+    const key = `${behavior.type}:${id}`;
+    let ref = this.refs.get(key);
+    if (!ref) {
+      ref = spawnPersistent(this.system, this.actorFunction(behavior, key), key, key.replace(/[^A-Za-z0-9_-]/g, "_"), {
+        snapshotEvery: 50,
+        shutdownAfter: 10 * 60_000,
+      });
+      this.refs.set(key, ref);
+    }
+    try {
+      return (await query(ref, (sender) => ({ command, sender }) satisfies Envelope<C>, this.askTimeoutMs)) as Reply<S>;
+    } catch (e) {
+      this.evict(key);
+      throw e;
+    }
+  }
+
+  stop(): void {
+    stop(this.system);
+  }
+
+  private evict(key: string): void {
+    const ref = this.refs.get(key);
+    this.refs.delete(key);
+    if (ref) stop(ref);
+  }
+
+  private actorFunction<S, C, E>(behavior: EntityBehavior<S, C, E>, key: string) {
+    const host = this;
+    return async (state: S | undefined, msg: unknown, ctx: { recovering?: boolean; self: unknown; persist: (e: E, tags: string[], writes: readonly RecordWrite[]) => Promise<void> }) => {
+      const current = state ?? behavior.initial;
+      if (ctx.recovering) return behavior.fold(current, msg as E);
+      const { command, sender } = msg as Envelope<C>;
+      const decision = behavior.decide(current, command);
+      if (!Array.isArray(decision)) {
+        dispatch(sender, { ok: false, rejection: decision as Rejection } satisfies Reply<S>);
+        return current;
+      }
+      let next = current;
+      try {
+        for (const event of decision as readonly E[]) {
+          const after = behavior.fold(next, event);
+          await ctx.persist(event, [], behavior.readModel(after, event));
+          next = after;
+        }
+      } catch (e) {
+        // A failed or fenced write leaves this copy's sequence unknown: drop it, recover on next use.
+        host.log.error({ err: e, entity: key }, "persist failed; actor evicted");
+        host.refs.delete(key);
+        dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: "the write did not complete; retry" } } satisfies Reply<S>);
+        setImmediate(() => stop(ctx.self));
+        return current;
+      }
+      dispatch(sender, { ok: true, state: next } satisfies Reply<S>);
+      return next;
+    };
+  }
+}

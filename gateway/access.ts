@@ -1,0 +1,165 @@
+// Who may call what: one table of rules per method, the authentication of API keys and portal
+// sessions, the X-Organization-ID rules, roles and key scopes. Runs as a Connect interceptor,
+// so every protocol gets the same answers.
+import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { API_KEYS, API_KEY_HASHES, type ApiKeyRecord } from "../actors/api-key.js";
+import { apiError, invalid, permissionDenied, unauthenticated } from "../src/errors.js";
+import { atLeast, type AppRecord, type Directory, type OrganizationRecord, type Role, type UserRecord } from "../src/directory.js";
+import type { SessionVerifier } from "../src/identity.js";
+import type { SecretBox } from "../src/secrets.js";
+import type { Store } from "../src/store/port.js";
+
+export type Caller =
+  | { readonly kind: "key"; readonly key: ApiKeyRecord; readonly app: AppRecord; readonly org: OrganizationRecord }
+  | { readonly kind: "session"; readonly user: UserRecord; readonly staff: boolean; readonly org?: OrganizationRecord; readonly role?: Role };
+
+export const CALLER = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
+
+export const SCOPE_RESOURCES = ["organizations", "apps", "api_keys", "users", "origins", "presets", "jobs", "videos", "webhooks"] as const;
+export type Scope = `${(typeof SCOPE_RESOURCES)[number]}:${"read" | "write"}`;
+export const isScope = (s: string): s is Scope => /^([a-z_]+):(read|write)$/.test(s) && (SCOPE_RESOURCES as readonly string[]).includes(s.split(":")[0]!);
+
+export interface Rule {
+  /** No credentials at all (health). */
+  readonly public?: boolean;
+  /** X-Organization-ID is required. */
+  readonly org: boolean;
+  /** Scope an API key needs; null refuses API keys. */
+  readonly key: Scope | null;
+  /** Least role a session needs in the organization; "user" = any approved user; "staff" = operator staff. */
+  readonly role: Role | "user" | "staff";
+  /** Pending (not yet approved) users may call it. */
+  readonly pendingOk?: boolean;
+  readonly mutating: boolean;
+}
+
+const read = (resource: (typeof SCOPE_RESOURCES)[number], role: Role = "viewer"): Rule => ({ org: true, key: `${resource}:read`, role, mutating: false });
+const write = (resource: (typeof SCOPE_RESOURCES)[number], role: Role = "member"): Rule => ({ org: true, key: `${resource}:write`, role, mutating: true });
+const portal = (role: Role | "user" | "staff", org: boolean, mutating: boolean, pendingOk = false): Rule => ({ org, key: null, role, mutating, pendingOk });
+
+/** The access table: every method of the contract, by "package.Service/Method". */
+export const RULES: Readonly<Record<string, Rule>> = {
+  "media.v1.HealthService/Check": { public: true, org: false, key: null, role: "user", mutating: false },
+
+  "media.v1.OrganizationService/CheckSlug": portal("user", false, false),
+  "media.v1.OrganizationService/Create": portal("user", false, true),
+  "media.v1.OrganizationService/Get": read("organizations"),
+  "media.v1.OrganizationService/Update": portal("admin", true, true),
+  "media.v1.OrganizationService/List": read("organizations"),
+
+  "media.v1.AppService/Create": portal("admin", true, true),
+  "media.v1.AppService/Get": read("apps"),
+  "media.v1.AppService/Update": portal("admin", true, true),
+  "media.v1.AppService/List": read("apps"),
+  "media.v1.AppService/Archive": portal("admin", true, true),
+  "media.v1.AppService/EnableHosting": portal("admin", true, true),
+
+  "media.v1.APIKeyService/Create": write("api_keys", "admin"),
+  "media.v1.APIKeyService/Get": read("api_keys"),
+  "media.v1.APIKeyService/List": read("api_keys"),
+  "media.v1.APIKeyService/Revoke": write("api_keys", "admin"),
+
+  "media.v1.UserService/GetMe": portal("user", false, false, true),
+  "media.v1.UserService/UpdateMe": portal("user", false, true, true),
+  "media.v1.UserService/Get": read("users"),
+  "media.v1.UserService/List": read("users", "admin"),
+  "media.v1.UserService/ListMembers": read("users"),
+  "media.v1.UserService/AddMember": portal("admin", true, true),
+  "media.v1.UserService/UpdateRole": portal("admin", true, true),
+  "media.v1.UserService/RemoveMember": portal("admin", true, true),
+  "media.v1.UserService/DecideApproval": portal("staff", false, true),
+  "media.v1.UserService/SetStatus": portal("staff", false, true),
+};
+
+/** Rule of a method owned by a later capability: reads need viewer, writes member. */
+export function defaultRule(resource: (typeof SCOPE_RESOURCES)[number], mutating: boolean): Rule {
+  return mutating ? write(resource) : read(resource);
+}
+
+export interface AccessDeps {
+  readonly store: Store;
+  readonly directory: Directory;
+  readonly box: SecretBox;
+  readonly sessions: SessionVerifier;
+  readonly staffEmails: readonly string[];
+  readonly onKeyUsed: (key: ApiKeyRecord) => void;
+  readonly ruleOf: (typeName: string, method: string) => Rule | undefined;
+}
+
+const ORG_HEADER = "x-organization-id";
+
+export function accessInterceptor(deps: AccessDeps): Interceptor {
+  return (next) => async (req) => {
+    const rule = deps.ruleOf(req.service.typeName, req.method.name);
+    if (!rule) throw apiError(Code.Internal, `no access rule for ${req.service.typeName}/${req.method.name}`);
+    if (rule.public) return next(req);
+    const caller = await authorize(deps, rule, await authenticate(deps, req.header.get("authorization")), req.header.get(ORG_HEADER));
+    req.contextValues.set(CALLER, caller);
+    return next(req);
+  };
+}
+
+async function authenticate(deps: AccessDeps, authorization: string | null): Promise<Caller> {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
+  if (!match) throw unauthenticated("missing credentials: send Authorization: Bearer <API key or session token>");
+  const token = match[1]!;
+  if (token.startsWith("ak_")) return authenticateKey(deps, token);
+  const claims = await deps.sessions.verify(token);
+  if (!claims) throw unauthenticated("invalid or expired session token");
+  const staff = deps.staffEmails.includes(claims.email.toLowerCase());
+  const user = await deps.directory.provision(claims, staff);
+  return { kind: "session", user, staff };
+}
+
+async function authenticateKey(deps: AccessDeps, secret: string): Promise<Caller> {
+  const link = await deps.store.get<{ keyId: string }>(API_KEY_HASHES, deps.box.hashSecret(secret));
+  const key = link && (await deps.store.get<ApiKeyRecord>(API_KEYS, link.value.keyId))?.value;
+  if (!key) throw unauthenticated("invalid API key");
+  if (key.revokedAt !== undefined) throw unauthenticated("API key has been revoked");
+  if (key.expiresAt !== undefined && key.expiresAt <= Date.now()) throw unauthenticated("API key has expired");
+  const app = await deps.directory.app(key.appId);
+  const org = app && (await deps.directory.organization(app.organizationId));
+  if (!app || !org) throw unauthenticated("invalid API key");
+  if (org.status !== "active") throw permissionDenied("the organization is suspended");
+  if (app.status !== "active") throw permissionDenied("the API key's app is archived");
+  deps.onKeyUsed(key);
+  return { kind: "key", key, app, org };
+}
+
+async function authorize(deps: AccessDeps, rule: Rule, caller: Caller, orgHeader: string | null): Promise<Caller> {
+  if (caller.kind === "session") {
+    const u = caller.user;
+    if (u.status !== "active") throw permissionDenied(`the account is ${u.status}`);
+    if (u.approvalStatus !== "approved" && !rule.pendingOk) throw permissionDenied(`the account is ${u.approvalStatus} approval`.replace("rejected approval", "not approved"));
+  }
+  if (rule.key === null && caller.kind === "key") throw permissionDenied("this operation needs a signed-in user, not an API key");
+  if (caller.kind === "key" && caller.key.scopes.length > 0 && !hasScope(caller.key.scopes, rule.key!)) {
+    throw permissionDenied(`the API key lacks the scope ${rule.key}`);
+  }
+  if (rule.role === "staff" && !(caller.kind === "session" && caller.staff)) throw permissionDenied("operator staff only");
+  if (!rule.org) return caller;
+  if (!orgHeader) throw invalid([{ field: "X-Organization-ID", description: "header is required for this operation" }]);
+  if (caller.kind === "key") {
+    if (orgHeader !== caller.org.id) throw permissionDenied("X-Organization-ID does not match the API key's organization");
+    return caller;
+  }
+  const membership = await deps.directory.membership(orgHeader, caller.user.id);
+  const org = membership && (await deps.directory.organization(orgHeader));
+  if (!membership || !org) throw permissionDenied("not a member of the organization in X-Organization-ID");
+  if (org.status !== "active") throw permissionDenied("the organization is suspended");
+  if (rule.role !== "user" && rule.role !== "staff" && !atLeast(membership.role, rule.role)) {
+    throw permissionDenied(`this operation needs the ${rule.role} role or higher`);
+  }
+  return { ...caller, org, role: membership.role };
+}
+
+function hasScope(scopes: readonly string[], needed: Scope): boolean {
+  const [resource] = needed.split(":");
+  return scopes.includes(needed) || (needed.endsWith(":read") && scopes.includes(`${resource}:write`));
+}
+
+export function callerOf(values: { get<T>(key: { id: symbol; defaultValue: T }): T }): Caller {
+  const caller = values.get(CALLER);
+  if (!caller) throw new ConnectError("caller missing from context", Code.Internal);
+  return caller;
+}

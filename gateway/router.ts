@@ -1,0 +1,107 @@
+// The router: every service of the contract on Connect's universal handlers, behind the access,
+// idempotency and error interceptors and the spec JSON bridge. Host adapters (uWS, node:http)
+// only move bytes to and from these handlers.
+import type { DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, createConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { compressionGzip } from "@connectrpc/connect-node";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { apiError, unimplemented } from "../src/errors.js";
+import { APIKeyService } from "../src/gen/media/v1/api_key_pb.js";
+import { AppService } from "../src/gen/media/v1/app_pb.js";
+import { HealthService } from "../src/gen/media/v1/health_pb.js";
+import { JobService } from "../src/gen/media/v1/job_pb.js";
+import { OrganizationService } from "../src/gen/media/v1/organization_pb.js";
+import { OriginService } from "../src/gen/media/v1/origin_pb.js";
+import { PresetService } from "../src/gen/media/v1/preset_pb.js";
+import { UserService } from "../src/gen/media/v1/user_pb.js";
+import { VideoService } from "../src/gen/media/v1/video_pb.js";
+import { WebhookService } from "../src/gen/media/v1/webhook_pb.js";
+import { newId, Prefix } from "../src/ids.js";
+import type { SessionVerifier } from "../src/identity.js";
+import { accessInterceptor, defaultRule, RULES, SCOPE_RESOURCES, type Rule } from "./access.js";
+import { idempotencyInterceptor } from "./idempotency.js";
+import { withSpecJson } from "./json-bridge.js";
+import { apiKeyService } from "./services/api-key.js";
+import { appService } from "./services/app.js";
+import type { ServiceDeps } from "./services/deps.js";
+import { healthService } from "./services/health.js";
+import { organizationService } from "./services/organization.js";
+import { userService } from "./services/user.js";
+import type { ApiKeyRecord } from "../actors/api-key.js";
+
+/** Services whose capability arrives in a later issue: every method answers unimplemented. */
+const LATER: readonly { service: DescService; capability: string; resource: (typeof SCOPE_RESOURCES)[number] }[] = [
+  { service: OriginService, capability: "Storage origins (OriginService)", resource: "origins" },
+  { service: PresetService, capability: "Encoding presets (PresetService)", resource: "presets" },
+  { service: JobService, capability: "Transcoding jobs (JobService)", resource: "jobs" },
+  { service: VideoService, capability: "Managed video hosting (VideoService)", resource: "videos" },
+  { service: WebhookService, capability: "Webhooks (WebhookService)", resource: "webhooks" },
+];
+
+const READ_METHOD = /^(Get|List|Retrieve|Watch|Check)/;
+
+export function ruleOf(service: string, method: string): Rule | undefined {
+  const explicit = RULES[`${service}/${method}`];
+  if (explicit) return explicit;
+  const later = LATER.find((l) => l.service.typeName === service);
+  return later && defaultRule(later.resource, !READ_METHOD.test(method));
+}
+
+export interface RouterDeps extends ServiceDeps {
+  readonly sessions: SessionVerifier;
+  readonly onKeyUsed: (key: ApiKeyRecord) => void;
+  readonly shutdownSignal?: AbortSignal;
+}
+
+function outermost(deps: RouterDeps): Interceptor {
+  return (next) => async (req) => {
+    const requestId = newId(Prefix.request);
+    try {
+      const res = await next(req);
+      res.header.set("x-request-id", requestId);
+      return res;
+    } catch (e) {
+      if (e instanceof ConnectError) {
+        e.metadata.set("x-request-id", requestId);
+        // Errors raised by the protocol layer carry no details; every answer must.
+        if (e.details.length === 0) throw Object.assign(apiError(e.code, e.rawMessage), { metadata: e.metadata });
+        throw e;
+      }
+      deps.log.error({ err: e, request_id: requestId, method: `${req.service.typeName}/${req.method.name}` }, "unhandled error");
+      const internal = apiError(Code.Internal, `internal error (request ${requestId})`);
+      internal.metadata.set("x-request-id", requestId);
+      throw internal;
+    }
+  };
+}
+
+export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> {
+  const router = createConnectRouter({
+    connect: true,
+    grpcWeb: true,
+    grpc: false,
+    acceptCompression: [compressionGzip],
+    readMaxBytes: deps.config.maxRequestBytes,
+    ...(deps.shutdownSignal ? { shutdownSignal: deps.shutdownSignal } : {}),
+    interceptors: [
+      outermost(deps),
+      accessInterceptor({ ...deps, staffEmails: deps.config.staffEmails, ruleOf }),
+      idempotencyInterceptor(deps.store, ruleOf),
+    ],
+  });
+  router.service(HealthService, healthService(deps));
+  router.service(OrganizationService, organizationService(deps));
+  router.service(AppService, appService(deps));
+  router.service(APIKeyService, apiKeyService(deps));
+  router.service(UserService, userService(deps));
+  for (const later of LATER) {
+    const impl: Record<string, () => never> = {};
+    for (const m of later.service.methods) {
+      impl[m.localName] = () => {
+        throw unimplemented(later.capability);
+      };
+    }
+    router.service(later.service, impl as never);
+  }
+  return new Map(router.handlers.map((h) => [h.requestPath, withSpecJson(h)]));
+}

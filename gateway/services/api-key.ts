@@ -1,0 +1,92 @@
+// APIKeyService: keys are created, revoked and touched through their ApiKeyActor; reads come
+// from the read model the actor keeps. The secret exists only in the Create response.
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { API_KEYS, ApiKeyBehavior, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key.js";
+import type { Reply } from "../../actors/host.js";
+import { apiError, invalidField, notFound, permissionDenied } from "../../src/errors.js";
+import type { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";
+import { newId, Prefix, randomToken } from "../../src/ids.js";
+import { Check, LIMITS } from "../../src/validation.js";
+import { callerOf, isScope, type Caller } from "../access.js";
+import { apiKeyMessage } from "../present.js";
+import { visibleApp } from "./app.js";
+import type { ServiceDeps } from "./deps.js";
+
+const KEY_PREFIX_LENGTH = 11; // "ak_" and 8 characters: enough to find a key in logs, useless to an attacker
+
+function accepted<S>(reply: Reply<S>): S {
+  if (reply.ok) return reply.state;
+  throw apiError(reply.rejection.code, reply.rejection.message, reply.rejection.violations);
+}
+
+async function visibleKey(d: ServiceDeps, caller: Caller, id: string): Promise<ApiKeyRecord> {
+  new Check().id("id", id, Prefix.apiKey).done();
+  const key = (await d.store.get<ApiKeyRecord>(API_KEYS, id))?.value;
+  const visible = key && key.organizationId === caller.org?.id && (caller.kind !== "key" || caller.app.id === key.appId);
+  if (!visible) throw notFound("API key", id);
+  return key;
+}
+
+export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService> {
+  return {
+    async create(req, ctx) {
+      const caller = callerOf(ctx.values);
+      const check = new Check().required("name", req.name).length("name", req.name, 1, LIMITS.name).length("description", req.description, 0, LIMITS.description);
+      const expiresAt = req.expiresAt ? timestampMs(req.expiresAt) : undefined;
+      if (expiresAt !== undefined && expiresAt <= Date.now()) check.add("expires_at", "must be in the future");
+      req.scopes.forEach((s, i) => {
+        if (!isScope(s)) check.add(`scopes[${i}]`, "must be <resource>:<read|write> with a known resource, e.g. jobs:write");
+      });
+      if (caller.kind === "session") check.id("app_id", req.appId, Prefix.app);
+      check.done();
+      const app = caller.kind === "key" ? caller.app : await visibleApp(d, caller, req.appId, "app_id");
+      if (app.status !== "active") throw invalidField("app_id", "app is archived");
+      const secret = `ak_${randomToken(40)}`;
+      const key: ApiKeyRecord = {
+        id: newId(Prefix.apiKey),
+        appId: app.id,
+        organizationId: app.organizationId,
+        name: req.name,
+        keyPrefix: secret.slice(0, KEY_PREFIX_LENGTH),
+        keyHint: secret.slice(-4),
+        secretHash: d.box.hashSecret(secret),
+        scopes: [...new Set(req.scopes)],
+        createdAt: Date.now(),
+        ...(req.description !== undefined ? { description: req.description } : {}),
+        ...(expiresAt !== undefined ? { expiresAt } : {}),
+      };
+      const state = accepted(await d.actors.ask(ApiKeyBehavior, key.id, { type: "create", key }));
+      return { apiKey: apiKeyMessage(state.key!), secret };
+    },
+    async get(req, ctx) {
+      return { apiKey: apiKeyMessage(await visibleKey(d, callerOf(ctx.values), req.id)) };
+    },
+    async list(req, ctx) {
+      const caller = callerOf(ctx.values);
+      if (req.appId !== "") new Check().id("app_id", req.appId, Prefix.app).done();
+      let appId = req.appId;
+      if (caller.kind === "key") {
+        if (appId !== "" && appId !== caller.app.id) throw permissionDenied("an API key lists only its own app's keys");
+        appId = caller.app.id;
+      } else if (appId !== "") {
+        await visibleApp(d, caller, appId, "app_id");
+      }
+      const filter = (k: ApiKeyRecord) => req.includeRevoked || k.revokedAt === undefined;
+      const listId = `keys:${caller.org!.id}:${appId}:${req.includeRevoked}`;
+      const page = appId !== ""
+        ? await d.paginator.page<ApiKeyRecord>(API_KEYS, appId, listId, req.pagination, filter)
+        : await d.paginator.page<ApiKeyRecord>(ORG_API_KEYS, caller.org!.id, listId, req.pagination, filter);
+      return { apiKeys: page.items.map((r) => apiKeyMessage(r.value)), pagination: page.pagination };
+    },
+    async revoke(req, ctx) {
+      const caller = callerOf(ctx.values);
+      new Check().length("reason", req.reason, 0, LIMITS.revokeReason).done();
+      const key = await visibleKey(d, caller, req.id);
+      const state = accepted(
+        await d.actors.ask(ApiKeyBehavior, key.id, { type: "revoke", at: Date.now(), ...(req.reason !== undefined ? { reason: req.reason } : {}) }),
+      );
+      return { apiKey: apiKeyMessage(state.key!) };
+    },
+  };
+}

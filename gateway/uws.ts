@@ -1,0 +1,151 @@
+// The uWebSockets.js host adapter: bytes in, universal handler, bytes out. Honors request size
+// limits, client aborts and back-pressure; writes headers only once the handler has answered.
+import { STATUS_CODES } from "node:http";
+import uWS from "uWebSockets.js";
+import { Code } from "@connectrpc/connect";
+import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { apiError } from "../src/errors.js";
+import type { Logger } from "../src/log.js";
+
+export interface UwsServer {
+  readonly port: number;
+  /** Stops accepting, lets in-flight calls finish (streams are told to end), then resolves. */
+  close(graceMs?: number): Promise<void>;
+}
+
+const statusLine = (status: number) => `${status} ${STATUS_CODES[status] ?? ""}`;
+
+export async function listenUws(
+  handlers: ReadonlyMap<string, UniversalHandler>,
+  options: { host: string; port: number; maxRequestBytes: number; log: Logger; shutdown: AbortController },
+): Promise<UwsServer> {
+  const app = uWS.App();
+  let inFlight = 0;
+
+  app.any("/*", (res, req) => {
+    const method = req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const query = req.getQuery();
+    const header = new Headers();
+    req.forEach((k, v) => header.append(k, v));
+    const abort = new AbortController();
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+      abort.abort(new Error("client went away"));
+    });
+
+    const handler = handlers.get(path);
+    if (!handler) {
+      res.cork(() => res.writeStatus(statusLine(404)).end());
+      return;
+    }
+    const fail = (status: number, message: string) => {
+      const body = errorToJsonBytes(apiError(Code.InvalidArgument, message), {});
+      if (!aborted) res.cork(() => res.writeStatus(statusLine(status)).writeHeader("content-type", "application/json").end(body));
+    };
+    const declared = Number(header.get("content-length") ?? "0");
+    if (declared > options.maxRequestBytes) {
+      fail(413, `request body of ${declared} bytes exceeds the limit of ${options.maxRequestBytes}`);
+      return;
+    }
+
+    inFlight++;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    res.onData((ab, isLast) => {
+      if (tooLarge) return;
+      size += ab.byteLength;
+      if (size > options.maxRequestBytes) {
+        tooLarge = true;
+        inFlight--;
+        fail(413, `request body exceeds the limit of ${options.maxRequestBytes} bytes`);
+        return;
+      }
+      chunks.push(Buffer.from(ab.slice(0))); // uWS reuses the buffer after this callback
+      if (!isLast) return;
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+      handler({
+        httpVersion: "1.1",
+        method,
+        url: `http://${header.get("host") ?? "localhost"}${path}${query ? `?${query}` : ""}`,
+        header,
+        body: (async function* () {
+          yield new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+        })(),
+        signal: abort.signal,
+      })
+        .then((out) => write(res, out, () => aborted))
+        .catch((e: unknown) => {
+          options.log.error({ err: e, path }, "gateway handler failed");
+          if (!aborted) res.cork(() => res.writeStatus(statusLine(500)).end());
+        })
+        .finally(() => inFlight--);
+    });
+  });
+
+  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+    app.listen(options.host, options.port, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${options.host}:${options.port}`))));
+  });
+  const port = uWS.us_socket_local_port(listenSocket);
+
+  return {
+    port,
+    async close(graceMs = 10_000) {
+      uWS.us_listen_socket_close(listenSocket);
+      options.shutdown.abort();
+      const deadline = Date.now() + graceMs;
+      while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      (app as unknown as { close?: () => void }).close?.();
+    },
+  };
+}
+
+async function write(res: uWS.HttpResponse, out: UniversalServerResponse, aborted: () => boolean): Promise<void> {
+  if (aborted()) return;
+  const iterator = out.body?.[Symbol.asyncIterator]();
+  // Headers go out with the first chunk (or the end): a handler error before it still gets a status.
+  const first = iterator ? await iterator.next() : { done: true as const, value: undefined };
+  if (aborted()) return;
+  const writeHead = () => {
+    res.writeStatus(statusLine(out.status));
+    out.header?.forEach((v, k) => {
+      if (k !== "content-length") res.writeHeader(k, v);
+    });
+  };
+  if (first.done) {
+    res.cork(() => {
+      writeHead();
+      res.end();
+    });
+    return;
+  }
+  const second = await iterator!.next();
+  if (aborted()) return;
+  if (second.done) {
+    res.cork(() => {
+      writeHead();
+      res.end(first.value);
+    });
+    return;
+  }
+  // A stream: write chunk by chunk, waiting for the socket to drain when it fills.
+  res.cork(() => {
+    writeHead();
+    res.write(first.value);
+  });
+  let next: IteratorResult<Uint8Array> = second;
+  while (!next.done) {
+    if (aborted()) return;
+    const chunk = next.value;
+    let ok = true;
+    res.cork(() => {
+      ok = res.write(chunk);
+    });
+    if (!ok) await new Promise<void>((resolve) => res.onWritable(() => (resolve(), true)));
+    next = await iterator!.next();
+  }
+  if (!aborted()) res.cork(() => res.end());
+}

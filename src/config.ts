@@ -1,0 +1,84 @@
+// Typed configuration from the environment, validated once at start and then frozen.
+import path from "node:path";
+
+export interface Config {
+  readonly mode: "embedded";
+  readonly httpPort: number;
+  readonly httpHost: string;
+  readonly dataDir: string;
+  /** Largest request body the gateway reads, in bytes. */
+  readonly maxRequestBytes: number;
+  /** Secret that signs cursors and encrypts secrets at rest; generated into the data folder when unset. */
+  readonly serverSecret: string | undefined;
+  readonly jwt: {
+    readonly issuer: string;
+    readonly audience: string;
+    /** PEM (SPKI) public key of an external issuer; unset means the embedded development issuer. */
+    readonly publicKeyPem: string | undefined;
+    readonly algorithm: string;
+  };
+  /** Email of the owner the first start creates. */
+  readonly bootstrapEmail: string;
+  /** Emails of operator staff: they approve sign-ups and suspend accounts. */
+  readonly staffEmails: readonly string[];
+  readonly logLevel: string;
+  readonly version: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly setting: string, message: string) {
+    super(`${setting}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+export const VERSION = "0.1.0";
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const logLevel = env.MEDIA_LOG_LEVEL ?? "info";
+  if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(logLevel)) {
+    throw new ConfigError("MEDIA_LOG_LEVEL", `unknown level "${logLevel}"`);
+  }
+  const secret = env.MEDIA_SERVER_SECRET;
+  if (secret !== undefined && secret.length < 32) {
+    throw new ConfigError("MEDIA_SERVER_SECRET", "must be at least 32 characters");
+  }
+  const mode = env.MEDIA_MODE ?? "embedded";
+  if (mode !== "embedded") {
+    throw new ConfigError("MEDIA_MODE", `"${mode}" is not available yet; only "embedded" runs in this build`);
+  }
+  const bootstrapEmail = (env.MEDIA_BOOTSTRAP_EMAIL ?? "owner@media.local").toLowerCase();
+  if (!/^[^@\s]+@[^@\s]+$/.test(bootstrapEmail)) throw new ConfigError("MEDIA_BOOTSTRAP_EMAIL", `"${bootstrapEmail}" is not an email address`);
+  const config: Config = {
+    mode,
+    httpPort: integer(env, "MEDIA_HTTP_PORT", 8080, 0, 65535),
+    httpHost: env.MEDIA_HTTP_HOST ?? "0.0.0.0",
+    dataDir: path.resolve(env.MEDIA_DATA_DIR ?? "./data"),
+    maxRequestBytes: integer(env, "MEDIA_MAX_REQUEST_BYTES", 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
+    serverSecret: secret,
+    jwt: {
+      issuer: env.MEDIA_JWT_ISSUER ?? "media-dev",
+      audience: env.MEDIA_JWT_AUDIENCE ?? "media",
+      publicKeyPem: env.MEDIA_JWT_PUBLIC_KEY,
+      algorithm: env.MEDIA_JWT_ALGORITHM ?? "ES256",
+    },
+    bootstrapEmail,
+    // Staff default to the bootstrap owner, so an embedded install can approve its first sign-ups.
+    staffEmails: (env.MEDIA_STAFF_EMAILS ?? bootstrapEmail)
+      .split(",")
+      .map((s) => s.trim().toLowerCase())
+      .filter((s) => s !== ""),
+    logLevel,
+    version: VERSION,
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,302 @@
+// The directory: organizations, apps, users and memberships as versioned store records.
+// Every change is a conditional write on the record's version; uniqueness (organization slug,
+// user email) is a conditional insert in the same atomic batch.
+import { Code } from "@connectrpc/connect";
+import { alreadyExists, apiError, notFound, VersionConflict } from "./errors.js";
+import { newId, Prefix } from "./ids.js";
+import { sortKey } from "./pagination.js";
+import type { RecordWrite, Store, StoredRecord } from "./store/port.js";
+
+export const Roles = ["owner", "admin", "member", "viewer"] as const;
+export type Role = (typeof Roles)[number];
+const ROLE_RANK: Record<Role, number> = { owner: 4, admin: 3, member: 2, viewer: 1 };
+export const atLeast = (role: Role, minimum: Role): boolean => ROLE_RANK[role] >= ROLE_RANK[minimum];
+
+export interface OrganizationRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly slug: string;
+  readonly billingEmail?: string;
+  readonly status: "active" | "suspended";
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface AppWebhookRecord {
+  readonly url: string;
+  readonly events: readonly string[];
+  /** Encrypted at rest with the server key. */
+  readonly sealedSecret?: string;
+  readonly secretHint: string;
+}
+
+export interface AppRecord {
+  readonly id: string;
+  readonly organizationId: string;
+  readonly name: string;
+  readonly description?: string;
+  readonly status: "active" | "archived";
+  readonly hostingEnabledAt?: number;
+  readonly webhook?: AppWebhookRecord;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly archivedAt?: number;
+}
+
+export interface UserRecord {
+  readonly id: string;
+  readonly email: string;
+  readonly emailVerified: boolean;
+  readonly firstName: string;
+  readonly lastName: string;
+  readonly pictureUrl?: string;
+  readonly status: "active" | "suspended" | "deleted";
+  readonly lastLoginAt?: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly approvalStatus: "pending" | "approved" | "rejected";
+  readonly approvalDecidedAt?: number;
+  readonly approvalDecidedBy?: string;
+}
+
+export interface MembershipRecord {
+  readonly id: string;
+  readonly organizationId: string;
+  readonly userId: string;
+  readonly role: Role;
+  readonly isActive: boolean;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export const T = {
+  organizations: "organizations",
+  orgSlugs: "organization_slugs",
+  apps: "apps",
+  users: "users",
+  userEmails: "user_emails",
+  memberships: "memberships",
+  userMemberships: "user_memberships",
+} as const;
+
+/** A user's side of a membership, listed by user. */
+export interface UserMembershipLink {
+  readonly organizationId: string;
+  readonly isActive: boolean;
+}
+
+/** Claims of a verified session token. */
+export interface IdentityClaims {
+  readonly email: string;
+  readonly emailVerified: boolean;
+  readonly firstName: string;
+  readonly lastName: string;
+  readonly pictureUrl?: string;
+}
+
+const membershipId = (orgId: string, userId: string) => `${orgId}:${userId}`;
+
+export class Directory {
+  constructor(private readonly store: Store) {}
+
+  // ── generic ──
+
+  async read<T>(table: string, id: string): Promise<StoredRecord<T> | undefined> {
+    return this.store.get<T>(table, id);
+  }
+
+  /** Read, change and write back conditionally, retrying a lost race a few times. */
+  private async change<T>(table: string, id: string, what: string, fn: (current: T) => T, extra: (next: T) => RecordWrite[] = () => []): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.store.get<T>(table, id);
+      if (!current) throw notFound(what, id);
+      const next = fn(current.value);
+      try {
+        await this.store.commit({ writes: [{ table, id, value: next, expectedVersion: current.version }, ...extra(next)] });
+        return next;
+      } catch (e) {
+        if (!(e instanceof VersionConflict) || attempt >= 4) throw e;
+      }
+    }
+  }
+
+  // ── organizations ──
+
+  async slugTaken(slug: string): Promise<boolean> {
+    return (await this.store.get(T.orgSlugs, slug)) !== undefined;
+  }
+
+  async createOrganization(owner: UserRecord, input: { name: string; slug: string; billingEmail?: string }): Promise<OrganizationRecord> {
+    const now = Date.now();
+    const org: OrganizationRecord = { id: newId(Prefix.organization), name: input.name, slug: input.slug, status: "active", createdAt: now, updatedAt: now, ...(input.billingEmail ? { billingEmail: input.billingEmail } : {}) };
+    const membership: MembershipRecord = { id: newId(Prefix.membership), organizationId: org.id, userId: owner.id, role: "owner", isActive: true, createdAt: now, updatedAt: now };
+    try {
+      await this.store.commit({
+        writes: [
+          { table: T.orgSlugs, id: org.slug, value: { organizationId: org.id }, expectedVersion: 0 },
+          { table: T.organizations, id: org.id, value: org, expectedVersion: 0 },
+          ...this.membershipWrites(membership),
+        ],
+      });
+    } catch (e) {
+      if (e instanceof VersionConflict) throw alreadyExists(`organization slug "${org.slug}" is taken`, "slug");
+      throw e;
+    }
+    return org;
+  }
+
+  async organization(id: string): Promise<OrganizationRecord | undefined> {
+    return (await this.store.get<OrganizationRecord>(T.organizations, id))?.value;
+  }
+
+  updateOrganization(id: string, patch: { name?: string; billingEmail?: string }): Promise<OrganizationRecord> {
+    return this.change<OrganizationRecord>(T.organizations, id, "organization", (o) => ({ ...o, ...patch, updatedAt: Date.now() }));
+  }
+
+  // ── apps ──
+
+  async createApp(organizationId: string, input: { name: string; description?: string; webhook?: AppWebhookRecord; hosting?: boolean }): Promise<AppRecord> {
+    const now = Date.now();
+    const app: AppRecord = {
+      id: newId(Prefix.app),
+      organizationId,
+      name: input.name,
+      status: "active",
+      createdAt: now,
+      updatedAt: now,
+      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...(input.webhook ? { webhook: input.webhook } : {}),
+      ...(input.hosting ? { hostingEnabledAt: now } : {}),
+    };
+    await this.store.commit({ writes: [{ table: T.apps, id: app.id, value: app, partition: organizationId, sort: sortKey(now, app.id), expectedVersion: 0 }] });
+    return app;
+  }
+
+  async app(id: string): Promise<AppRecord | undefined> {
+    return (await this.store.get<AppRecord>(T.apps, id))?.value;
+  }
+
+  changeApp(id: string, fn: (app: AppRecord) => AppRecord): Promise<AppRecord> {
+    return this.change<AppRecord>(T.apps, id, "app", (a) => ({ ...fn(a), updatedAt: Date.now() }));
+  }
+
+  /** The organization's first active app, oldest first. */
+  async firstActiveApp(organizationId: string): Promise<AppRecord | undefined> {
+    const all = await this.store.scan<AppRecord>(T.apps, organizationId, { limit: 10_000, filter: (a) => a.status === "active" });
+    return all.items.at(-1)?.value;
+  }
+
+  // ── users ──
+
+  async user(id: string): Promise<UserRecord | undefined> {
+    return (await this.store.get<UserRecord>(T.users, id))?.value;
+  }
+
+  async userByEmail(email: string): Promise<UserRecord | undefined> {
+    const link = await this.store.get<{ userId: string }>(T.userEmails, email.toLowerCase());
+    return link ? this.user(link.value.userId) : undefined;
+  }
+
+  /** First login creates the user (pending unless pre-approved); later logins sync the identity. */
+  async provision(claims: IdentityClaims, approved: boolean): Promise<UserRecord> {
+    const email = claims.email.toLowerCase();
+    const existing = await this.userByEmail(email);
+    const now = Date.now();
+    if (existing) {
+      const lastLoginStale = existing.lastLoginAt === undefined || now - existing.lastLoginAt > 60_000;
+      const synced = existing.emailVerified === claims.emailVerified && !lastLoginStale && !(approved && existing.approvalStatus === "pending");
+      if (synced) return existing;
+      return this.changeUser(existing.id, (u) => ({
+        ...u,
+        emailVerified: claims.emailVerified,
+        lastLoginAt: now,
+        ...(approved && u.approvalStatus === "pending" ? { approvalStatus: "approved" as const, approvalDecidedAt: now, approvalDecidedBy: u.id } : {}),
+      }));
+    }
+    const user: UserRecord = {
+      id: newId(Prefix.user),
+      email,
+      emailVerified: claims.emailVerified,
+      firstName: claims.firstName,
+      lastName: claims.lastName,
+      status: "active",
+      lastLoginAt: now,
+      createdAt: now,
+      updatedAt: now,
+      approvalStatus: approved ? "approved" : "pending",
+      ...(claims.pictureUrl ? { pictureUrl: claims.pictureUrl } : {}),
+    };
+    const approvedUser: UserRecord = approved ? { ...user, approvalDecidedAt: now, approvalDecidedBy: user.id } : user;
+    try {
+      await this.store.commit({
+        writes: [
+          { table: T.userEmails, id: email, value: { userId: user.id }, expectedVersion: 0 },
+          { table: T.users, id: user.id, value: approvedUser, expectedVersion: 0 },
+        ],
+      });
+      return approvedUser;
+    } catch (e) {
+      if (e instanceof VersionConflict) return (await this.userByEmail(email))!; // a concurrent first login won
+      throw e;
+    }
+  }
+
+  changeUser(id: string, fn: (u: UserRecord) => UserRecord): Promise<UserRecord> {
+    return this.change<UserRecord>(T.users, id, "user", (u) => ({ ...fn(u), updatedAt: Date.now() }));
+  }
+
+  // ── memberships ──
+
+  private membershipWrites(m: MembershipRecord): RecordWrite[] {
+    return [
+      { table: T.memberships, id: membershipId(m.organizationId, m.userId), value: m, partition: m.organizationId, sort: sortKey(m.createdAt, m.id) },
+      { table: T.userMemberships, id: membershipId(m.userId, m.organizationId), value: { organizationId: m.organizationId, isActive: m.isActive }, partition: m.userId, sort: sortKey(m.createdAt, m.id) },
+    ];
+  }
+
+  async membership(organizationId: string, userId: string): Promise<MembershipRecord | undefined> {
+    const m = (await this.store.get<MembershipRecord>(T.memberships, membershipId(organizationId, userId)))?.value;
+    return m?.isActive ? m : undefined;
+  }
+
+  async userOrganizations(userId: string): Promise<{ org: OrganizationRecord; membership: MembershipRecord }[]> {
+    const links = await this.store.scan<UserMembershipLink>(T.userMemberships, userId, { limit: 10_000, filter: (l) => l.isActive });
+    const out: { org: OrganizationRecord; membership: MembershipRecord }[] = [];
+    for (const link of links.items) {
+      const org = await this.organization(link.value.organizationId);
+      const membership = (await this.store.get<MembershipRecord>(T.memberships, membershipId(link.value.organizationId, userId)))?.value;
+      if (org && membership) out.push({ org, membership });
+    }
+    return out;
+  }
+
+  async addMember(organizationId: string, user: UserRecord, role: Role): Promise<MembershipRecord> {
+    const existing = (await this.store.get<MembershipRecord>(T.memberships, membershipId(organizationId, user.id)))?.value;
+    if (existing?.isActive) throw alreadyExists(`${user.email} is already a member`, "email");
+    const now = Date.now();
+    const m: MembershipRecord = existing
+      ? { ...existing, role, isActive: true, updatedAt: now }
+      : { id: newId(Prefix.membership), organizationId, userId: user.id, role, isActive: true, createdAt: now, updatedAt: now };
+    await this.store.commit({ writes: this.membershipWrites(m) });
+    return m;
+  }
+
+  async changeMembership(organizationId: string, userId: string, fn: (m: MembershipRecord) => MembershipRecord): Promise<MembershipRecord> {
+    const id = membershipId(organizationId, userId);
+    const current = await this.store.get<MembershipRecord>(T.memberships, id);
+    if (!current?.value.isActive) throw notFound("member", userId);
+    const next = { ...fn(current.value), updatedAt: Date.now() };
+    if (current.value.role === "owner" && (next.role !== "owner" || !next.isActive)) {
+      const owners = await this.store.scan<MembershipRecord>(T.memberships, organizationId, { limit: 2, filter: (m) => m.isActive && m.role === "owner" });
+      if (owners.total < 2) throw apiError(Code.FailedPrecondition, "an organization keeps at least one owner");
+    }
+    try {
+      const [row, link] = this.membershipWrites(next);
+      await this.store.commit({ writes: [{ ...row!, expectedVersion: current.version }, link!] });
+    } catch (e) {
+      if (e instanceof VersionConflict) throw apiError(Code.Aborted, "the membership changed concurrently; retry");
+      throw e;
+    }
+    return next;
+  }
+}

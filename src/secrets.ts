@@ -1,0 +1,48 @@
+// Hashing of API key secrets, signing of cursors and encryption of secrets at rest.
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+
+export class SecretBox {
+  private readonly encKey: Buffer;
+  private readonly macKey: Buffer;
+
+  constructor(serverSecret: string) {
+    const root = createHash("sha256").update(serverSecret).digest();
+    this.encKey = createHmac("sha256", root).update("encrypt").digest();
+    this.macKey = createHmac("sha256", root).update("sign").digest();
+  }
+
+  /** Keyed hash of an API key secret: what the store keeps instead of the secret. */
+  hashSecret(secret: string): string {
+    return createHmac("sha256", this.macKey).update("api-key:").update(secret).digest("base64url");
+  }
+
+  sign(payload: string): string {
+    return createHmac("sha256", this.macKey).update(payload).digest("base64url").slice(0, 22);
+  }
+
+  verify(payload: string, signature: string): boolean {
+    const expected = Buffer.from(this.sign(payload));
+    const given = Buffer.from(signature);
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  }
+
+  /** AES-256-GCM; output is iv.tag.ciphertext in base64url. */
+  encrypt(plain: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv("aes-256-gcm", this.encKey, iv);
+    const body = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
+    return [iv, cipher.getAuthTag(), body].map((b) => b.toString("base64url")).join(".");
+  }
+
+  decrypt(sealed: string): string {
+    const [iv, tag, body] = sealed.split(".").map((p) => Buffer.from(p, "base64url"));
+    if (!iv || !tag || !body) throw new Error("sealed value is malformed");
+    const decipher = createDecipheriv("aes-256-gcm", this.encKey, iv);
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(body), decipher.final()]).toString("utf8");
+  }
+}
+
+export function sha256(data: string | Uint8Array): string {
+  return createHash("sha256").update(data).digest("base64url");
+}

@@ -1,0 +1,245 @@
+// Embedded store: all state in memory, every commit appended to one log file and fdatasync'ed
+// before it resolves (group commit), replayed and compacted on open. Survives kill -9: a torn
+// last line is dropped, and it was never acknowledged.
+import { closeSync, existsSync, fdatasyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
+import path from "node:path";
+import { VersionConflict } from "../errors.js";
+import type { Batch, JournalEvent, RecordWrite, ScanOptions, ScanResult, Snapshot, Store, StoredRecord, StoreHealth } from "./port.js";
+
+/** A write as logged: with the version it produced, so replay and compaction keep versions. */
+type LoggedWrite = RecordWrite & { readonly version?: number };
+
+interface LogLine {
+  e?: JournalEvent[];
+  w?: LoggedWrite[];
+  s?: Snapshot;
+}
+
+interface PendingWrite {
+  readonly line: string;
+  readonly resolve: () => void;
+  readonly reject: (e: unknown) => void;
+}
+
+export class FileStore implements Store {
+  private readonly records = new Map<string, Map<string, StoredRecord>>();
+  /** table \0 partition → sort keys with ids, ascending. */
+  private readonly partitions = new Map<string, { sort: string; id: string }[]>();
+  private readonly journals = new Map<string, JournalEvent[]>();
+  private readonly snapshots = new Map<string, Snapshot>();
+  private handle: FileHandle | undefined;
+  private queue: PendingWrite[] = [];
+  private flushing = false;
+  private failure: unknown;
+
+  constructor(private readonly dir: string) {}
+
+  private get logPath(): string {
+    return path.join(this.dir, "store.log");
+  }
+
+  async open(): Promise<void> {
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    if (existsSync(this.logPath)) this.replay(readFileSync(this.logPath, "utf8"));
+    this.compact();
+    this.handle = await open(this.logPath, "a", 0o600);
+  }
+
+  async close(): Promise<void> {
+    while (this.flushing || this.queue.length > 0) await new Promise((r) => setTimeout(r, 2));
+    await this.handle?.close();
+    this.handle = undefined;
+  }
+
+  async health(): Promise<StoreHealth> {
+    if (this.failure) return { ok: false, message: `store log write failed: ${String(this.failure)}` };
+    if (!this.handle) return { ok: false, message: "store is not open" };
+    return { ok: true };
+  }
+
+  async get<T>(table: string, id: string): Promise<StoredRecord<T> | undefined> {
+    return this.live(this.records.get(table)?.get(id)) as StoredRecord<T> | undefined;
+  }
+
+  commit(batch: Batch): Promise<void> {
+    if (!this.handle) return Promise.reject(new Error("store is not open"));
+    if (this.failure) return Promise.reject(this.failure);
+    this.check(batch);
+    const line: LogLine = {};
+    if (batch.events?.length) line.e = [...batch.events];
+    if (batch.writes?.length) {
+      line.w = batch.writes.map((w) => ({
+        ...w,
+        version: (this.live(this.records.get(w.table)?.get(w.id))?.version ?? 0) + 1,
+      }));
+    }
+    this.apply(line);
+    return this.append(JSON.stringify(line));
+  }
+
+  async events(key: string, afterSeq: number): Promise<readonly JournalEvent[]> {
+    return (this.journals.get(key) ?? []).filter((e) => e.seq > afterSeq);
+  }
+
+  async latestSnapshot(key: string): Promise<Snapshot | undefined> {
+    return this.snapshots.get(key);
+  }
+
+  saveSnapshot(snapshot: Snapshot): Promise<void> {
+    const current = this.snapshots.get(snapshot.key);
+    if (current && current.seq >= snapshot.seq) return Promise.resolve();
+    this.apply({ s: snapshot });
+    return this.append(JSON.stringify({ s: snapshot }));
+  }
+
+  async scan<T>(table: string, partition: string, options: ScanOptions<T>): Promise<ScanResult<T>> {
+    const index = this.partitions.get(`${table}\0${partition}`) ?? [];
+    const rows = this.records.get(table);
+    const items: StoredRecord<T>[] = [];
+    let skip = options.offset ?? 0;
+    let total = 0;
+    let more = false;
+    for (let i = index.length - 1; i >= 0; i--) {
+      const entry = index[i]!;
+      const record = this.live(rows?.get(entry.id)) as StoredRecord<T> | undefined;
+      if (!record || (options.filter && !options.filter(record.value))) continue;
+      total++;
+      if (options.before !== undefined && entry.sort >= options.before) continue;
+      if (skip > 0) {
+        skip--;
+        continue;
+      }
+      if (items.length < options.limit) items.push(record);
+      else more = true;
+    }
+    return { items, more, total };
+  }
+
+  private live(record: StoredRecord | undefined): StoredRecord | undefined {
+    if (!record) return undefined;
+    return record.expiresAt !== 0 && record.expiresAt <= Date.now() ? undefined : record;
+  }
+
+  private check(batch: Batch): void {
+    const nextSeq = new Map<string, number>();
+    for (const event of batch.events ?? []) {
+      const last = nextSeq.get(event.key) ?? this.journals.get(event.key)?.at(-1)?.seq ?? 0;
+      if (event.seq !== last + 1) throw new VersionConflict(event.key, last + 1, event.seq);
+      nextSeq.set(event.key, event.seq);
+    }
+    for (const write of batch.writes ?? []) {
+      if (write.expectedVersion === undefined) continue;
+      const current = this.live(this.records.get(write.table)?.get(write.id))?.version ?? 0;
+      if (current !== write.expectedVersion) throw new VersionConflict(`${write.table}/${write.id}`, write.expectedVersion, current);
+    }
+  }
+
+  private apply(line: LogLine): void {
+    for (const event of line.e ?? []) {
+      let journal = this.journals.get(event.key);
+      if (!journal) this.journals.set(event.key, (journal = []));
+      journal.push(event);
+    }
+    for (const write of line.w ?? []) this.applyWrite(write);
+    if (line.s) this.snapshots.set(line.s.key, line.s);
+  }
+
+  private applyWrite(write: LoggedWrite): void {
+    let table = this.records.get(write.table);
+    if (!table) this.records.set(write.table, (table = new Map()));
+    const previous = table.get(write.id);
+    if (previous) this.unindex(write.table, previous);
+    if (write.value === null) {
+      table.delete(write.id);
+      return;
+    }
+    const record: StoredRecord = {
+      id: write.id,
+      version: write.version ?? (this.live(previous)?.version ?? 0) + 1,
+      partition: write.partition ?? previous?.partition ?? "",
+      sort: write.sort ?? previous?.sort ?? "",
+      value: write.value,
+      expiresAt: write.expiresAt ?? 0,
+    };
+    table.set(write.id, record);
+    if (record.partition !== "") this.index(write.table, record);
+  }
+
+  private index(table: string, record: StoredRecord): void {
+    const key = `${table}\0${record.partition}`;
+    let list = this.partitions.get(key);
+    if (!list) this.partitions.set(key, (list = []));
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (list[mid]!.sort < record.sort) lo = mid + 1;
+      else hi = mid;
+    }
+    list.splice(lo, 0, { sort: record.sort, id: record.id });
+  }
+
+  private unindex(table: string, record: StoredRecord): void {
+    const list = this.partitions.get(`${table}\0${record.partition}`);
+    if (!list) return;
+    const at = list.findIndex((e) => e.id === record.id);
+    if (at >= 0) list.splice(at, 1);
+  }
+
+  private append(line: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ line, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      try {
+        await this.handle!.write(batch.map((p) => p.line + "\n").join(""));
+        await this.handle!.datasync();
+        for (const p of batch) p.resolve();
+      } catch (e) {
+        // Memory is now ahead of the disk: refuse every later write rather than acknowledge it.
+        this.failure = e;
+        for (const p of batch) p.reject(e);
+      }
+    }
+    this.flushing = false;
+  }
+
+  private replay(text: string): void {
+    for (const raw of text.split("\n")) {
+      if (raw === "") continue;
+      let line: LogLine;
+      try {
+        line = JSON.parse(raw) as LogLine;
+      } catch {
+        break; // a torn tail from a crash mid-write: it was never acknowledged
+      }
+      this.apply(line);
+    }
+  }
+
+  /** Rewrites the log as its live content, atomically (write, fsync, rename). */
+  private compact(): void {
+    const tmp = `${this.logPath}.compact`;
+    const fd = openSync(tmp, "w", 0o600);
+    const write = (line: LogLine) => writeSync(fd, JSON.stringify(line) + "\n");
+    for (const [table, rows] of this.records) {
+      for (const r of rows.values()) {
+        if (!this.live(r)) continue;
+        write({ w: [{ table, id: r.id, value: r.value, partition: r.partition, sort: r.sort, expiresAt: r.expiresAt, version: r.version }] });
+      }
+    }
+    for (const events of this.journals.values()) if (events.length) write({ e: events });
+    for (const s of this.snapshots.values()) write({ s });
+    fdatasyncSync(fd);
+    closeSync(fd);
+    renameSync(tmp, this.logPath);
+  }
+}
