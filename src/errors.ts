@@ -1,5 +1,5 @@
 // The one wire error type: ConnectError with media.v1.ErrorDetails attached, built only here.
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorDetailsSchema } from "./gen/media/v1/common_pb.js";
 
@@ -30,7 +30,8 @@ export function apiError(code: Code, message: string, violations: readonly Field
     message,
     fieldViolations: violations.map((v) => ({ field: v.field, description: v.description })),
   });
-  return new ConnectError(message, code, undefined, [{ desc: ErrorDetailsSchema, value: details }]);
+  // Raw {type, value} so the body carries exactly type and base64 value, no "debug" echo.
+  return new ConnectError(message, code, undefined, [{ type: ErrorDetailsSchema.typeName, value: toBinary(ErrorDetailsSchema, details) } as never]);
 }
 
 export const invalid = (violations: readonly FieldViolation[], message?: string): ConnectError =>

@@ -1,0 +1,131 @@
+// Test harness: a real server (in-process or as a child process) on a free port with a fresh
+// data folder, and a raw JSON caller that shows exactly what a strict client sees.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { loadConfig, type Config } from "../src/config.js";
+import { mintDevToken } from "../src/identity.js";
+import { createLogger } from "../src/log.js";
+import { startServer, type Bootstrap, type RunningServer } from "../src/server.js";
+
+export const ROOT = path.resolve(import.meta.dirname, "..");
+
+export function tempDataDir(): string {
+  return mkdtempSync(path.join(tmpdir(), "media-test-"));
+}
+
+export function testConfig(dataDir: string, extra: Record<string, string> = {}): Config {
+  return loadConfig({ MEDIA_DATA_DIR: dataDir, MEDIA_HTTP_PORT: "0", MEDIA_HTTP_HOST: "127.0.0.1", MEDIA_LOG_LEVEL: "silent", ...extra });
+}
+
+export interface Harness {
+  readonly server: RunningServer;
+  readonly config: Config;
+  readonly base: string;
+  readonly boot: Bootstrap;
+  token(email: string): Promise<string>;
+}
+
+export async function startHarness(extra: Record<string, string> = {}, dataDir = tempDataDir()): Promise<Harness> {
+  const config = testConfig(dataDir, extra);
+  const server = await startServer(config, createLogger("silent"));
+  return {
+    server,
+    config,
+    base: `http://127.0.0.1:${server.port}`,
+    boot: server.bootstrap!,
+    token: (email) => mintDevToken(config, email),
+  };
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly body: any;
+  readonly headers: Headers;
+}
+
+export interface Auth {
+  readonly bearer?: string;
+  readonly org?: string;
+  readonly headers?: Record<string, string>;
+}
+
+/** POSTs JSON to /media.v1.<Service>/<Method>, as the spec's wire format says. */
+export async function call(base: string, route: string, body: unknown, auth: Auth = {}): Promise<Reply> {
+  const headers: Record<string, string> = { "content-type": "application/json", ...auth.headers };
+  if (auth.bearer) headers.authorization = `Bearer ${auth.bearer}`;
+  if (auth.org) headers["x-organization-id"] = auth.org;
+  const res = await fetch(`${base}/media.v1.${route}`, { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body) });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON: left as text */
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}
+
+/** Decodes the media.v1.ErrorDetails of an error body. */
+export async function errorDetails(body: any): Promise<{ code: string; message: string; fieldViolations: { field: string; description: string }[] }> {
+  const { fromBinary } = await import("@bufbuild/protobuf");
+  const { ErrorDetailsSchema } = await import("../src/gen/media/v1/common_pb.js");
+  const detail = body.details?.find((d: any) => d.type === "media.v1.ErrorDetails");
+  if (!detail) throw new Error(`no ErrorDetails in ${JSON.stringify(body)}`);
+  return fromBinary(ErrorDetailsSchema, Buffer.from(detail.value, "base64"));
+}
+
+/** The service as a user runs it: `node bin/media.js serve` in a child process. */
+export interface ChildServer {
+  readonly child: ChildProcess;
+  readonly base: string;
+  readonly dataDir: string;
+  readonly output: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function spawnServer(dataDir: string, port: number, env: Record<string, string> = {}): Promise<ChildServer> {
+  const child = spawn(process.execPath, [path.join(ROOT, "bin/media.js"), "serve"], {
+    cwd: ROOT,
+    env: { ...process.env, MEDIA_DATA_DIR: dataDir, MEDIA_HTTP_PORT: String(port), MEDIA_HTTP_HOST: "127.0.0.1", MEDIA_LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited early: ${out}`);
+    try {
+      const res = await fetch(`${base}/media.v1.HealthService/Check`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      if (res.ok) break;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`server did not start: ${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    child,
+    base,
+    dataDir,
+    output: () => out,
+    stop: (signal = "SIGTERM") =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once("exit", (code) => resolve(code));
+        child.kill(signal);
+      }),
+  };
+}
+
+export function readBootstrap(dataDir: string): Bootstrap {
+  const file = path.join(dataDir, "bootstrap.json");
+  if (!existsSync(file)) throw new Error("no bootstrap.json");
+  return JSON.parse(readFileSync(file, "utf8")) as Bootstrap;
+}
+
+let nextPort = 20000 + Math.floor(Math.random() * 20000);
+export const freePort = (): number => nextPort++;
