@@ -11,7 +11,7 @@ const USAGE = `usage: media <command>
 async function serve(config: Config): Promise<void> {
   const log = createLogger(config.logLevel);
   const server = await startServer(config, log);
-  if (server.bootstrap && process.env.MEDIA_QUIET_BOOTSTRAP !== "1") {
+  if (server.bootstrapCreated && server.bootstrap) {
     process.stdout.write(`\nmedia is running on http://localhost:${server.port}\n`);
     process.stdout.write(`bootstrap credentials (also in ${config.dataDir}/bootstrap.json):\n${JSON.stringify(server.bootstrap, null, 2)}\n\n`);
   }

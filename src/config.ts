@@ -5,6 +5,8 @@ export interface Config {
   readonly mode: "embedded";
   readonly httpPort: number;
   readonly httpHost: string;
+  /** HTTP host adapter: uWebSockets.js (default) or node:http (reference for benchmarks, fallback). */
+  readonly httpServer: "uws" | "node";
   readonly dataDir: string;
   /** Largest request body the gateway reads, in bytes. */
   readonly maxRequestBytes: number;
@@ -56,12 +58,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (mode !== "embedded") {
     throw new ConfigError("MEDIA_MODE", `"${mode}" is not available yet; only "embedded" runs in this build`);
   }
+  const httpServer = env.MEDIA_HTTP_SERVER || "uws";
+  if (httpServer !== "uws" && httpServer !== "node") {
+    throw new ConfigError("MEDIA_HTTP_SERVER", `must be "uws" or "node", got "${httpServer}"`);
+  }
   const bootstrapEmail = (env.MEDIA_BOOTSTRAP_EMAIL ?? "owner@media.local").toLowerCase();
   if (!/^[^@\s]+@[^@\s]+$/.test(bootstrapEmail)) throw new ConfigError("MEDIA_BOOTSTRAP_EMAIL", `"${bootstrapEmail}" is not an email address`);
   const config: Config = {
     mode,
     httpPort: integer(env, "MEDIA_HTTP_PORT", 8080, 0, 65535),
     httpHost: env.MEDIA_HTTP_HOST ?? "0.0.0.0",
+    httpServer,
     dataDir: path.resolve(env.MEDIA_DATA_DIR ?? "./data"),
     maxRequestBytes: integer(env, "MEDIA_MAX_REQUEST_BYTES", 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
     serverSecret: secret,

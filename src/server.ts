@@ -4,6 +4,7 @@ import path from "node:path";
 import { ApiKeyBehavior, type ApiKeyRecord } from "../actors/api-key.js";
 import { ActorHost } from "../actors/host.js";
 import { createHandlers } from "../gateway/router.js";
+import { listenNodeHttp } from "../gateway/node-http.js";
 import { listenUws, type UwsServer } from "../gateway/uws.js";
 import type { Config } from "./config.js";
 import { Directory } from "./directory.js";
@@ -26,6 +27,8 @@ export interface RunningServer {
   readonly port: number;
   readonly store: Store;
   readonly bootstrap: Bootstrap | undefined;
+  /** Whether this start created the bootstrap credentials (they are printed only then). */
+  readonly bootstrapCreated: boolean;
   close(): Promise<void>;
 }
 
@@ -39,10 +42,10 @@ function serverSecret(config: Config): string {
 
 const BOOTSTRAP_MARK = { table: "meta", id: "bootstrap" } as const;
 
-async function bootstrapIfEmpty(config: Config, store: Store, directory: Directory, actors: ActorHost, box: SecretBox, log: Logger): Promise<Bootstrap | undefined> {
+async function bootstrapIfEmpty(config: Config, store: Store, directory: Directory, actors: ActorHost, box: SecretBox, log: Logger): Promise<{ bootstrap: Bootstrap | undefined; created: boolean }> {
   const file = path.join(config.dataDir, "bootstrap.json");
   if (await store.get(BOOTSTRAP_MARK.table, BOOTSTRAP_MARK.id)) {
-    return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Bootstrap) : undefined;
+    return { bootstrap: existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Bootstrap) : undefined, created: false };
   }
   const email = config.bootstrapEmail;
   const user = await directory.provision({ email, emailVerified: true, firstName: "Owner", lastName: "" }, true);
@@ -66,7 +69,7 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
   writeFileSync(file, JSON.stringify(result, null, 2) + "\n", { mode: 0o600 });
   await store.commit({ writes: [{ table: BOOTSTRAP_MARK.table, id: BOOTSTRAP_MARK.id, value: { at: Date.now(), organization_id: org.id } }] });
   log.info({ organization_id: org.id, app_id: app.id, user_email: email, file }, "bootstrap: created the default organization, app, owner and API key");
-  return result;
+  return { bootstrap: result, created: true };
 }
 
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
@@ -78,7 +81,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const actors = new ActorHost(store, log);
   const paginator = new Paginator(store, box);
   const sessions = await SessionVerifier.create(config);
-  const bootstrap = await bootstrapIfEmpty(config, store, directory, actors, box, log);
+  const { bootstrap, created: bootstrapCreated } = await bootstrapIfEmpty(config, store, directory, actors, box, log);
 
   // last_used_at is kept to the minute: one journal write per key per minute at most.
   const lastTouched = new Map<string, number>();
@@ -91,12 +94,14 @@ export async function startServer(config: Config, log: Logger = createLogger(con
 
   const shutdown = new AbortController();
   const handlers = createHandlers({ config, store, directory, actors, paginator, box, log, sessions, onKeyUsed, shutdownSignal: shutdown.signal });
-  const http: UwsServer = await listenUws(handlers, { host: config.httpHost, port: config.httpPort, maxRequestBytes: config.maxRequestBytes, log, shutdown });
-  log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode }, "media API listening");
+  const listen = config.httpServer === "node" ? listenNodeHttp : listenUws;
+  const http: UwsServer = await listen(handlers, { host: config.httpHost, port: config.httpPort, maxRequestBytes: config.maxRequestBytes, log, shutdown });
+  log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: config.httpServer }, "media API listening");
   return {
     port: http.port,
     store,
     bootstrap,
+    bootstrapCreated,
     async close() {
       await http.close();
       actors.stop();

@@ -65,7 +65,11 @@ export class FileStore implements Store {
   commit(batch: Batch): Promise<void> {
     if (!this.handle) return Promise.reject(new Error("store is not open"));
     if (this.failure) return Promise.reject(this.failure);
-    this.check(batch);
+    try {
+      this.check(batch);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     const line: LogLine = {};
     if (batch.events?.length) line.e = [...batch.events];
     if (batch.writes?.length) {
