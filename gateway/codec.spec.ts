@@ -35,7 +35,8 @@ function reachable(roots: DescMessage[]): DescMessage[] {
 const responses = reachable(services.flatMap((s) => s.methods.map((m) => m.output)));
 const requests = reachable(services.flatMap((s) => s.methods.map((m) => m.input)));
 
-const isOptional = (f: DescField) => f.oneof === undefined && (f.fieldKind === "scalar" || f.fieldKind === "enum") && f.presence === 1;
+const isOptional = (f: DescField) =>
+  f.oneof === undefined && (f.fieldKind === "message" ? f.proto.proto3Optional === true : (f.fieldKind === "scalar" || f.fieldKind === "enum") && f.presence === 1);
 const isTimestamp = (f: DescField) => f.message?.typeName === "google.protobuf.Timestamp";
 
 function sampleScalar(t: ScalarType): unknown {
@@ -92,7 +93,7 @@ describe("spec JSON emission, every response message of the contract", () => {
           continue;
         }
         if (isOptional(f)) {
-          expect(json, `${f.name} (unset optional scalar is omitted)`).not.toHaveProperty(f.name);
+          expect(json, `${f.name} (unset optional field is omitted)`).not.toHaveProperty(f.name);
           continue;
         }
         expect(json, `${f.name} is always present`).toHaveProperty(f.name);
@@ -146,6 +147,12 @@ describe("spec JSON reading", () => {
     expect(readJson(desc, JSON.stringify({ size_bytes: 5368709120 })).ok).toBe(true);
     expect(readJson(desc, JSON.stringify({ size_bytes: "5368709120" })).ok).toBe(true);
     expect(readJson(desc, JSON.stringify({ size_bytes: 1.5 })).ok).toBe(false);
+  });
+
+  it("omits the timestamps the spec calls omitted, and nulls the others", () => {
+    const json = JSON.parse(writeJson(apiKey.ApiKeySchema, create(apiKey.ApiKeySchema))) as Record<string, unknown>;
+    for (const omitted of ["last_used_at", "expires_at", "revoked_at", "description"]) expect(json).not.toHaveProperty(omitted);
+    expect(json.created_at).toBeNull();
   });
 
   it("refuses malformed timestamps", () => {

@@ -49,8 +49,12 @@ export function writeJson(desc: DescMessage, message: Message): string {
   return JSON.stringify(messageToJson(desc, message));
 }
 
-function isExplicitOptional(field: DescField): boolean {
-  return field.oneof === undefined && (field.fieldKind === "scalar" || field.fieldKind === "enum") && field.presence === 1;
+/** `optional` in the proto means "omitted when unset" on the wire: scalars, and the timestamps
+ * and objects the spec describes as omitted rather than null. */
+export function isOmittedWhenUnset(field: DescField): boolean {
+  if (field.oneof !== undefined) return false;
+  if (field.fieldKind === "message") return field.proto.proto3Optional === true;
+  return (field.fieldKind === "scalar" || field.fieldKind === "enum") && field.presence === 1;
 }
 
 export function messageToJson(desc: DescMessage, message: Message): Json {
@@ -67,7 +71,7 @@ export function messageToJson(desc: DescMessage, message: Message): Json {
     } else {
       value = m[field.localName];
     }
-    if (value === undefined && isExplicitOptional(field)) continue;
+    if (value === undefined && isOmittedWhenUnset(field)) continue;
     out[field.name] = fieldToJson(field, value);
   }
   return out;
