@@ -153,7 +153,7 @@ async function authorize(deps: AccessDeps, rule: Rule, caller: Caller, orgHeader
   return { ...caller, org, role: membership.role };
 }
 
-function hasScope(scopes: readonly string[], needed: Scope): boolean {
+export function hasScope(scopes: readonly string[], needed: Scope): boolean {
   const [resource] = needed.split(":");
   return scopes.includes(needed) || (needed.endsWith(":read") && scopes.includes(`${resource}:write`));
 }

@@ -3,11 +3,11 @@
 // Binary callers pass straight through. Works for Connect unary, Connect streaming and gRPC-web.
 import { gunzipSync, gzipSync } from "node:zlib";
 import { fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
-import type { ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import { errorToJsonBytes, codeToHttpStatus, endStreamToJson, endStreamFlag } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus, trailerSerialize, trailerFlag } from "@connectrpc/connect/protocol-grpc-web";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { invalid } from "../src/errors.js";
+import { apiError, invalid } from "../src/errors.js";
 import { readJson, writeJson } from "./codec.js";
 
 type JsonKind = "unary" | "connect-stream" | "grpc-web";
@@ -98,6 +98,10 @@ export function withSpecJson(inner: UniversalHandler): UniversalHandler {
     let bytes = await readAll(req.body);
     const header = new Headers(req.header);
     header.delete("content-length");
+    if (kind === "unary" && inner.method.methodKind !== "unary") {
+      const error = apiError(Code.InvalidArgument, `${inner.method.name} is a server-streaming method: send application/connect+json (enveloped) or binary`);
+      return { ...errorResponse(kind, error), status: 415 };
+    }
     if (kind === "unary") {
       const acceptsGzip = /\bgzip\b/.test(header.get("accept-encoding") ?? "");
       if ((header.get("content-encoding") ?? "").toLowerCase() === "gzip") bytes = gunzipSync(bytes);

@@ -36,15 +36,15 @@ export async function listenUws(
       abort.abort(new Error("client went away"));
     });
 
-    const handler = handlers.get(path);
-    if (!handler) {
-      res.cork(() => res.writeStatus(statusLine(404)).end());
-      return;
-    }
-    const fail = (status: number, message: string) => {
-      const body = errorToJsonBytes(apiError(Code.InvalidArgument, message), {});
+    const fail = (status: number, message: string, code = Code.InvalidArgument) => {
+      const body = errorToJsonBytes(apiError(code, message), {});
       if (!aborted) res.cork(() => res.writeStatus(statusLine(status)).writeHeader("content-type", "application/json").end(body));
     };
+    const handler = handlers.get(path);
+    if (!handler) {
+      fail(404, `no method at ${path}; methods are POST /media.v1.<Service>/<Method>`, Code.NotFound);
+      return;
+    }
     const declared = Number(header.get("content-length") ?? "0");
     if (declared > options.maxRequestBytes) {
       fail(413, `request body of ${declared} bytes exceeds the limit of ${options.maxRequestBytes}`);

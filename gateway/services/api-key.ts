@@ -8,7 +8,7 @@ import { apiError, invalidField, notFound, permissionDenied } from "../../src/er
 import type { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
 import { Check, LIMITS } from "../../src/validation.js";
-import { callerOf, isScope, type Caller } from "../access.js";
+import { callerOf, hasScope, isScope, type Caller, type Scope } from "../access.js";
 import { apiKeyMessage } from "../present.js";
 import { visibleApp } from "./app.js";
 import type { ServiceDeps } from "./deps.js";
@@ -40,6 +40,11 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
       });
       if (caller.kind === "session") check.id("app_id", req.appId, Prefix.app);
       check.done();
+      // A scoped key mints only keys as narrow as itself: an empty list would mean full access.
+      if (caller.kind === "key" && caller.key.scopes.length > 0) {
+        const wider = req.scopes.length === 0 ? ["full access"] : req.scopes.filter((s) => !hasScope(caller.key.scopes, s as Scope));
+        if (wider.length > 0) throw permissionDenied(`a scoped API key cannot grant ${wider.join(", ")}`);
+      }
       const app = caller.kind === "key" ? caller.app : await visibleApp(d, caller, req.appId, "app_id");
       if (app.status !== "active") throw invalidField("app_id", "app is archived");
       const secret = `ak_${randomToken(40)}`;
