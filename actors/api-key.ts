@@ -45,7 +45,11 @@ type Handlers = { [K in ApiKeyCommand["type"]]: (state: ApiKeyState, c: Extract<
 const missing = { code: Code.NotFound, message: "API key not found" } as const;
 
 const decideBy: Handlers = {
-  create: (state, c) => (state.key ? { code: Code.AlreadyExists, message: `API key ${c.key.id} exists` } : [{ type: "created", key: c.key }]),
+  // A create retried after a lost reply carries the same derived secret: answer it, change nothing.
+  create: (state, c) => {
+    if (!state.key) return [{ type: "created", key: c.key }];
+    return state.key.secretHash === c.key.secretHash ? [] : { code: Code.AlreadyExists, message: `API key ${c.key.id} exists` };
+  },
   revoke: (state, c) => {
     if (!state.key) return missing;
     if (state.key.revokedAt !== undefined) return { code: Code.FailedPrecondition, message: `API key ${state.key.id} is already revoked` };

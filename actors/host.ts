@@ -107,6 +107,11 @@ export class ActorHost {
     }
   }
 
+  /** Drops every cached actor; each recovers from the store on its next command. */
+  evictAll(): void {
+    for (const key of [...this.refs.keys()]) this.evict(key);
+  }
+
   stop(): void {
     stop(this.system);
   }

@@ -16,6 +16,18 @@ export class SecretBox {
     return createHmac("sha256", this.macKey).update("api-key:").update(secret).digest("base64url");
   }
 
+  /** A base62 token derived from a label: the same label gives the same token, nobody else can. */
+  deriveToken(label: string, length: number): string {
+    const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let out = "";
+    for (let block = 0; out.length < length; block++) {
+      for (const byte of createHmac("sha256", this.macKey).update(`derive:${block}:${label}`).digest()) {
+        if (byte < 248 && out.length < length) out += alphabet[byte % 62];
+      }
+    }
+    return out;
+  }
+
   sign(payload: string): string {
     return createHmac("sha256", this.macKey).update(payload).digest("base64url").slice(0, 22);
   }

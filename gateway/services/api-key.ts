@@ -47,9 +47,13 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
       }
       const app = caller.kind === "key" ? caller.app : await visibleApp(d, caller, req.appId, "app_id");
       if (app.status !== "active") throw invalidField("app_id", "app is archived");
-      const secret = `ak_${randomToken(40)}`;
+      // With an Idempotency-Key the id and secret are derived from it, so a retry after a lost
+      // reply (a gateway or actor host died) finds the same key instead of making a second one.
+      const retryKey = ctx.requestHeader.get("idempotency-key");
+      const label = retryKey ? `api-key:${caller.kind === "key" ? caller.key.id : caller.user.id}:${app.id}:${retryKey}` : undefined;
+      const secret = `ak_${label ? d.box.deriveToken(`${label}:secret`, 40) : randomToken(40)}`;
       const key: ApiKeyRecord = {
-        id: newId(Prefix.apiKey),
+        id: label ? `${Prefix.apiKey}${d.box.deriveToken(`${label}:id`, 20)}` : newId(Prefix.apiKey),
         appId: app.id,
         organizationId: app.organizationId,
         name: req.name,

@@ -1,0 +1,132 @@
+// Commands over the bus: the gateway side publishes a command to topic "commands" keyed by the
+// entity, and awaits the reply on "replies"; the actor-host side consumes "commands" as one
+// consumer group, so partition ownership decides which host owns an entity, runs the command on
+// its actor, publishes the reply, and only then lets the offset be committed.
+import { Code } from "@connectrpc/connect";
+import type { Bus, BusMessage, Consumer } from "../src/bus/port.js";
+import { randomToken } from "../src/ids.js";
+import type { Logger } from "../src/log.js";
+import type { ActorHost, EntityBehavior, Reply } from "./host.js";
+
+export const TOPICS = {
+  commands: "media.commands",
+  replies: "media.replies",
+  updates: "media.updates",
+} as const;
+
+/** Something that runs a command on an entity's actor, wherever that actor lives. */
+export interface EntityCommands {
+  ask<S, C, E>(behavior: EntityBehavior<S, C, E>, id: string, command: C): Promise<Reply<S>>;
+}
+
+interface CommandEnvelope {
+  readonly type: string;
+  readonly id: string;
+  readonly command: unknown;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
+const decode = <T>(bytes: Uint8Array) => JSON.parse(decoder.decode(bytes)) as T;
+
+/** Gateway side. */
+export class CommandClient implements EntityCommands {
+  readonly id = `gw_${randomToken(12)}`;
+  private readonly pending = new Map<string, { resolve: (r: Reply<unknown>) => void; timer: NodeJS.Timeout }>();
+  private consumer: Consumer | undefined;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly timeoutMs = 15_000,
+  ) {}
+
+  /** Joins the replies topic and resolves once this client can receive replies. */
+  async start(): Promise<void> {
+    let ready!: () => void;
+    const assigned = new Promise<void>((r) => (ready = r));
+    this.consumer = await this.bus.consume({
+      topic: TOPICS.replies,
+      group: `replies-${this.id}`,
+      fromLatest: true,
+      onAssigned: (partitions) => {
+        if (partitions.length > 0) ready();
+      },
+      handler: async (m) => this.onReply(m),
+    });
+    await assigned;
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.stop();
+    for (const [, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.resolve({ ok: false, rejection: { code: Code.Unavailable, message: "the gateway is shutting down; retry" } });
+    }
+    this.pending.clear();
+  }
+
+  async ask<S, C, E>(behavior: EntityBehavior<S, C, E>, id: string, command: C): Promise<Reply<S>> {
+    const correlation = randomToken(16);
+    const reply = new Promise<Reply<S>>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(correlation);
+        resolve({ ok: false, rejection: { code: Code.Unavailable, message: "the command was not answered in time; retry with the same Idempotency-Key" } });
+      }, this.timeoutMs);
+      this.pending.set(correlation, { resolve: resolve as (r: Reply<unknown>) => void, timer });
+    });
+    const envelope: CommandEnvelope = { type: behavior.type, id, command };
+    try {
+      await this.bus.publish(TOPICS.commands, [{ key: `${behavior.type}:${id}`, value: encode(envelope), headers: { "reply-to": this.id, correlation } }]);
+    } catch (e) {
+      const p = this.pending.get(correlation);
+      if (p) clearTimeout(p.timer);
+      this.pending.delete(correlation);
+      return { ok: false, rejection: { code: Code.Unavailable, message: `the command bus refused the command: ${(e as Error).message}` } };
+    }
+    return reply;
+  }
+
+  private onReply(m: BusMessage): void {
+    if (m.headers["reply-to"] !== this.id) return;
+    const correlation = m.headers.correlation ?? "";
+    const p = this.pending.get(correlation);
+    if (!p) return;
+    clearTimeout(p.timer);
+    this.pending.delete(correlation);
+    p.resolve(decode<Reply<unknown>>(m.value));
+  }
+}
+
+/** Actor-host side: serves the commands of the partitions this host owns. */
+export async function serveCommands(
+  bus: Bus,
+  actors: ActorHost,
+  behaviors: readonly EntityBehavior<unknown, unknown, unknown>[],
+  log: Logger,
+): Promise<Consumer> {
+  const byType = new Map(behaviors.map((b) => [b.type, b]));
+  return bus.consume({
+    topic: TOPICS.commands,
+    group: "actor-hosts",
+    // Another host may have owned these entities: drop every cached actor and recover from the store.
+    onAssigned: (partitions) => {
+      actors.evictAll();
+      log.info({ partitions }, "command partitions assigned");
+    },
+    handler: async (m) => {
+      const envelope = decode<CommandEnvelope>(m.value);
+      const behavior = byType.get(envelope.type);
+      const reply: Reply<unknown> = behavior
+        ? await actors.ask(behavior, envelope.id, envelope.command).catch((e: unknown) => ({
+            ok: false as const,
+            rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
+          }))
+        : { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${envelope.type}` } };
+      const replyTo = m.headers["reply-to"];
+      if (replyTo) {
+        await bus.publish(TOPICS.replies, [{ key: replyTo, value: encode(reply), headers: { "reply-to": replyTo, correlation: m.headers.correlation ?? "" } }]);
+      }
+    },
+  });
+}
