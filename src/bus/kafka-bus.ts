@@ -1,0 +1,407 @@
+// The cluster bus: the Bus port over Kafka with kafkajs.
+//
+// Producing: acks from all in-sync replicas (-1), Kafka's default partitioner (murmur2 of the key,
+// the same as the Java client and MemoryBus's partitionFor), at most one request in flight per
+// broker connection. Not kafkajs's idempotent producer: it is marked experimental and loses
+// messages under concurrent sends (tulios/kafkajs#1005); a retried send may therefore duplicate a
+// message, which the bus's at-least-once contract already allows.
+//
+// Consuming: one kafkajs consumer per consume() call, auto-commit off, partitions handled
+// concurrently (one worker per partition), each partition in order. After the handler resolves,
+// the offset after the message is committed (awaited) before the next message of that partition.
+// When the handler throws, nothing is committed: the partition is seeked back to the message and
+// paused for a backoff (100 ms doubling to 1 s), then resumed, so kafkajs fetches the same message
+// again while the other partitions keep flowing. (Throwing out of eachMessage would also re-deliver
+// it, since kafkajs re-fetches from the last resolved offset, but it stops the fetch loop for every
+// partition, retries only `retry.retries` times and then crashes and restarts the consumer, which
+// costs a rebalance.) If the partition moves to another member meanwhile, that member starts at
+// the committed offset, which is still the failed message. A fetch in progress (up to
+// maxWaitTimeMs) can add to a backoff.
+//
+// Use one group id per topic: Kafka's groups span topics, and kafkajs's round-robin assigner
+// hands a group's partitions to its members whatever each subscribed to. (MemoryBus keys groups
+// by topic and group.) onAssigned hears each rebalance (kafkajs's GROUP_JOIN) and, after stop(),
+// an empty list.
+import kafkajs from "kafkajs";
+import type { Admin, Consumer as KafkaConsumer, ConsumerRunConfig, EachMessagePayload, IHeaders, LogEntry, Producer } from "kafkajs";
+import { ConfigError } from "../config.js";
+import type { Logger } from "../log.js";
+import type { Bus, BusHealth, BusMessage, ConsumeOptions, Consumer, OutgoingMessage, TopicSpec } from "./port.js";
+
+const { Kafka, Partitioners, logLevel: LogLevel } = kafkajs;
+type KafkaClient = InstanceType<typeof Kafka>;
+
+export interface KafkaBusOptions {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  /** Per request. Default 30 000 (kafkajs's). */
+  readonly requestTimeoutMs?: number;
+  /** TCP connect timeout per broker. Default 3000. */
+  readonly connectionTimeoutMs?: number;
+  /** A member that misses heartbeats this long is dropped from its group. Default 10 000. */
+  readonly sessionTimeoutMs?: number;
+  /** Default 1000. */
+  readonly heartbeatIntervalMs?: number;
+  /** Longest a fetch waits for data; bounds how late a member notices a rebalance. Default 500. */
+  readonly maxWaitTimeMs?: number;
+  /** Receives kafkajs's errors (and, with debug, its info and warnings). Without it kafkajs is silent. */
+  readonly log?: Logger;
+  /** Forward kafkajs's own logging. Default: MEDIA_LOG_LEVEL=debug. */
+  readonly debug?: boolean;
+}
+
+interface ConsumerHandle {
+  stop(): Promise<void>;
+}
+
+const BROKERS_SETTING = "MEDIA_KAFKA_BROKERS";
+
+export class KafkaBus implements Bus {
+  private readonly kafka: KafkaClient;
+  private readonly producer: Producer;
+  private readonly admin: Admin;
+  private readonly consumers = new Set<ConsumerHandle>();
+  private readonly sessionTimeoutMs: number;
+  private readonly heartbeatIntervalMs: number;
+  private readonly maxWaitTimeMs: number;
+  private readonly log: Logger | undefined;
+  private started = false;
+  private closed = false;
+
+  constructor(private readonly options: KafkaBusOptions) {
+    if (options.brokers.length === 0) throw new ConfigError(BROKERS_SETTING, "at least one broker (host:port) is required");
+    this.sessionTimeoutMs = options.sessionTimeoutMs ?? 10_000;
+    this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 1000;
+    this.maxWaitTimeMs = options.maxWaitTimeMs ?? 500;
+    this.log = options.log;
+    const debug = options.debug ?? process.env.MEDIA_LOG_LEVEL === "debug";
+    this.kafka = new Kafka({
+      brokers: [...options.brokers],
+      clientId: options.clientId,
+      connectionTimeout: options.connectionTimeoutMs ?? 3000,
+      ...(options.requestTimeoutMs !== undefined ? { requestTimeout: options.requestTimeoutMs } : {}),
+      logLevel: debug ? LogLevel.INFO : options.log ? LogLevel.ERROR : LogLevel.NOTHING,
+      ...(options.log ? { logCreator: forwardTo(options.log, debug) } : {}),
+    });
+    this.producer = this.kafka.producer({
+      createPartitioner: Partitioners.DefaultPartitioner,
+      allowAutoTopicCreation: false,
+      idempotent: false,
+      maxInFlightRequests: 1,
+    });
+    this.admin = this.kafka.admin();
+  }
+
+  async start(): Promise<void> {
+    if (this.closed) throw new Error("bus is closed");
+    if (this.started) return;
+    const where = this.options.brokers.join(",");
+    // kafkajs's connection retries come from the client (default: 5, backing off to 30 s), and the
+    // long-lived clients should keep them. Probe first with a client that gives up quickly.
+    const probe = new Kafka({
+      brokers: [...this.options.brokers],
+      clientId: `${this.options.clientId}-probe`,
+      connectionTimeout: this.options.connectionTimeoutMs ?? 3000,
+      requestTimeout: 5000,
+      retry: { retries: 1, initialRetryTime: 250, maxRetryTime: 1000 },
+      logLevel: LogLevel.NOTHING,
+    }).admin();
+    try {
+      await deadline(
+        (async () => {
+          await probe.connect();
+          await probe.describeCluster(); // a real round trip, not only a socket
+        })(),
+        10_000,
+        "no answer within 10 s",
+      );
+    } catch (e) {
+      throw new ConfigError(BROKERS_SETTING, `cannot reach Kafka at ${where}: ${message(e)}`);
+    } finally {
+      await probe.disconnect().catch(() => undefined);
+    }
+    try {
+      await deadline(Promise.all([this.admin.connect(), this.producer.connect()]), 30_000, "no answer within 30 s");
+    } catch (e) {
+      await Promise.allSettled([this.admin.disconnect(), this.producer.disconnect()]);
+      throw new ConfigError(BROKERS_SETTING, `cannot connect to Kafka at ${where}: ${message(e)}`);
+    }
+    this.started = true;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.consumers].map((c) => c.stop()));
+    await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect()]);
+  }
+
+  async health(): Promise<BusHealth> {
+    if (this.closed) return { ok: false, message: "bus is closed" };
+    if (!this.started) return { ok: false, message: "bus not started" };
+    try {
+      const cluster = await deadline(this.admin.describeCluster(), 3000, "describeCluster timed out after 3 s");
+      if (cluster.brokers.length === 0) return { ok: false, message: "no brokers in the cluster metadata" };
+      return { ok: true };
+    } catch (e) {
+      return { ok: false, message: `Kafka: ${message(e)}` };
+    }
+  }
+
+  async ensureTopics(specs: readonly TopicSpec[]): Promise<void> {
+    this.assertStarted();
+    const wanted = new Map<string, number>();
+    for (const spec of specs) {
+      if (!Number.isInteger(spec.partitions) || spec.partitions < 1) {
+        throw new RangeError(`topic "${spec.topic}": partitions must be a positive integer, got ${spec.partitions}`);
+      }
+      if (!wanted.has(spec.topic)) wanted.set(spec.topic, spec.partitions);
+    }
+    const existing = new Set(await this.admin.listTopics());
+    const missing = [...wanted].filter(([topic]) => !existing.has(topic));
+    if (missing.length === 0) return;
+    try {
+      // Resolves false when every topic already exists (another process won the race).
+      await this.admin.createTopics({
+        topics: missing.map(([topic, numPartitions]) => ({ topic, numPartitions })),
+        waitForLeaders: true,
+      });
+    } catch (e) {
+      // Some existed, some did not: the aggregate error lists each; only "already exists" is fine.
+      const errors = (e as { errors?: Array<{ type?: string }> }).errors;
+      if (!errors || !errors.every((err) => err.type === "TOPIC_ALREADY_EXISTS")) throw e;
+    }
+  }
+
+  async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
+    this.assertStarted();
+    if (messages.length === 0) return;
+    await this.producer.send({
+      topic,
+      acks: -1,
+      messages: messages.map((m) => ({
+        key: m.key,
+        value: Buffer.from(m.value.buffer, m.value.byteOffset, m.value.byteLength),
+        ...(m.headers ? { headers: { ...m.headers } } : {}),
+      })),
+    });
+  }
+
+  async consume(options: ConsumeOptions): Promise<Consumer> {
+    this.assertStarted();
+    const { topic, group, handler } = options;
+    const partitionCount = await this.partitionCount(topic);
+    const consumer: KafkaConsumer = this.kafka.consumer({
+      groupId: group,
+      sessionTimeout: this.sessionTimeoutMs,
+      heartbeatInterval: this.heartbeatIntervalMs,
+      rebalanceTimeout: Math.max(this.sessionTimeoutMs, 30_000),
+      maxWaitTimeInMs: this.maxWaitTimeMs,
+      allowAutoTopicCreation: false,
+      retry: { restartOnFailure: async () => true },
+    });
+
+    let stopping = false;
+    const inflight = new Set<Promise<void>>();
+    const failures = new Map<number, { offset: string; count: number }>();
+    const backoffTimers = new Set<NodeJS.Timeout>();
+
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      if (stopping) return;
+      const mine = [...(event.payload.memberAssignment[topic] ?? [])].sort((a, b) => a - b);
+      try {
+        options.onAssigned?.(mine);
+      } catch {
+        // a listener's failure is not the bus's
+      }
+    });
+
+    const eachMessage = async ({ partition, message, pause }: EachMessagePayload): Promise<void> => {
+      if (stopping) {
+        // Do not let kafkajs mark this message as handled: come back to it after a restart.
+        consumer.seek({ topic, partition, offset: message.offset });
+        return;
+      }
+      const busMessage: BusMessage = {
+        topic,
+        partition,
+        offset: message.offset,
+        key: message.key?.toString("utf8") ?? "",
+        value: message.value ?? new Uint8Array(0),
+        headers: headersOf(message.headers),
+      };
+      const work = (async () => {
+        try {
+          await handler(busMessage);
+        } catch {
+          // Not committed, not skipped: read it again after a backoff; this partition waits.
+          const previous = failures.get(partition);
+          const count = previous?.offset === message.offset ? previous.count + 1 : 1;
+          failures.set(partition, { offset: message.offset, count });
+          consumer.seek({ topic, partition, offset: message.offset });
+          const resume = pause();
+          const timer = setTimeout(() => {
+            backoffTimers.delete(timer);
+            if (!stopping) resume();
+          }, Math.min(100 * 2 ** (count - 1), 1000));
+          backoffTimers.add(timer);
+          return;
+        }
+        failures.delete(partition);
+        // Throws (a kafkajs error) when the group is rebalancing and this member lost the
+        // partition; kafkajs then re-joins and whoever owns it starts at the committed offset.
+        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+      })();
+      inflight.add(work);
+      try {
+        await work;
+      } finally {
+        inflight.delete(work);
+      }
+    };
+
+    const runConfig: ConsumerRunConfig = {
+      autoCommit: false,
+      partitionsConsumedConcurrently: Math.max(1, partitionCount),
+      eachMessage,
+    };
+
+    // kafkajs restarts a consumer after retriable crashes; after any other crash, restart it here.
+    let restartTimer: NodeJS.Timeout | undefined;
+    const restart = () => {
+      restartTimer = setTimeout(() => {
+        restartTimer = undefined;
+        if (stopping) return;
+        consumer
+          .connect()
+          .then(() => consumer.run(runConfig))
+          .catch((e: unknown) => {
+            this.log?.error({ err: e, topic, group }, "bus consumer restart failed; trying again");
+            restart();
+          });
+      }, 1000);
+    };
+    consumer.on(consumer.events.CRASH, (event) => {
+      if (stopping) return;
+      this.log?.error({ err: event.payload.error, topic, group, restart: event.payload.restart }, "bus consumer crashed");
+      if (!event.payload.restart) restart();
+    });
+
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic, fromBeginning: !options.fromLatest });
+      // kafkajs resolves "latest" on the first fetch after joining; wait for it, so a message
+      // published after consume() resolved is never skipped.
+      const firstFetch = new Promise<void>((resolve) => {
+        const off = consumer.on(consumer.events.FETCH, () => {
+          off();
+          resolve();
+        });
+      });
+      await consumer.run(runConfig);
+      if (options.fromLatest) await deadline(firstFetch, this.sessionTimeoutMs, "").catch(() => undefined);
+    } catch (e) {
+      stopping = true;
+      await consumer.disconnect().catch(() => undefined);
+      throw e;
+    }
+
+    let stopped: Promise<void> | undefined;
+    const handle: ConsumerHandle = {
+      stop: () =>
+        (stopped ??= (async () => {
+          stopping = true;
+          clearTimeout(restartTimer);
+          for (const timer of backoffTimers) clearTimeout(timer);
+          backoffTimers.clear();
+          // Let handlers in flight finish and commit while the member still owns its partitions,
+          // then leave the group (the others rebalance and take the partitions over).
+          try {
+            consumer.pause([{ topic }]);
+          } catch {
+            // not running (crashed): nothing to pause
+          }
+          await deadline(Promise.allSettled([...inflight]), this.sessionTimeoutMs, "").catch(() => undefined);
+          await consumer.disconnect().catch((e: unknown) => this.log?.warn({ err: e, topic, group }, "bus consumer disconnect failed"));
+          this.consumers.delete(handle);
+          try {
+            options.onAssigned?.([]);
+          } catch {
+            // a listener's failure is not the bus's
+          }
+        })()),
+    };
+    this.consumers.add(handle);
+    return handle;
+  }
+
+  // ---- internals ----
+
+  private assertStarted(): void {
+    if (this.closed) throw new Error("bus is closed");
+    if (!this.started) throw new Error("bus not started: call start() first");
+  }
+
+  private async partitionCount(topic: string): Promise<number> {
+    try {
+      const { topics } = await this.admin.fetchTopicMetadata({ topics: [topic] });
+      return topics[0]?.partitions.length ?? 1;
+    } catch (e) {
+      throw new Error(`unknown topic "${topic}": create it with ensureTopics first (${message(e)})`, { cause: e });
+    }
+  }
+}
+
+function headersOf(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!headers) return out;
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    const one = Array.isArray(value) ? value[value.length - 1] : value;
+    if (one !== undefined) out[name] = one.toString();
+  }
+  return out;
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+async function deadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what)), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// Protocol errors that are part of a normal rebalance; kafkajs logs them as errors.
+const REBALANCE_NOISE = /rebalanc|not aware of this member|generation id is not valid|not the correct coordinator/i;
+
+/** A kafkajs logCreator that writes into the service's pino logger. */
+function forwardTo(log: Logger, debug: boolean) {
+  return () =>
+    ({ namespace, level, log: entry }: LogEntry): void => {
+      const { message: text, timestamp: _t, logger: _l, ...fields } = entry as LogEntry["log"] & { logger?: unknown };
+      const data = { kafkajs: namespace, ...fields };
+      const msg = `kafkajs: ${text}`;
+      switch (level) {
+        case LogLevel.ERROR:
+          if (!debug && REBALANCE_NOISE.test(`${text} ${String(fields.error ?? "")}`)) return;
+          log.error(data, msg);
+          return;
+        case LogLevel.WARN:
+          log.warn(data, msg);
+          return;
+        case LogLevel.INFO:
+          log.info(data, msg);
+          return;
+        default:
+          log.debug(data, msg);
+      }
+    };
+}

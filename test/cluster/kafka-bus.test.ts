@@ -1,0 +1,62 @@
+// KafkaBus against a real single-node Kafka (infra/kafka.sh): the bus contract, and fail-fast start.
+// Starts the broker when it is not running, and stops it again afterwards in that case.
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { busContract } from "../../src/bus/bus-contract.js";
+import { KafkaBus } from "../../src/bus/kafka-bus.js";
+import { ConfigError } from "../../src/config.js";
+import { createLogger } from "../../src/log.js";
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const script = path.join(root, "infra/kafka.sh");
+const brokers = [process.env.MEDIA_TEST_KAFKA ?? "127.0.0.1:9092"];
+let startedHere = false;
+
+beforeAll(async () => {
+  const running = await run("bash", [script, "status"], { cwd: root }).then(
+    () => true,
+    () => false,
+  );
+  if (!running) {
+    await run("bash", [script, "up"], { cwd: root, timeout: 150_000 });
+    startedHere = true;
+  }
+}, 160_000);
+
+afterAll(async () => {
+  if (startedHere) await run("bash", [script, "down"], { cwd: root, timeout: 60_000 });
+}, 70_000);
+
+// kafkajs's errors reach the test output (MEDIA_LOG_LEVEL=debug shows all of its logging).
+const log = createLogger(process.env.MEDIA_LOG_LEVEL ?? "warn");
+let clients = 0;
+busContract(
+  "KafkaBus",
+  async () => {
+    const bus = new KafkaBus({ brokers, clientId: `bus-contract-${process.pid}-${++clients}`, log });
+    await bus.start();
+    return bus;
+  },
+  { timeoutMs: 30_000, settleMs: 1500 },
+);
+
+describe("KafkaBus start", () => {
+  it("fails fast with a ConfigError naming MEDIA_KAFKA_BROKERS when no broker answers", async () => {
+    const bus = new KafkaBus({ brokers: ["127.0.0.1:1"], clientId: "unreachable" });
+    const t0 = Date.now();
+    const error = await bus.start().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).setting).toBe("MEDIA_KAFKA_BROKERS");
+    expect((error as Error).message).toMatch(/127\.0\.0\.1:1/);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect((await bus.health()).ok).toBe(false);
+    await bus.close();
+  }, 20_000);
+});
