@@ -2,34 +2,53 @@
 import { ConfigError, loadConfig, type Config } from "./config.js";
 import { mintDevToken } from "./identity.js";
 import { createLogger } from "./log.js";
-import { startServer } from "./server.js";
+import { launchCluster } from "./launcher.js";
+import { startServer, type Roles } from "./server.js";
 
 const USAGE = `usage: media <command>
-  serve                  run the API in its embedded default (MEDIA_HTTP_PORT, MEDIA_DATA_DIR)
+  serve                  run every role in one process (embedded default; MEDIA_MODE=cluster for Kafka and Cassandra)
+  gateway                cluster mode: the HTTP gateway role only
+  actor-host             cluster mode: the actor host role only
+  cluster [--gateways N] [--actor-hosts M] [--port P]
+                         cluster mode on one machine: N gateways (ports P, P+1, ...) and M actor hosts
   token --email <addr>   mint a session token from the embedded development issuer`;
 
-async function serve(config: Config): Promise<void> {
+function onSignals(stop: (signal: string) => Promise<void>): void {
+  let stopping = false;
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      stop(signal).then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  }
+}
+
+async function serve(config: Config, roles: Roles = { gateway: true, actorHost: true }): Promise<void> {
   const log = createLogger(config.logLevel);
-  const server = await startServer(config, log);
+  if ((!roles.gateway || !roles.actorHost) && config.mode !== "cluster") {
+    throw new ConfigError("MEDIA_MODE", "the gateway and actor-host roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster");
+  }
+  const server = await startServer(config, log, roles);
   if (server.bootstrapCreated && server.bootstrap) {
     process.stdout.write(`\nmedia is running on http://localhost:${server.port}\n`);
     process.stdout.write(`bootstrap credentials (also in ${config.dataDir}/bootstrap.json):\n${JSON.stringify(server.bootstrap, null, 2)}\n\n`);
   }
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  onSignals(async (signal) => {
     log.info({ signal }, "shutting down");
-    server.close().then(
-      () => process.exit(0),
-      (e: unknown) => {
-        log.error({ err: e }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+    await server.close();
+  });
+}
+
+function flag(args: string[], name: string, fallback: number): number {
+  const at = args.indexOf(name);
+  if (at < 0) return fallback;
+  const value = Number(args[at + 1]);
+  if (!Number.isInteger(value) || value < 0) throw new ConfigError(name, "must be a whole number");
+  return value;
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -47,6 +66,22 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case "serve":
       return serve(config);
+    case "gateway":
+      return serve(config, { gateway: true, actorHost: false });
+    case "actor-host":
+      return serve(config, { gateway: false, actorHost: true });
+    case "cluster": {
+      const cluster = await launchCluster({
+        gateways: flag(rest, "--gateways", 2),
+        actorHosts: flag(rest, "--actor-hosts", 2),
+        basePort: flag(rest, "--port", config.httpPort),
+        env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined)),
+        inheritOutput: true,
+      });
+      process.stdout.write(`cluster up: gateways on ${cluster.gateways.map((g) => g.port).join(", ")}; ${cluster.actorHosts.length} actor hosts\n`);
+      onSignals(() => cluster.stop());
+      return;
+    }
     case "token": {
       const at = rest.indexOf("--email");
       const email = at >= 0 ? rest[at + 1] : undefined;
@@ -64,6 +99,8 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
-  process.stderr.write(`media: ${e instanceof Error ? e.message : String(e)}\n`);
-  process.exit(1);
+  // A bad setting stops the process with one line naming it.
+  if (e instanceof ConfigError) process.stderr.write(`media: bad configuration: ${e.message}\n`);
+  else process.stderr.write(`media: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(e instanceof ConfigError ? 2 : 1);
 });

@@ -1,8 +1,24 @@
 // Typed configuration from the environment, validated once at start and then frozen.
 import path from "node:path";
 
+export interface ClusterConfig {
+  readonly kafkaBrokers: readonly string[];
+  /** Partitions of the commands topic: the most actor hosts that can share the entities. */
+  readonly commandPartitions: number;
+  readonly cassandraContactPoints: readonly string[];
+  readonly cassandraLocalDataCenter: string;
+  readonly cassandraKeyspace: string;
+  readonly cassandraReplication: string;
+  readonly cassandraUsername: string | undefined;
+  readonly cassandraPassword: string | undefined;
+  /** Apply infra/cql migrations at start; false requires the keyspace to exist. */
+  readonly cassandraCreateSchema: boolean;
+}
+
 export interface Config {
-  readonly mode: "embedded";
+  /** embedded: one process, file store, in-process bus; cluster: Kafka and Cassandra. */
+  readonly mode: "embedded" | "cluster";
+  readonly cluster: ClusterConfig;
   readonly httpPort: number;
   readonly httpHost: string;
   /** HTTP host adapter: uWebSockets.js (default) or node:http (reference for benchmarks, fallback). */
@@ -54,10 +70,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (secret !== undefined && secret.length < 32) {
     throw new ConfigError("MEDIA_SERVER_SECRET", "must be at least 32 characters");
   }
-  const mode = env.MEDIA_MODE ?? "embedded";
-  if (mode !== "embedded") {
-    throw new ConfigError("MEDIA_MODE", `"${mode}" is not available yet; only "embedded" runs in this build`);
+  const mode = env.MEDIA_MODE || "embedded";
+  if (mode !== "embedded" && mode !== "cluster") throw new ConfigError("MEDIA_MODE", `must be "embedded" or "cluster", got "${mode}"`);
+  // Every process of a cluster must sign cursors and hash keys alike.
+  if (mode === "cluster" && secret === undefined && env.MEDIA_DATA_DIR === undefined) {
+    throw new ConfigError("MEDIA_SERVER_SECRET", "is required in cluster mode (or a MEDIA_DATA_DIR shared by every process)");
   }
+  const list = (name: string, fallback: string) => {
+    const items = (env[name] || fallback).split(",").map((s) => s.trim()).filter((s) => s !== "");
+    if (items.some((i) => !/^[A-Za-z0-9.:[\]_-]+$/.test(i))) throw new ConfigError(name, `must be a comma-separated list of host:port, got "${env[name]}"`);
+    return items;
+  };
+  const keyspace = env.MEDIA_CASSANDRA_KEYSPACE || "media";
+  if (!/^[a-z][a-z0-9_]{0,47}$/.test(keyspace)) throw new ConfigError("MEDIA_CASSANDRA_KEYSPACE", `"${keyspace}" is not a valid keyspace name`);
+  const createSchema = env.MEDIA_CASSANDRA_CREATE_SCHEMA || "true";
+  if (createSchema !== "true" && createSchema !== "false") throw new ConfigError("MEDIA_CASSANDRA_CREATE_SCHEMA", `must be true or false`);
+  const cluster: ClusterConfig = {
+    kafkaBrokers: list("MEDIA_KAFKA_BROKERS", "127.0.0.1:9092"),
+    commandPartitions: integer(env, "MEDIA_COMMAND_PARTITIONS", 12, 1, 1000),
+    cassandraContactPoints: list("MEDIA_CASSANDRA_CONTACT_POINTS", "127.0.0.1:9042"),
+    cassandraLocalDataCenter: env.MEDIA_CASSANDRA_LOCAL_DC || "datacenter1",
+    cassandraKeyspace: keyspace,
+    cassandraReplication: env.MEDIA_CASSANDRA_REPLICATION || "{'class':'SimpleStrategy','replication_factor':1}",
+    cassandraUsername: env.MEDIA_CASSANDRA_USERNAME || undefined,
+    cassandraPassword: env.MEDIA_CASSANDRA_PASSWORD || undefined,
+    cassandraCreateSchema: createSchema === "true",
+  };
   const httpServer = env.MEDIA_HTTP_SERVER || "uws";
   if (httpServer !== "uws" && httpServer !== "node") {
     throw new ConfigError("MEDIA_HTTP_SERVER", `must be "uws" or "node", got "${httpServer}"`);
@@ -66,6 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!/^[^@\s]+@[^@\s]+$/.test(bootstrapEmail)) throw new ConfigError("MEDIA_BOOTSTRAP_EMAIL", `"${bootstrapEmail}" is not an email address`);
   const config: Config = {
     mode,
+    cluster,
     httpPort: integer(env, "MEDIA_HTTP_PORT", 8080, 0, 65535),
     httpHost: env.MEDIA_HTTP_HOST ?? "0.0.0.0",
     httpServer,

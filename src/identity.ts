@@ -10,6 +10,11 @@ type VerifyKey = Parameters<typeof jwtVerify>[1];
 
 const DEV_KEY_FILE = "dev-issuer.jwk.json";
 
+/** Creates the development issuer's key pair in the data folder if it is not there yet. */
+export async function ensureDevIssuer(dataDir: string): Promise<void> {
+  await devKeyPair(dataDir);
+}
+
 async function devKeyPair(dataDir: string): Promise<{ privateJwk: JWK; publicJwk: JWK }> {
   const file = path.join(dataDir, DEV_KEY_FILE);
   if (existsSync(file)) return JSON.parse(readFileSync(file, "utf8")) as { privateJwk: JWK; publicJwk: JWK };

@@ -1,12 +1,15 @@
-// The composition root of `media serve` in its embedded default: one process runs every role.
+// The composition root: the embedded default runs every role in one process on the file store and
+// the in-process bus; in cluster mode each process runs the roles it is given on Kafka and Cassandra.
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { ApiKeyBehavior, type ApiKeyRecord } from "../actors/api-key.js";
-import { ActorHost } from "../actors/host.js";
+import { serveCommands, CommandClient, TOPICS, type EntityCommands } from "../actors/commands.js";
+import { ActorHost, type EntityBehavior } from "../actors/host.js";
 import { createHandlers } from "../gateway/router.js";
 import { listenNodeHttp } from "../gateway/node-http.js";
 import { listenUws, type UwsServer } from "../gateway/uws.js";
 import type { Config } from "./config.js";
+import { VersionConflict } from "./errors.js";
 import { Directory } from "./directory.js";
 import { newId, Prefix, randomToken } from "./ids.js";
 import { SessionVerifier } from "./identity.js";
@@ -15,6 +18,10 @@ import { Paginator } from "./pagination.js";
 import { SecretBox } from "./secrets.js";
 import { FileStore } from "./store/file-store.js";
 import type { Store } from "./store/port.js";
+import { CassandraStore } from "./store/cassandra-store.js";
+import { KafkaBus } from "./bus/kafka-bus.js";
+import { MemoryBus } from "./bus/memory-bus.js";
+import type { Bus, Consumer } from "./bus/port.js";
 
 export interface Bootstrap {
   readonly organization_id: string;
@@ -24,6 +31,7 @@ export interface Bootstrap {
 }
 
 export interface RunningServer {
+  /** HTTP port of the gateway role; 0 when this process runs no gateway. */
   readonly port: number;
   readonly store: Store;
   readonly bootstrap: Bootstrap | undefined;
@@ -33,19 +41,29 @@ export interface RunningServer {
 }
 
 /** The server secret: configuration, or generated once into the data folder (mode 0600). */
-function serverSecret(config: Config): string {
+export function ensureServerSecret(config: Config): string {
   if (config.serverSecret) return config.serverSecret;
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(config.dataDir, "server-secret");
-  if (!existsSync(file)) writeFileSync(file, randomToken(48), { mode: 0o600 });
+  if (!existsSync(file)) writeFileSync(file, randomToken(48), { mode: 0o600, flag: "wx" });
   return readFileSync(file, "utf8").trim();
 }
 
 const BOOTSTRAP_MARK = { table: "meta", id: "bootstrap" } as const;
 
-async function bootstrapIfEmpty(config: Config, store: Store, directory: Directory, actors: ActorHost, box: SecretBox, log: Logger): Promise<{ bootstrap: Bootstrap | undefined; created: boolean }> {
+/**
+ * First start on an empty store: the default organization, app, owner and key. Several gateways
+ * of a cluster may start at once, so the start claims the bootstrap with a conditional write first.
+ */
+async function bootstrapIfEmpty(config: Config, store: Store, directory: Directory, actors: EntityCommands, box: SecretBox, log: Logger): Promise<{ bootstrap: Bootstrap | undefined; created: boolean }> {
   const file = path.join(config.dataDir, "bootstrap.json");
-  if (await store.get(BOOTSTRAP_MARK.table, BOOTSTRAP_MARK.id)) {
-    return { bootstrap: existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Bootstrap) : undefined, created: false };
+  const existing = () => ({ bootstrap: existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Bootstrap) : undefined, created: false });
+  if (await store.get(BOOTSTRAP_MARK.table, BOOTSTRAP_MARK.id)) return existing();
+  try {
+    await store.commit({ writes: [{ table: BOOTSTRAP_MARK.table, id: BOOTSTRAP_MARK.id, value: { at: Date.now() }, expectedVersion: 0 }] });
+  } catch (e) {
+    if (e instanceof VersionConflict) return existing();
+    throw e;
   }
   const email = config.bootstrapEmail;
   const user = await directory.provision({ email, emailVerified: true, firstName: "Owner", lastName: "" }, true);
@@ -67,21 +85,87 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
   if (!reply.ok) throw new Error(`bootstrap key: ${reply.rejection.message}`);
   const result: Bootstrap = { organization_id: org.id, app_id: app.id, api_key: secret, user_email: email };
   writeFileSync(file, JSON.stringify(result, null, 2) + "\n", { mode: 0o600 });
-  await store.commit({ writes: [{ table: BOOTSTRAP_MARK.table, id: BOOTSTRAP_MARK.id, value: { at: Date.now(), organization_id: org.id } }] });
   log.info({ organization_id: org.id, app_id: app.id, user_email: email, file }, "bootstrap: created the default organization, app, owner and API key");
   return { bootstrap: result, created: true };
 }
 
-export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = new FileStore(config.dataDir);
+/** The actors this build has; commands for any other type are refused. */
+const BEHAVIORS = [ApiKeyBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown>[];
+
+export interface Roles {
+  readonly gateway: boolean;
+  readonly actorHost: boolean;
+}
+
+async function openInfrastructure(config: Config, log: Logger): Promise<{ store: Store; bus: Bus }> {
+  if (config.mode === "embedded") {
+    const store = new FileStore(config.dataDir);
+    await store.open();
+    const bus = new MemoryBus();
+    await bus.start();
+    return { store, bus };
+  }
+  const c = config.cluster;
+  const store = new CassandraStore({
+    contactPoints: c.cassandraContactPoints,
+    localDataCenter: c.cassandraLocalDataCenter,
+    keyspace: c.cassandraKeyspace,
+    replication: c.cassandraReplication,
+    createSchema: c.cassandraCreateSchema,
+    ...(c.cassandraUsername !== undefined ? { username: c.cassandraUsername, password: c.cassandraPassword ?? "" } : {}),
+  });
   await store.open();
-  const box = new SecretBox(serverSecret(config));
+  const bus = new KafkaBus({ brokers: c.kafkaBrokers, clientId: `media-${process.pid}`, log });
+  try {
+    await bus.start();
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+  return { store, bus };
+}
+
+export async function startServer(config: Config, log: Logger = createLogger(config.logLevel), roles: Roles = { gateway: true, actorHost: true }): Promise<RunningServer> {
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const { store, bus } = await openInfrastructure(config, log);
+  await bus.ensureTopics([
+    { topic: TOPICS.commands, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
+    { topic: TOPICS.replies, partitions: 4 },
+  ]);
+  const box = new SecretBox(ensureServerSecret(config));
+
+  let actorHost: ActorHost | undefined;
+  let commandConsumer: Consumer | undefined;
+  if (roles.actorHost) {
+    actorHost = new ActorHost(store, log);
+    commandConsumer = await serveCommands(bus, actorHost, BEHAVIORS, log);
+    log.info({ mode: config.mode }, "actor host ready");
+  }
+  const stopActors = async () => {
+    await commandConsumer?.stop();
+    actorHost?.stop();
+  };
+
+  if (!roles.gateway) {
+    return {
+      port: 0,
+      store,
+      bootstrap: undefined,
+      bootstrapCreated: false,
+      async close() {
+        await stopActors();
+        await bus.close();
+        await store.close();
+      },
+    };
+  }
+
+  const commands = new CommandClient(bus);
+  await commands.start();
   const directory = new Directory(store);
-  const actors = new ActorHost(store, log);
   const paginator = new Paginator(store, box);
   const sessions = await SessionVerifier.create(config);
-  const { bootstrap, created: bootstrapCreated } = await bootstrapIfEmpty(config, store, directory, actors, box, log);
+  const { bootstrap, created: bootstrapCreated } = await bootstrapIfEmpty(config, store, directory, commands, box, log);
 
   // last_used_at is kept to the minute: one journal write per key per minute at most.
   const lastTouched = new Map<string, number>();
@@ -89,11 +173,11 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     const now = Date.now();
     if (now - (lastTouched.get(key.id) ?? key.lastUsedAt ?? 0) < 60_000) return;
     lastTouched.set(key.id, now);
-    actors.ask(ApiKeyBehavior, key.id, { type: "touch", at: now }).catch((e: unknown) => log.warn({ err: e, key_id: key.id }, "last_used_at not recorded"));
+    commands.ask(ApiKeyBehavior, key.id, { type: "touch", at: now }).catch((e: unknown) => log.warn({ err: e, key_id: key.id }, "last_used_at not recorded"));
   };
 
   const shutdown = new AbortController();
-  const handlers = createHandlers({ config, store, directory, actors, paginator, box, log, sessions, onKeyUsed, shutdownSignal: shutdown.signal });
+  const handlers = createHandlers({ config, store, bus, directory, actors: commands, paginator, box, log, sessions, onKeyUsed, shutdownSignal: shutdown.signal });
   const listen = config.httpServer === "node" ? listenNodeHttp : listenUws;
   const http: UwsServer = await listen(handlers, { host: config.httpHost, port: config.httpPort, maxRequestBytes: config.maxRequestBytes, log, shutdown });
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: config.httpServer }, "media API listening");
@@ -104,7 +188,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     bootstrapCreated,
     async close() {
       await http.close();
-      actors.stop();
+      await commands.stop();
+      await stopActors();
+      await bus.close();
       await store.close();
     },
   };

@@ -1,5 +1,6 @@
 // What the service handlers are given: the ports and shared pieces, never transport types.
-import type { ActorHost } from "../../actors/host.js";
+import type { EntityCommands } from "../../actors/commands.js";
+import type { Bus } from "../../src/bus/port.js";
 import type { Config } from "../../src/config.js";
 import type { Directory } from "../../src/directory.js";
 import type { Logger } from "../../src/log.js";
@@ -11,7 +12,9 @@ export interface ServiceDeps {
   readonly config: Config;
   readonly store: Store;
   readonly directory: Directory;
-  readonly actors: ActorHost;
+  /** Commands to persistent actors, over the bus to whichever actor host owns the entity. */
+  readonly actors: EntityCommands;
+  readonly bus: Bus;
   readonly paginator: Paginator;
   readonly box: SecretBox;
   readonly log: Logger;

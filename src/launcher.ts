@@ -1,0 +1,122 @@
+// Local launcher: N gateways and M actor hosts as separate processes on one machine, for
+// development and tests. Shared material (server secret, development issuer key) is made once,
+// here, before any child starts, so the children never race to create it.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadConfig } from "./config.js";
+import { ensureDevIssuer } from "./identity.js";
+import { ensureServerSecret } from "./server.js";
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../bin/media.js");
+
+export interface ClusterProcess {
+  readonly role: "gateway" | "actor-host";
+  readonly index: number;
+  readonly port: number | undefined;
+  readonly child: ChildProcess;
+  output(): string;
+}
+
+export interface LocalCluster {
+  readonly gateways: readonly ClusterProcess[];
+  readonly actorHosts: readonly ClusterProcess[];
+  /** Starts one more process of a role (after a crash, say). */
+  spawn(role: ClusterProcess["role"]): Promise<ClusterProcess>;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export interface LaunchOptions {
+  readonly gateways: number;
+  readonly actorHosts: number;
+  /** First gateway port; the others follow. */
+  readonly basePort: number;
+  /** Environment of every child: MEDIA_MODE=cluster, brokers, contact points, keyspace, data folder. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly inheritOutput?: boolean;
+}
+
+async function waitHealthy(port: number, child: ChildProcess, out: () => string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`gateway on ${port} exited: ${out()}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/media.v1.HealthService/Check`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      if (res.ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error(`gateway on ${port} did not become healthy: ${out()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Waits for a line on the child's output that says it is ready. */
+async function waitReady(child: ChildProcess, out: () => string, marker: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!out().includes(marker)) {
+    if (child.exitCode !== null) throw new Error(`process exited: ${out()}`);
+    if (Date.now() > deadline) throw new Error(`process not ready: ${out()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function launchCluster(options: LaunchOptions): Promise<LocalCluster> {
+  const env = { ...process.env, ...options.env, MEDIA_MODE: "cluster" };
+  const config = loadConfig(env);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  ensureServerSecret(config);
+  await ensureDevIssuer(config.dataDir);
+
+  const all: ClusterProcess[] = [];
+  let nextPort = options.basePort;
+  const start = async (role: ClusterProcess["role"], index: number): Promise<ClusterProcess> => {
+    const port = role === "gateway" ? nextPort++ : undefined;
+    const child = spawn(process.execPath, [BIN, role], {
+      env: { ...env, ...(port !== undefined ? { MEDIA_HTTP_PORT: String(port) } : {}) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let text = "";
+    const collect = (d: Buffer) => {
+      text += d.toString();
+      if (options.inheritOutput) process.stderr.write(`[${role}-${index}] ${d.toString()}`);
+    };
+    child.stdout!.on("data", collect);
+    child.stderr!.on("data", collect);
+    const proc: ClusterProcess = { role, index, port, child, output: () => text };
+    all.push(proc);
+    if (port !== undefined) await waitHealthy(port, child, proc.output);
+    else await waitReady(child, proc.output, "actor host ready");
+    return proc;
+  };
+
+  // Actor hosts first: a gateway's bootstrap sends commands that need one.
+  const actorHosts = await Promise.all(Array.from({ length: options.actorHosts }, (_, i) => start("actor-host", i)));
+  const gateways: ClusterProcess[] = [];
+  // The first gateway may bootstrap an empty keyspace; the rest start once it is up.
+  if (options.gateways > 0) gateways.push(await start("gateway", 0));
+  gateways.push(...(await Promise.all(Array.from({ length: options.gateways - 1 }, (_, i) => start("gateway", i + 1)))));
+
+  return {
+    gateways,
+    actorHosts,
+    spawn: (role) => start(role, all.filter((p) => p.role === role).length),
+    async stop(signal = "SIGTERM") {
+      await Promise.all(
+        all.map(
+          (p) =>
+            new Promise<void>((resolve) => {
+              if (p.child.exitCode !== null || p.child.signalCode !== null) return resolve();
+              const timer = setTimeout(() => p.child.kill("SIGKILL"), 15_000);
+              p.child.once("exit", () => {
+                clearTimeout(timer);
+                resolve();
+              });
+              p.child.kill(signal);
+            }),
+        ),
+      );
+    },
+  };
+}

@@ -1,0 +1,739 @@
+// Cassandra adapter of the store port (cluster mode). Schema: infra/cql/*.cql.
+//
+// Same contract as the FileStore (the reference), with these Cassandra-specific rules:
+//
+// Journal. A batch's events for one key are one single-partition lightweight transaction
+// (INSERT ... IF NOT EXISTS; a conditional BATCH when there are several), so a stale owner that
+// writes a sequence number that already exists fails. Before it, the key's last seq is read and
+// the events must continue it exactly (no gap). Either failure is a VersionConflict.
+//
+// Records. A write with expectedVersion is a compare-and-set (LWT) on the exact row it read
+// (version, partition, sort, expiresAt — or absence), and the condition itself is the FileStore's:
+// the live version (0 when absent or expired) must equal expectedVersion. A write without it is
+// read-then-write (its version is the previous live one + 1, last write wins). Records are
+// written with UPDATE only (never INSERT), so a row exists exactly while its columns do; rows with
+// expiresAt also carry a Cassandra TTL (rounded up to a second) so they are purged, while reads
+// check expires_at to the millisecond like the FileStore. record_index (one row per partition
+// entry, value and version denormalised) is kept in step: the old (part, sort) row is deleted
+// when a write moves or deletes a record.
+//
+// commit(batch) is NOT one atomic operation here: Cassandra cannot make a conditional batch that
+// spans partitions. Instead:
+//   0. Read: the last seq of every event key and the current row of every record written.
+//      Every condition is checked against that state (as the FileStore does, against the state
+//      before the batch); a failure throws VersionConflict and nothing is written.
+//   1. Conditional parts, in order, each its own LWT (LOCAL_SERIAL; SERIAL with consistency
+//      "global"; the commit at LOCAL_QUORUM / QUORUM): the events of each key,
+//      then each conditionally written record (all writes of one record in the batch collapse
+//      into one compare-and-set of the final state). A compare-and-set that loses to a
+//      concurrent change re-reads at SERIAL and retries while the condition still holds. An LWT
+//      whose outcome is unknown (timeout, lost connection) is resolved by a SERIAL read.
+//      If a condition fails (or an error remains), the steps already applied in this batch are
+//      undone, newest first, each itself conditional on still holding what this batch wrote
+//      (events deleted; inserted records deleted; updated or deleted records restored to the
+//      exact previous row and version), and commit rejects with the VersionConflict (or error).
+//   2. The unconditional record writes and all record_index changes, as logged batches
+//      (atomic among themselves through the batchlog; split into several batches above ~40 kB,
+//      Cassandra's batch size limit; a single record larger than that is written statement by
+//      statement). These writes are idempotent and retried once; if they still fail, step 1 is
+//      undone as above and commit rejects. A batch that timed out after reaching the batchlog
+//      counts as written (Cassandra replays it).
+// So conditions are checked, and claimed, before anything unconditional is written, and a
+// rejected commit leaves no trace except for other readers during the few milliseconds between
+// a step and its undo (they can see a uniqueness claim, or an event, that then disappears).
+// Limits (documented, accepted): a crash of this process, or a lost connection, between steps
+// can leave part of a batch applied — e.g. an organization-slug claim without its organization,
+// an event without its read-model rows, or an index row missing — and nothing repairs it
+// automatically; undoing an event after another writer already appended behind it (only a
+// stale owner can) leaves a gap. Concurrent unconditional writes to one record are last-write-
+// wins and can give two writes the same version. Non-LWT writes use server-side timestamps so
+// they order consistently with LWT (ballot) timestamps; that assumes synchronised server clocks.
+// Scans read the whole index partition (driver paging, 500 rows a page) for the total, applying
+// expiry and the filter client-side; sort keys compare in UTF-8 byte order (same as JavaScript's
+// for ASCII keys).
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import cassandra from "cassandra-driver";
+import { ConfigError } from "../config.js";
+import { VersionConflict } from "../errors.js";
+import type { Batch, JournalEvent, RecordWrite, ScanOptions, ScanResult, Snapshot, Store, StoredRecord, StoreHealth } from "./port.js";
+
+const { Client, types, errors: driverErrors } = cassandra;
+type Client = InstanceType<typeof Client>;
+type Row = cassandra.types.Row;
+type ResultSet = cassandra.types.ResultSet;
+
+/** Environment settings these options usually come from; ConfigError names them. */
+export const CassandraSettings = {
+  contactPoints: "MEDIA_CASSANDRA_CONTACT_POINTS",
+  localDataCenter: "MEDIA_CASSANDRA_LOCAL_DC",
+  keyspace: "MEDIA_CASSANDRA_KEYSPACE",
+  replication: "MEDIA_CASSANDRA_REPLICATION",
+  username: "MEDIA_CASSANDRA_USERNAME",
+  password: "MEDIA_CASSANDRA_PASSWORD",
+} as const;
+
+export interface CassandraStoreOptions {
+  /** host or host:port */
+  readonly contactPoints: readonly string[];
+  readonly localDataCenter: string;
+  readonly keyspace: string;
+  /** CQL replication map for CREATE KEYSPACE; default {'class':'SimpleStrategy','replication_factor':1}. */
+  readonly replication?: string;
+  readonly username?: string;
+  readonly password?: string;
+  /** Apply infra/cql/*.cql in order on open, recording them in schema_version (default true). */
+  readonly createSchema?: boolean;
+  /** "local" (default): LOCAL_QUORUM and LOCAL_SERIAL; "global": QUORUM and SERIAL. */
+  readonly consistency?: "local" | "global";
+  /** Folder of the versioned CQL files; default <repo>/infra/cql. */
+  readonly schemaDir?: string;
+}
+
+const DEFAULT_REPLICATION = "{'class':'SimpleStrategy','replication_factor':1}";
+const PAGE = 500;
+/** Below Cassandra's default batch_size_fail_threshold (50 KiB). */
+const BATCH_BYTES = 40_000;
+const MAX_TTL = 630_720_000; // Cassandra's maximum: 20 years
+const CAS_ATTEMPTS = 4;
+const HEALTH_TIMEOUT_MS = 2_000;
+const DDL_TIMEOUT_MS = 60_000;
+
+/** A records row as stored; value is JSON text. */
+interface RowState {
+  readonly version: number;
+  readonly part: string;
+  readonly sort: string;
+  readonly value: string;
+  readonly expiresAt: number;
+}
+type State = RowState | undefined;
+
+/** Every write of one record in a batch, collapsed into one change from `before` to `after`. */
+interface RecordPlan {
+  readonly table: string;
+  readonly id: string;
+  readonly writes: RecordWrite[];
+  expected: number | undefined;
+  before: State;
+  after: State;
+}
+
+type Step =
+  | { readonly kind: "events"; readonly key: string; readonly events: readonly JournalEvent[]; readonly data: readonly string[] }
+  | { readonly kind: "record"; readonly plan: RecordPlan };
+
+interface Statement {
+  readonly query: string;
+  readonly params: unknown[];
+}
+
+const json = (value: unknown): string => JSON.stringify(value) ?? "null";
+const num = (v: unknown): number => (v === null || v === undefined ? 0 : types.Long.isLong(v) ? (v as cassandra.types.Long).toNumber() : Number(v));
+const live = (s: State, now: number): State => (s && (s.expiresAt === 0 || s.expiresAt > now) ? s : undefined);
+const ttlOf = (expiresAt: number, now: number): number =>
+  expiresAt === 0 ? 0 : Math.min(MAX_TTL, Math.max(1, Math.ceil((expiresAt - now) / 1000)));
+const sameRow = (a: State, b: State): boolean =>
+  a === b || (!!a && !!b && a.version === b.version && a.part === b.part && a.sort === b.sort && a.value === b.value && a.expiresAt === b.expiresAt);
+
+function rowState(row: Row | undefined): State {
+  if (!row || row["version"] === null || row["version"] === undefined) return undefined;
+  return {
+    version: num(row["version"]),
+    part: (row["part"] as string | null) ?? "",
+    sort: (row["sort"] as string | null) ?? "",
+    value: (row["value"] as string | null) ?? "null",
+    expiresAt: num(row["expires_at"]),
+  };
+}
+
+/**
+ * The FileStore's fold of a batch's writes to one record: the version is the live one before the
+ * batch + 1 (however many writes), partition and sort are inherited from the write before.
+ */
+function fold(before: State, writes: readonly RecordWrite[], now: number): State {
+  const version = (live(before, now)?.version ?? 0) + 1;
+  let current = before;
+  for (const w of writes) {
+    if (w.value === null) {
+      current = undefined;
+      continue;
+    }
+    current = {
+      version,
+      part: w.partition ?? current?.part ?? "",
+      sort: w.sort ?? current?.sort ?? "",
+      value: json(w.value),
+      expiresAt: w.expiresAt ?? 0,
+    };
+  }
+  return current;
+}
+
+const isAuthError = (e: unknown): boolean =>
+  e instanceof driverErrors.AuthenticationError ||
+  (e instanceof driverErrors.ResponseError && e.code === types.responseErrorCodes.badCredentials);
+
+export class CassandraStore implements Store {
+  private client: Client | undefined;
+  private readonly keyspace: string;
+  private readonly replication: string;
+  private readonly consistency: number;
+  private readonly serial: number;
+  private readonly q: ReturnType<typeof queries>;
+
+  constructor(private readonly options: CassandraStoreOptions) {
+    this.keyspace = options.keyspace;
+    this.replication = options.replication ?? DEFAULT_REPLICATION;
+    const global = options.consistency === "global";
+    this.consistency = global ? types.consistencies.quorum : types.consistencies.localQuorum;
+    this.serial = global ? types.consistencies.serial : types.consistencies.localSerial;
+    this.q = queries(this.keyspace);
+  }
+
+  async open(): Promise<void> {
+    if (this.client) return;
+    const o = this.options;
+    if (o.contactPoints.length === 0 || o.contactPoints.some((c) => c.trim() === "")) {
+      throw new ConfigError(CassandraSettings.contactPoints, "needs at least one host or host:port");
+    }
+    if (!/^[a-z][a-z0-9_]{0,47}$/.test(this.keyspace)) {
+      throw new ConfigError(CassandraSettings.keyspace, `"${this.keyspace}" is not a keyspace name: lowercase letters, digits and _, starting with a letter, at most 48`);
+    }
+    if (!/^\{[^;]*\}$/s.test(this.replication.trim())) {
+      throw new ConfigError(CassandraSettings.replication, `must be a CQL map such as ${DEFAULT_REPLICATION}, got "${this.replication}"`);
+    }
+    if (!o.localDataCenter) throw new ConfigError(CassandraSettings.localDataCenter, "is required (e.g. datacenter1)");
+    const client = new Client({
+      contactPoints: [...o.contactPoints],
+      localDataCenter: o.localDataCenter,
+      ...(o.username !== undefined ? { credentials: { username: o.username, password: o.password ?? "" } } : {}),
+      queryOptions: { consistency: this.consistency, serialConsistency: this.serial, prepare: true, fetchSize: PAGE },
+      socketOptions: { connectTimeout: 5_000, readTimeout: 12_000 },
+      // Server-side timestamps: ordered with the ballot timestamps of the LWTs on the same rows.
+      policies: { timestampGeneration: null as never },
+    });
+    try {
+      await client.connect();
+    } catch (e) {
+      await dispose(client);
+      throw this.connectError(e);
+    }
+    try {
+      this.client = client;
+      if (o.createSchema ?? true) await this.applySchema(client);
+      else await this.checkSchema(client);
+    } catch (e) {
+      this.client = undefined;
+      await client.shutdown().catch(() => {});
+      throw e;
+    }
+  }
+
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    await client?.shutdown();
+  }
+
+  async health(): Promise<StoreHealth> {
+    const client = this.client;
+    if (!client) return { ok: false, message: "store is not open" };
+    try {
+      await client.execute("SELECT release_version FROM system.local", [], {
+        prepare: true,
+        readTimeout: HEALTH_TIMEOUT_MS,
+        consistency: types.consistencies.localOne,
+        isIdempotent: true,
+      });
+      return { ok: true };
+    } catch (e) {
+      return { ok: false, message: `cassandra: ${e instanceof Error ? e.message : String(e)}` };
+    }
+  }
+
+  async get<T>(table: string, id: string): Promise<StoredRecord<T> | undefined> {
+    const state = live(await this.readRow(table, id, this.consistency), Date.now());
+    return state ? toRecord<T>(id, state) : undefined;
+  }
+
+  async commit(batch: Batch): Promise<void> {
+    const client = this.open_();
+    const events = batch.events ?? [];
+    const writes = batch.writes ?? [];
+    if (events.length === 0 && writes.length === 0) return;
+
+    // 0. Read the state every condition refers to, and check them all before writing anything.
+    const byKey = new Map<string, JournalEvent[]>();
+    for (const e of events) {
+      let list = byKey.get(e.key);
+      if (!list) byKey.set(e.key, (list = []));
+      list.push(e);
+    }
+    const plans = new Map<string, RecordPlan>();
+    for (const w of writes) {
+      const k = `${w.table}\0${w.id}`;
+      let plan = plans.get(k);
+      if (!plan) plans.set(k, (plan = { table: w.table, id: w.id, writes: [], expected: undefined, before: undefined, after: undefined }));
+      plan.writes.push(w);
+    }
+    const [lastSeqs] = await Promise.all([
+      Promise.all([...byKey.keys()].map((key) => this.lastSeq(key))),
+      Promise.all([...plans.values()].map(async (p) => (p.before = await this.readRow(p.table, p.id, this.consistency)))),
+    ]);
+    [...byKey.entries()].forEach(([key, list], i) => {
+      let last = lastSeqs[i]!;
+      for (const e of list) {
+        if (e.seq !== last + 1) throw new VersionConflict(key, last + 1, e.seq);
+        last = e.seq;
+      }
+    });
+    const now = Date.now();
+    for (const w of writes) {
+      if (w.expectedVersion === undefined) continue;
+      const plan = plans.get(`${w.table}\0${w.id}`)!;
+      const current = live(plan.before, now)?.version ?? 0;
+      if (current !== w.expectedVersion) throw new VersionConflict(`${w.table}/${w.id}`, w.expectedVersion, current);
+      plan.expected = w.expectedVersion;
+    }
+    for (const plan of plans.values()) plan.after = fold(plan.before, plan.writes, now);
+    await this.afterPrecheck();
+
+    // 1. The conditional parts, in order; undo what this batch applied when one fails.
+    const done: Step[] = [];
+    const steps: Step[] = [
+      ...[...byKey.entries()].map(([key, list]): Step => ({ kind: "events", key, events: list, data: list.map((e) => json(e.data)) })),
+      ...[...plans.values()].filter((p) => p.expected !== undefined).map((plan): Step => ({ kind: "record", plan })),
+    ];
+    for (const step of steps) {
+      try {
+        if (step.kind === "events") await this.appendEvents(client, step);
+        else await this.compareAndSet(step.plan);
+        done.push(step);
+      } catch (e) {
+        // An unresolved error may have applied the step: undo it too (the undo is conditional).
+        if (!(e instanceof VersionConflict)) done.push(step);
+        throw await this.undo(done, e);
+      }
+    }
+
+    // 2. Unconditional writes and every index change, as logged batches (idempotent: one retry).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.writeUnconditional(client, [...plans.values()]);
+        return;
+      } catch (e) {
+        if (isBatchlogged(e)) return; // in the batchlog: Cassandra replays it; the commit holds
+        if (attempt < 2 && this.client) continue;
+        throw await this.undo(done, e);
+      }
+    }
+  }
+
+  async events(key: string, afterSeq: number): Promise<readonly JournalEvent[]> {
+    const rs = await this.open_().execute(this.q.journalRead, [key, afterSeq], { fetchSize: PAGE, isIdempotent: true });
+    const out: JournalEvent[] = [];
+    for await (const row of rs) {
+      out.push({ key, seq: num(row["seq"]), data: JSON.parse(row["data"] as string) as unknown, createdAt: num(row["created_at"]) });
+    }
+    return out;
+  }
+
+  async latestSnapshot(key: string): Promise<Snapshot | undefined> {
+    const row = (await this.open_().execute(this.q.snapshotGet, [key], { isIdempotent: true })).first();
+    if (!row) return undefined;
+    return { key, seq: num(row["seq"]), data: JSON.parse(row["data"] as string) as unknown, createdAt: num(row["created_at"]) };
+  }
+
+  async saveSnapshot(snapshot: Snapshot): Promise<void> {
+    const current = await this.latestSnapshot(snapshot.key);
+    if (current && current.seq >= snapshot.seq) return;
+    await this.open_().execute(this.q.snapshotPut, [snapshot.key, snapshot.seq, json(snapshot.data), snapshot.createdAt], { isIdempotent: true });
+  }
+
+  async scan<T>(table: string, partition: string, options: ScanOptions<T>): Promise<ScanResult<T>> {
+    const first = await this.scanPass(table, partition, options, undefined);
+    // A stale index row (left by a failure between steps, or by racing unconditional writers)
+    // sorted ahead of the current one: count again, keeping only the newest version of each id.
+    return first.winners ? (await this.scanPass(table, partition, options, first.winners)).result : first.result;
+  }
+
+  /** Hook between the checks of a commit and its first write; tests use it to interleave a racing writer. */
+  protected async afterPrecheck(): Promise<void> {}
+
+  // ── commit steps ──
+
+  private async lastSeq(key: string, consistency = this.consistency): Promise<number> {
+    const row = (await this.open_().execute(this.q.journalLast, [key], { consistency, isIdempotent: true })).first();
+    return row ? num(row["seq"]) : 0;
+  }
+
+  private async appendEvents(client: Client, step: Extract<Step, { kind: "events" }>): Promise<void> {
+    const statements = step.events.map((e, i): Statement => ({ query: this.q.journalInsert, params: [e.key, e.seq, step.data[i], e.createdAt] }));
+    const first = step.events[0]!;
+    for (let attempt = 1; ; attempt++) {
+      let applied: boolean | undefined;
+      try {
+        applied = (await this.run(client, statements, { serial: true })).wasApplied();
+      } catch (e) {
+        if (attempt >= CAS_ATTEMPTS) throw e;
+        applied = await this.resolveEvents(step); // undefined: not applied, nobody else's either
+        if (applied === undefined) continue;
+      }
+      if (applied) return;
+      const last = await this.lastSeq(step.key, this.serial);
+      throw new VersionConflict(step.key, last + 1, first.seq);
+    }
+  }
+
+  /** After an LWT with an unknown outcome: true if ours is in, false if another writer's is, undefined if neither. */
+  private async resolveEvents(step: Extract<Step, { kind: "events" }>): Promise<boolean | undefined> {
+    const first = step.events[0]!;
+    const last = step.events.at(-1)!;
+    const rs = await this.open_().execute(this.q.journalRange, [step.key, first.seq, last.seq], { consistency: this.serial });
+    if (rs.rows.length === 0) return undefined;
+    return step.events.every((e, i) => {
+      const row = rs.rows.find((r) => num(r["seq"]) === e.seq);
+      return row !== undefined && row["data"] === step.data[i] && num(row["created_at"]) === e.createdAt;
+    });
+  }
+
+  /** Compare-and-set of one record from plan.before to plan.after, re-reading on a lost race. */
+  private async compareAndSet(plan: RecordPlan): Promise<void> {
+    const key = `${plan.table}/${plan.id}`;
+    for (let attempt = 1; ; attempt++) {
+      const statement = this.casStatement(plan);
+      let applied = false;
+      let unknown = false;
+      try {
+        applied = (await this.open_().execute(statement.query, statement.params, { serialConsistency: this.serial })).wasApplied();
+      } catch (e) {
+        if (attempt >= CAS_ATTEMPTS) throw e;
+        unknown = true; // resolved below by a SERIAL read, which settles any in-flight proposal
+      }
+      if (applied) return;
+      const current = await this.readRow(plan.table, plan.id, this.serial);
+      if (unknown && sameRow(current, plan.after)) return; // the lost answer was a success
+      const now = Date.now();
+      const version = live(current, now)?.version ?? 0;
+      if (version !== plan.expected || attempt >= CAS_ATTEMPTS) throw new VersionConflict(key, plan.expected ?? 0, version);
+      plan.before = current;
+      plan.after = fold(current, plan.writes, now);
+    }
+  }
+
+  private casStatement(plan: RecordPlan): Statement {
+    const { table, id, before, after } = plan;
+    const now = Date.now();
+    if (after) {
+      const set = [ttlOf(after.expiresAt, now), after.version, after.part, after.sort, after.value, after.expiresAt, table, id];
+      return before
+        ? { query: this.q.recordPutIfState, params: [...set, before.version, before.part, before.sort, before.expiresAt] }
+        : { query: this.q.recordPutIfAbsent, params: set };
+    }
+    return before
+      ? { query: this.q.recordDeleteIfState, params: [table, id, before.version, before.part, before.sort, before.expiresAt] }
+      : { query: this.q.recordDeleteIfAbsent, params: [table, id] };
+  }
+
+  private async writeUnconditional(client: Client, plans: readonly RecordPlan[]): Promise<void> {
+    const now = Date.now();
+    const groups: Statement[][] = [];
+    for (const { table, id, before, after, expected } of plans) {
+      const group: Statement[] = [];
+      if (expected === undefined) {
+        group.push(
+          after
+            ? { query: this.q.recordPut, params: [ttlOf(after.expiresAt, now), after.version, after.part, after.sort, after.value, after.expiresAt, table, id] }
+            : { query: this.q.recordDelete, params: [table, id] },
+        );
+      }
+      if (before && before.part !== "" && (!after || after.part !== before.part || after.sort !== before.sort)) {
+        group.push({ query: this.q.indexDelete, params: [table, before.part, before.sort, id] });
+      }
+      if (after && after.part !== "") {
+        group.push({ query: this.q.indexPut, params: [ttlOf(after.expiresAt, now), after.version, after.value, after.expiresAt, table, after.part, after.sort, id] });
+      }
+      if (group.length) groups.push(group);
+    }
+    // Pack whole records into logged batches under the size limit.
+    let chunk: Statement[] = [];
+    let bytes = 0;
+    const flush = async () => {
+      if (chunk.length) await this.run(client, chunk, { idempotent: true });
+      chunk = [];
+      bytes = 0;
+    };
+    for (const group of groups) {
+      const size = group.reduce((n, s) => n + 64 + s.params.reduce<number>((m, p) => m + (typeof p === "string" ? Buffer.byteLength(p) : 8), 0), 0);
+      if (size > BATCH_BYTES) {
+        for (const s of group) await this.run(client, [s], { idempotent: true });
+        continue;
+      }
+      if (bytes + size > BATCH_BYTES) await flush();
+      chunk.push(...group);
+      bytes += size;
+    }
+    await flush();
+  }
+
+  /** Undoes applied steps, newest first, each conditional on still holding what this batch wrote. */
+  private async undo(done: readonly Step[], cause: unknown): Promise<unknown> {
+    const client = this.client;
+    const failures: unknown[] = [];
+    for (const step of [...done].reverse()) {
+      try {
+        if (!client) throw new Error("store closed during commit");
+        if (step.kind === "events") {
+          await this.run(
+            client,
+            step.events.map((e, i) => ({ query: this.q.journalUndo, params: [e.key, e.seq, step.data[i], e.createdAt] })),
+            { serial: true },
+          );
+          continue;
+        }
+        const { table, id, before, after } = step.plan;
+        const now = Date.now();
+        if (!after && !before) continue;
+        const statement: Statement = !after
+          ? { query: this.q.recordPutIfAbsent, params: [ttlOf(before!.expiresAt, now), before!.version, before!.part, before!.sort, before!.value, before!.expiresAt, table, id] }
+          : before
+            ? { query: this.q.recordRestoreIfOurs, params: [ttlOf(before.expiresAt, now), before.version, before.part, before.sort, before.value, before.expiresAt, table, id, after.version, after.value] }
+            : { query: this.q.recordDeleteIfOurs, params: [table, id, after.version, after.value] };
+        await client.execute(statement.query, statement.params, { serialConsistency: this.serial });
+      } catch (e) {
+        failures.push(e);
+      }
+    }
+    if (failures.length === 0) return cause;
+    return new Error(
+      `commit failed (${cause instanceof Error ? cause.message : String(cause)}) and undoing its applied steps failed too; part of the batch may remain`,
+      { cause: failures[0] },
+    );
+  }
+
+  /** One statement, or a logged batch (a conditional one when the statements carry IF). */
+  private async run(client: Client, statements: readonly Statement[], o: { serial?: boolean; idempotent?: boolean }): Promise<ResultSet> {
+    const options = { prepare: true, consistency: this.consistency, ...(o.serial ? { serialConsistency: this.serial } : {}), isIdempotent: o.idempotent ?? false };
+    if (statements.length === 1) return client.execute(statements[0]!.query, statements[0]!.params, options);
+    return client.batch(statements.map((s) => ({ query: s.query, params: s.params })), { ...options, logged: true });
+  }
+
+  private async readRow(table: string, id: string, consistency: number): Promise<State> {
+    const rs = await this.open_().execute(this.q.recordGet, [table, id], { consistency, isIdempotent: true });
+    return rowState(rs.first() ?? undefined);
+  }
+
+  private async scanPass<T>(
+    table: string,
+    partition: string,
+    options: ScanOptions<T>,
+    winners: Map<string, number> | undefined,
+  ): Promise<{ result: ScanResult<T>; winners?: Map<string, number> }> {
+    const rs = await this.open_().execute(this.q.indexScan, [table, partition], { fetchSize: PAGE, isIdempotent: true });
+    const now = Date.now();
+    const seen = new Map<string, number>();
+    let stale = false;
+    const items: StoredRecord<T>[] = [];
+    let skip = options.offset ?? 0;
+    let total = 0;
+    let more = false;
+    for await (const row of rs) {
+      const id = row["id"] as string;
+      const version = num(row["version"]);
+      const previous = seen.get(id);
+      if (previous === undefined || version > previous) seen.set(id, version);
+      if (previous !== undefined) {
+        if (version > previous) stale = true;
+        continue; // only the first row of an id counts in this pass
+      }
+      if (winners && winners.get(id) !== version) {
+        seen.delete(id); // not the newest row of this id: let the newest one count later
+        continue;
+      }
+      const expiresAt = num(row["expires_at"]);
+      if (expiresAt !== 0 && expiresAt <= now) continue;
+      const sort = row["sort"] as string;
+      let value: T | undefined;
+      if (options.filter) {
+        value = JSON.parse(row["value"] as string) as T;
+        if (!options.filter(value)) continue;
+      }
+      total++;
+      if (options.before !== undefined && sort >= options.before) continue;
+      if (skip > 0) {
+        skip--;
+        continue;
+      }
+      if (items.length < options.limit) {
+        value ??= JSON.parse(row["value"] as string) as T;
+        items.push({ id, version, partition, sort, value, expiresAt });
+      } else more = true;
+    }
+    return { result: { items, more, total }, ...(stale && !winners ? { winners: seen } : {}) };
+  }
+
+  // ── schema ──
+
+  private schemaDir(): string {
+    return this.options.schemaDir ?? fileURLToPath(new URL("../../infra/cql/", import.meta.url));
+  }
+
+  private migrations(): { name: string; text: string; checksum: string }[] {
+    const dir = this.schemaDir();
+    if (!existsSync(dir)) throw new Error(`Cassandra schema folder ${dir} not found`);
+    return readdirSync(dir)
+      .filter((f) => f.endsWith(".cql"))
+      .sort()
+      .map((f) => {
+        const text = readFileSync(path.join(dir, f), "utf8");
+        return { name: f.slice(0, -".cql".length), text, checksum: createHash("sha256").update(text).digest("hex") };
+      });
+  }
+
+  private async applied(client: Client): Promise<Set<string> | undefined> {
+    const ks = await client.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?", [this.keyspace], { prepare: true });
+    if (ks.rowLength === 0) return undefined;
+    const table = await client.execute(
+      "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'schema_version'",
+      [this.keyspace],
+      { prepare: true },
+    );
+    if (table.rowLength === 0) return new Set();
+    const rows = await client.execute(`SELECT version FROM ${this.keyspace}.schema_version`, [], { prepare: true });
+    return new Set(rows.rows.map((r) => r["version"] as string));
+  }
+
+  private async applySchema(client: Client): Promise<void> {
+    const done = (await this.applied(client)) ?? new Set<string>();
+    for (const m of this.migrations()) {
+      if (done.has(m.name)) continue;
+      for (const statement of renderCql(m.text, { keyspace: this.keyspace, replication: this.replication })) {
+        try {
+          await client.execute(statement, [], { readTimeout: DDL_TIMEOUT_MS });
+        } catch (e) {
+          throw this.schemaError(e, m.name, statement);
+        }
+      }
+      await client.execute(`INSERT INTO ${this.keyspace}.schema_version (version, checksum, applied_at) VALUES (?, ?, ?)`, [m.name, m.checksum, Date.now()], {
+        prepare: true,
+      });
+    }
+  }
+
+  private async checkSchema(client: Client): Promise<void> {
+    const done = await this.applied(client);
+    if (!done) {
+      throw new ConfigError(
+        CassandraSettings.keyspace,
+        `keyspace "${this.keyspace}" does not exist and schema creation is off: create it from infra/cql/*.cql, or let the store create it`,
+      );
+    }
+    const missing = this.migrations().filter((m) => !done.has(m.name)).map((m) => m.name);
+    if (missing.length) {
+      throw new ConfigError(
+        CassandraSettings.keyspace,
+        `keyspace "${this.keyspace}" lacks schema migration(s) ${missing.join(", ")} (infra/cql) and schema creation is off`,
+      );
+    }
+  }
+
+  private schemaError(e: unknown, migration: string, statement: string): Error {
+    const message = e instanceof Error ? e.message : String(e);
+    if (e instanceof driverErrors.ResponseError && e.code === types.responseErrorCodes.unauthorized) {
+      return new ConfigError(CassandraSettings.username, `user "${this.options.username ?? ""}" may not apply schema ${migration}: ${message}; create the schema beforehand and turn schema creation off`);
+    }
+    if (/^\s*CREATE KEYSPACE/i.test(statement)) return new ConfigError(CassandraSettings.replication, `CREATE KEYSPACE ${this.keyspace} failed: ${message}`);
+    return new Error(`applying Cassandra schema ${migration} failed: ${message}`, { cause: e });
+  }
+
+  private connectError(e: unknown): Error {
+    const where = this.options.contactPoints.join(",");
+    if (e instanceof driverErrors.NoHostAvailableError) {
+      const inner = Object.entries((e.innerErrors ?? {}) as Record<string, unknown>);
+      const auth = inner.find(([, err]) => isAuthError(err));
+      if (auth) {
+        const message = auth[1] instanceof Error ? auth[1].message : String(auth[1]);
+        return new ConfigError(
+          CassandraSettings.username,
+          `authentication to Cassandra at ${auth[0]} failed (check ${CassandraSettings.username} and ${CassandraSettings.password}): ${message}`,
+        );
+      }
+      const dc = inner.find(([, err]) => err instanceof driverErrors.ArgumentError && /localDataCenter/.test(err.message));
+      if (dc) return new ConfigError(CassandraSettings.localDataCenter, (dc[1] as Error).message);
+      const details = inner.map(([host, err]) => `${host}: ${err instanceof Error ? err.message : String(err)}`).join("; ");
+      return new ConfigError(CassandraSettings.contactPoints, `no Cassandra node reachable at ${where}${details ? ` (${details})` : ""}`);
+    }
+    if (isAuthError(e)) return new ConfigError(CassandraSettings.username, `authentication failed: ${(e as Error).message}`);
+    if (e instanceof driverErrors.ArgumentError && /localDataCenter/.test(e.message)) return new ConfigError(CassandraSettings.localDataCenter, e.message);
+    return new ConfigError(CassandraSettings.contactPoints, `connecting to Cassandra at ${where} failed: ${e instanceof Error ? e.message : String(e)}`);
+  }
+
+  private open_(): Client {
+    if (!this.client) throw new Error("store is not open");
+    return this.client;
+  }
+}
+
+function toRecord<T>(id: string, s: RowState): StoredRecord<T> {
+  return { id, version: s.version, partition: s.part, sort: s.sort, value: JSON.parse(s.value) as T, expiresAt: s.expiresAt };
+}
+
+/** Shuts down a client whose connect() failed. */
+async function dispose(client: Client): Promise<void> {
+  await client.shutdown().catch(() => {});
+  // Driver 4.10 leaves the control connection open when connect() fails after it connected
+  // (e.g. a wrong localDataCenter), which keeps the process alive: close it.
+  const control = (client as unknown as { controlConnection?: { connection?: { close(done: () => void): void } | null } }).controlConnection;
+  control?.connection?.close(() => {});
+}
+
+/** A logged batch that timed out after reaching the batchlog: Cassandra will replay it. */
+function isBatchlogged(e: unknown): boolean {
+  return e instanceof driverErrors.ResponseError && e.code === types.responseErrorCodes.writeTimeout && (e as { writeType?: string }).writeType === "BATCH";
+}
+
+/** Splits a versioned CQL file into statements with its {{placeholders}} filled in. */
+export function renderCql(text: string, values: Record<string, string>): string[] {
+  const body = text
+    .split("\n")
+    .filter((line) => !/^\s*--/.test(line))
+    .join("\n")
+    .replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
+      const value = values[name];
+      if (value === undefined) throw new Error(`CQL placeholder {{${name}}} has no value`);
+      return value;
+    });
+  return body
+    .split(/;\s*(?:\n|$)/)
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+}
+
+function queries(ks: string) {
+  const set = "USING TTL ? SET version = ?, part = ?, sort = ?, value = ?, expires_at = ? WHERE tbl = ? AND id = ?";
+  const state = "version = ? AND part = ? AND sort = ? AND expires_at = ?";
+  return {
+    journalLast: `SELECT seq FROM ${ks}.journal WHERE key = ? ORDER BY seq DESC LIMIT 1`,
+    journalInsert: `INSERT INTO ${ks}.journal (key, seq, data, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`,
+    journalUndo: `DELETE FROM ${ks}.journal WHERE key = ? AND seq = ? IF data = ? AND created_at = ?`,
+    journalRead: `SELECT seq, data, created_at FROM ${ks}.journal WHERE key = ? AND seq > ?`,
+    journalRange: `SELECT seq, data, created_at FROM ${ks}.journal WHERE key = ? AND seq >= ? AND seq <= ?`,
+    snapshotGet: `SELECT seq, data, created_at FROM ${ks}.snapshots WHERE key = ?`,
+    snapshotPut: `INSERT INTO ${ks}.snapshots (key, seq, data, created_at) VALUES (?, ?, ?, ?)`,
+    recordGet: `SELECT version, part, sort, value, expires_at FROM ${ks}.records WHERE tbl = ? AND id = ?`,
+    recordPut: `UPDATE ${ks}.records ${set}`,
+    recordDelete: `DELETE FROM ${ks}.records WHERE tbl = ? AND id = ?`,
+    recordPutIfAbsent: `UPDATE ${ks}.records ${set} IF version = null`,
+    recordPutIfState: `UPDATE ${ks}.records ${set} IF ${state}`,
+    recordDeleteIfAbsent: `DELETE FROM ${ks}.records WHERE tbl = ? AND id = ? IF version = null`,
+    recordDeleteIfState: `DELETE FROM ${ks}.records WHERE tbl = ? AND id = ? IF ${state}`,
+    recordRestoreIfOurs: `UPDATE ${ks}.records ${set} IF version = ? AND value = ?`,
+    recordDeleteIfOurs: `DELETE FROM ${ks}.records WHERE tbl = ? AND id = ? IF version = ? AND value = ?`,
+    indexPut: `UPDATE ${ks}.record_index USING TTL ? SET version = ?, value = ?, expires_at = ? WHERE tbl = ? AND part = ? AND sort = ? AND id = ?`,
+    indexDelete: `DELETE FROM ${ks}.record_index WHERE tbl = ? AND part = ? AND sort = ? AND id = ?`,
+    indexScan: `SELECT sort, id, version, value, expires_at FROM ${ks}.record_index WHERE tbl = ? AND part = ?`,
+  };
+}

@@ -1,0 +1,266 @@
+// The store contract against a real Cassandra (infra/cassandra.sh), plus what only this adapter
+// has: schema migrations, connection errors named by setting, and the undo of a batch whose
+// condition fails after earlier conditions were applied.
+// Starts Cassandra when it is not running (and stops it again afterwards unless
+// MEDIA_TEST_KEEP_CASSANDRA=1); uses a fresh random keyspace, dropped at the end.
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { promisify } from "node:util";
+import cassandra from "cassandra-driver";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError } from "../../src/config.js";
+import { VersionConflict } from "../../src/errors.js";
+import { CassandraSettings, CassandraStore, renderCql, type CassandraStoreOptions } from "../../src/store/cassandra-store.js";
+import { storeContract, type ContractStore } from "../../src/store/store-contract.js";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const SCRIPT = path.join(ROOT, "infra/cassandra.sh");
+const CONTACT = `127.0.0.1:${process.env.CASSANDRA_PORT ?? "9042"}`;
+const KEYSPACE = `media_test_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+const base: CassandraStoreOptions = { contactPoints: [CONTACT], localDataCenter: "datacenter1", keyspace: KEYSPACE };
+
+let startedHere = false;
+
+async function cassandraRunning(): Promise<boolean> {
+  try {
+    await run("bash", [SCRIPT, "status"]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+beforeAll(async () => {
+  if (await cassandraRunning()) return;
+  const t0 = Date.now();
+  await run("bash", [SCRIPT, "up"], { timeout: 280_000 });
+  startedHere = true;
+  console.log(`[cassandra-store.test] started Cassandra in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+}, 300_000);
+
+afterAll(async () => {
+  const client = new cassandra.Client({ contactPoints: [CONTACT], localDataCenter: "datacenter1" });
+  try {
+    await client.connect();
+    await client.execute(`DROP KEYSPACE IF EXISTS ${KEYSPACE}`, [], { readTimeout: 60_000 });
+  } finally {
+    await client.shutdown();
+    if (startedHere && process.env.MEDIA_TEST_KEEP_CASSANDRA !== "1") await run("bash", [SCRIPT, "down"], { timeout: 120_000 });
+  }
+}, 180_000);
+
+/** A store with a hook between a commit's checks and its first write, to interleave a racing writer. */
+class RacedStore extends CassandraStore {
+  interfere: (() => Promise<void>) | undefined;
+  protected override async afterPrecheck(): Promise<void> {
+    const f = this.interfere;
+    this.interfere = undefined;
+    await f?.();
+  }
+}
+
+async function openStore(options: Partial<CassandraStoreOptions> = {}): Promise<RacedStore> {
+  const s = new RacedStore({ ...base, ...options });
+  await s.open();
+  return s;
+}
+
+async function contractStore(): Promise<ContractStore> {
+  const s = await openStore();
+  return Object.assign(s, {
+    reopen: async () => {
+      await s.close();
+      return contractStore();
+    },
+  });
+}
+
+const unique = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+
+async function configError(p: Promise<unknown>): Promise<ConfigError> {
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(ConfigError);
+  return e as ConfigError;
+}
+
+// The first make() creates the keyspace and applies infra/cql; the others find it applied.
+storeContract("CassandraStore", contractStore);
+
+describe("CassandraStore", () => {
+  it("records applied migrations in schema_version and opens without schema creation", async () => {
+    const s = await openStore();
+    await s.close();
+    const client = new cassandra.Client({ contactPoints: [CONTACT], localDataCenter: "datacenter1" });
+    await client.connect();
+    try {
+      const rows = (await client.execute(`SELECT version, checksum, applied_at FROM ${KEYSPACE}.schema_version`)).rows;
+      expect(rows.map((r) => r["version"])).toEqual(["001_init"]);
+      expect(rows[0]!["checksum"]).toMatch(/^[0-9a-f]{64}$/);
+      const tables = (await client.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", [KEYSPACE], { prepare: true })).rows;
+      expect(tables.map((r) => r["table_name"]).sort()).toEqual(["journal", "record_index", "records", "schema_version", "snapshots"]);
+    } finally {
+      await client.shutdown();
+    }
+    const noCreate = await openStore({ createSchema: false });
+    expect(await noCreate.health()).toEqual({ ok: true });
+    await noCreate.close();
+    expect(await noCreate.health()).toMatchObject({ ok: false });
+  });
+
+  it("names the setting at fault when open fails", async () => {
+    const unreachable = await configError(new CassandraStore({ ...base, contactPoints: ["127.0.0.1:1"] }).open());
+    expect(unreachable.setting).toBe(CassandraSettings.contactPoints);
+    expect(unreachable.message).toMatch(/127\.0\.0\.1:1/);
+    const missing = await configError(new CassandraStore({ ...base, keyspace: "media_absent_ks", createSchema: false }).open());
+    expect(missing.setting).toBe(CassandraSettings.keyspace);
+    expect(missing.message).toMatch(/media_absent_ks.*does not exist/);
+    expect((await configError(new CassandraStore({ ...base, keyspace: "bad-name" }).open())).setting).toBe(CassandraSettings.keyspace);
+    expect((await configError(new CassandraStore({ ...base, localDataCenter: "nowhere" }).open())).setting).toBe(CassandraSettings.localDataCenter);
+    expect((await configError(new CassandraStore({ ...base, keyspace: unique("ks"), replication: "{'class':'NoSuchStrategy'}" }).open())).setting).toBe(
+      CassandraSettings.replication,
+    );
+  });
+
+  it("undoes an applied uniqueness claim and an update when a later condition loses a race", async () => {
+    const s = await openStore();
+    const other = await openStore();
+    try {
+      const [claims, rows] = [unique("claims"), unique("rows")];
+      await s.commit({ writes: [{ table: rows, id: "owner", value: { v: 1 }, partition: "p", sort: "1" }, { table: rows, id: "kept", value: { k: 1 }, partition: "p", sort: "2" }] });
+      // Both conditions hold when checked; a racing writer changes "owner" before its compare-and-set.
+      s.interfere = () => other.commit({ writes: [{ table: rows, id: "owner", value: { v: "racer" }, expectedVersion: 1 }] });
+      await expect(
+        s.commit({
+          writes: [
+            { table: claims, id: "slug", value: { owner: "me" }, expectedVersion: 0 },
+            { table: rows, id: "kept", value: { k: 2 }, sort: "9", expectedVersion: 1 },
+            { table: rows, id: "loose", value: 1, partition: "p", sort: "5" },
+            { table: rows, id: "owner", value: { v: 2 }, expectedVersion: 1 },
+          ],
+        }),
+      ).rejects.toBeInstanceOf(VersionConflict);
+      expect(await s.get(claims, "slug")).toBeUndefined();
+      expect(await s.get(rows, "kept")).toEqual({ id: "kept", version: 1, partition: "p", sort: "2", value: { k: 1 }, expiresAt: 0 });
+      expect(await s.get(rows, "loose")).toBeUndefined();
+      expect(await s.get(rows, "owner")).toMatchObject({ value: { v: "racer" }, version: 2 });
+      expect((await s.scan(rows, "p", { limit: 10 })).items.map((r) => [r.id, r.version])).toEqual([["kept", 1], ["owner", 2]]);
+      // The claim is free again.
+      await other.commit({ writes: [{ table: claims, id: "slug", value: { owner: "other" }, expectedVersion: 0 }] });
+      expect(await s.get(claims, "slug")).toMatchObject({ value: { owner: "other" }, version: 1 });
+    } finally {
+      await s.close();
+      await other.close();
+    }
+  });
+
+  it("undoes an applied event and a delete when a later condition loses a race", async () => {
+    const s = await openStore();
+    const other = await openStore();
+    try {
+      const [rows, k] = [unique("rows"), unique("k")];
+      await s.commit({ events: [{ key: k, seq: 1, data: "one", createdAt: 1 }], writes: [{ table: rows, id: "gone", value: "g", partition: "p", sort: "1" }, { table: rows, id: "r", value: 1 }] });
+      s.interfere = () => other.commit({ writes: [{ table: rows, id: "r", value: "racer" }] });
+      await expect(
+        s.commit({
+          events: [{ key: k, seq: 2, data: "two", createdAt: 2 }],
+          writes: [
+            { table: rows, id: "gone", value: null, expectedVersion: 1 },
+            { table: rows, id: "r", value: 2, expectedVersion: 1 },
+          ],
+        }),
+      ).rejects.toBeInstanceOf(VersionConflict);
+      expect((await s.events(k, 0)).map((e) => e.data)).toEqual(["one"]);
+      expect(await s.get(rows, "gone")).toEqual({ id: "gone", version: 1, partition: "p", sort: "1", value: "g", expiresAt: 0 });
+      expect((await s.scan(rows, "p", { limit: 10 })).items.map((r) => r.id)).toEqual(["gone"]);
+      // The sequence number is free again for the rightful owner.
+      await s.commit({ events: [{ key: k, seq: 2, data: "two again", createdAt: 3 }] });
+      expect((await s.events(k, 0)).map((e) => e.data)).toEqual(["one", "two again"]);
+    } finally {
+      await s.close();
+      await other.close();
+    }
+  });
+
+  it("undoes the conditional steps when the unconditional writes fail", async () => {
+    const s = await openStore();
+    const admin = new cassandra.Client({ contactPoints: [CONTACT], localDataCenter: "datacenter1" });
+    await admin.connect();
+    try {
+      const [rows, claims, k] = [unique("rows"), unique("claims"), unique("k")];
+      await s.commit({ events: [{ key: k, seq: 1, data: 1, createdAt: 1 }], writes: [{ table: rows, id: "a", value: "a1", partition: "p", sort: "1" }] });
+      // The index table disappears between the conditional steps' checks and the unconditional step.
+      s.interfere = async () => void (await admin.execute(`DROP TABLE ${KEYSPACE}.record_index`, [], { readTimeout: 60_000 }));
+      const failed = await s
+        .commit({
+          events: [{ key: k, seq: 2, data: 2, createdAt: 2 }],
+          writes: [
+            { table: claims, id: "c", value: "mine", expectedVersion: 0 },
+            { table: rows, id: "a", value: "a2", expectedVersion: 1 },
+            { table: rows, id: "b", value: "b1", partition: "p", sort: "2" },
+          ],
+        })
+        .then(() => undefined, (e: unknown) => e);
+      expect(failed).toBeInstanceOf(Error);
+      expect(failed).not.toBeInstanceOf(VersionConflict);
+      for (const statement of renderCql(readFileSync(path.join(ROOT, "infra/cql/001_init.cql"), "utf8"), { keyspace: KEYSPACE, replication: "{}" })) {
+        if (/record_index/.test(statement)) await admin.execute(statement, [], { readTimeout: 60_000 });
+      }
+      expect((await s.events(k, 0)).map((e) => e.seq)).toEqual([1]);
+      expect(await s.get(claims, "c")).toBeUndefined();
+      expect(await s.get(rows, "a")).toMatchObject({ value: "a1", version: 1 });
+      expect(await s.get(rows, "b")).toBeUndefined();
+    } finally {
+      await s.close();
+      await admin.shutdown();
+    }
+  });
+
+  it("scans list each record once even with a stale index row left by a failure", async () => {
+    const s = await openStore();
+    const admin = new cassandra.Client({ contactPoints: [CONTACT], localDataCenter: "datacenter1" });
+    await admin.connect();
+    try {
+      const t = unique("t");
+      await s.commit({ writes: [{ table: t, id: "r", value: "old", partition: "p", sort: "1" }, { table: t, id: "q", value: "q", partition: "p", sort: "5" }] });
+      await s.commit({ writes: [{ table: t, id: "r", value: "new", sort: "2" }] });
+      // As if the delete of the old index row had been lost: a stale row that sorts first.
+      await admin.execute(
+        `UPDATE ${KEYSPACE}.record_index SET version = 1, value = '"stale"', expires_at = 0 WHERE tbl = ? AND part = 'p' AND sort = '9' AND id = 'r'`,
+        [t],
+        { prepare: true },
+      );
+      const listed = await s.scan<string>(t, "p", { limit: 10 });
+      expect(listed.items.map((r) => [r.id, r.value, r.version])).toEqual([["q", "q", 1], ["r", "new", 2]]);
+      expect(listed.total).toBe(2);
+      expect((await s.scan<string>(t, "p", { limit: 1, offset: 1 })).items.map((r) => r.value)).toEqual(["new"]);
+    } finally {
+      await s.close();
+      await admin.shutdown();
+    }
+  });
+
+  it("fences a stale owner on another connection", async () => {
+    const owner = await openStore();
+    const stale = await openStore();
+    try {
+      const k = unique("k");
+      await owner.commit({ events: [{ key: k, seq: 1, data: 1, createdAt: 1 }] });
+      // The stale owner read seq 1 too; both append seq 2 at once from separate clients, many times.
+      for (let seq = 2; seq <= 11; seq++) {
+        const results = await Promise.allSettled([owner, stale].map((s, i) => s.commit({ events: [{ key: k, seq, data: `${i}:${seq}`, createdAt: seq }] })));
+        expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+        for (const r of results) if (r.status === "rejected") expect(r.reason).toBeInstanceOf(VersionConflict);
+      }
+      expect((await stale.events(k, 0)).map((e) => e.seq)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+    } finally {
+      await owner.close();
+      await stale.close();
+    }
+  });
+});
