@@ -14,26 +14,28 @@ export async function listenNodeHttp(
 ): Promise<{ readonly port: number; close(graceMs?: number): Promise<void> }> {
   let inFlight = 0;
   const server = createServer((req, res) => {
+    const fail = (status: number, message: string, code = Code.InvalidArgument) =>
+      void res.writeHead(status, { "content-type": "application/json" }).end(errorToJsonBytes(apiError(code, message), {}));
     const path = req.url?.split("?", 1)[0] ?? "";
     const handler = handlers.get(path);
-    if (!handler) return void res.writeHead(404).end();
+    if (!handler) return fail(404, `no method at ${path}; methods are POST /media.v1.<Service>/<Method>`, Code.NotFound);
     // A declared size is refused up front; Connect's readMaxBytes bounds what the handler decodes.
     const declared = Number(req.headers["content-length"] ?? "0");
-    if (declared > options.maxRequestBytes) {
-      const body = errorToJsonBytes(apiError(Code.InvalidArgument, `request body of ${declared} bytes exceeds the limit of ${options.maxRequestBytes}`), {});
-      return void res.writeHead(413, { "content-type": "application/json" }).end(body);
-    }
+    if (declared > options.maxRequestBytes) return fail(413, `request body of ${declared} bytes exceeds the limit of ${options.maxRequestBytes}`);
     inFlight++;
+    res.once("close", () => inFlight--); // sent or cut off; universalResponseToNodeResponse's promise never settles on HTTP/1.1
     Promise.resolve()
       .then(() => handler(universalRequestFromNodeRequest(req, res, undefined, undefined)))
-      .then((out) => universalResponseToNodeResponse(out, res))
+      .then((out) => {
+        out.header?.delete("content-length"); // the JSON bridge re-encodes bodies; node frames them itself, as uWS does
+        return universalResponseToNodeResponse(out, res);
+      })
       .catch((e: unknown) => {
         if (ConnectError.from(e).code === Code.Aborted) return; // the client went away
         options.log.error({ err: e, path }, "gateway handler failed");
         if (!res.headersSent) res.writeHead(500);
         res.end();
-      })
-      .finally(() => inFlight--);
+      });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -14,7 +14,16 @@ export interface UwsServer {
   close(graceMs?: number): Promise<void>;
 }
 
-const statusLine = (status: number) => `${status} ${STATUS_CODES[status] ?? ""}`;
+const STATUS_LINES = new Map<number, string>();
+function statusLine(status: number): string {
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) STATUS_LINES.set(status, (line = `${status} ${STATUS_CODES[status] ?? ""}`));
+  return line;
+}
+
+async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
 
 export async function listenUws(
   handlers: ReadonlyMap<string, UniversalHandler>,
@@ -31,9 +40,15 @@ export async function listenUws(
     req.forEach((k, v) => header.append(k, v));
     const abort = new AbortController();
     let aborted = false;
+    let settled = true; // no call in flight yet
+    let reading = false; // counted in flight, body still arriving
+    const settle = () => {
+      if (!settled) (settled = true), inFlight--;
+    };
     res.onAborted(() => {
       aborted = true;
       abort.abort(new Error("client went away"));
+      if (reading) settle(); // a body that never finishes arriving must not hold close() for the whole grace
     });
 
     const fail = (status: number, message: string, code = Code.InvalidArgument) => {
@@ -52,37 +67,35 @@ export async function listenUws(
     }
 
     inFlight++;
-    const chunks: Buffer[] = [];
+    settled = false;
+    reading = true;
+    const url = `http://${header.get("host") ?? "localhost"}${path}${query ? `?${query}` : ""}`;
+    const serve = async (body: Uint8Array) => {
+      reading = false;
+      try {
+        const out = await handler({ httpVersion: "1.1", method, url, header, body: once(body), signal: abort.signal });
+        await write(res, out, abort.signal);
+      } catch (e) {
+        options.log.error({ err: e, path }, "gateway handler failed");
+        if (!aborted) res.cork(() => res.writeStatus(statusLine(500)).end());
+      } finally {
+        settle();
+      }
+    };
+    const chunks: Uint8Array[] = [];
     let size = 0;
-    let tooLarge = false;
     res.onData((ab, isLast) => {
-      if (tooLarge) return;
+      if (settled) return; // refused as too large, or aborted
       size += ab.byteLength;
       if (size > options.maxRequestBytes) {
-        tooLarge = true;
-        inFlight--;
+        settle();
         fail(413, `request body exceeds the limit of ${options.maxRequestBytes} bytes`);
         return;
       }
-      chunks.push(Buffer.from(ab.slice(0))); // uWS reuses the buffer after this callback
-      if (!isLast) return;
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-      handler({
-        httpVersion: "1.1",
-        method,
-        url: `http://${header.get("host") ?? "localhost"}${path}${query ? `?${query}` : ""}`,
-        header,
-        body: (async function* () {
-          yield new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-        })(),
-        signal: abort.signal,
-      })
-        .then((out) => write(res, out, () => aborted))
-        .catch((e: unknown) => {
-          options.log.error({ err: e, path }, "gateway handler failed");
-          if (!aborted) res.cork(() => res.writeStatus(statusLine(500)).end());
-        })
-        .finally(() => inFlight--);
+      const chunk = new Uint8Array(ab.slice(0)); // uWS reuses the buffer after this callback
+      if (isLast && chunks.length === 0) return void serve(chunk); // the usual case: one chunk, no concatenation
+      chunks.push(chunk);
+      if (isLast) void serve(Buffer.concat(chunks));
     });
   });
 
@@ -103,7 +116,8 @@ export async function listenUws(
   };
 }
 
-async function write(res: uWS.HttpResponse, out: UniversalServerResponse, aborted: () => boolean): Promise<void> {
+async function write(res: uWS.HttpResponse, out: UniversalServerResponse, signal: AbortSignal): Promise<void> {
+  const aborted = () => signal.aborted;
   if (aborted()) return;
   const iterator = out.body?.[Symbol.asyncIterator]();
   // Headers go out with the first chunk (or the end): a handler error before it still gets a status.
@@ -132,20 +146,27 @@ async function write(res: uWS.HttpResponse, out: UniversalServerResponse, aborte
     return;
   }
   // A stream: write chunk by chunk, waiting for the socket to drain when it fills.
+  let ok = true;
   res.cork(() => {
     writeHead();
-    res.write(first.value);
+    ok = res.write(first.value);
   });
-  let next: IteratorResult<Uint8Array> = second;
-  while (!next.done) {
-    if (aborted()) return;
-    const chunk = next.value;
-    let ok = true;
-    res.cork(() => {
-      ok = res.write(chunk);
-    });
-    if (!ok) await new Promise<void>((resolve) => res.onWritable(() => (resolve(), true)));
-    next = await iterator!.next();
+  try {
+    for (let next: IteratorResult<Uint8Array> = second; !next.done; next = await iterator!.next()) {
+      if (!ok) {
+        await new Promise<void>((resolve) => {
+          res.onWritable(() => (resolve(), true));
+          signal.addEventListener("abort", () => resolve(), { once: true });
+        });
+      }
+      if (aborted()) return;
+      const chunk = next.value;
+      res.cork(() => {
+        ok = res.write(chunk);
+      });
+    }
+    if (!aborted()) res.cork(() => res.end());
+  } finally {
+    if (aborted()) await iterator!.return?.(); // let the handler's stream finish its cleanup
   }
-  if (!aborted()) res.cork(() => res.end());
 }
