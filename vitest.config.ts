@@ -1,10 +1,18 @@
 import { defineConfig } from "vitest/config";
 
+// unit: beside the code. api: the API suites against the embedded mode. api-cluster: the same
+// suites against 2 gateways and 2 actor hosts on real Kafka and Cassandra. cluster: adapter
+// contracts and failure tests that need the real infrastructure.
+const slow = { testTimeout: 120_000, hookTimeout: 180_000, pool: "forks" as const };
+const cluster = { ...slow, globalSetup: ["test/cluster/infra.setup.ts"], fileParallelism: false };
+
 export default defineConfig({
   test: {
     projects: [
       { test: { name: "unit", include: ["src/**/*.spec.ts", "gateway/**/*.spec.ts", "actors/**/*.spec.ts"] } },
-      { test: { name: "api", include: ["test/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 60_000, pool: "forks" } },
+      { test: { name: "api", include: ["test/api/**/*.test.ts"], ...slow } },
+      { test: { name: "api-cluster", include: ["test/api/**/*.test.ts"], env: { MEDIA_TEST_TARGET: "cluster" }, ...cluster } },
+      { test: { name: "cluster", include: ["test/cluster/**/*.test.ts"], ...cluster } },
     ],
   },
 });

@@ -1,23 +1,28 @@
 // The Idempotency-Key header: a mutating call retried with the same key, by the same caller,
 // replays the first successful answer for 24 hours; the same key with another body is refused.
+// The key is claimed in the store before the call runs, so concurrent retries through different
+// gateways still run the call once.
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
-import { alreadyExists, invalid } from "../src/errors.js";
+import { alreadyExists, invalid, VersionConflict } from "../src/errors.js";
 import { sha256 } from "../src/secrets.js";
-import type { Store } from "../src/store/port.js";
+import type { Store, StoredRecord } from "../src/store/port.js";
 import { LIMITS } from "../src/validation.js";
 import { CALLER, type Rule } from "./access.js";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+/** A claim older than this belongs to a call whose gateway died: the next retry takes it over. */
+const CLAIM_STALE_MS = 30_000;
 const TABLE = "idempotency";
 
 interface Remembered {
   readonly bodyHash: string;
-  readonly response: string; // base64 of the binary response message
+  /** base64 of the binary response message; absent while the first call is still running. */
+  readonly response?: string;
+  readonly claimedAt: number;
 }
 
 export function idempotencyInterceptor(store: Store, ruleOf: (service: string, method: string) => Rule | undefined): Interceptor {
-  const inFlight = new Map<string, Promise<unknown>>();
   return (next) => async (req) => {
     const key = req.header.get("idempotency-key");
     if (key === null || req.stream || !ruleOf(req.service.typeName, req.method.name)?.mutating) return next(req);
@@ -26,29 +31,45 @@ export function idempotencyInterceptor(store: Store, ruleOf: (service: string, m
     }
     const caller = req.contextValues.get(CALLER);
     const principal = caller?.kind === "key" ? caller.key.id : caller?.kind === "session" ? `${caller.user.id}/${caller.org?.id ?? ""}` : "anonymous";
-    const id = sha256(`${principal}\0${req.requestMethod}\0${req.url}\0${key}`);
+    const id = sha256(`${principal}\0${req.service.typeName}/${req.method.name}\0${key}`);
     const bodyHash = sha256(toBinary(req.method.input, req.message));
-    // One call per key at a time: a concurrent retry waits for the first to finish.
-    while (inFlight.has(id)) await inFlight.get(id)!.catch(() => undefined);
-    const remembered = await store.get<Remembered>(TABLE, id);
-    if (remembered) {
-      if (remembered.value.bodyHash !== bodyHash) throw alreadyExists("Idempotency-Key was used with a different request body", "Idempotency-Key");
+
+    const replay = (r: Remembered) => {
+      if (r.bodyHash !== bodyHash) throw alreadyExists("Idempotency-Key was used with a different request body", "Idempotency-Key");
       const header = new Headers({ "idempotent-replayed": "true" });
-      return { stream: false, service: req.service, method: req.method, header, trailer: new Headers(), message: fromBinary(req.method.output, Buffer.from(remembered.value.response, "base64")) } as never;
+      return { stream: false, service: req.service, method: req.method, header, trailer: new Headers(), message: fromBinary(req.method.output, Buffer.from(r.response!, "base64")) } as never;
+    };
+
+    // Claim the key, or wait for whoever holds it.
+    let claimed: number | undefined;
+    for (let wait = 10; claimed === undefined; wait = Math.min(wait * 2, 200)) {
+      const current: StoredRecord<Remembered> | undefined = await store.get<Remembered>(TABLE, id);
+      if (current?.value.response !== undefined) return replay(current.value);
+      if (current && current.value.bodyHash !== bodyHash) throw alreadyExists("Idempotency-Key was used with a different request body", "Idempotency-Key");
+      if (current && Date.now() - current.value.claimedAt < CLAIM_STALE_MS) {
+        await new Promise((r) => setTimeout(r, wait));
+        continue;
+      }
+      const value: Remembered = { bodyHash, claimedAt: Date.now() };
+      try {
+        await store.commit({ writes: [{ table: TABLE, id, value, expectedVersion: current?.version ?? 0, expiresAt: Date.now() + IDEMPOTENCY_TTL_MS }] });
+        claimed = (current?.version ?? 0) + 1;
+      } catch (e) {
+        if (!(e instanceof VersionConflict)) throw e;
+      }
     }
-    const run = (async () => {
+
+    try {
       const res = await next(req);
       if (!res.stream) {
-        const value: Remembered = { bodyHash, response: Buffer.from(toBinary(req.method.output, res.message as never)).toString("base64") };
-        await store.commit({ writes: [{ table: TABLE, id, value, expiresAt: Date.now() + IDEMPOTENCY_TTL_MS }] });
+        const value: Remembered = { bodyHash, claimedAt: Date.now(), response: Buffer.from(toBinary(req.method.output, res.message as never)).toString("base64") };
+        await store.commit({ writes: [{ table: TABLE, id, value, expectedVersion: claimed, expiresAt: Date.now() + IDEMPOTENCY_TTL_MS }] });
       }
       return res;
-    })();
-    inFlight.set(id, run);
-    try {
-      return await run;
-    } finally {
-      inFlight.delete(id);
+    } catch (e) {
+      // A failed call is not remembered: release the claim so a retry runs it again.
+      await store.commit({ writes: [{ table: TABLE, id, value: null, expectedVersion: claimed }] }).catch(() => undefined);
+      throw e;
     }
   };
 }

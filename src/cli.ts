@@ -33,6 +33,8 @@ async function serve(config: Config, roles: Roles = { gateway: true, actorHost: 
     throw new ConfigError("MEDIA_MODE", "the gateway and actor-host roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster");
   }
   const server = await startServer(config, log, roles);
+  // One plain line on stdout whatever the log level: launchers and operators wait for it.
+  if (!roles.gateway) process.stdout.write(`media actor host ready (pid ${process.pid})\n`);
   if (server.bootstrapCreated && server.bootstrap) {
     process.stdout.write(`\nmedia is running on http://localhost:${server.port}\n`);
     process.stdout.write(`bootstrap credentials (also in ${config.dataDir}/bootstrap.json):\n${JSON.stringify(server.bootstrap, null, 2)}\n\n`);

@@ -91,8 +91,11 @@ export async function launchCluster(options: LaunchOptions): Promise<LocalCluste
     return proc;
   };
 
-  // Actor hosts first: a gateway's bootstrap sends commands that need one.
-  const actorHosts = await Promise.all(Array.from({ length: options.actorHosts }, (_, i) => start("actor-host", i)));
+  // Actor hosts first: a gateway's bootstrap sends commands that need one. The first one alone,
+  // so that one process applies the schema to an empty keyspace before the others look for it.
+  const actorHosts: ClusterProcess[] = [];
+  if (options.actorHosts > 0) actorHosts.push(await start("actor-host", 0));
+  actorHosts.push(...(await Promise.all(Array.from({ length: options.actorHosts - 1 }, (_, i) => start("actor-host", i + 1)))));
   const gateways: ClusterProcess[] = [];
   // The first gateway may bootstrap an empty keyspace; the rest start once it is up.
   if (options.gateways > 0) gateways.push(await start("gateway", 0));

@@ -1,9 +1,9 @@
 // Nothing acknowledged is lost: a stream of creates against the real process, kill -9 in the
 // middle of it, a restart on the same folder, and every acknowledged write read back.
 import { afterAll, describe, expect, it } from "vitest";
-import { call, freePort, readBootstrap, spawnServer, tempDataDir, type ChildServer } from "../harness.js";
+import { call, freePort, readBootstrap, spawnServer, tempDataDir, type ChildServer, TARGET } from "../harness.js";
 
-describe("durability of the embedded store", () => {
+describe.skipIf(TARGET === "cluster")("durability of the embedded store", () => {
   const dataDir = tempDataDir();
   let server: ChildServer | undefined;
   afterAll(async () => {

@@ -9,11 +9,12 @@ import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/conn
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";
 import { HealthService, HealthStatus } from "../../src/gen/media/v1/health_pb.js";
-import { freePort, readBootstrap, ROOT, spawnServer, tempDataDir, type ChildServer } from "../harness.js";
+import { freePort, readBootstrap, ROOT, spawnServer, tempDataDir, type ChildServer, TARGET } from "../harness.js";
 
 const run = promisify(execFile);
 
-describe("front door on a fresh data folder", () => {
+// The embedded default as a user starts it; the cluster has its own start and crash suites.
+describe.skipIf(TARGET === "cluster")("front door on a fresh data folder", () => {
   let server: ChildServer;
   const dataDir = tempDataDir();
 
