@@ -79,6 +79,7 @@ class StoreEngine {
 export class ActorHost {
   private readonly system: unknown;
   private readonly refs = new Map<string, unknown>();
+  private incarnations = 0;
 
   constructor(
     store: Store,
@@ -93,7 +94,9 @@ export class ActorHost {
     const key = `${behavior.type}:${id}`;
     let ref = this.refs.get(key);
     if (!ref) {
-      ref = spawnPersistent(this.system, this.actorFunction(behavior, key), key, key.replace(/[^A-Za-z0-9_-]/g, "_"), {
+      // A fresh name each spawn: an evicted incarnation may still be stopping under the old one.
+      const name = `${key.replace(/[^A-Za-z0-9_-]/g, "_")}_${++this.incarnations}`;
+      ref = spawnPersistent(this.system, this.actorFunction(behavior, key), key, name, {
         snapshotEvery: 50,
         shutdownAfter: 10 * 60_000,
       });
