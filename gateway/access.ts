@@ -111,8 +111,23 @@ async function authenticate(deps: AccessDeps, authorization: string | null): Pro
   return { kind: "session", user, staff };
 }
 
+// Secret → hash, bounded: the HMAC is the same every call, and revocation and expiry are checked
+// on the stored record each time, so caching the hash changes nothing they decide.
+const hashCache = new WeakMap<SecretBox, Map<string, string>>();
+function hashOf(box: SecretBox, secret: string): string {
+  let hashes = hashCache.get(box);
+  if (!hashes) hashCache.set(box, (hashes = new Map()));
+  let hash = hashes.get(secret);
+  if (hash === undefined) {
+    if (hashes.size >= 10_000) hashes.clear();
+    hash = box.hashSecret(secret);
+    hashes.set(secret, hash);
+  }
+  return hash;
+}
+
 async function authenticateKey(deps: AccessDeps, secret: string): Promise<Caller> {
-  const link = await deps.store.get<{ keyId: string }>(API_KEY_HASHES, deps.box.hashSecret(secret));
+  const link = await deps.store.get<{ keyId: string }>(API_KEY_HASHES, hashOf(deps.box, secret));
   const key = link && (await deps.store.get<ApiKeyRecord>(API_KEYS, link.value.keyId))?.value;
   if (!key) throw unauthenticated("invalid API key");
   if (key.revokedAt !== undefined) throw unauthenticated("API key has been revoked");

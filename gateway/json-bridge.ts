@@ -115,6 +115,7 @@ export function withSpecJson(inner: UniversalHandler): UniversalHandler {
       const json = textEncoder.encode(writeJson(output, fromBinary(output, await readAll(res.body))));
       const resHeader = new Headers(res.header);
       resHeader.set("content-type", "application/json");
+      resHeader.delete("content-length"); // it measured the binary body
       if (acceptsGzip && json.length > 1024) {
         resHeader.set("content-encoding", "gzip");
         return { ...res, header: resHeader, body: once(gzipSync(json)) };
@@ -135,6 +136,7 @@ export function withSpecJson(inner: UniversalHandler): UniversalHandler {
     const res = await inner({ ...req, header, body: once(binaryFrames.length === 1 ? binaryFrames[0]! : Buffer.concat(binaryFrames)) });
     const resHeader = new Headers(res.header);
     resHeader.set("content-type", kind === "grpc-web" ? "application/grpc-web+json" : "application/connect+json");
+    resHeader.delete("content-length");
     const body = res.body;
     if (!body) return { ...res, header: resHeader };
     async function* toJsonFrames(): AsyncIterable<Uint8Array> {

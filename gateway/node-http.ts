@@ -26,10 +26,7 @@ export async function listenNodeHttp(
     res.once("close", () => inFlight--); // sent or cut off; universalResponseToNodeResponse's promise never settles on HTTP/1.1
     Promise.resolve()
       .then(() => handler(universalRequestFromNodeRequest(req, res, undefined, undefined)))
-      .then((out) => {
-        out.header?.delete("content-length"); // the JSON bridge re-encodes bodies; node frames them itself, as uWS does
-        return universalResponseToNodeResponse(out, res);
-      })
+      .then((out) => universalResponseToNodeResponse(out, res))
       .catch((e: unknown) => {
         if (ConnectError.from(e).code === Code.Aborted) return; // the client went away
         options.log.error({ err: e, path }, "gateway handler failed");

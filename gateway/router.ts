@@ -50,7 +50,6 @@ export function ruleOf(service: string, method: string): Rule | undefined {
 export interface RouterDeps extends ServiceDeps {
   readonly sessions: SessionVerifier;
   readonly onKeyUsed: (key: ApiKeyRecord) => void;
-  readonly shutdownSignal?: AbortSignal;
 }
 
 function outermost(deps: RouterDeps): Interceptor {
@@ -82,7 +81,6 @@ export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> 
     grpc: false,
     acceptCompression: [compressionGzip],
     readMaxBytes: deps.config.maxRequestBytes,
-    ...(deps.shutdownSignal ? { shutdownSignal: deps.shutdownSignal } : {}),
     interceptors: [
       outermost(deps),
       accessInterceptor({ ...deps, staffEmails: deps.config.staffEmails, ruleOf }),

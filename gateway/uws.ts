@@ -31,6 +31,9 @@ export async function listenUws(
 ): Promise<UwsServer> {
   const app = uWS.App();
   let inFlight = 0;
+  // Calls in flight, aborted on shutdown so open streams end (cheaper than a shutdown signal
+  // linked into every call's context).
+  const calls = new Set<AbortController>();
 
   app.any("/*", (res, req) => {
     const method = req.getMethod().toUpperCase();
@@ -39,10 +42,12 @@ export async function listenUws(
     const header = new Headers();
     req.forEach((k, v) => header.append(k, v));
     const abort = new AbortController();
+    calls.add(abort);
     let aborted = false;
     let settled = true; // no call in flight yet
     let reading = false; // counted in flight, body still arriving
     const settle = () => {
+      calls.delete(abort);
       if (!settled) (settled = true), inFlight--;
     };
     res.onAborted(() => {
@@ -109,6 +114,7 @@ export async function listenUws(
     async close(graceMs = 10_000) {
       uWS.us_listen_socket_close(listenSocket);
       options.shutdown.abort();
+      for (const call of calls) call.abort(new Error("server shutting down"));
       const deadline = Date.now() + graceMs;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       (app as unknown as { close?: () => void }).close?.();

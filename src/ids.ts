@@ -3,14 +3,23 @@ import { randomBytes } from "node:crypto";
 
 const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
+// Random bytes drawn from a pooled buffer: one syscall per 4 KiB instead of one per id.
+let pool = Buffer.alloc(0);
+let poolAt = 0;
+function randomByte(): number {
+  if (poolAt >= pool.length) {
+    pool = randomBytes(4096);
+    poolAt = 0;
+  }
+  return pool[poolAt++]!;
+}
+
 /** Random base62 string; rejection sampling keeps the distribution uniform. */
 export function randomToken(length: number): string {
   let out = "";
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < 248) out += ALPHABET[byte % 62];
-      if (out.length === length) break;
-    }
+    const byte = randomByte();
+    if (byte < 248) out += ALPHABET[byte % 62];
   }
   return out;
 }

@@ -177,7 +177,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   };
 
   const shutdown = new AbortController();
-  const handlers = createHandlers({ config, store, bus, directory, actors: commands, paginator, box, log, sessions, onKeyUsed, shutdownSignal: shutdown.signal });
+  const handlers = createHandlers({ config, store, bus, directory, actors: commands, paginator, box, log, sessions, onKeyUsed });
   const listen = config.httpServer === "node" ? listenNodeHttp : listenUws;
   const http: UwsServer = await listen(handlers, { host: config.httpHost, port: config.httpPort, maxRequestBytes: config.maxRequestBytes, log, shutdown });
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: config.httpServer }, "media API listening");
