@@ -3,10 +3,10 @@
 // Binary callers pass straight through. Works for Connect unary, Connect streaming and gRPC-web.
 import { gunzipSync, gzipSync } from "node:zlib";
 import { fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
-import { Code, type ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, createHandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import { errorToJsonBytes, codeToHttpStatus, endStreamToJson, endStreamFlag } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus, trailerSerialize, trailerFlag } from "@connectrpc/connect/protocol-grpc-web";
-import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { invokeUnaryImplementation, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { apiError, invalid } from "../src/errors.js";
 import { readJson, writeJson } from "./codec.js";
 
@@ -90,7 +90,50 @@ function decodeRequest(input: DescMessage, text: string): Message | ConnectError
   return read.ok ? read.message : invalid(read.violations, `invalid request: ${read.violations.map((v) => `${v.field || "body"}: ${v.description}`).join("; ")}`);
 }
 
-export function withSpecJson(inner: UniversalHandler): UniversalHandler {
+/** A unary method's implementation and interceptors, for the direct JSON path. */
+export interface DirectUnary {
+  readonly spec: MethodImplSpec & { kind: "unary" };
+  readonly interceptors: Interceptor[];
+}
+
+/**
+ * Unary JSON calls run the implementation directly, through the same interceptors, instead of
+ * re-encoding to binary for Connect's protocol handler and back: the common call, half the work.
+ */
+async function callDirect(direct: DirectUnary, req: UniversalServerRequest, message: Message, acceptsGzip: boolean): Promise<UniversalServerResponse> {
+  const { method } = direct.spec;
+  const service = method.parent;
+  const timeout = Number(req.header.get("connect-timeout-ms") ?? "");
+  const context = createHandlerContext({
+    service,
+    method,
+    protocolName: "connect",
+    requestMethod: req.method,
+    url: req.url,
+    requestHeader: req.header,
+    requestSignal: req.signal,
+    contextValues: req.contextValues ?? createContextValues(),
+    ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
+  });
+  const header = context.responseHeader;
+  header.set("content-type", "application/json");
+  try {
+    const out = await invokeUnaryImplementation(direct.spec, context, message as never, direct.interceptors);
+    context.responseTrailer.forEach((v, k) => header.set(`trailer-${k}`, v));
+    const json = textEncoder.encode(writeJson(method.output, out as Message));
+    if (acceptsGzip && json.length > 1024) {
+      header.set("content-encoding", "gzip");
+      return { status: 200, header, body: once(gzipSync(json)) };
+    }
+    return { status: 200, header, body: once(json) };
+  } catch (e) {
+    const error = ConnectError.from(e);
+    error.metadata.forEach((v, k) => header.set(k, v));
+    return { status: codeToHttpStatus(error.code), header, body: once(errorToJsonBytes(error, {})) };
+  }
+}
+
+export function withSpecJson(inner: UniversalHandler, direct?: DirectUnary): UniversalHandler {
   const { input, output } = inner.method;
   const fn = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const kind = jsonKind(req.header.get("content-type") ?? "");
@@ -110,6 +153,7 @@ export function withSpecJson(inner: UniversalHandler): UniversalHandler {
       header.set("content-type", "application/proto");
       const decoded = decodeRequest(input, textDecoder.decode(bytes));
       if (decoded instanceof Error) return errorResponse(kind, decoded as ConnectError);
+      if (direct && req.method === "POST") return callDirect(direct, req, decoded, acceptsGzip);
       const res = await inner({ ...req, header, body: once(toBinary(input, decoded as Message)) });
       if (res.status !== 200) return res;
       const json = textEncoder.encode(writeJson(output, fromBinary(output, await readAll(res.body))));

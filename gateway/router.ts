@@ -2,7 +2,7 @@
 // idempotency and error interceptors and the spec JSON bridge. Host adapters (uWS, node:http)
 // only move bytes to and from these handlers.
 import type { DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createServiceImplSpec, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import { compressionGzip } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { apiError, unimplemented } from "../src/errors.js";
@@ -75,23 +75,31 @@ function outermost(deps: RouterDeps): Interceptor {
 }
 
 export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> {
+  const interceptors = [
+    outermost(deps),
+    accessInterceptor({ ...deps, staffEmails: deps.config.staffEmails, ruleOf }),
+    idempotencyInterceptor(deps.store, ruleOf),
+  ];
   const router = createConnectRouter({
     connect: true,
     grpcWeb: true,
     grpc: false,
     acceptCompression: [compressionGzip],
     readMaxBytes: deps.config.maxRequestBytes,
-    interceptors: [
-      outermost(deps),
-      accessInterceptor({ ...deps, staffEmails: deps.config.staffEmails, ruleOf }),
-      idempotencyInterceptor(deps.store, ruleOf),
-    ],
+    interceptors,
   });
-  router.service(HealthService, healthService(deps));
-  router.service(OrganizationService, organizationService(deps));
-  router.service(AppService, appService(deps));
-  router.service(APIKeyService, apiKeyService(deps));
-  router.service(UserService, userService(deps));
+  const unary = new Map<string, MethodImplSpec & { kind: "unary" }>();
+  const serve = (service: DescService, impl: object) => {
+    router.service(service, impl);
+    for (const spec of Object.values(createServiceImplSpec(service, impl).methods)) {
+      if (spec.kind === "unary") unary.set(`/${service.typeName}/${spec.method.name}`, spec);
+    }
+  };
+  serve(HealthService, healthService(deps));
+  serve(OrganizationService, organizationService(deps));
+  serve(AppService, appService(deps));
+  serve(APIKeyService, apiKeyService(deps));
+  serve(UserService, userService(deps));
   for (const later of LATER) {
     const impl: Record<string, () => never> = {};
     for (const m of later.service.methods) {
@@ -99,7 +107,12 @@ export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> 
         throw unimplemented(later.capability);
       };
     }
-    router.service(later.service, impl as never);
+    serve(later.service, impl);
   }
-  return new Map(router.handlers.map((h) => [h.requestPath, withSpecJson(h)]));
+  return new Map(
+    router.handlers.map((h) => {
+      const spec = unary.get(h.requestPath);
+      return [h.requestPath, withSpecJson(h, spec && { spec, interceptors })];
+    }),
+  );
 }
