@@ -4,9 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v curl >/dev/null 2>&1; then
-  echo "installing curl (the front-door test calls it)"
-  (apt-get update -qq && apt-get install -y -qq curl) >/dev/null
+# Debian packages the suites need: curl (front-door test), a JDK and Maven (the infra/ scripts
+# fetch and run Kafka and Cassandra from Maven Central).
+missing=()
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+if ((${#missing[@]})); then
+  echo "installing ${missing[*]}"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
 fi
 npm install --no-audit --no-fund --loglevel=error
 
