@@ -139,21 +139,20 @@ export function withSpecJson(inner: UniversalHandler, direct?: DirectUnary): Uni
     const kind = jsonKind(req.header.get("content-type") ?? "");
     if (kind === undefined) return inner(req);
     let bytes = await readAll(req.body);
-    const header = new Headers(req.header);
-    header.delete("content-length");
     if (kind === "unary" && inner.method.methodKind !== "unary") {
       const error = apiError(Code.InvalidArgument, `${inner.method.name} is a server-streaming method: send application/connect+json (enveloped) or binary`);
       return { ...errorResponse(kind, error), status: 415 };
     }
     if (kind === "unary") {
-      const acceptsGzip = /\bgzip\b/.test(header.get("accept-encoding") ?? "");
-      if ((header.get("content-encoding") ?? "").toLowerCase() === "gzip") bytes = gunzipSync(bytes);
-      header.delete("content-encoding");
-      header.delete("accept-encoding");
-      header.set("content-type", "application/proto");
+      const acceptsGzip = /\bgzip\b/.test(req.header.get("accept-encoding") ?? "");
+      if ((req.header.get("content-encoding") ?? "").toLowerCase() === "gzip") bytes = gunzipSync(bytes);
       const decoded = decodeRequest(input, textDecoder.decode(bytes));
       if (decoded instanceof Error) return errorResponse(kind, decoded as ConnectError);
       if (direct && req.method === "POST") return callDirect(direct, req, decoded, acceptsGzip);
+      // Connect's own handler sees a binary call: headers describe the re-encoded body.
+      const header = new Headers(req.header);
+      for (const h of ["content-length", "content-encoding", "accept-encoding"]) header.delete(h);
+      header.set("content-type", "application/proto");
       const res = await inner({ ...req, header, body: once(toBinary(input, decoded as Message)) });
       if (res.status !== 200) return res;
       const json = textEncoder.encode(writeJson(output, fromBinary(output, await readAll(res.body))));
@@ -167,6 +166,8 @@ export function withSpecJson(inner: UniversalHandler, direct?: DirectUnary): Uni
       return { ...res, header: resHeader, body: once(json) };
     }
     // Enveloped: one request message (unary or server-streaming methods only are served).
+    const header = new Headers(req.header);
+    header.delete("content-length");
     const compressedIn = (header.get(kind === "grpc-web" ? "grpc-encoding" : "connect-content-encoding") ?? "") === "gzip";
     for (const h of ["connect-content-encoding", "connect-accept-encoding", "grpc-encoding", "grpc-accept-encoding"]) header.delete(h);
     header.set("content-type", kind === "grpc-web" ? "application/grpc-web+proto" : "application/connect+proto");
