@@ -4,7 +4,8 @@ import { defineConfig } from "vitest/config";
 // suites against 2 gateways and 2 actor hosts on real Kafka and Cassandra. cluster: adapter
 // contracts and failure tests that need the real infrastructure.
 const slow = { testTimeout: 120_000, hookTimeout: 180_000, pool: "forks" as const };
-const cluster = { ...slow, globalSetup: ["test/cluster/infra.setup.ts"], fileParallelism: false };
+// One file at a time: suites stop and start Kafka, and clusters are heavy on 2 cores.
+const cluster = { ...slow, globalSetup: ["test/cluster/infra.setup.ts"], fileParallelism: false, poolOptions: { forks: { singleFork: true } } };
 
 export default defineConfig({
   test: {

@@ -72,6 +72,16 @@ export const ApiKeyBehavior: EntityBehavior<ApiKeyState, ApiKeyCommand, ApiKeyEv
         return state.key ? { key: { ...state.key, lastUsedAt: event.at } } : state;
     }
   },
+  repair(state): RecordWrite[] {
+    const key = state.key;
+    if (!key) return [];
+    const sort = sortKey(key.createdAt, key.id);
+    return [
+      { table: API_KEYS, id: key.id, value: key, partition: key.appId, sort },
+      { table: ORG_API_KEYS, id: key.id, value: key, partition: key.organizationId, sort },
+      { table: API_KEY_HASHES, id: key.secretHash, value: { keyId: key.id } },
+    ];
+  },
   readModel(state, event): RecordWrite[] {
     const key = state.key;
     if (!key) return [];

@@ -8,11 +8,16 @@ import { randomToken } from "../src/ids.js";
 import type { Logger } from "../src/log.js";
 import type { ActorHost, EntityBehavior, Reply } from "./host.js";
 
-export const TOPICS = {
-  commands: "media.commands",
-  replies: "media.replies",
-  updates: "media.updates",
-} as const;
+/** Topic and group names of one deployment; a prefix keeps deployments sharing a broker apart. */
+export interface Topics {
+  readonly commands: string;
+  readonly replies: string;
+  readonly actorHosts: string;
+}
+
+export function topicsFor(prefix: string): Topics {
+  return { commands: `${prefix}.commands`, replies: `${prefix}.replies`, actorHosts: `${prefix}.actor-hosts` };
+}
 
 /** Something that runs a command on an entity's actor, wherever that actor lives. */
 export interface EntityCommands {
@@ -38,6 +43,7 @@ export class CommandClient implements EntityCommands {
 
   constructor(
     private readonly bus: Bus,
+    private readonly topics: Topics,
     private readonly timeoutMs = 15_000,
   ) {}
 
@@ -46,8 +52,8 @@ export class CommandClient implements EntityCommands {
     let ready!: () => void;
     const assigned = new Promise<void>((r) => (ready = r));
     this.consumer = await this.bus.consume({
-      topic: TOPICS.replies,
-      group: `replies-${this.id}`,
+      topic: this.topics.replies,
+      group: `${this.topics.replies}-${this.id}`,
       fromLatest: true,
       onAssigned: (partitions) => {
         if (partitions.length > 0) ready();
@@ -76,14 +82,16 @@ export class CommandClient implements EntityCommands {
       this.pending.set(correlation, { resolve: resolve as (r: Reply<unknown>) => void, timer });
     });
     const envelope: CommandEnvelope = { type: behavior.type, id, command };
-    try {
-      await this.bus.publish(TOPICS.commands, [{ key: `${behavior.type}:${id}`, value: encode(envelope), headers: { "reply-to": this.id, correlation } }]);
-    } catch (e) {
-      const p = this.pending.get(correlation);
-      if (p) clearTimeout(p.timer);
-      this.pending.delete(correlation);
-      return { ok: false, rejection: { code: Code.Unavailable, message: `the command bus refused the command: ${(e as Error).message}` } };
-    }
+    // Not awaited: the reply's own deadline bounds the call even while the bus retries a publish.
+    this.bus
+      .publish(this.topics.commands, [{ key: `${behavior.type}:${id}`, value: encode(envelope), headers: { "reply-to": this.id, correlation } }])
+      .catch((e: unknown) => {
+        const p = this.pending.get(correlation);
+        if (!p) return;
+        clearTimeout(p.timer);
+        this.pending.delete(correlation);
+        p.resolve({ ok: false, rejection: { code: Code.Unavailable, message: `the command bus refused the command: ${(e as Error).message}` } });
+      });
     return reply;
   }
 
@@ -101,14 +109,15 @@ export class CommandClient implements EntityCommands {
 /** Actor-host side: serves the commands of the partitions this host owns. */
 export async function serveCommands(
   bus: Bus,
+  topics: Topics,
   actors: ActorHost,
   behaviors: readonly EntityBehavior<unknown, unknown, unknown>[],
   log: Logger,
 ): Promise<Consumer> {
   const byType = new Map(behaviors.map((b) => [b.type, b]));
   return bus.consume({
-    topic: TOPICS.commands,
-    group: "actor-hosts",
+    topic: topics.commands,
+    group: topics.actorHosts,
     // Another host may have owned these entities: drop every cached actor and recover from the store.
     onAssigned: (partitions) => {
       actors.evictAll();
@@ -125,7 +134,7 @@ export async function serveCommands(
         : { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${envelope.type}` } };
       const replyTo = m.headers["reply-to"];
       if (replyTo) {
-        await bus.publish(TOPICS.replies, [{ key: replyTo, value: encode(reply), headers: { "reply-to": replyTo, correlation: m.headers.correlation ?? "" } }]);
+        await bus.publish(topics.replies, [{ key: replyTo, value: encode(reply), headers: { "reply-to": replyTo, correlation: m.headers.correlation ?? "" } }]);
       }
     },
   });

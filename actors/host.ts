@@ -33,6 +33,12 @@ export interface EntityBehavior<S, C, E> {
   fold(state: S, event: E): S;
   /** Read-model writes that follow from the state after an event. */
   readModel(state: S, event: E): readonly RecordWrite[];
+  /**
+   * Unconditional read-model writes for a recovered state. A store that cannot write events and
+   * read models atomically (Cassandra) may hold an event whose read model was never written when
+   * a host died in between; a new incarnation writes them again before its first command.
+   */
+  repair(state: S): readonly RecordWrite[];
 }
 
 export type Reply<S> = { readonly ok: true; readonly state: S } | { readonly ok: false; readonly rejection: Rejection };
@@ -82,7 +88,7 @@ export class ActorHost {
   private incarnations = 0;
 
   constructor(
-    store: Store,
+    private readonly store: Store,
     private readonly log: Logger,
     private readonly askTimeoutMs = 10_000,
   ) {
@@ -127,10 +133,23 @@ export class ActorHost {
 
   private actorFunction<S, C, E>(behavior: EntityBehavior<S, C, E>, key: string) {
     const host = this;
+    let repaired = false; // per incarnation: this function is made once per spawn
     return async (state: S | undefined, msg: unknown, ctx: { recovering?: boolean; self: unknown; persist: (e: E, tags: string[], writes: readonly RecordWrite[]) => Promise<void> }) => {
       const current = state ?? behavior.initial;
       if (ctx.recovering) return behavior.fold(current, msg as E);
       const { command, sender } = msg as Envelope<C>;
+      if (!repaired) {
+        const writes = current === behavior.initial ? [] : behavior.repair(current);
+        if (writes.length > 0) {
+          try {
+            await host.store.commit({ writes });
+          } catch (e) {
+            dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: `the entity could not be recovered: ${(e as Error).message}` } } satisfies Reply<S>);
+            return current;
+          }
+        }
+        repaired = true;
+      }
       const decision = behavior.decide(current, command);
       if (!Array.isArray(decision)) {
         dispatch(sender, { ok: false, rejection: decision as Rejection } satisfies Reply<S>);

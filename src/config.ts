@@ -3,6 +3,8 @@ import path from "node:path";
 
 export interface ClusterConfig {
   readonly kafkaBrokers: readonly string[];
+  /** Prefix of this deployment's topics and consumer groups; default media.<keyspace>. */
+  readonly topicPrefix: string;
   /** Partitions of the commands topic: the most actor hosts that can share the entities. */
   readonly commandPartitions: number;
   readonly cassandraContactPoints: readonly string[];
@@ -83,10 +85,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
   const keyspace = env.MEDIA_CASSANDRA_KEYSPACE || "media";
   if (!/^[a-z][a-z0-9_]{0,47}$/.test(keyspace)) throw new ConfigError("MEDIA_CASSANDRA_KEYSPACE", `"${keyspace}" is not a valid keyspace name`);
+  // Deployments sharing a broker must not serve each other's commands.
+  const topicPrefix = env.MEDIA_KAFKA_TOPIC_PREFIX || `media.${keyspace}`;
+  if (!/^[A-Za-z0-9._-]{1,200}$/.test(topicPrefix)) throw new ConfigError("MEDIA_KAFKA_TOPIC_PREFIX", `"${topicPrefix}" is not a valid topic name prefix`);
   const createSchema = env.MEDIA_CASSANDRA_CREATE_SCHEMA || "true";
   if (createSchema !== "true" && createSchema !== "false") throw new ConfigError("MEDIA_CASSANDRA_CREATE_SCHEMA", `must be true or false`);
   const cluster: ClusterConfig = {
     kafkaBrokers: list("MEDIA_KAFKA_BROKERS", "127.0.0.1:9092"),
+    topicPrefix,
     commandPartitions: integer(env, "MEDIA_COMMAND_PARTITIONS", 12, 1, 1000),
     cassandraContactPoints: list("MEDIA_CASSANDRA_CONTACT_POINTS", "127.0.0.1:9042"),
     cassandraLocalDataCenter: env.MEDIA_CASSANDRA_LOCAL_DC || "datacenter1",

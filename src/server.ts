@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { ApiKeyBehavior, type ApiKeyRecord } from "../actors/api-key.js";
-import { serveCommands, CommandClient, TOPICS, type EntityCommands } from "../actors/commands.js";
+import { serveCommands, CommandClient, topicsFor, type EntityCommands } from "../actors/commands.js";
 import { ActorHost, type EntityBehavior } from "../actors/host.js";
 import { createHandlers } from "../gateway/router.js";
 import { listenNodeHttp } from "../gateway/node-http.js";
@@ -128,9 +128,10 @@ async function openInfrastructure(config: Config, log: Logger): Promise<{ store:
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel), roles: Roles = { gateway: true, actorHost: true }): Promise<RunningServer> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const { store, bus } = await openInfrastructure(config, log);
+  const topics = topicsFor(config.mode === "embedded" ? "media" : config.cluster.topicPrefix);
   await bus.ensureTopics([
-    { topic: TOPICS.commands, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
-    { topic: TOPICS.replies, partitions: 4 },
+    { topic: topics.commands, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
+    { topic: topics.replies, partitions: 4 },
   ]);
   const box = new SecretBox(ensureServerSecret(config));
 
@@ -138,7 +139,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   let commandConsumer: Consumer | undefined;
   if (roles.actorHost) {
     actorHost = new ActorHost(store, log);
-    commandConsumer = await serveCommands(bus, actorHost, BEHAVIORS, log);
+    commandConsumer = await serveCommands(bus, topics, actorHost, BEHAVIORS, log);
     log.info({ mode: config.mode }, "actor host ready");
   }
   const stopActors = async () => {
@@ -160,7 +161,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     };
   }
 
-  const commands = new CommandClient(bus);
+  const commands = new CommandClient(bus, topics);
   await commands.start();
   const directory = new Directory(store);
   const paginator = new Paginator(store, box);

@@ -1,0 +1,287 @@
+// Bad configuration in cluster mode: each role (`serve`, `gateway`, `actor-host`, as
+// `node bin/media.js <role>`) stops with exit code 2 and one line naming the setting at fault —
+// unreachable broker, missing keyspace, unreachable Cassandra, wrong credentials, malformed
+// settings. Then the health check of a running cluster while Kafka is stopped and started again:
+// it reports the bus as the unhealthy component, and recovers.
+import { execFile, spawn } from "node:child_process";
+import net from "node:net";
+import path from "node:path";
+import { promisify } from "node:util";
+import cassandra from "cassandra-driver";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchCluster, type LocalCluster } from "../../src/launcher.js";
+import { CassandraStore } from "../../src/store/cassandra-store.js";
+import { call, freePort, freshKeyspace, readBootstrap, ROOT, tempDataDir } from "../harness.js";
+
+const run = promisify(execFile);
+const KAFKA = path.join(ROOT, "infra/kafka.sh");
+const CASSANDRA = "127.0.0.1:9042";
+const keyspace = freshKeyspace();
+const dataDir = tempDataDir();
+const ROLES = ["serve", "gateway", "actor-host"] as const;
+type Role = (typeof ROLES)[number];
+
+/** The environment without the runner's own MEDIA_* settings, so each case sets exactly what it tests. */
+const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("MEDIA_")));
+
+interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly output: string;
+  readonly ms: number;
+}
+
+/** Runs `node bin/media.js <role>` (cluster mode, default log level) until it exits; killed after timeoutMs. */
+function runMedia(role: Role, env: Record<string, string>, timeoutMs = 45_000): Promise<Exit> {
+  const t0 = Date.now();
+  const child = spawn(process.execPath, [path.join(ROOT, "bin/media.js"), role], {
+    cwd: ROOT,
+    env: {
+      ...baseEnv,
+      MEDIA_MODE: "cluster",
+      MEDIA_DATA_DIR: dataDir,
+      MEDIA_HTTP_HOST: "127.0.0.1",
+      MEDIA_HTTP_PORT: String(freePort()),
+      MEDIA_CASSANDRA_KEYSPACE: keyspace,
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.on("data", (d) => (output += d));
+  child.stderr!.on("data", (d) => (output += d));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, output, ms: Date.now() - t0 });
+    });
+  });
+}
+
+/**
+ * A stand-in Cassandra node that asks for a password and refuses every credential: the one of
+ * infra/cassandra.sh runs AllowAllAuthenticator (never checks credentials), and restarting it with
+ * PasswordAuthenticator would cost minutes. This speaks just enough of the native protocol
+ * (OPTIONS → SUPPORTED, STARTUP → AUTHENTICATE, AUTH_RESPONSE → ERROR 0x0100 "bad credentials")
+ * for the real driver to fail the way it fails against a real node with wrong credentials.
+ */
+async function refusingCassandra(): Promise<{ port: number; close(): Promise<void> }> {
+  const text = (s: string) => {
+    const b = Buffer.from(s);
+    const n = Buffer.alloc(2);
+    n.writeUInt16BE(b.length);
+    return Buffer.concat([n, b]);
+  };
+  const frame = (version: number, stream: number, opcode: number, body: Buffer) => {
+    const h = Buffer.alloc(9);
+    h.writeUInt8(0x80 | version, 0);
+    h.writeInt16BE(stream, 2);
+    h.writeUInt8(opcode, 4);
+    h.writeUInt32BE(body.length, 5);
+    return Buffer.concat([h, body]);
+  };
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => undefined);
+    let pending = Buffer.alloc(0);
+    socket.on("data", (d) => {
+      pending = Buffer.concat([pending, d]);
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUInt32BE(5)) {
+        const version = pending.readUInt8(0) & 0x7f;
+        const stream = pending.readInt16BE(2);
+        const opcode = pending.readUInt8(4);
+        pending = pending.subarray(9 + pending.readUInt32BE(5));
+        if (opcode === 0x05) socket.write(frame(version, stream, 0x06, Buffer.from([0, 0])));
+        else if (opcode === 0x01) socket.write(frame(version, stream, 0x03, text("org.apache.cassandra.auth.PasswordAuthenticator")));
+        else if (opcode === 0x0f) {
+          const code = Buffer.alloc(4);
+          code.writeInt32BE(0x0100);
+          socket.write(frame(version, stream, 0x00, Buffer.concat([code, text("Provided username and/or password are incorrect")])));
+        } else socket.destroy();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+let fakeCassandra: Awaited<ReturnType<typeof refusingCassandra>> | undefined;
+
+beforeAll(async () => {
+  // The schema once, before processes that would otherwise all apply it to the empty keyspace at once.
+  const store = new CassandraStore({ contactPoints: [CASSANDRA], localDataCenter: "datacenter1", keyspace });
+  await store.open();
+  await store.close();
+  fakeCassandra = await refusingCassandra();
+}, 120_000);
+
+afterAll(async () => {
+  await fakeCassandra?.close();
+  const client = new cassandra.Client({ contactPoints: [CASSANDRA], localDataCenter: "datacenter1" });
+  try {
+    await client.connect();
+    await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`, [], { readTimeout: 60_000 });
+  } catch {
+    /* best effort: a leftover test keyspace is harmless */
+  } finally {
+    await client.shutdown();
+  }
+}, 120_000);
+
+interface Case {
+  readonly name: string;
+  readonly setting: string;
+  readonly env: () => Record<string, string>;
+  /** What the one line must also say. */
+  readonly says?: RegExp;
+  readonly roles?: readonly Role[];
+}
+
+const CASES: Case[] = [
+  { name: "unreachable broker", setting: "MEDIA_KAFKA_BROKERS", env: () => ({ MEDIA_KAFKA_BROKERS: "127.0.0.1:1" }), says: /127\.0\.0\.1:1/ },
+  {
+    name: "missing keyspace, schema creation off",
+    setting: "MEDIA_CASSANDRA_KEYSPACE",
+    env: () => ({ MEDIA_CASSANDRA_KEYSPACE: `${keyspace}_absent`, MEDIA_CASSANDRA_CREATE_SCHEMA: "false" }),
+    says: new RegExp(`${keyspace}_absent.*does not exist`),
+  },
+  { name: "unreachable Cassandra", setting: "MEDIA_CASSANDRA_CONTACT_POINTS", env: () => ({ MEDIA_CASSANDRA_CONTACT_POINTS: "127.0.0.1:1" }), says: /127\.0\.0\.1:1/ },
+  {
+    name: "wrong Cassandra credentials",
+    setting: "MEDIA_CASSANDRA_USERNAME",
+    env: () => ({ MEDIA_CASSANDRA_CONTACT_POINTS: `127.0.0.1:${fakeCassandra!.port}`, MEDIA_CASSANDRA_USERNAME: "media", MEDIA_CASSANDRA_PASSWORD: "wrong" }),
+    says: /MEDIA_CASSANDRA_PASSWORD.*incorrect/,
+  },
+  {
+    name: "Cassandra asks for credentials and none are set",
+    setting: "MEDIA_CASSANDRA_USERNAME",
+    env: () => ({ MEDIA_CASSANDRA_CONTACT_POINTS: `127.0.0.1:${fakeCassandra!.port}` }),
+  },
+  { name: "unknown mode", setting: "MEDIA_MODE", env: () => ({ MEDIA_MODE: "bogus" }), says: /bogus/ },
+  { name: "a role outside cluster mode", setting: "MEDIA_MODE", env: () => ({ MEDIA_MODE: "embedded" }), roles: ["gateway", "actor-host"] },
+  { name: "partitions not a number", setting: "MEDIA_COMMAND_PARTITIONS", env: () => ({ MEDIA_COMMAND_PARTITIONS: "abc" }), says: /abc/ },
+];
+
+describe("bad configuration stops the process with one line naming the setting", () => {
+  for (const c of CASES) {
+    it(`${c.name} → ${c.setting}`, async () => {
+      const roles = c.roles ?? ROLES;
+      const exits = await Promise.all(roles.map((role) => runMedia(role, c.env())));
+      roles.forEach((role, i) => {
+        const exit = exits[i]!;
+        const lines = exit.output.split("\n").filter((l) => l.trim() !== "");
+        expect({ role, code: exit.code, signal: exit.signal, lines: lines.length }, exit.output).toEqual({ role, code: 2, signal: null, lines: 1 });
+        expect(lines[0]).toMatch(new RegExp(`^media: bad configuration: ${c.setting}: \\S`));
+        if (c.says) expect(lines[0]).toMatch(c.says);
+        // Fails fast: no retry loop that outlasts a supervisor's patience.
+        expect(exit.ms, `${role} took ${exit.ms} ms`).toBeLessThan(30_000);
+      });
+    }, 60_000);
+  }
+});
+
+// ---- health while Kafka is down ----
+
+const kafka = (command: "up" | "down" | "status") => run("bash", [KAFKA, command], { cwd: ROOT, timeout: 150_000 });
+const kafkaRunning = () => kafka("status").then(
+  () => true,
+  () => false,
+);
+
+async function poll<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<{ value: T; ms: number }> {
+  const t0 = Date.now();
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return { value, ms: Date.now() - t0 };
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not within ${timeoutMs / 1000} s${last ? ` (last error: ${String(last)})` : ""}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+describe("health check", () => {
+  let cluster: LocalCluster | undefined;
+  afterAll(async () => {
+    await cluster?.stop();
+  }, 60_000);
+
+  it("reports the bus unhealthy while Kafka is down, and healthy again once it is back", async () => {
+    const env = { MEDIA_MODE: "cluster", MEDIA_DATA_DIR: dataDir, MEDIA_HTTP_HOST: "127.0.0.1", MEDIA_LOG_LEVEL: "warn", MEDIA_CASSANDRA_KEYSPACE: keyspace, MEDIA_COMMAND_PARTITIONS: "4" };
+    cluster = await launchCluster({ gateways: 1, actorHosts: 1, basePort: freePort(), env });
+    const base = `http://127.0.0.1:${cluster.gateways[0]!.port}`;
+    const boot = readBootstrap(dataDir);
+    const auth = { bearer: boot.api_key, org: boot.organization_id };
+    const healthy = { status: "healthy", version: expect.any(String), components: [{ name: "database", status: "healthy" }, { name: "bus", status: "healthy" }] };
+    expect((await call(base, "HealthService/Check", {})).body).toEqual(healthy);
+    const before = await call(base, "APIKeyService/Create", { name: "before" }, auth);
+    expect(before.status, JSON.stringify(before.body) + cluster.gateways[0]!.output()).toBe(200);
+
+    const timings: string[] = [];
+    try {
+      let t0 = Date.now();
+      await kafka("down");
+      timings.push(`kafka down ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      const down = await poll("bus reported unhealthy", 30_000, async () => {
+        const r = await call(base, "HealthService/Check", {});
+        return r.status === 200 && r.body.status === "unhealthy" ? r.body : undefined;
+      });
+      timings.push(`unhealthy reported after ${(down.ms / 1000).toFixed(1)} s (bus: "${down.value.components?.find((c: any) => c.name === "bus")?.message}")`);
+      expect(down.value).toEqual({
+        status: "unhealthy",
+        version: expect.any(String),
+        components: [
+          { name: "database", status: "healthy" },
+          { name: "bus", status: "unhealthy", message: expect.stringMatching(/\S/) },
+        ],
+      });
+      // A command cannot go through; the gateway says so rather than hanging. (It waits 15 s for
+      // a reply, but only once the publish itself gave up — kafkajs's retries — hence the bound.)
+      t0 = Date.now();
+      const refused = await call(base, "APIKeyService/Create", { name: "while-down" }, { ...auth, headers: { "idempotency-key": "health-while-down" } });
+      const refusedMs = Date.now() - t0;
+      timings.push(`create while down: ${refused.status} ${refused.body?.code} in ${(refusedMs / 1000).toFixed(1)} s`);
+      expect(refused.status).toBe(503);
+      expect(refused.body.code).toBe("unavailable");
+      expect(refusedMs).toBeLessThan(30_000);
+      // Reads from the store still work.
+      expect((await call(base, "APIKeyService/List", {}, auth)).status).toBe(200);
+
+      t0 = Date.now();
+      await kafka("up");
+      timings.push(`kafka up ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      const back = await poll("healthy again", 60_000, async () => {
+        const r = await call(base, "HealthService/Check", {});
+        return r.body?.status === "healthy" ? r.body : undefined;
+      });
+      timings.push(`healthy again after ${(back.ms / 1000).toFixed(1)} s`);
+      expect(back.value).toEqual(healthy);
+      // And commands flow again: the same request, retried until it is acknowledged.
+      const created = await poll("create after recovery", 90_000, async () => {
+        const r = await call(base, "APIKeyService/Create", { name: "while-down" }, { ...auth, headers: { "idempotency-key": "health-while-down" } });
+        return r.status === 200 ? r.body : undefined;
+      });
+      timings.push(`commands flow again after ${(created.ms / 1000).toFixed(1)} s`);
+      expect(created.value.api_key.name).toBe("while-down");
+      expect(cluster.gateways[0]!.child.exitCode).toBeNull();
+      expect(cluster.actorHosts[0]!.child.exitCode).toBeNull();
+    } finally {
+      // Other suites need Kafka, whatever happened here.
+      if (!(await kafkaRunning())) await kafka("up");
+      console.log(`health: ${timings.join("; ")}`);
+    }
+  }, 300_000);
+});
