@@ -90,7 +90,8 @@ export const ApiKeyBehavior: EntityBehavior<ApiKeyState, ApiKeyCommand, ApiKeyEv
       { table: API_KEYS, id: key.id, value: key, partition: key.appId, sort },
       { table: ORG_API_KEYS, id: key.id, value: key, partition: key.organizationId, sort },
     ];
-    if (event.type === "created") rows.push({ table: API_KEY_HASHES, id: key.secretHash, value: { keyId: key.id }, expectedVersion: 0 });
+    // Unconditional: a 40-character random secret does not collide, and the journal already fences.
+    if (event.type === "created") rows.push({ table: API_KEY_HASHES, id: key.secretHash, value: { keyId: key.id } });
     return rows;
   },
 };

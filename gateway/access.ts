@@ -132,9 +132,9 @@ async function authenticateKey(deps: AccessDeps, secret: string): Promise<Caller
   if (!key) throw unauthenticated("invalid API key");
   if (key.revokedAt !== undefined) throw unauthenticated("API key has been revoked");
   if (key.expiresAt !== undefined && key.expiresAt <= Date.now()) throw unauthenticated("API key has expired");
-  const app = await deps.directory.app(key.appId);
-  const org = app && (await deps.directory.organization(app.organizationId));
-  if (!app || !org) throw unauthenticated("invalid API key");
+  // The key names its organization: read app and organization side by side.
+  const [app, org] = await Promise.all([deps.directory.app(key.appId), deps.directory.organization(key.organizationId)]);
+  if (!app || !org || app.organizationId !== org.id) throw unauthenticated("invalid API key");
   if (org.status !== "active") throw permissionDenied("the organization is suspended");
   if (app.status !== "active") throw permissionDenied("the API key's app is archived");
   deps.onKeyUsed(key);

@@ -187,8 +187,20 @@ export class FileStore implements Store {
   private unindex(table: string, record: StoredRecord): void {
     const list = this.partitions.get(`${table}\0${record.partition}`);
     if (!list) return;
-    const at = list.findIndex((e) => e.id === record.id);
-    if (at >= 0) list.splice(at, 1);
+    // Binary search to the first entry of this sort key, then step over ties to the id.
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (list[mid]!.sort < record.sort) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let at = lo; at < list.length && list[at]!.sort === record.sort; at++) {
+      if (list[at]!.id === record.id) {
+        list.splice(at, 1);
+        return;
+      }
+    }
   }
 
   private append(line: string): Promise<void> {
