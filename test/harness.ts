@@ -52,17 +52,36 @@ export async function startHarness(extra: Record<string, string> = {}, dataDir =
   };
 }
 
-/** 2 gateways and 2 actor hosts as processes, on the Kafka and Cassandra the cluster setup started. */
-async function startClusterHarness(extra: Record<string, string>, dataDir: string): Promise<Harness> {
-  const env: Record<string, string> = {
+/** Environment of a test cluster's processes: its own keyspace (and so its own topics) and data folder. */
+export function clusterEnv(dataDir: string, keyspace: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
     MEDIA_MODE: "cluster",
     MEDIA_DATA_DIR: dataDir,
     MEDIA_HTTP_HOST: "127.0.0.1",
     MEDIA_LOG_LEVEL: "warn",
-    MEDIA_CASSANDRA_KEYSPACE: freshKeyspace(),
+    MEDIA_CASSANDRA_KEYSPACE: keyspace,
     MEDIA_COMMAND_PARTITIONS: "4",
     ...extra,
   };
+}
+
+/** Drops a test keyspace; best effort, a leftover one is harmless. */
+export async function dropKeyspace(keyspace: string, contactPoint = "127.0.0.1:9042"): Promise<void> {
+  const { default: cassandra } = await import("cassandra-driver");
+  const client = new cassandra.Client({ contactPoints: [contactPoint], localDataCenter: "datacenter1" });
+  try {
+    await client.connect();
+    await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`, [], { readTimeout: 60_000 });
+  } catch {
+    /* best effort */
+  } finally {
+    await client.shutdown();
+  }
+}
+
+/** 2 gateways and 2 actor hosts as processes, on the Kafka and Cassandra the cluster setup started. */
+async function startClusterHarness(extra: Record<string, string>, dataDir: string): Promise<Harness> {
+  const env = clusterEnv(dataDir, freshKeyspace(), extra);
   const config = loadConfig(env);
   const basePort = freePort();
   nextPort += 4;

@@ -7,11 +7,10 @@ import { execFile, spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
-import cassandra from "cassandra-driver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchCluster, type LocalCluster } from "../../src/launcher.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
-import { call, freePort, freshKeyspace, readBootstrap, ROOT, tempDataDir } from "../harness.js";
+import { call, freePort, freshKeyspace, readBootstrap, ROOT, tempDataDir, clusterEnv, dropKeyspace } from "../harness.js";
 
 const run = promisify(execFile);
 const KAFKA = path.join(ROOT, "infra/kafka.sh");
@@ -127,15 +126,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await fakeCassandra?.close();
-  const client = new cassandra.Client({ contactPoints: [CASSANDRA], localDataCenter: "datacenter1" });
-  try {
-    await client.connect();
-    await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`, [], { readTimeout: 60_000 });
-  } catch {
-    /* best effort: a leftover test keyspace is harmless */
-  } finally {
-    await client.shutdown();
-  }
+  await dropKeyspace(keyspace);
 }, 120_000);
 
 interface Case {
@@ -220,7 +211,7 @@ describe("health check", () => {
   }, 60_000);
 
   it("reports the bus unhealthy while Kafka is down, and healthy again once it is back", async () => {
-    const env = { MEDIA_MODE: "cluster", MEDIA_DATA_DIR: dataDir, MEDIA_HTTP_HOST: "127.0.0.1", MEDIA_LOG_LEVEL: "warn", MEDIA_CASSANDRA_KEYSPACE: keyspace, MEDIA_COMMAND_PARTITIONS: "4" };
+    const env = clusterEnv(dataDir, keyspace);
     cluster = await launchCluster({ gateways: 1, actorHosts: 1, basePort: freePort(), env });
     const base = `http://127.0.0.1:${cluster.gateways[0]!.port}`;
     const boot = readBootstrap(dataDir);

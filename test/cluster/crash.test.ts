@@ -5,13 +5,12 @@
 // gateways, and the list holds exactly the bootstrap key plus the acknowledged ones (no duplicate).
 // Prints how long the failover took: from the kill until a create on every partition had been
 // acknowledged again.
-import cassandra from "cassandra-driver";
 import kafkajs from "kafkajs";
 import { afterAll, describe, expect, it } from "vitest";
 import { topicsFor } from "../../actors/commands.js";
 import { partitionFor } from "../../src/bus/memory-bus.js";
 import { launchCluster, type LocalCluster } from "../../src/launcher.js";
-import { freePort, freshKeyspace, readBootstrap, tempDataDir } from "../harness.js";
+import { freePort, freshKeyspace, readBootstrap, tempDataDir, clusterEnv, dropKeyspace } from "../harness.js";
 
 const PARTITIONS = 4;
 const WRITERS = 8;
@@ -28,14 +27,7 @@ const RETRY_DEADLINE_MS = 90_000;
 
 const keyspace = freshKeyspace();
 const dataDir = tempDataDir();
-const env: Record<string, string> = {
-  MEDIA_MODE: "cluster",
-  MEDIA_DATA_DIR: dataDir,
-  MEDIA_HTTP_HOST: "127.0.0.1",
-  MEDIA_LOG_LEVEL: "warn",
-  MEDIA_CASSANDRA_KEYSPACE: keyspace,
-  MEDIA_COMMAND_PARTITIONS: String(PARTITIONS),
-};
+const env = clusterEnv(dataDir, keyspace, { MEDIA_COMMAND_PARTITIONS: String(PARTITIONS) });
 let cluster: LocalCluster | undefined;
 /** The keyspace is kept after a failure, to look into. */
 let passed = false;
@@ -46,15 +38,7 @@ afterAll(async () => {
     console.log(`crash test failed: keyspace ${keyspace} and data folder ${dataDir} kept`);
     return;
   }
-  const client = new cassandra.Client({ contactPoints: ["127.0.0.1:9042"], localDataCenter: "datacenter1" });
-  try {
-    await client.connect();
-    await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`, [], { readTimeout: 60_000 });
-  } catch {
-    /* best effort: a leftover test keyspace is harmless */
-  } finally {
-    await client.shutdown();
-  }
+  await dropKeyspace(keyspace);
 }, 120_000);
 
 interface Answer {

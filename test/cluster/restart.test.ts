@@ -4,23 +4,15 @@
 // redone and its key still authenticates.
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import cassandra from "cassandra-driver";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { mintDevToken } from "../../src/identity.js";
 import { launchCluster, type LocalCluster } from "../../src/launcher.js";
-import { call, freePort, freshKeyspace, readBootstrap, tempDataDir, type Auth, type Reply } from "../harness.js";
+import { call, freePort, freshKeyspace, readBootstrap, tempDataDir, type Auth, type Reply, clusterEnv, dropKeyspace } from "../harness.js";
 
 const keyspace = freshKeyspace();
 const dataDir = tempDataDir();
-const env: Record<string, string> = {
-  MEDIA_MODE: "cluster",
-  MEDIA_DATA_DIR: dataDir,
-  MEDIA_HTTP_HOST: "127.0.0.1",
-  MEDIA_LOG_LEVEL: "warn",
-  MEDIA_CASSANDRA_KEYSPACE: keyspace,
-  MEDIA_COMMAND_PARTITIONS: "4",
-};
+const env = clusterEnv(dataDir, keyspace, { MEDIA_COMMAND_PARTITIONS: "4" });
 const clusters: LocalCluster[] = [];
 
 async function launch(): Promise<{ cluster: LocalCluster; bases: string[] }> {
@@ -33,15 +25,7 @@ async function launch(): Promise<{ cluster: LocalCluster; bases: string[] }> {
 
 afterAll(async () => {
   await Promise.all(clusters.map((c) => c.stop()));
-  const client = new cassandra.Client({ contactPoints: ["127.0.0.1:9042"], localDataCenter: "datacenter1" });
-  try {
-    await client.connect();
-    await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`, [], { readTimeout: 60_000 });
-  } catch {
-    /* best effort: a leftover test keyspace is harmless */
-  } finally {
-    await client.shutdown();
-  }
+  await dropKeyspace(keyspace);
 }, 120_000);
 
 function ok(r: Reply, what: string): any {
