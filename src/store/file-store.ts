@@ -22,6 +22,18 @@ interface PendingWrite {
   readonly reject: (e: unknown) => void;
 }
 
+/** Index of the first entry whose sort key is not less than `sort` (the list is ascending). */
+function lowerBound(list: readonly { sort: string }[], sort: string): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]!.sort < sort) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 export class FileStore implements Store {
   private readonly records = new Map<string, Map<string, StoredRecord>>();
   /** table \0 partition → sort keys with ids, ascending. */
@@ -174,28 +186,14 @@ export class FileStore implements Store {
     const key = `${table}\0${record.partition}`;
     let list = this.partitions.get(key);
     if (!list) this.partitions.set(key, (list = []));
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (list[mid]!.sort < record.sort) lo = mid + 1;
-      else hi = mid;
-    }
-    list.splice(lo, 0, { sort: record.sort, id: record.id });
+    list.splice(lowerBound(list, record.sort), 0, { sort: record.sort, id: record.id });
   }
 
   private unindex(table: string, record: StoredRecord): void {
     const list = this.partitions.get(`${table}\0${record.partition}`);
     if (!list) return;
-    // Binary search to the first entry of this sort key, then step over ties to the id.
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (list[mid]!.sort < record.sort) lo = mid + 1;
-      else hi = mid;
-    }
-    for (let at = lo; at < list.length && list[at]!.sort === record.sort; at++) {
+    // From the first entry of this sort key, step over ties to the id.
+    for (let at = lowerBound(list, record.sort); at < list.length && list[at]!.sort === record.sort; at++) {
       if (list[at]!.id === record.id) {
         list.splice(at, 1);
         return;
