@@ -37,6 +37,11 @@ export type ApiKeyEvent =
 
 export const API_KEYS = "api_keys";
 export const API_KEY_HASHES = "api_key_hashes";
+/** A row of API_KEY_HASHES. `key` is absent on rows written before it was carried. */
+export interface KeyByHash {
+  readonly keyId: string;
+  readonly key?: ApiKeyRecord;
+}
 /** The same read model listed by organization, for portal callers who list across apps. */
 export const ORG_API_KEYS = "org_api_keys";
 
@@ -79,19 +84,13 @@ export const ApiKeyBehavior: EntityBehavior<ApiKeyState, ApiKeyCommand, ApiKeyEv
     return [
       { table: API_KEYS, id: key.id, value: key, partition: key.appId, sort },
       { table: ORG_API_KEYS, id: key.id, value: key, partition: key.organizationId, sort },
-      { table: API_KEY_HASHES, id: key.secretHash, value: { keyId: key.id } },
+      // The hash row carries the key itself, so authentication is one read, not two. Unconditional:
+      // a 40-character random secret does not collide, and the journal already fences writers.
+      { table: API_KEY_HASHES, id: key.secretHash, value: { keyId: key.id, key } satisfies KeyByHash },
     ];
   },
-  readModel(state, event): RecordWrite[] {
-    const key = state.key;
-    if (!key) return [];
-    const sort = sortKey(key.createdAt, key.id);
-    const rows: RecordWrite[] = [
-      { table: API_KEYS, id: key.id, value: key, partition: key.appId, sort },
-      { table: ORG_API_KEYS, id: key.id, value: key, partition: key.organizationId, sort },
-    ];
-    // Unconditional: a 40-character random secret does not collide, and the journal already fences.
-    if (event.type === "created") rows.push({ table: API_KEY_HASHES, id: key.secretHash, value: { keyId: key.id } });
-    return rows;
+  // Every event rewrites the same rows: the read model is a function of the state alone.
+  readModel(state) {
+    return ApiKeyBehavior.repair(state);
   },
 };

@@ -2,7 +2,7 @@
 // sessions, the X-Organization-ID rules, roles and key scopes. Runs as a Connect interceptor,
 // so every protocol gets the same answers.
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
-import { API_KEYS, API_KEY_HASHES, type ApiKeyRecord } from "../actors/api-key.js";
+import { API_KEYS, API_KEY_HASHES, type ApiKeyRecord, type KeyByHash } from "../actors/api-key.js";
 import { apiError, invalid, permissionDenied, unauthenticated } from "../src/errors.js";
 import { atLeast, type AppRecord, type Directory, type OrganizationRecord, type Role, type UserRecord } from "../src/directory.js";
 import type { SessionVerifier } from "../src/identity.js";
@@ -127,8 +127,8 @@ function hashOf(box: SecretBox, secret: string): string {
 }
 
 async function authenticateKey(deps: AccessDeps, secret: string): Promise<Caller> {
-  const link = await deps.store.get<{ keyId: string }>(API_KEY_HASHES, hashOf(deps.box, secret));
-  const key = link && (await deps.store.get<ApiKeyRecord>(API_KEYS, link.value.keyId))?.value;
+  const link = (await deps.store.get<KeyByHash>(API_KEY_HASHES, hashOf(deps.box, secret)))?.value;
+  const key = link && (link.key ?? (await deps.store.get<ApiKeyRecord>(API_KEYS, link.keyId))?.value);
   if (!key) throw unauthenticated("invalid API key");
   if (key.revokedAt !== undefined) throw unauthenticated("API key has been revoked");
   if (key.expiresAt !== undefined && key.expiresAt <= Date.now()) throw unauthenticated("API key has expired");
