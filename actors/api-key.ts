@@ -21,6 +21,16 @@ export interface ApiKeyRecord {
   readonly revokeReason?: string;
 }
 
+/** Length of the random part of a key secret (`ak_` + 40 base62 characters). */
+export const KEY_SECRET_LENGTH = 40;
+/** "ak_" and 8 characters: enough to find a key in logs, useless to an attacker. */
+const KEY_PREFIX_LENGTH = 11;
+
+/** The stored record of a key whose secret is `secret`; the secret itself is kept only as its hash. */
+export function apiKeyRecord(secret: string, secretHash: string, fields: Omit<ApiKeyRecord, "keyPrefix" | "keyHint" | "secretHash">): ApiKeyRecord {
+  return { ...fields, keyPrefix: secret.slice(0, KEY_PREFIX_LENGTH), keyHint: secret.slice(-4), secretHash };
+}
+
 export interface ApiKeyState {
   readonly key?: ApiKeyRecord;
 }

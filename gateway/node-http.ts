@@ -10,7 +10,7 @@ import type { Logger } from "../src/log.js";
 
 export async function listenNodeHttp(
   handlers: ReadonlyMap<string, UniversalHandler>,
-  options: { host: string; port: number; maxRequestBytes: number; log: Logger; shutdown: AbortController },
+  options: { host: string; port: number; maxRequestBytes: number; log: Logger },
 ): Promise<{ readonly port: number; close(graceMs?: number): Promise<void> }> {
   let inFlight = 0;
   const server = createServer((req, res) => {
@@ -45,7 +45,6 @@ export async function listenNodeHttp(
     async close(graceMs = 10_000) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      options.shutdown.abort();
       const deadline = Date.now() + graceMs;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       server.closeAllConnections();

@@ -27,7 +27,7 @@ async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
 
 export async function listenUws(
   handlers: ReadonlyMap<string, UniversalHandler>,
-  options: { host: string; port: number; maxRequestBytes: number; log: Logger; shutdown: AbortController },
+  options: { host: string; port: number; maxRequestBytes: number; log: Logger },
 ): Promise<UwsServer> {
   const app = uWS.App();
   let inFlight = 0;
@@ -113,7 +113,6 @@ export async function listenUws(
     port,
     async close(graceMs = 10_000) {
       uWS.us_listen_socket_close(listenSocket);
-      options.shutdown.abort();
       for (const call of calls) call.abort(new Error("server shutting down"));
       const deadline = Date.now() + graceMs;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

@@ -55,16 +55,7 @@ function flag(args: string[], name: string, fallback: number): number {
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  let config: Config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`media: bad configuration: ${e.message}\n`);
-      process.exit(2);
-    }
-    throw e;
-  }
+  const config = loadConfig();
   switch (command) {
     case "serve":
       return serve(config);

@@ -2,7 +2,7 @@
 // the in-process bus; in cluster mode each process runs the roles it is given on Kafka and Cassandra.
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { ApiKeyBehavior, type ApiKeyRecord } from "../actors/api-key.js";
+import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key.js";
 import { serveCommands, CommandClient, topicsFor, type EntityCommands } from "../actors/commands.js";
 import { ActorHost, type EntityBehavior } from "../actors/host.js";
 import { createHandlers } from "../gateway/router.js";
@@ -69,18 +69,8 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
   const user = await directory.provision({ email, emailVerified: true, firstName: "Owner", lastName: "" }, true);
   const org = await directory.createOrganization(user, { name: "Default organization", slug: `default-${randomToken(6).toLowerCase()}` });
   const app = await directory.createApp(org.id, { name: "Default app", hosting: true });
-  const secret = `ak_${randomToken(40)}`;
-  const key: ApiKeyRecord = {
-    id: newId(Prefix.apiKey),
-    appId: app.id,
-    organizationId: org.id,
-    name: "bootstrap",
-    keyPrefix: secret.slice(0, 11),
-    keyHint: secret.slice(-4),
-    secretHash: box.hashSecret(secret),
-    scopes: [],
-    createdAt: Date.now(),
-  };
+  const secret = `ak_${randomToken(KEY_SECRET_LENGTH)}`;
+  const key = apiKeyRecord(secret, box.hashSecret(secret), { id: newId(Prefix.apiKey), appId: app.id, organizationId: org.id, name: "bootstrap", scopes: [], createdAt: Date.now() });
   const reply = await actors.ask(ApiKeyBehavior, key.id, { type: "create", key });
   if (!reply.ok) throw new Error(`bootstrap key: ${reply.rejection.message}`);
   const result: Bootstrap = { organization_id: org.id, app_id: app.id, api_key: secret, user_email: email };
@@ -177,10 +167,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     commands.ask(ApiKeyBehavior, key.id, { type: "touch", at: now }).catch((e: unknown) => log.warn({ err: e, key_id: key.id }, "last_used_at not recorded"));
   };
 
-  const shutdown = new AbortController();
   const handlers = createHandlers({ config, store, bus, directory, actors: commands, paginator, box, log, sessions, onKeyUsed });
   const listen = config.httpServer === "node" ? listenNodeHttp : listenUws;
-  const http: UwsServer = await listen(handlers, { host: config.httpHost, port: config.httpPort, maxRequestBytes: config.maxRequestBytes, log, shutdown });
+  const http: UwsServer = await listen(handlers, { host: config.httpHost, port: config.httpPort, maxRequestBytes: config.maxRequestBytes, log });
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: config.httpServer }, "media API listening");
   return {
     port: http.port,

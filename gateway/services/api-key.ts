@@ -2,7 +2,7 @@
 // from the read model the actor keeps. The secret exists only in the Create response.
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { API_KEYS, ApiKeyBehavior, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key.js";
+import { API_KEYS, ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key.js";
 import type { Reply } from "../../actors/host.js";
 import { apiError, invalidField, notFound, permissionDenied } from "../../src/errors.js";
 import type { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";
@@ -12,8 +12,6 @@ import { callerOf, hasScope, isScope, type Caller, type Scope } from "../access.
 import { apiKeyMessage } from "../present.js";
 import { visibleApp } from "./app.js";
 import type { ServiceDeps } from "./deps.js";
-
-const KEY_PREFIX_LENGTH = 11; // "ak_" and 8 characters: enough to find a key in logs, useless to an attacker
 
 function accepted<S>(reply: Reply<S>): S {
   if (reply.ok) return reply.state;
@@ -51,20 +49,17 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
       // reply (a gateway or actor host died) finds the same key instead of making a second one.
       const retryKey = ctx.requestHeader.get("idempotency-key");
       const label = retryKey ? `api-key:${caller.kind === "key" ? caller.key.id : caller.user.id}:${app.id}:${retryKey}` : undefined;
-      const secret = `ak_${label ? d.box.deriveToken(`${label}:secret`, 40) : randomToken(40)}`;
-      const key: ApiKeyRecord = {
+      const secret = `ak_${label ? d.box.deriveToken(`${label}:secret`, KEY_SECRET_LENGTH) : randomToken(KEY_SECRET_LENGTH)}`;
+      const key = apiKeyRecord(secret, d.box.hashSecret(secret), {
         id: label ? `${Prefix.apiKey}${d.box.deriveToken(`${label}:id`, 20)}` : newId(Prefix.apiKey),
         appId: app.id,
         organizationId: app.organizationId,
         name: req.name,
-        keyPrefix: secret.slice(0, KEY_PREFIX_LENGTH),
-        keyHint: secret.slice(-4),
-        secretHash: d.box.hashSecret(secret),
         scopes: [...new Set(req.scopes)],
         createdAt: Date.now(),
         ...(req.description !== undefined ? { description: req.description } : {}),
         ...(expiresAt !== undefined ? { expiresAt } : {}),
-      };
+      });
       const state = accepted(await d.actors.ask(ApiKeyBehavior, key.id, { type: "create", key }));
       return { apiKey: apiKeyMessage(state.key!), secret };
     },
