@@ -10,7 +10,7 @@ const cluster = { ...slow, globalSetup: ["test/cluster/infra.setup.ts"], filePar
 export default defineConfig({
   test: {
     projects: [
-      { test: { name: "unit", include: ["src/**/*.spec.ts", "gateway/**/*.spec.ts", "actors/**/*.spec.ts"] } },
+      { test: { name: "unit", include: ["src/**/*.spec.ts", "gateway/**/*.spec.ts", "actors/**/*.spec.ts", "encoder-node/**/*.spec.ts"] } },
       { test: { name: "api", include: ["test/api/**/*.test.ts"], ...slow } },
       { test: { name: "api-cluster", include: ["test/api/**/*.test.ts"], env: { MEDIA_TEST_TARGET: "cluster" }, ...cluster } },
       { test: { name: "cluster", include: ["test/cluster/**/*.test.ts"], ...cluster } },

@@ -5,11 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the suites need: curl (front-door test), a JDK and Maven (the infra/ scripts
-# fetch and run Kafka and Cassandra from Maven Central).
+# fetch and run Kafka and Cassandra from Maven Central), ffmpeg and ffprobe (the encoder).
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 if ((${#missing[@]})); then
   echo "installing ${missing[*]}"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
