@@ -140,7 +140,7 @@ export function variantRateIfKnown(variant: VideoVariant, input: InputFacts): nu
   return rateMicrosPerMinute(codec, resolution, TIER[variant.quality] ?? "standard", fpsBucket(fps));
 }
 
-/** Resolution bucket of a variant: its resolution enum, else its height (custom dims: the larger of width/height mapped sensibly), else the input's height. */
+/** Resolution bucket of a variant: its resolution enum, else its width/height (one side alone follows the input's aspect), else the input's frame; see resolutionBucket. Throws PriceUnknown when none is known. */
 export function variantRateMicrosPerMinute(variant: VideoVariant, input: InputFacts): number {
   const rate = variantRateIfKnown(variant, input);
   if (rate === undefined) throw new PriceUnknown(CODEC[variant.codec] ? "the variant has no resolution and there is no input to take it from" : "the variant has no codec");
