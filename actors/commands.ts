@@ -10,13 +10,26 @@ import type { ActorHost, EntityBehavior, Reply } from "./host.js";
 
 /** Topic and group names of one deployment; a prefix keeps deployments sharing a broker apart. */
 export interface Topics {
+  /** Commands to entities, keyed by entity; encoder nodes report on it too, so one writer owns a job. */
   readonly commands: string;
   readonly replies: string;
   readonly actorHosts: string;
+  /** Encode tasks keyed by job id, consumed by the encoder nodes' group. */
+  readonly encode: string;
+  readonly encoders: string;
+  /** Entity snapshots after each change; every gateway and encoder node reads all of it. */
+  readonly updates: string;
 }
 
 export function topicsFor(prefix: string): Topics {
-  return { commands: `${prefix}.commands`, replies: `${prefix}.replies`, actorHosts: `${prefix}.actor-hosts` };
+  return {
+    commands: `${prefix}.commands`,
+    replies: `${prefix}.replies`,
+    actorHosts: `${prefix}.actor-hosts`,
+    encode: `${prefix}.encode`,
+    encoders: `${prefix}.encoders`,
+    updates: `${prefix}.updates`,
+  };
 }
 
 /** Something that runs a command on an entity's actor, wherever that actor lives. */
@@ -113,6 +126,7 @@ export async function serveCommands(
   actors: ActorHost,
   behaviors: readonly EntityBehavior<unknown, unknown, unknown>[],
   log: Logger,
+  onAssigned: (partitions: readonly number[]) => void = () => undefined,
 ): Promise<Consumer> {
   const byType = new Map(behaviors.map((b) => [b.type, b]));
   return bus.consume({
@@ -122,6 +136,7 @@ export async function serveCommands(
     onAssigned: (partitions) => {
       actors.evictAll();
       log.info({ partitions }, "command partitions assigned");
+      onAssigned(partitions);
     },
     handler: async (m) => {
       const envelope = decode<CommandEnvelope>(m.value);

@@ -41,6 +41,9 @@ export interface EntityBehavior<S, C, E> {
   repair(state: S): readonly RecordWrite[];
 }
 
+/** Told of every command that persisted events, after the persist; commands without events too, when `always`. */
+export type AfterPersist = (type: string, id: string, state: unknown, events: readonly unknown[], command: unknown) => void;
+
 export type Reply<S> = { readonly ok: true; readonly state: S } | { readonly ok: false; readonly rejection: Rejection };
 
 interface Envelope<C> {
@@ -91,6 +94,8 @@ export class ActorHost {
     private readonly store: Store,
     private readonly log: Logger,
     private readonly askTimeoutMs = 10_000,
+    /** Side effects of a change, run after its events are durable (never during recovery replay). */
+    private readonly afterPersist: AfterPersist = () => undefined,
   ) {
     this.system = start(configurePersistence(new StoreEngine(store)));
   }
@@ -171,6 +176,11 @@ export class ActorHost {
         return current;
       }
       dispatch(sender, { ok: true, state: next } satisfies Reply<S>);
+      try {
+        host.afterPersist(behavior.type, key.slice(behavior.type.length + 1), next, decision as readonly E[], command);
+      } catch (e) {
+        host.log.error({ err: e, entity: key }, "side effect after persist failed");
+      }
       return next;
     };
   }

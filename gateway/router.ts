@@ -27,24 +27,32 @@ import type { ServiceDeps } from "./services/deps.js";
 import { healthService } from "./services/health.js";
 import { organizationService } from "./services/organization.js";
 import { userService } from "./services/user.js";
+import { originService } from "./services/origin.js";
+import { presetService } from "./services/preset.js";
+import { jobService } from "./services/job.js";
 import type { ApiKeyRecord } from "../actors/api-key.js";
 
 /** Services whose capability arrives in a later issue: every method answers unimplemented. */
 const LATER: readonly { service: DescService; capability: string; resource: (typeof SCOPE_RESOURCES)[number] }[] = [
-  { service: OriginService, capability: "Storage origins (OriginService)", resource: "origins" },
-  { service: PresetService, capability: "Encoding presets (PresetService)", resource: "presets" },
-  { service: JobService, capability: "Transcoding jobs (JobService)", resource: "jobs" },
   { service: VideoService, capability: "Managed video hosting (VideoService)", resource: "videos" },
   { service: WebhookService, capability: "Webhooks (WebhookService)", resource: "webhooks" },
 ];
+
+/** Services whose methods follow the default rule of their resource: reads need :read, the rest :write. */
+const BY_RESOURCE: Readonly<Record<string, (typeof SCOPE_RESOURCES)[number]>> = {
+  [OriginService.typeName]: "origins",
+  [PresetService.typeName]: "presets",
+  [JobService.typeName]: "jobs",
+  ...Object.fromEntries(LATER.map((l) => [l.service.typeName, l.resource])),
+};
 
 const READ_METHOD = /^(Get|List|Retrieve|Watch|Check)/;
 
 export function ruleOf(service: string, method: string): Rule | undefined {
   const explicit = RULES[`${service}/${method}`];
   if (explicit) return explicit;
-  const later = LATER.find((l) => l.service.typeName === service);
-  return later && defaultRule(later.resource, !READ_METHOD.test(method));
+  const resource = BY_RESOURCE[service];
+  return resource && defaultRule(resource, !READ_METHOD.test(method));
 }
 
 export interface RouterDeps extends ServiceDeps {
@@ -100,6 +108,9 @@ export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> 
   serve(AppService, appService(deps));
   serve(APIKeyService, apiKeyService(deps));
   serve(UserService, userService(deps));
+  serve(OriginService, originService(deps));
+  serve(PresetService, presetService(deps));
+  serve(JobService, jobService(deps));
   for (const later of LATER) {
     const impl: Record<string, () => never> = {};
     for (const m of later.service.methods) {

@@ -3,14 +3,15 @@ import { ConfigError, loadConfig, type Config } from "./config.js";
 import { mintDevToken } from "./identity.js";
 import { createLogger } from "./log.js";
 import { launchCluster } from "./launcher.js";
-import { startServer, type Roles } from "./server.js";
+import { ALL_ROLES, startServer, type Roles } from "./server.js";
 
 const USAGE = `usage: media <command>
   serve                  run every role in one process (embedded default; MEDIA_MODE=cluster for Kafka and Cassandra)
   gateway                cluster mode: the HTTP gateway role only
   actor-host             cluster mode: the actor host role only
-  cluster [--gateways N] [--actor-hosts M] [--port P]
-                         cluster mode on one machine: N gateways (ports P, P+1, ...) and M actor hosts
+  encoder-node           cluster mode: the encoder node role only (ffprobe and ffmpeg)
+  cluster [--gateways N] [--actor-hosts M] [--encoder-nodes E] [--port P]
+                         cluster mode on one machine: N gateways (ports P, P+1, ...), M actor hosts, E encoder nodes
   token --email <addr>   mint a session token from the embedded development issuer`;
 
 function onSignals(stop: (signal: string) => Promise<void>): void {
@@ -27,14 +28,15 @@ function onSignals(stop: (signal: string) => Promise<void>): void {
   }
 }
 
-async function serve(config: Config, roles: Roles = { gateway: true, actorHost: true }): Promise<void> {
+async function serve(config: Config, roles: Roles = ALL_ROLES): Promise<void> {
   const log = createLogger(config.logLevel);
-  if ((!roles.gateway || !roles.actorHost) && config.mode !== "cluster") {
-    throw new ConfigError("MEDIA_MODE", "the gateway and actor-host roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster");
+  if ((!roles.gateway || !roles.actorHost || !roles.encoderNode) && config.mode !== "cluster") {
+    throw new ConfigError("MEDIA_MODE", "the gateway, actor-host and encoder-node roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster");
   }
   const server = await startServer(config, log, roles);
   // One plain line on stdout whatever the log level: launchers and operators wait for it.
-  if (!roles.gateway) process.stdout.write(`media actor host ready (pid ${process.pid})\n`);
+  if (roles.actorHost && !roles.gateway) process.stdout.write(`media actor host ready (pid ${process.pid})\n`);
+  if (roles.encoderNode && !roles.gateway) process.stdout.write(`media encoder node ready (pid ${process.pid})\n`);
   if (server.bootstrapCreated && server.bootstrap) {
     process.stdout.write(`\nmedia is running on http://localhost:${server.port}\n`);
     process.stdout.write(`bootstrap credentials (also in ${config.dataDir}/bootstrap.json):\n${JSON.stringify(server.bootstrap, null, 2)}\n\n`);
@@ -60,18 +62,21 @@ async function main(argv: string[]): Promise<void> {
     case "serve":
       return serve(config);
     case "gateway":
-      return serve(config, { gateway: true, actorHost: false });
+      return serve(config, { gateway: true, actorHost: false, encoderNode: false });
     case "actor-host":
-      return serve(config, { gateway: false, actorHost: true });
+      return serve(config, { gateway: false, actorHost: true, encoderNode: false });
+    case "encoder-node":
+      return serve(config, { gateway: false, actorHost: false, encoderNode: true });
     case "cluster": {
       const cluster = await launchCluster({
         gateways: flag(rest, "--gateways", 2),
         actorHosts: flag(rest, "--actor-hosts", 2),
+        encoderNodes: flag(rest, "--encoder-nodes", 1),
         basePort: flag(rest, "--port", config.httpPort),
         env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined)),
         inheritOutput: true,
       });
-      process.stdout.write(`cluster up: gateways on ${cluster.gateways.map((g) => g.port).join(", ")}; ${cluster.actorHosts.length} actor hosts\n`);
+      process.stdout.write(`cluster up: gateways on ${cluster.gateways.map((g) => g.port).join(", ")}; ${cluster.actorHosts.length} actor hosts; ${cluster.encoderNodes.length} encoder nodes\n`);
       onSignals(() => cluster.stop());
       return;
     }

@@ -1,4 +1,4 @@
-// Local launcher: N gateways and M actor hosts as separate processes on one machine, for
+// Local launcher: N gateways, M actor hosts and E encoder nodes as separate processes on one machine, for
 // development and tests. Shared material (server secret, development issuer key) is made once,
 // here, before any child starts, so the children never race to create it.
 import { spawn, type ChildProcess } from "node:child_process";
@@ -12,7 +12,7 @@ import { ensureServerSecret } from "./server.js";
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../bin/media.js");
 
 export interface ClusterProcess {
-  readonly role: "gateway" | "actor-host";
+  readonly role: "gateway" | "actor-host" | "encoder-node";
   readonly index: number;
   readonly port: number | undefined;
   readonly child: ChildProcess;
@@ -22,6 +22,7 @@ export interface ClusterProcess {
 export interface LocalCluster {
   readonly gateways: readonly ClusterProcess[];
   readonly actorHosts: readonly ClusterProcess[];
+  readonly encoderNodes: readonly ClusterProcess[];
   /** Starts one more process of a role (after a crash, say). */
   spawn(role: ClusterProcess["role"]): Promise<ClusterProcess>;
   stop(signal?: NodeJS.Signals): Promise<void>;
@@ -30,6 +31,8 @@ export interface LocalCluster {
 export interface LaunchOptions {
   readonly gateways: number;
   readonly actorHosts: number;
+  /** Default 0. */
+  readonly encoderNodes?: number;
   /** First gateway port; the others follow. */
   readonly basePort: number;
   /** Environment of every child: MEDIA_MODE=cluster, brokers, contact points, keyspace, data folder. */
@@ -87,7 +90,7 @@ export async function launchCluster(options: LaunchOptions): Promise<LocalCluste
     const proc: ClusterProcess = { role, index, port, child, output: () => text };
     all.push(proc);
     if (port !== undefined) await waitHealthy(port, child, proc.output);
-    else await waitReady(child, proc.output, "actor host ready");
+    else await waitReady(child, proc.output, role === "actor-host" ? "actor host ready" : "encoder node ready");
     return proc;
   };
 
@@ -101,9 +104,12 @@ export async function launchCluster(options: LaunchOptions): Promise<LocalCluste
   if (options.gateways > 0) gateways.push(await start("gateway", 0));
   gateways.push(...(await Promise.all(Array.from({ length: options.gateways - 1 }, (_, i) => start("gateway", i + 1)))));
 
+  const encoderNodes = await Promise.all(Array.from({ length: options.encoderNodes ?? 0 }, (_, i) => start("encoder-node", i)));
+
   return {
     gateways,
     actorHosts,
+    encoderNodes,
     spawn: (role) => start(role, all.filter((p) => p.role === role).length),
     async stop(signal = "SIGTERM") {
       await Promise.all(

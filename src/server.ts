@@ -3,8 +3,13 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key.js";
-import { serveCommands, CommandClient, topicsFor, type EntityCommands } from "../actors/commands.js";
-import { ActorHost, type EntityBehavior } from "../actors/host.js";
+import { serveCommands, CommandClient, topicsFor, type EntityCommands, type Topics } from "../actors/commands.js";
+import { ActorHost, type AfterPersist, type EntityBehavior } from "../actors/host.js";
+import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, JOBS, taskFor, type JobCommand, type JobEvent, type JobRecord, type JobState } from "../actors/job.js";
+import { partitionFor } from "./bus/memory-bus.js";
+import { publishUpdate, UpdatesHub } from "../actors/updates.js";
+import { startEncoderNode, type EncoderNode } from "../encoder-node/node.js";
+import { NetGuard } from "./net-guard.js";
 import { createHandlers } from "../gateway/router.js";
 import { listenNodeHttp } from "../gateway/node-http.js";
 import { listenUws, type UwsServer } from "../gateway/uws.js";
@@ -80,11 +85,67 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
 }
 
 /** The actors this build has; commands for any other type are refused. */
-const BEHAVIORS = [ApiKeyBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown>[];
+const BEHAVIORS = [ApiKeyBehavior, JobBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown>[];
+
+/** A job that has not changed for this long while it should be moving has lost its task. */
+const STALL_MS = 60_000;
+
+/**
+ * Re-dispatches the tasks of this host's jobs that stalled: an actor host that died between a
+ * persist and its task's publish, or a publish that failed, leaves a job nobody works on. Encoders
+ * report at least every second, so a minute of silence means no task is running; a re-dispatched
+ * task that does run twice is a new attempt, and the job counts only the latest one.
+ */
+async function resumeStalledJobs(store: Store, host: ActorHost, owned: readonly number[], partitions: number, log: Logger): Promise<void> {
+  if (owned.length === 0) return;
+  const mine = new Set(owned);
+  let before: string | undefined;
+  for (;;) {
+    const page = await store.scan<{ jobId: string }>(ACTIVE_JOBS, ACTIVE_PARTITION, { limit: 500, ...(before !== undefined ? { before } : {}) });
+    for (const row of page.items) {
+      const id = row.value.jobId;
+      if (!mine.has(partitionFor(`${JobBehavior.type}:${id}`, partitions))) continue;
+      const job = (await store.get<JobRecord>(JOBS, id))?.value;
+      if (!job || job.status === "awaiting_confirmation" || Date.now() - job.updatedAt < STALL_MS) continue;
+      log.warn({ job_id: id, status: job.status }, "job stalled; dispatching its task again");
+      await host.ask(JobBehavior, id, { type: "resume" });
+    }
+    if (!page.more) return;
+    before = page.items.at(-1)!.sort;
+  }
+}
 
 export interface Roles {
   readonly gateway: boolean;
   readonly actorHost: boolean;
+  readonly encoderNode: boolean;
+}
+
+export const ALL_ROLES: Roles = { gateway: true, actorHost: true, encoderNode: true };
+
+const encoder = new TextEncoder();
+
+/**
+ * Side effects of a job change, after it is durable: its new state on "updates" (Watch streams,
+ * cancellations) and, when the change calls for one, an encode task on "encode".
+ */
+function jobEffects(bus: Bus, topics: Topics, log: Logger): AfterPersist {
+  return (type, id, state, events, command) => {
+    if (type !== JobBehavior.type) return;
+    const job = (state as JobState).job;
+    if (!job) return;
+    const resumed = (command as JobCommand).type === "resume";
+    if (events.length === 0 && !resumed) return;
+    if (events.length > 0) {
+      publishUpdate(bus, topics, { type, id, version: job.version, state }).catch((e: unknown) => log.warn({ err: e, job_id: id }, "job update not published"));
+    }
+    const task = taskFor(job, resumed ? "recovered" : (events as readonly JobEvent[]));
+    if (task) {
+      bus
+        .publish(topics.encode, [{ key: id, value: encoder.encode(JSON.stringify(task)) }])
+        .catch((e: unknown) => log.error({ err: e, job_id: id, kind: task.kind }, "encode task not published"));
+    }
+  };
 }
 
 async function openInfrastructure(config: Config, log: Logger): Promise<{ store: Store; bus: Bus }> {
@@ -115,26 +176,58 @@ async function openInfrastructure(config: Config, log: Logger): Promise<{ store:
   return { store, bus };
 }
 
-export async function startServer(config: Config, log: Logger = createLogger(config.logLevel), roles: Roles = { gateway: true, actorHost: true }): Promise<RunningServer> {
+export async function startServer(config: Config, log: Logger = createLogger(config.logLevel), roles: Roles = ALL_ROLES): Promise<RunningServer> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const { store, bus } = await openInfrastructure(config, log);
   const topics = topicsFor(config.mode === "embedded" ? "media" : config.cluster.topicPrefix);
   await bus.ensureTopics([
     { topic: topics.commands, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
     { topic: topics.replies, partitions: 4 },
+    { topic: topics.encode, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
+    { topic: topics.updates, partitions: 4 },
   ]);
   const box = new SecretBox(ensureServerSecret(config));
 
   let actorHost: ActorHost | undefined;
   let commandConsumer: Consumer | undefined;
+  let sweeper: NodeJS.Timeout | undefined;
   if (roles.actorHost) {
-    actorHost = new ActorHost(store, log);
-    commandConsumer = await serveCommands(bus, topics, actorHost, BEHAVIORS, log);
+    actorHost = new ActorHost(store, log, 10_000, jobEffects(bus, topics, log));
+    const host = actorHost;
+    const partitions = config.mode === "embedded" ? 4 : config.cluster.commandPartitions;
+    let owned: readonly number[] = [];
+    const sweep = () => resumeStalledJobs(store, host, owned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "stalled-job sweep failed"));
+    commandConsumer = await serveCommands(bus, topics, actorHost, BEHAVIORS, log, (assigned) => {
+      owned = assigned;
+      void sweep();
+    });
+    sweeper = setInterval(() => void sweep(), STALL_MS);
+    sweeper.unref();
     log.info({ mode: config.mode }, "actor host ready");
   }
   const stopActors = async () => {
+    clearInterval(sweeper);
     await commandConsumer?.stop();
     actorHost?.stop();
+  };
+
+  // Gateways and encoder nodes send commands and follow updates; a lone actor host does neither.
+  let commands: CommandClient | undefined;
+  let updates: UpdatesHub | undefined;
+  if (roles.gateway || roles.encoderNode) {
+    commands = new CommandClient(bus, topics);
+    await commands.start();
+    updates = new UpdatesHub(bus, topics, log);
+    await updates.start();
+  }
+  let encoderNode: EncoderNode | undefined;
+  if (roles.encoderNode) {
+    encoderNode = await startEncoderNode({ bus, topics, commands: commands!, updates: updates!, box, guard: new NetGuard(config), config, log });
+  }
+  const stopClients = async () => {
+    await encoderNode?.stop();
+    await updates?.stop();
+    await commands?.stop();
   };
 
   if (!roles.gateway) {
@@ -144,6 +237,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       bootstrap: undefined,
       bootstrapCreated: false,
       async close() {
+        await stopClients();
         await stopActors();
         await bus.close();
         await store.close();
@@ -151,12 +245,10 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     };
   }
 
-  const commands = new CommandClient(bus, topics);
-  await commands.start();
   const directory = new Directory(store);
   const paginator = new Paginator(store, box);
   const sessions = await SessionVerifier.create(config);
-  const { bootstrap, created: bootstrapCreated } = await bootstrapIfEmpty(config, store, directory, commands, box, log);
+  const { bootstrap, created: bootstrapCreated } = await bootstrapIfEmpty(config, store, directory, commands!, box, log);
 
   // last_used_at is kept to the minute: one journal write per key per minute at most.
   const lastTouched = new Map<string, number>();
@@ -164,10 +256,10 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     const now = Date.now();
     if (now - (lastTouched.get(key.id) ?? key.lastUsedAt ?? 0) < 60_000) return;
     lastTouched.set(key.id, now);
-    commands.ask(ApiKeyBehavior, key.id, { type: "touch", at: now }).catch((e: unknown) => log.warn({ err: e, key_id: key.id }, "last_used_at not recorded"));
+    commands!.ask(ApiKeyBehavior, key.id, { type: "touch", at: now }).catch((e: unknown) => log.warn({ err: e, key_id: key.id }, "last_used_at not recorded"));
   };
 
-  const handlers = createHandlers({ config, store, bus, directory, actors: commands, paginator, box, log, sessions, onKeyUsed });
+  const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, log, sessions, onKeyUsed, updates: updates! });
   const listen = config.httpServer === "node" ? listenNodeHttp : listenUws;
   const http: UwsServer = await listen(handlers, { host: config.httpHost, port: config.httpPort, maxRequestBytes: config.maxRequestBytes, log });
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: config.httpServer }, "media API listening");
@@ -178,7 +270,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     bootstrapCreated,
     async close() {
       await http.close();
-      await commands.stop();
+      await stopClients();
       await stopActors();
       await bus.close();
       await store.close();

@@ -1,5 +1,6 @@
 // What the service handlers are given: the ports and shared pieces, never transport types.
 import type { EntityCommands } from "../../actors/commands.js";
+import type { UpdatesHub } from "../../actors/updates.js";
 import type { Bus } from "../../src/bus/port.js";
 import type { Config } from "../../src/config.js";
 import type { Directory } from "../../src/directory.js";
@@ -18,4 +19,6 @@ export interface ServiceDeps {
   readonly paginator: Paginator;
   readonly box: SecretBox;
   readonly log: Logger;
+  /** Entity updates as they happen (Watch streams); absent in processes that run no gateway. */
+  readonly updates?: UpdatesHub;
 }

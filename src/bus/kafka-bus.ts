@@ -216,7 +216,7 @@ export class KafkaBus implements Bus {
       }
     });
 
-    const eachMessage = async ({ partition, message, pause }: EachMessagePayload): Promise<void> => {
+    const eachMessage = async ({ partition, message, pause, heartbeat }: EachMessagePayload): Promise<void> => {
       if (stopping) {
         // Do not let kafkajs mark this message as handled: come back to it after a restart.
         consumer.seek({ topic, partition, offset: message.offset });
@@ -230,9 +230,14 @@ export class KafkaBus implements Bus {
         value: message.value ?? new Uint8Array(0),
         headers: headersOf(message.headers),
       };
+      // A handler may run for minutes (an encode): keep the membership alive meanwhile, or the
+      // group would hand the partition to another member and the task would run twice.
+      const beat = setInterval(() => {
+        heartbeat().catch(() => undefined);
+      }, this.heartbeatIntervalMs);
       const work = (async () => {
         try {
-          await handler(busMessage);
+          await handler(busMessage).finally(() => clearInterval(beat));
         } catch {
           // Not committed, not skipped: read it again after a backoff; this partition waits.
           const previous = failures.get(partition);

@@ -1,0 +1,270 @@
+// The encoder node role: consumes encode tasks (probe, then encode) from topic "encode", runs
+// ffprobe and ffmpeg on a local copy of the input, writes outputs to the job's output origin under
+// deterministic keys, and reports every step to the job's actor over the command topic. Tasks are
+// at least once: each run is a new attempt, and the actor counts only the latest attempt's reports.
+import { fromJson } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { existsSync } from "node:fs";
+import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import path from "node:path";
+import type { EntityCommands, Topics } from "../actors/commands.js";
+import { JobBehavior, TERMINAL, type EncodeTask, isJobErrorCode, type Failure, type JobCommand, type JobRecord, type JobState } from "../actors/job.js";
+import type { UpdatesHub } from "../actors/updates.js";
+import type { Reply } from "../actors/host.js";
+import { BlobError, fetchUrlToFile, parseStorageUrl, type BlobStore } from "../src/blob/index.js";
+import type { Bus, Consumer } from "../src/bus/port.js";
+import type { Config } from "../src/config.js";
+import { OutputSpecSchema, ThumbnailSpecSchema } from "../src/gen/media/v1/job_pb.js";
+import { randomToken } from "../src/ids.js";
+import type { Logger } from "../src/log.js";
+import type { NetGuard } from "../src/net-guard.js";
+import { openOriginBlob, originKey } from "../src/origins.js";
+import type { SecretBox } from "../src/secrets.js";
+import { runPlan } from "./ffmpeg.js";
+import { MediaError } from "./media-errors.js";
+import { planOutput } from "./plan.js";
+import { probe, type ProbeResult } from "./probe.js";
+import { renderThumbnails } from "./thumbnails.js";
+
+export interface EncoderDeps {
+  readonly bus: Bus;
+  readonly topics: Topics;
+  readonly commands: EntityCommands;
+  readonly updates: UpdatesHub;
+  readonly box: SecretBox;
+  readonly guard: NetGuard;
+  readonly config: Config;
+  readonly log: Logger;
+}
+
+export interface EncoderNode {
+  stop(): Promise<void>;
+}
+
+const decoder = new TextDecoder();
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".mp4": "video/mp4",
+  ".m4s": "video/iso.segment",
+  ".m4a": "audio/mp4",
+  ".webm": "video/webm",
+  ".mkv": "video/x-matroska",
+  ".mov": "video/quicktime",
+  ".ts": "video/mp2t",
+  ".m3u8": "application/vnd.apple.mpegurl",
+  ".mpd": "application/dash+xml",
+  ".vtt": "text/vtt",
+  ".jpg": "image/jpeg",
+  ".png": "image/png",
+  ".webp": "image/webp",
+};
+
+function failureOf(e: unknown, stage: "input" | "output" | "encode"): Failure {
+  if (e instanceof MediaError) return { code: isJobErrorCode(e.code) ? e.code : "internal", message: e.message };
+  if (e instanceof BlobError) {
+    if (stage === "input") return { code: e.kind === "forbidden_address" ? "input_forbidden" : "input_unreachable", message: e.message };
+    return { code: e.kind === "denied" || e.kind === "read_only" ? "output_write_denied" : "output_write_failed", message: e.message };
+  }
+  return { code: "internal", message: (e as Error).message ?? String(e) };
+}
+
+async function filesUnder(dir: string, rel = ""): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(path.join(dir, rel), { withFileTypes: true })) {
+    const child = path.posix.join(rel, entry.name);
+    if (entry.isDirectory()) out.push(...(await filesUnder(dir, child)));
+    else out.push(child);
+  }
+  return out;
+}
+
+export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
+  const workRoot = path.join(d.config.dataDir, "work");
+  await mkdir(workRoot, { recursive: true });
+  const running = new Map<string, AbortController>();
+
+  // A canceled (or otherwise ended) job stops its ffmpeg at once: the update is the signal.
+  const unsubscribe = d.updates.subscribeAll((u) => {
+    if (u.type !== JobBehavior.type) return;
+    const job = (u.state as JobState).job;
+    if (job && TERMINAL.has(job.status)) running.get(job.id)?.abort();
+  });
+
+  const ask = async (job: JobRecord, command: JobCommand): Promise<JobRecord | undefined> => {
+    const reply: Reply<JobState> = await d.commands.ask(JobBehavior, job.id, command);
+    // A job that does not exist will never take the task: drop it. Anything else is retried.
+    if (!reply.ok && reply.rejection.code === Code.NotFound) return undefined;
+    if (!reply.ok) throw new Error(`job ${job.id} refused ${command.type}: ${reply.rejection.message}`);
+    return reply.state.job;
+  };
+  /** Progress is advisory: a lost report is replaced by the next one. */
+  const tell = (job: JobRecord, command: JobCommand) => {
+    d.commands.ask(JobBehavior, job.id, command).catch((e: unknown) => d.log.warn({ err: e, job_id: job.id }, "progress report lost"));
+  };
+
+  const inputFile = (job: JobRecord) => path.join(workRoot, job.id, "input");
+
+  /** A local copy of the job's input, fetched through the network guard. */
+  async function fetchInput(job: JobRecord, signal: AbortSignal): Promise<string> {
+    const file = inputFile(job);
+    if (existsSync(file)) return file;
+    await mkdir(path.dirname(file), { recursive: true });
+    const partial = `${file}.part`;
+    if (job.inputOrigin) {
+      const blob = openOriginBlob(job.inputOrigin, d.box, d.guard, d.config);
+      await blob.getToFile(originKey(job.inputOrigin, job.inputPath), partial);
+    } else if (job.inputUrl.startsWith("https://")) {
+      await fetchUrlToFile(job.inputUrl, partial, d.guard);
+    } else if (job.inputUrlOrigin) {
+      const { key } = parseStorageUrl(job.inputUrl);
+      await openOriginBlob(job.inputUrlOrigin, d.box, d.guard, d.config).getToFile(key, partial);
+    } else {
+      throw new MediaError("input_unreachable", `no way to read ${job.inputUrl || job.inputVideoId}`);
+    }
+    if (signal.aborted) throw new MediaError("canceled", "canceled");
+    await rename(partial, file);
+    return file;
+  }
+
+  async function runProbe(task: EncodeTask, signal: AbortSignal): Promise<void> {
+    const attempt = randomToken(12);
+    const started = Date.now();
+    const job = await ask(task.job, { type: "probe_started", attempt, at: started });
+    if (!job || job.status !== "probing" || job.attempt !== attempt) return;
+    let file: string;
+    try {
+      file = await fetchInput(job, signal);
+    } catch (e) {
+      if (!signal.aborted) await ask(job, { type: "probe_failed", attempt, at: Date.now(), failure: failureOf(e, "input") });
+      return;
+    }
+    try {
+      const result = await probe(file, signal);
+      if (!result.video && !result.audio) throw new MediaError("input_unsupported", "the input has neither a video nor an audio stream");
+      await ask(job, { type: "probed", attempt, at: Date.now(), metadata: result, durationMs: Date.now() - started });
+    } catch (e) {
+      if (!signal.aborted) await ask(job, { type: "probe_failed", attempt, at: Date.now(), failure: failureOf(e, "encode") });
+    }
+  }
+
+  async function upload(blob: BlobStore, dir: string, prefix: string): Promise<number> {
+    let size = 0;
+    for (const rel of await filesUnder(dir)) {
+      const key = `${prefix}/${rel}`;
+      const r = await blob.put(key, path.join(dir, rel), CONTENT_TYPES[path.extname(rel)] ?? "application/octet-stream");
+      size += r.size;
+    }
+    return size;
+  }
+
+  async function runEncode(task: EncodeTask, signal: AbortSignal): Promise<void> {
+    const attempt = randomToken(12);
+    const started = Date.now();
+    const job = await ask(task.job, { type: "encode_started", attempt, at: started });
+    if (!job || job.status !== "processing" || job.attempt !== attempt) return;
+    let file: string;
+    let input: ProbeResult;
+    try {
+      file = await fetchInput(job, signal);
+      input = job.inputMetadata ?? (await probe(file, signal));
+    } catch (e) {
+      if (!signal.aborted) await ask(job, { type: "encode_finished", attempt, at: Date.now(), durationMs: Date.now() - started, failure: failureOf(e, "input") });
+      return;
+    }
+    const blob = openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config);
+    const workDir = path.join(workRoot, job.id, attempt);
+    let writeFailure: Failure | undefined;
+    for (const output of job.outputs) {
+      if (signal.aborted) return;
+      if (output.status === "completed") continue;
+      try {
+        const spec = fromJson(OutputSpecSchema, output.spec);
+        const plan = planOutput(spec, { file, probe: input }, { outputId: output.id, workDir: path.join(workDir, output.id), ...(job.clip ? { clip: job.clip } : {}) });
+        let last = -1;
+        let lastAt = 0;
+        await runPlan(plan, {
+          signal,
+          onProgress: (fraction) => {
+            const percent = Math.floor(fraction * 100);
+            const now = Date.now();
+            if (percent > last || now - lastAt >= 1000) {
+              last = Math.max(last, percent);
+              lastAt = now;
+              tell(job, { type: "output_progress", attempt, at: now, outputId: output.id, progress: percent });
+            }
+          },
+        });
+        let size: number;
+        try {
+          size = await upload(blob, plan.dir, output.keyPrefix);
+        } catch (e) {
+          throw Object.assign(new Error(), { failure: failureOf(e, "output") });
+        }
+        await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: size });
+      } catch (e) {
+        if (signal.aborted) return;
+        const failure = (e as { failure?: Failure }).failure ?? failureOf(e, "encode");
+        if (failure.code === "output_write_denied") writeFailure = failure;
+        d.log.warn({ job_id: job.id, output_id: output.id, code: failure.code, err: e }, "output failed");
+        await ask(job, { type: "output_failed", attempt, at: Date.now(), outputId: output.id, failure });
+      } finally {
+        await rm(path.join(workDir, output.id), { recursive: true, force: true });
+      }
+    }
+    if (job.thumbnails.length > 0 && !signal.aborted && !writeFailure) {
+      try {
+        const dir = path.join(workDir, "thumbnails");
+        await mkdir(dir, { recursive: true });
+        const specs = job.thumbnails.map((t) => fromJson(ThumbnailSpecSchema, t));
+        const artifacts = await renderThumbnails(specs, { file, probe: input }, { dir, signal });
+        const results = [];
+        for (const a of artifacts) {
+          const key = `${job.thumbnailPrefix}/${a.file}`;
+          await blob.put(key, path.join(dir, a.file), CONTENT_TYPES[path.extname(a.file)] ?? "application/octet-stream");
+          results.push({ url: blob.url(key), key, mode: a.mode, index: a.index, thumbnailIndex: a.thumbnailIndex, format: a.format, width: a.width, height: a.height, timeSeconds: a.timeSeconds, sizeBytes: a.sizeBytes });
+        }
+        await ask(job, { type: "thumbnails_done", attempt, at: Date.now(), results });
+      } catch (e) {
+        d.log.warn({ job_id: job.id, err: e }, "thumbnails failed");
+      }
+    }
+    if (signal.aborted) return;
+    await ask(job, { type: "encode_finished", attempt, at: Date.now(), durationMs: Date.now() - started });
+  }
+
+  // One task at a time: ffmpeg already uses every core of the node.
+  let queue: Promise<void> = Promise.resolve();
+  const consumer: Consumer = await d.bus.consume({
+    topic: d.topics.encode,
+    group: d.topics.encoders,
+    handler: (m) => {
+      const run = queue.then(async () => {
+        const task = JSON.parse(decoder.decode(m.value)) as EncodeTask;
+        const controller = new AbortController();
+        running.set(task.job.id, controller);
+        try {
+          if (task.kind === "probe") await runProbe(task, controller.signal);
+          else await runEncode(task, controller.signal);
+        } catch (e) {
+          d.log.error({ err: e, job_id: task.job.id, kind: task.kind }, "encode task failed");
+          throw e;
+        } finally {
+          running.delete(task.job.id);
+          // The input stays for the encode task after a probe; an ended job needs nothing.
+          if (task.kind === "encode" || controller.signal.aborted) await rm(path.join(workRoot, task.job.id), { recursive: true, force: true });
+        }
+      });
+      queue = run.catch(() => undefined);
+      return run;
+    },
+  });
+  d.log.info({ work_dir: workRoot }, "encoder node ready");
+
+  return {
+    async stop() {
+      unsubscribe();
+      for (const c of running.values()) c.abort();
+      await consumer.stop();
+    },
+  };
+}

@@ -1,0 +1,318 @@
+// JobService: the gateway validates a create request in full (inputs, origins, presets, output
+// specs, thumbnails), resolves every output's storage location, and hands the job to its JobActor;
+// encoder nodes do the rest. Reads come from the read model; Watch follows the updates topic.
+import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { JOBS, JobBehavior, processingFee, TERMINAL, type JobRecord, type JobState, type OutputState } from "../../actors/job.js";
+import type { Reply } from "../../actors/host.js";
+import type { EntityUpdate } from "../../actors/updates.js";
+import { apiError, failedPrecondition, notFound, permissionDenied } from "../../src/errors.js";
+import {
+  CreateJobRequestSchema,
+  JobPriority,
+  OutputSpecSchema,
+  OutputType,
+  ThumbnailSpecSchema,
+  WatchJobResponseSchema,
+  type CreateJobRequest,
+  type JobService,
+  type OutputSpec,
+} from "../../src/gen/media/v1/job_pb.js";
+import { VideoCodec, QualityTier } from "../../src/gen/media/v1/preset_pb.js";
+import type { AppRecord } from "../../src/directory.js";
+import { newId, Prefix } from "../../src/ids.js";
+import { ORIGINS, getOrigin, type OriginRecord } from "../../src/origins.js";
+import { resolveOutputSpec } from "../../src/presets.js";
+import { sha256 } from "../../src/secrets.js";
+import { Check } from "../../src/validation.js";
+import { checkOutputSpec } from "../../encoder-node/spec-check.js";
+import { checkThumbnailSpec } from "../../encoder-node/thumbnails.js";
+import { callerOf, type Caller } from "../access.js";
+import { enumWireName } from "../codec.js";
+import { JOB_STATUS_NAMES, jobMessage } from "../present-job.js";
+import { visibleApp } from "./app.js";
+import type { ServiceDeps } from "./deps.js";
+
+export const JOB_LIMITS = { outputs: 10, thumbnails: 5, idempotencyKey: 128, metadataEntries: 20, metadataKey: 64, metadataValue: 1024, template: 1024 } as const;
+/** Variables of output path templates. */
+const TEMPLATE_VARIABLES = ["job_id", "output_id", "date", "format", "codec", "resolution", "quality"] as const;
+const DEFAULT_TEMPLATE = "{job_id}/{output_id}";
+
+function accepted(reply: Reply<JobState>): JobRecord {
+  if (reply.ok && reply.state.job) return reply.state.job;
+  if (reply.ok) throw notFound("job", "");
+  throw apiError(reply.rejection.code, reply.rejection.message, reply.rejection.violations);
+}
+
+async function jobApp(d: ServiceDeps, caller: Caller, appId: string): Promise<AppRecord> {
+  if (caller.kind === "key") {
+    if (appId !== "" && appId !== caller.app.id) throw permissionDenied("an API key creates jobs only in its own app");
+    return caller.app;
+  }
+  if (appId !== "") return visibleApp(d, caller, appId, "app_id");
+  const first = await d.directory.firstActiveApp(caller.org!.id);
+  if (!first) throw failedPrecondition("the organization has no active app; create one or pass app_id");
+  return first;
+}
+
+async function visibleJob(d: ServiceDeps, caller: Caller, id: string): Promise<JobRecord> {
+  new Check().id("id", id, Prefix.job).done();
+  const job = (await d.store.get<JobRecord>(JOBS, id))?.value;
+  const visible = job && job.organizationId === caller.org?.id && (caller.kind !== "key" || caller.app.id === job.appId);
+  if (!visible) throw notFound("job", id);
+  return job;
+}
+
+/** An origin of the app that may be used for `permission`, or a violation on `field`. */
+async function usableOrigin(d: ServiceDeps, check: Check, app: AppRecord, field: string, id: string, permission: "read" | "write"): Promise<OriginRecord | undefined> {
+  check.id(field, id, Prefix.origin);
+  if (id === "" || !id.startsWith(Prefix.origin)) return undefined;
+  const origin = await getOrigin(d.store, id);
+  if (!origin || origin.appId !== app.id) return void check.add(field, `origin ${id} not found in app ${app.id}`);
+  if (origin.status === "archived") return void check.add(field, `origin ${id} is archived`);
+  if (origin.status === "failed") return void check.add(field, `origin ${id} failed its last validation (${origin.validationError ?? "unknown error"}); fix its credentials and validate it`);
+  if (!origin.permissions.includes(permission)) return void check.add(field, `origin ${id} does not have ${permission} permission`);
+  return origin;
+}
+
+/** The app's origin whose credentials can read an s3:// or gs:// URL of a given bucket. */
+async function originForUrl(d: ServiceDeps, app: AppRecord, url: URL): Promise<OriginRecord | undefined> {
+  const providers = url.protocol === "gs:" ? ["gcs"] : ["s3", "r2"];
+  const found = await d.store.scan<OriginRecord>(ORIGINS, app.id, {
+    limit: 1,
+    filter: (o) => providers.includes(o.provider) && o.bucket === url.hostname && o.status === "active" && o.permissions.includes("read"),
+  });
+  return found.items[0]?.value;
+}
+
+function templateViolations(check: Check, field: string, template: string): void {
+  check.length(field, template, 0, JOB_LIMITS.template);
+  for (const m of template.matchAll(/\{([^}]*)\}/g)) {
+    if (!(TEMPLATE_VARIABLES as readonly string[]).includes(m[1]!)) check.add(field, `unknown variable {${m[1]}}; expected one of ${TEMPLATE_VARIABLES.map((v) => `{${v}}`).join(", ")}`);
+  }
+  if (template.split("/").some((s) => s === "..")) check.add(field, "must not contain .. segments");
+}
+
+/** The storage key prefix of one output: base path, then the template with its variables filled. */
+function resolveTemplate(template: string, vars: Record<(typeof TEMPLATE_VARIABLES)[number], string>): string {
+  return template.replace(/\{([a-z_]+)\}/g, (_, name: string) => vars[name as keyof typeof vars] ?? "");
+}
+
+const joinKey = (...parts: string[]) =>
+  parts
+    .flatMap((p) => p.split("/"))
+    .filter((p) => p !== "" && p !== ".")
+    .join("/");
+
+function templateVars(spec: OutputSpec, jobId: string, outputId: string, createdAt: number) {
+  const v = spec.video[0];
+  const resolution = v ? v.resolution || (v.width && v.height ? `${v.width}x${v.height}` : "source") : "audio";
+  return {
+    job_id: jobId,
+    output_id: outputId,
+    date: new Date(createdAt).toISOString().slice(0, 10),
+    format: enumWireName(OutputType as never, spec.type),
+    codec: v ? enumWireName(VideoCodec as never, v.codec) : "audio",
+    resolution,
+    quality: v && v.quality !== QualityTier.UNSPECIFIED ? enumWireName(QualityTier as never, v.quality) : "standard",
+  };
+}
+
+/** A stable hash of the request body: field order and map order do not change it. */
+function bodyHash(req: CreateJobRequest): string {
+  const sorted = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(sorted) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => [k, sorted(x)])) : v;
+  return sha256(JSON.stringify(sorted(toJson(CreateJobRequestSchema, req))));
+}
+
+const PRIORITY_NAMES: Partial<Record<JobPriority, JobRecord["priority"]>> = {
+  [JobPriority.UNSPECIFIED]: "standard",
+  [JobPriority.ECONOMY]: "economy",
+  [JobPriority.STANDARD]: "standard",
+  [JobPriority.PREMIUM]: "premium",
+};
+
+export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
+  return {
+    async create(req, ctx) {
+      const caller = callerOf(ctx.values);
+      const check = new Check();
+      if (req.appId !== "") check.id("app_id", req.appId, Prefix.app);
+      check.done();
+      const app = await jobApp(d, caller, req.appId);
+      if (app.status !== "active") throw failedPrecondition(`app ${app.id} is archived`);
+      if (req.managed) throw failedPrecondition("managed hosting (managed: true) is not available in this build yet; deliver to an output origin with output_origin_id");
+
+      // Exactly one input.
+      const inputs = [req.inputUrl !== "", req.inputOriginId !== "", req.inputVideoId !== ""].filter(Boolean).length;
+      if (inputs === 0) check.add("input_url", "one of input_url, input_origin_id or input_video_id is required");
+      if (inputs > 1) check.add(req.inputUrl !== "" ? "input_url" : "input_origin_id", "give only one of input_url, input_origin_id and input_video_id");
+      let inputUrl: URL | undefined;
+      if (req.inputUrl !== "") {
+        try {
+          inputUrl = new URL(req.inputUrl);
+          if (!["https:", "s3:", "gs:"].includes(inputUrl.protocol)) check.add("input_url", "scheme must be https://, s3:// or gs://");
+          else if (inputUrl.protocol !== "https:" && (inputUrl.hostname === "" || inputUrl.pathname.length <= 1)) check.add("input_url", "must name a bucket and an object, e.g. s3://bucket/path/file.mp4");
+        } catch {
+          check.add("input_url", "must be a valid URL");
+        }
+        check.length("input_url", req.inputUrl, 0, 2048);
+      }
+      if (req.inputOriginId !== "" && req.inputPath === "") check.add("input_path", "is required with input_origin_id");
+      if (req.inputPath !== "" && req.inputOriginId === "") check.add("input_path", "is only valid with input_origin_id");
+      check.length("input_path", req.inputPath, 0, 1024);
+      if (req.inputVideoId !== "") check.id("input_video_id", req.inputVideoId, Prefix.video);
+      const inputOrigin = req.inputOriginId !== "" ? await usableOrigin(d, check, app, "input_origin_id", req.inputOriginId, "read") : undefined;
+      if (req.outputOriginId === "") check.add("output_origin_id", "is required unless managed is true");
+      const outputOrigin = req.outputOriginId !== "" ? await usableOrigin(d, check, app, "output_origin_id", req.outputOriginId, "write") : undefined;
+      let inputUrlOrigin: OriginRecord | undefined;
+      if (inputUrl && inputUrl.protocol !== "https:" && check.violations.length === 0) {
+        inputUrlOrigin = await originForUrl(d, app, inputUrl);
+        if (!inputUrlOrigin) check.add("input_url", `no active origin of app ${app.id} with read permission covers bucket ${inputUrl.hostname}; create one with its credentials`);
+      }
+
+      // Outputs: presets resolved first, then every rule of the output specification.
+      if (req.outputs.length < 1 || req.outputs.length > JOB_LIMITS.outputs) check.add("outputs", `must have 1 to ${JOB_LIMITS.outputs} outputs`);
+      const specs: OutputSpec[] = [];
+      for (const [i, requested] of req.outputs.slice(0, JOB_LIMITS.outputs).entries()) {
+        const spec = await resolveOutputSpec(d.store, app.id, requested, `outputs[${i}]`, check);
+        checkOutputSpec(check, `outputs[${i}]`, spec);
+        if (spec.pathTemplate !== "") templateViolations(check, `outputs[${i}].path_template`, spec.pathTemplate);
+        specs.push(spec);
+      }
+      if (req.thumbnails.length > JOB_LIMITS.thumbnails) check.add("thumbnails", `at most ${JOB_LIMITS.thumbnails} thumbnail specifications`);
+      req.thumbnails.slice(0, JOB_LIMITS.thumbnails).forEach((t, i) => checkThumbnailSpec(check, `thumbnails[${i}]`, t));
+      if (req.webhookUrl !== "") check.httpsUrl("webhook_url", req.webhookUrl);
+      check.length("idempotency_key", req.idempotencyKey, 0, JOB_LIMITS.idempotencyKey);
+      const metadata = Object.entries(req.metadata);
+      if (metadata.length > JOB_LIMITS.metadataEntries) check.add("metadata", `at most ${JOB_LIMITS.metadataEntries} entries`);
+      for (const [k, v] of metadata) {
+        check.length(`metadata.${k}`, k, 1, JOB_LIMITS.metadataKey).length(`metadata.${k}`, v, 0, JOB_LIMITS.metadataValue);
+      }
+      if (req.outputPathTemplate !== "") templateViolations(check, "output_path_template", req.outputPathTemplate);
+      if (req.clip) {
+        if (!(req.clip.startSeconds >= 0)) check.add("clip.start_seconds", "must not be negative");
+        if (!(req.clip.endSeconds >= 0)) check.add("clip.end_seconds", "must not be negative");
+        if (req.clip.endSeconds > 0 && req.clip.endSeconds <= req.clip.startSeconds) check.add("clip.end_seconds", "must be after start_seconds (or 0 for the end of the input)");
+      }
+      const priority = PRIORITY_NAMES[req.priority];
+      if (!priority) check.add("priority", "must be economy, standard or premium");
+      check.done();
+
+      // Hosted videos arrive with managed hosting; until then no vid_ id exists to read from.
+      if (req.inputVideoId !== "") throw notFound("video", req.inputVideoId);
+      const hash = bodyHash(req);
+      const id = req.idempotencyKey !== "" ? `${Prefix.job}${d.box.deriveToken(`job:${app.id}:${req.idempotencyKey}`, 20)}` : newId(Prefix.job);
+      const createdAt = Date.now();
+      const template = req.outputPathTemplate || outputOrigin?.pathTemplate || DEFAULT_TEMPLATE;
+      const basePath = outputOrigin?.basePath ?? "";
+      const prefixes = new Map<string, number>();
+      const outputs: OutputState[] = specs.map((spec, i) => {
+        const outputId = req.idempotencyKey !== "" ? `${Prefix.output}${d.box.deriveToken(`${id}:output:${i}`, 20)}` : newId(Prefix.output);
+        const effective = spec.pathTemplate || template;
+        const keyPrefix = joinKey(basePath, resolveTemplate(effective, templateVars(spec, id, outputId, createdAt)));
+        const clash = prefixes.get(keyPrefix);
+        if (clash !== undefined) check.add(`outputs[${i}].path_template`, `resolves to the same location as outputs[${clash}] (${keyPrefix}); add {output_id} or {resolution}`);
+        prefixes.set(keyPrefix, i);
+        const echoed = create(OutputSpecSchema, { ...requestedSpec(req.outputs[i]!, spec), effectivePathTemplate: effective });
+        return { id: outputId, spec: toJson(OutputSpecSchema, echoed) as JsonValue, status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix };
+      });
+      check.done();
+      const feeId = req.idempotencyKey !== "" ? `${Prefix.fee}${d.box.deriveToken(`${id}:fee`, 20)}` : newId(Prefix.fee);
+      const job: JobRecord = {
+        id,
+        appId: app.id,
+        organizationId: app.organizationId,
+        version: 1,
+        inputUrl: req.inputUrl,
+        inputPath: req.inputPath,
+        inputVideoId: req.inputVideoId,
+        ...(inputOrigin ? { inputOrigin } : {}),
+        ...(inputUrlOrigin ? { inputUrlOrigin } : {}),
+        ...(outputOrigin ? { outputOrigin } : {}),
+        status: "pending",
+        progress: 0,
+        priority: priority!,
+        outputs,
+        thumbnails: req.thumbnails.map((t) => toJson(ThumbnailSpecSchema, t) as JsonValue),
+        thumbnailResults: [],
+        fees: [processingFee(feeId)],
+        webhookUrl: req.webhookUrl,
+        metadata: { ...req.metadata },
+        ...(req.outputPathTemplate !== "" ? { outputPathTemplate: req.outputPathTemplate } : {}),
+        thumbnailPrefix: joinKey(basePath, id, "thumbnails"),
+        ...(req.clip ? { clip: { startSeconds: req.clip.startSeconds, endSeconds: req.clip.endSeconds } } : {}),
+        delayedStart: req.delayedStart,
+        ...(req.idempotencyKey !== "" ? { idempotencyKey: req.idempotencyKey } : {}),
+        bodyHash: hash,
+        encoderStarted: false,
+        createdAt,
+        updatedAt: createdAt,
+      };
+      return { job: jobMessage(accepted(await d.actors.ask(JobBehavior, id, { type: "create", job }))) };
+    },
+
+    async get(req, ctx) {
+      return { job: jobMessage(await visibleJob(d, callerOf(ctx.values), req.id)) };
+    },
+
+    async list(req, ctx) {
+      const caller = callerOf(ctx.values);
+      const status = req.status === 0 ? undefined : JOB_STATUS_NAMES[req.status];
+      if (req.status !== 0 && !status) new Check().add("status", "unknown job status").done();
+      // API keys list their app's jobs; portal sessions list the organization's first app's, as Create does.
+      const app = caller.kind === "key" ? caller.app : await jobApp(d, caller, "");
+      const page = await d.paginator.page<JobRecord>(JOBS, app.id, `jobs:${app.id}:${status ?? ""}`, req.pagination, status ? (j) => j.status === status : undefined);
+      return { jobs: page.items.map((r) => jobMessage(r.value)), pagination: page.pagination };
+    },
+
+    async cancel(req, ctx) {
+      const job = await visibleJob(d, callerOf(ctx.values), req.id);
+      return { job: jobMessage(accepted(await d.actors.ask(JobBehavior, job.id, { type: "cancel", at: Date.now() }))) };
+    },
+
+    async confirm(req, ctx) {
+      const job = await visibleJob(d, callerOf(ctx.values), req.id);
+      return { job: jobMessage(accepted(await d.actors.ask(JobBehavior, job.id, { type: "confirm", at: Date.now() }))) };
+    },
+
+    async *watch(req, ctx: HandlerContext) {
+      const caller = callerOf(ctx.values);
+      new Check().id("id", req.id, Prefix.job).done();
+      if (!d.updates) throw apiError(Code.Unavailable, "this gateway does not follow job updates");
+      // Subscribe before reading the snapshot, so no change falls between the two.
+      const queue: EntityUpdate[] = [];
+      let wake: (() => void) | undefined;
+      const unsubscribe = d.updates.subscribe(JobBehavior.type, req.id, (u) => {
+        queue.push(u);
+        wake?.();
+      });
+      const aborted = new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+      try {
+        let job = await visibleJob(d, caller, req.id);
+        yield create(WatchJobResponseSchema, { eventType: "snapshot", job: jobMessage(job) });
+        // A subscriber that connects after the end still gets the final state by name.
+        if (TERMINAL.has(job.status)) yield create(WatchJobResponseSchema, { eventType: job.status, job: jobMessage(job) });
+        while (!TERMINAL.has(job.status)) {
+          if (queue.length === 0) {
+            await Promise.race([new Promise<void>((r) => (wake = r)), aborted]);
+            wake = undefined;
+            if (ctx.signal.aborted) return;
+            continue;
+          }
+          const next = (queue.shift()!.state as JobState).job;
+          if (!next || next.version <= job.version) continue;
+          job = next;
+          yield create(WatchJobResponseSchema, { eventType: TERMINAL.has(job.status) ? job.status : "updated", job: jobMessage(job) });
+        }
+      } finally {
+        unsubscribe();
+      }
+    },
+  };
+}
+
+/** The spec echoed on the job: the request as submitted, with what a preset filled in. */
+function requestedSpec(requested: OutputSpec, resolved: OutputSpec): OutputSpec {
+  return requested.preset !== "" ? resolved : requested;
+}
