@@ -15,6 +15,7 @@ if ((${#missing[@]})); then
   echo "installing ${missing[*]}"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
 fi
+bash infra/peers.sh build # storage peers (MinIO, mc, fake-gcs-server) from the Go module proxy; silent once built
 npm install --no-audit --no-fund --loglevel=error
 
 npx tsc --noEmit -p .

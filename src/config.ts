@@ -1,5 +1,7 @@
 // Typed configuration from the environment, validated once at start and then frozen.
+import { readFileSync } from "node:fs";
 import path from "node:path";
+import { parseAllowEntry } from "./net-guard.js";
 
 export interface ClusterConfig {
   readonly kafkaBrokers: readonly string[];
@@ -43,6 +45,20 @@ export interface Config {
   readonly staffEmails: readonly string[];
   readonly logLevel: string;
   readonly version: string;
+  /** Outbound connections: what the network guard lets through besides public addresses. */
+  readonly net: {
+    /** CIDRs and host names reachable although private or loopback (MEDIA_NET_ALLOW). */
+    readonly allow: readonly string[];
+    /** PEM file of a CA trusted in addition to the built-in roots (MEDIA_TLS_CA_FILE). */
+    readonly tlsCaFile: string | undefined;
+  };
+  /** Operator overrides of storage endpoints; unset means the providers' public endpoints. */
+  readonly storage: {
+    /** S3-compatible server used for provider s3 instead of AWS, path-style (MEDIA_S3_ENDPOINT). */
+    readonly s3Endpoint: string | undefined;
+    /** GCS-compatible JSON API endpoint (MEDIA_GCS_API_ENDPOINT). */
+    readonly gcsApiEndpoint: string | undefined;
+  };
 }
 
 export class ConfigError extends Error {
@@ -61,6 +77,40 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** An http(s) URL without path, query or credentials, kept without a trailing slash. */
+function endpoint(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `"${raw}" is not a URL`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw new ConfigError(name, `must be an http:// or https:// URL, got "${raw}"`);
+  if (url.pathname !== "/" || url.search !== "" || url.username !== "") throw new ConfigError(name, `must be scheme://host[:port] only, got "${raw}"`);
+  return url.origin;
+}
+
+function netSettings(env: NodeJS.ProcessEnv): Config["net"] {
+  const allow = (env.MEDIA_NET_ALLOW ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  for (const entry of allow) {
+    if (!parseAllowEntry(entry)) throw new ConfigError("MEDIA_NET_ALLOW", `"${entry}" is neither a CIDR (10.0.0.0/8, ::1/128), an IP address nor a host name`);
+  }
+  let tlsCaFile: string | undefined;
+  if (env.MEDIA_TLS_CA_FILE) {
+    tlsCaFile = path.resolve(env.MEDIA_TLS_CA_FILE);
+    let pem: string;
+    try {
+      pem = readFileSync(tlsCaFile, "utf8");
+    } catch (e) {
+      throw new ConfigError("MEDIA_TLS_CA_FILE", `cannot read ${tlsCaFile}: ${(e as Error).message}`);
+    }
+    if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new ConfigError("MEDIA_TLS_CA_FILE", `${tlsCaFile} holds no PEM certificate`);
+  }
+  return { allow, tlsCaFile };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -131,6 +181,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter((s) => s !== ""),
     logLevel,
     version: VERSION,
+    net: netSettings(env),
+    storage: { s3Endpoint: endpoint(env, "MEDIA_S3_ENDPOINT"), gcsApiEndpoint: endpoint(env, "MEDIA_GCS_API_ENDPOINT") },
   };
   return Object.freeze(config);
 }
