@@ -68,6 +68,14 @@ function failureOf(e: unknown, stage: "input" | "output" | "encode"): Failure {
   return { code: "internal", message: (e as Error).message ?? String(e) };
 }
 
+/** An upload that failed after a good encode: the output's failure is the storage's. */
+class OutputWriteError extends Error {
+  constructor(readonly failure: Failure) {
+    super(failure.message);
+    this.name = "OutputWriteError";
+  }
+}
+
 async function filesUnder(dir: string, rel = ""): Promise<string[]> {
   const out: string[] = [];
   for (const entry of await readdir(path.join(dir, rel), { withFileTypes: true })) {
@@ -198,12 +206,12 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         try {
           size = await upload(blob, plan.dir, output.keyPrefix);
         } catch (e) {
-          throw Object.assign(new Error(), { failure: failureOf(e, "output") });
+          throw new OutputWriteError(failureOf(e, "output"));
         }
         await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: size });
       } catch (e) {
         if (signal.aborted) return;
-        const failure = (e as { failure?: Failure }).failure ?? failureOf(e, "encode");
+        const failure = e instanceof OutputWriteError ? e.failure : failureOf(e, "encode");
         if (failure.code === "output_write_denied") writeFailure = failure;
         d.log.warn({ job_id: job.id, output_id: output.id, code: failure.code, err: e }, "output failed");
         await ask(job, { type: "output_failed", attempt, at: Date.now(), outputId: output.id, failure });

@@ -40,7 +40,7 @@ export const freshKeyspace = (): string => `media_test_${randomUUID().replace(/-
 export async function startHarness(extra: Record<string, string> = {}, dataDir = tempDataDir()): Promise<Harness> {
   if (TARGET === "cluster") return startClusterHarness(extra, dataDir);
   const config = testConfig(dataDir, extra);
-  const server = await startServer(config, createLogger("silent"));
+  const server = await startServer(config, createLogger(process.env.MEDIA_TEST_LOG_LEVEL ?? "silent"));
   const base = `http://127.0.0.1:${server.port}`;
   return {
     server,

@@ -11,14 +11,14 @@ import {
   CreateJobRequestSchema,
   JobPriority,
   OutputSpecSchema,
-  OutputType,
+  OutputTypeSchema,
   ThumbnailSpecSchema,
   WatchJobResponseSchema,
   type CreateJobRequest,
   type JobService,
   type OutputSpec,
 } from "../../src/gen/media/v1/job_pb.js";
-import { VideoCodec, QualityTier } from "../../src/gen/media/v1/preset_pb.js";
+import { QualityTier, QualityTierSchema, VideoCodecSchema } from "../../src/gen/media/v1/preset_pb.js";
 import type { AppRecord } from "../../src/directory.js";
 import { newId, Prefix } from "../../src/ids.js";
 import { ORIGINS, getOrigin, type OriginRecord } from "../../src/origins.js";
@@ -111,10 +111,10 @@ function templateVars(spec: OutputSpec, jobId: string, outputId: string, created
     job_id: jobId,
     output_id: outputId,
     date: new Date(createdAt).toISOString().slice(0, 10),
-    format: enumWireName(OutputType as never, spec.type),
-    codec: v ? enumWireName(VideoCodec as never, v.codec) : "audio",
+    format: enumWireName(OutputTypeSchema, spec.type),
+    codec: v ? enumWireName(VideoCodecSchema, v.codec) : "audio",
     resolution,
-    quality: v && v.quality !== QualityTier.UNSPECIFIED ? enumWireName(QualityTier as never, v.quality) : "standard",
+    quality: v && v.quality !== QualityTier.UNSPECIFIED ? enumWireName(QualityTierSchema, v.quality) : "standard",
   };
 }
 

@@ -139,7 +139,8 @@ describe("JobService", () => {
       }, key),
     );
     const job0 = created.job;
-    expect(job0).toMatchObject({ object: "job", status: "pending", progress: 0, outputs: [], input_metadata: null, priority: "standard", currency: "EUR", video_id: undefined, metadata: { customer: "c-1" } });
+    expect(job0).toMatchObject({ object: "job", status: "pending", progress: 0, outputs: [], input_metadata: null, priority: "standard", currency: "EUR", metadata: { customer: "c-1" } });
+    expect("video_id" in job0).toBe(false);
     expect("total_estimated_cost" in job0).toBe(false);
     expect(job0.input_origin).toMatchObject({ id: inputOrigin, provider: "s3", path: "clips/in.mp4", bucket: "media-in" });
     expect(job0.clip).toBeNull();
