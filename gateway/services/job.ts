@@ -21,7 +21,7 @@ import {
 import { QualityTier, QualityTierSchema, VideoCodecSchema } from "../../src/gen/media/v1/preset_pb.js";
 import type { AppRecord } from "../../src/directory.js";
 import { newId, Prefix } from "../../src/ids.js";
-import { ORIGINS, getOrigin, type OriginRecord } from "../../src/origins.js";
+import { ORIGINS, getOrigin, PATH_TEMPLATE_VARIABLES, type OriginRecord } from "../../src/origins.js";
 import { resolveOutputSpec } from "../../src/presets.js";
 import { sha256 } from "../../src/secrets.js";
 import { Check } from "../../src/validation.js";
@@ -34,8 +34,8 @@ import { visibleApp } from "./app.js";
 import type { ServiceDeps } from "./deps.js";
 
 export const JOB_LIMITS = { outputs: 10, thumbnails: 5, idempotencyKey: 128, metadataEntries: 20, metadataKey: 64, metadataValue: 1024, template: 1024 } as const;
-/** Variables of output path templates. */
-const TEMPLATE_VARIABLES = ["job_id", "output_id", "date", "format", "codec", "resolution", "quality"] as const;
+/** Variables of a job's output path templates: an origin's, plus {format} and {quality}. */
+const TEMPLATE_VARIABLES = [...PATH_TEMPLATE_VARIABLES, "format", "quality"] as const;
 const DEFAULT_TEMPLATE = "{job_id}/{output_id}";
 
 function accepted(reply: Reply<JobState>): JobRecord {

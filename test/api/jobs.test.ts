@@ -7,16 +7,19 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { S3Blob } from "../../src/blob/index.js";
+import { GcsBlob, parseServiceAccount, S3Blob } from "../../src/blob/index.js";
 import { NetGuard } from "../../src/net-guard.js";
 import { call, errorDetails, startHarness, type Auth, type Harness } from "../harness.js";
-import { makeTestCa, PEERS_BIN, startHttpsPeer, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
+import { makeTestCa, serviceAccountJson, startFakeGcs, startHttpsPeer, startMinio, type GcsPeer, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
+import { parseHlsMaster, parseHlsMedia, parseMpd } from "../media.js";
 import { stream } from "../watch.js";
 
 const run = promisify(execFile);
 let h: Harness;
 let ca: TestCa;
 let minio: MinioPeer;
+let gcs: GcsPeer;
+let guard: NetGuard;
 let web: HttpsPeer;
 let key: Auth;
 let work: string;
@@ -35,17 +38,6 @@ async function makeInput(file: string, seconds: number, size = "640x360", preset
 async function ffprobe(file: string): Promise<any> {
   const { stdout } = await run("ffprobe", ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", file]);
   return JSON.parse(stdout);
-}
-
-/** MinIO's admin client, for changing a user's grants in the middle of a test. */
-async function mc(...args: string[]): Promise<void> {
-  const dir = path.join(work, "mc");
-  await run("mkdir", ["-p", path.join(dir, "certs/CAs")]);
-  await run("cp", [ca.caFile, path.join(dir, "certs/CAs/ca.crt")]);
-  const port = new URL(minio.endpoint).port;
-  await run(path.join(PEERS_BIN, "mc"), ["--config-dir", dir, "--quiet", "--no-color", ...args], {
-    env: { ...process.env, MC_HOST_peer: `https://${minio.admin.accessKeyId}:${minio.admin.secretAccessKey}@127.0.0.1:${port}` },
-  });
 }
 
 async function ok(p: Promise<{ status: number; body: any }>): Promise<any> {
@@ -85,9 +77,10 @@ function expectMoneyAddsUp(job: any) {
 beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), "media-jobs-"));
   ca = makeTestCa();
-  minio = await startMinio(ca, ["media-in", "media-out"]);
-  await mc("admin", "user", "add", "peer", writer.accessKeyId, writer.secretAccessKey);
-  await mc("admin", "policy", "attach", "peer", "readwrite", "--user", writer.accessKeyId);
+  minio = await startMinio(ca, ["media-in", "media-out", "media-r2"]);
+  gcs = await startFakeGcs(["media-gcs"]);
+  await minio.mc("admin", "user", "add", "peer", writer.accessKeyId, writer.secretAccessKey);
+  await minio.mc("admin", "policy", "attach", "peer", "readwrite", "--user", writer.accessKeyId);
   await makeInput(path.join(work, "in.mp4"), 2);
   await makeInput(path.join(work, "long.mp4"), 30, "1280x720");
   writeFileSync(path.join(work, "corrupt.mp4"), Buffer.from("this is not a video file at all, only text".repeat(100)));
@@ -100,9 +93,9 @@ beforeAll(async () => {
       res.writeHead(404).end();
     }
   });
-  h = await startHarness({ MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_S3_ENDPOINT: minio.endpoint, MEDIA_TLS_CA_FILE: ca.caFile });
+  h = await startHarness({ MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_S3_ENDPOINT: minio.endpoint, MEDIA_GCS_API_ENDPOINT: gcs.endpoint, MEDIA_TLS_CA_FILE: ca.caFile });
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
-  const guard = new NetGuard({ net: { allow: ["127.0.0.1/32"], tlsCaFile: ca.caFile } });
+  guard = new NetGuard({ net: { allow: ["127.0.0.1/32"], tlsCaFile: ca.caFile } });
   const at = (bucket: string) => new S3Blob({ scheme: "s3", bucket, region: "us-east-1", endpoint: minio.endpoint, accessKeyId: minio.admin.accessKeyId, secretAccessKey: minio.admin.secretAccessKey }, guard);
   bucketIn = at("media-in");
   bucketOut = at("media-out");
@@ -116,6 +109,7 @@ afterAll(async () => {
   await h?.server.close();
   await web?.stop();
   await minio?.stop();
+  await gcs?.stop();
 });
 
 /** Downloads an object of the output bucket to a local file. */
@@ -238,6 +232,64 @@ describe("JobService", () => {
     expect(p2.streams.find((s: any) => s.codec_type === "video").codec_name).toBe("h264");
   });
 
+  it("writes DASH to a GCS origin and CMAF (HLS and DASH over shared segments) to an R2 origin; every named segment exists", async () => {
+    const account = serviceAccountJson();
+    const gcsOrigin = (await ok(call(h.base, "OriginService/Create", { name: "gcs-out", permissions: ["read", "write"], gcs: { bucket: "media-gcs", credentials: { service_account_json: account } } }, key))).origin.id;
+    const r2Origin = (await ok(call(h.base, "OriginService/Create", {
+      name: "r2-out",
+      permissions: ["write"],
+      base_path: "renditions",
+      r2: { bucket: "media-r2", endpoint: minio.endpoint, credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey } },
+    }, key))).origin.id;
+    const ladder = { video: [{ codec: "h264", width: 640, height: 360 }, { codec: "h264", width: 320, height: 180 }], audio: [{ codec: "aac", bitrate_kbps: 64 }] };
+    const dash = (await ok(call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: gcsOrigin, outputs: [{ type: "dash", ...ladder }] }, key))).job;
+    const cmaf = (await ok(call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: r2Origin, outputs: [{ type: "adaptive", ...ladder }] }, key))).job;
+
+    const gcsBlob = new GcsBlob({ bucket: "media-gcs", account: (parseServiceAccount(account) as { account: never }).account, endpoint: gcs.endpoint }, guard);
+    const r2Blob = new S3Blob({ scheme: "r2", bucket: "media-r2", region: "auto", endpoint: minio.endpoint, accessKeyId: minio.admin.accessKeyId, secretAccessKey: minio.admin.secretAccessKey }, guard);
+    const text = async (blob: GcsBlob | S3Blob, key: string) => {
+      const file = path.join(work, `fetched-${key.replace(/\//g, "_")}`);
+      await blob.getToFile(key, file);
+      return readFileSync(file, "utf8");
+    };
+    /** Every file an MPD names exists beside it. */
+    const expectMpdComplete = async (blob: GcsBlob | S3Blob, mpdKey: string) => {
+      const mpd = parseMpd(await text(blob, mpdKey));
+      expect(mpd.representations.filter((r) => r.contentType === "video").map((r) => r.height).sort()).toEqual([180, 360]);
+      expect(mpd.representations.some((r) => r.contentType === "audio")).toBe(true);
+      for (const r of mpd.representations) {
+        expect(r.files.length).toBeGreaterThan(1);
+        for (const f of r.files) expect(await blob.head(path.posix.join(path.posix.dirname(mpdKey), f)), f).toBeDefined();
+      }
+    };
+
+    const dashDone = await waitFor(dash.id);
+    expect(dashDone.status, JSON.stringify(dashDone)).toBe("completed");
+    expect(dashDone.output_origin).toMatchObject({ id: gcsOrigin, provider: "gcs", bucket: "media-gcs" });
+    expect(dashDone.outputs[0].output_url).toMatch(/^gs:\/\/media-gcs\/.*\.mpd$/);
+    await expectMpdComplete(gcsBlob, dashDone.outputs[0].output_url.replace("gs://media-gcs/", ""));
+
+    const cmafDone = await waitFor(cmaf.id);
+    expect(cmafDone.status, JSON.stringify(cmafDone)).toBe("completed");
+    const main = cmafDone.outputs[0].output_url as string;
+    expect(main.startsWith(`r2://media-r2/renditions/${cmaf.id}/`)).toBe(true);
+    const masterKey = main.replace("r2://media-r2/", "");
+    const dir = path.posix.dirname(masterKey);
+    // Both manifests over the same fragmented-MP4 segments: the HLS master is the main file, the MPD sits beside it.
+    await expectMpdComplete(r2Blob, `${dir}/manifest.mpd`);
+    const master = parseHlsMaster(await text(r2Blob, masterKey));
+    expect(master.variants).toHaveLength(2);
+    for (const v of master.variants) {
+      const media = parseHlsMedia(await text(r2Blob, path.posix.join(dir, v.uri)));
+      expect(media.init).toBeDefined();
+      expect(media.segments.length).toBeGreaterThan(0);
+      for (const seg of [media.init!, ...media.segments.map((x) => x.uri)]) {
+        expect(seg.endsWith(".m4s"), seg).toBe(true);
+        expect(await r2Blob.head(path.posix.join(dir, seg)), seg).toBeDefined();
+      }
+    }
+  });
+
   it("delayed start waits in awaiting_confirmation with an estimate; Confirm runs it, once", async () => {
     const { job } = await ok(call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: outputOrigin, outputs: [mp4Output()], delayed_start: true }, key));
     const waiting = await waitFor(job.id, (j) => j.status === "awaiting_confirmation");
@@ -281,8 +333,8 @@ describe("JobService", () => {
     const origin = await createOrigin("writer", "media-out", ["read", "write"], writer);
     const { job } = await ok(call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: origin, outputs: [mp4Output()], delayed_start: true }, key));
     await waitFor(job.id, (j) => j.status === "awaiting_confirmation");
-    await mc("admin", "policy", "detach", "peer", "readwrite", "--user", writer.accessKeyId);
-    await mc("admin", "policy", "attach", "peer", "readonly", "--user", writer.accessKeyId);
+    await minio.mc("admin", "policy", "detach", "peer", "readwrite", "--user", writer.accessKeyId);
+    await minio.mc("admin", "policy", "attach", "peer", "readonly", "--user", writer.accessKeyId);
     await ok(call(h.base, "JobService/Confirm", { id: job.id }, key));
     const done = await waitFor(job.id);
     expect(done.status).toBe("failed");
