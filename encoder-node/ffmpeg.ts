@@ -1,0 +1,369 @@
+// Runs ffmpeg: one process per command in its own process group (killed whole on abort), progress
+// parsed from -progress, CPU time from -benchmark; then finishes a plan's manifests.
+import { spawn } from "node:child_process";
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { MediaError, type MediaErrorCode } from "./media-errors.js";
+import type { HlsMasterPlan, OutputPlan } from "./plan.js";
+import { probeStreamCodec, type StreamCodec } from "./probe.js";
+
+export interface RunProgress {
+  fraction: number;
+  outTimeMs: number;
+  speed?: number;
+}
+
+export interface RunResult {
+  /** User plus system CPU seconds of the ffmpeg process(es), from ffmpeg's -benchmark report. */
+  cpuSeconds?: number;
+  wallMs: number;
+}
+
+export interface RunOptions {
+  durationMs: number;
+  signal?: AbortSignal;
+  onProgress?: (p: RunProgress) => void;
+  cwd?: string;
+}
+
+const STDERR_LINES = 200;
+
+/** Process groups of running ffmpegs, killed if this process exits first (they are detached). */
+const running = new Set<number>();
+let exitHook = false;
+function track(pid: number): void {
+  running.add(pid);
+  if (exitHook) return;
+  exitHook = true;
+  process.once("exit", () => {
+    for (const p of running) killGroup(p);
+  });
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * Calls onProgress on every whole-percent change and at least once a second, never going back.
+ * Returns update (from ffmpeg's reports) and stop (clears the timer).
+ */
+function throttle(emit: (fraction: number) => void) {
+  let last = -1;
+  let lastPercent = -1;
+  let lastAt = 0;
+  let current = 0;
+  const send = () => {
+    last = current;
+    lastPercent = Math.floor(current * 100);
+    lastAt = Date.now();
+    emit(current);
+  };
+  const timer = setInterval(() => {
+    if (Date.now() - lastAt >= 1000) send();
+  }, 250);
+  timer.unref();
+  return {
+    update(fraction: number) {
+      current = Math.max(current, Math.min(1, Math.max(0, fraction)));
+      if (Math.floor(current * 100) !== lastPercent || (current !== last && Date.now() - lastAt >= 1000)) send();
+    },
+    stop() {
+      clearInterval(timer);
+    },
+  };
+}
+
+/** The cause ffmpeg printed: its error lines (-loglevel level+ tags them), else its last lines. */
+function failureReason(lines: string[]): string {
+  const level = /\[(error|fatal|panic)\]:?\s*/;
+  const errors = lines.filter((l) => level.test(l)).map((l) => l.replace(level, ""));
+  const chosen = (errors.length > 0 ? errors : lines.map((l) => l.replace(/^\[\w+\]\s*/, ""))).filter((l) => l.trim() !== "").slice(-5);
+  return chosen.join("\n");
+}
+
+function failureCode(reason: string): MediaErrorCode {
+  if (/No space left on device|Disk quota exceeded/i.test(reason)) return "output_write_failed";
+  if (/Permission denied|Read-only file system/i.test(reason)) return "output_write_denied";
+  return "encode_failed";
+}
+
+/**
+ * Runs one ffmpeg. Rejects with MediaError("canceled") on abort (the process group is gone by
+ * then) and MediaError("encode_failed", last stderr lines) on a non-zero exit.
+ */
+export function runFfmpeg(args: string[], opts: RunOptions): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    if (opts.signal?.aborted) return reject(new MediaError("canceled", "encode canceled"));
+    const started = Date.now();
+    // Own process group, so an abort kills ffmpeg and anything it started in one call.
+    const child = spawn("ffmpeg", args, {
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(opts.cwd ? { cwd: opts.cwd } : {}),
+      // SVT-AV1 logs its banner straight to stderr; warnings and errors are enough.
+      env: { ...process.env, SVT_LOG: "2" },
+    });
+    let outTimeMs = 0;
+    let speed: number | undefined;
+    let cpuSeconds: number | undefined;
+    let canceled = false;
+    let settled = false;
+    const stderr: string[] = [];
+    const progress = throttle((fraction) => opts.onProgress?.({ fraction, outTimeMs, ...(speed !== undefined ? { speed } : {}) }));
+
+    const onAbort = () => {
+      canceled = true;
+      if (child.pid !== undefined) killGroup(child.pid);
+    };
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    if (child.pid !== undefined) track(child.pid);
+
+    const finish = (err?: MediaError) => {
+      if (settled) return;
+      settled = true;
+      progress.stop();
+      opts.signal?.removeEventListener("abort", onAbort);
+      if (child.pid !== undefined) running.delete(child.pid);
+      if (err) return reject(err);
+      progress.update(1);
+      resolve({ ...(cpuSeconds !== undefined ? { cpuSeconds } : {}), wallMs: Date.now() - started });
+    };
+
+    // -progress writes key=value lines; a report ends with progress=continue (or end).
+    lines(child.stdout, (line) => {
+      const eq = line.indexOf("=");
+      const key = line.slice(0, eq);
+      const value = line.slice(eq + 1).trim();
+      if (key === "out_time_us" && Number(value) >= 0) outTimeMs = Number(value) / 1000;
+      else if (key === "speed") speed = Number.isFinite(Number.parseFloat(value)) ? Number.parseFloat(value) : undefined;
+      else if (key === "progress" && opts.durationMs > 0) progress.update(outTimeMs / opts.durationMs);
+    });
+    lines(child.stderr, (line) => {
+      const bench = /bench: utime=([\d.]+)s stime=([\d.]+)s/.exec(line);
+      if (bench) cpuSeconds = Math.round((Number(bench[1]) + Number(bench[2])) * 1000) / 1000;
+      stderr.push(line);
+      if (stderr.length > STDERR_LINES) stderr.shift();
+    });
+
+    child.once("error", (e: NodeJS.ErrnoException) => {
+      finish(new MediaError("internal", e.code === "ENOENT" ? "ffmpeg is not installed on this encoder node" : `ffmpeg could not start: ${e.message}`));
+    });
+    // On abort, exit is enough: the group is dead and nothing more is worth reading.
+    child.once("exit", () => {
+      if (canceled) finish(new MediaError("canceled", "encode canceled"));
+    });
+    child.once("close", (code, sig) => {
+      if (canceled) return finish(new MediaError("canceled", "encode canceled"));
+      if (code === 0) return finish();
+      const reason = failureReason(stderr) || (sig ? `ffmpeg was killed by ${sig}` : `ffmpeg exited with code ${code}`);
+      finish(new MediaError(failureCode(reason), reason));
+    });
+  });
+}
+
+/** Calls fn with each complete line of a stream (and the unterminated last one at its end). */
+function lines(stream: NodeJS.ReadableStream, fn: (line: string) => void): void {
+  let pending = "";
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk: string) => {
+    pending += chunk;
+    const parts = pending.split("\n");
+    pending = parts.pop() ?? "";
+    parts.forEach(fn);
+  });
+  stream.on("end", () => {
+    if (pending !== "") fn(pending);
+  });
+}
+
+/**
+ * Runs a plan's commands (all at once when parallel, else in order) and writes the manifests the
+ * plan asks for. Progress is the weighted mean of the commands' progress; a failed command stops
+ * the others and its error is the one reported.
+ */
+export async function runPlan(plan: OutputPlan, opts: { signal?: AbortSignal; onProgress?: (fraction: number) => void }): Promise<RunResult> {
+  if (opts.signal?.aborted) throw new MediaError("canceled", "encode canceled");
+  const started = Date.now();
+  await mkdir(plan.dir, { recursive: true });
+  const n = plan.commands.length;
+  const weights = plan.weights && plan.weights.length === n ? plan.weights : plan.commands.map(() => 1);
+  const total = weights.reduce((a, b) => a + b, 0) || 1;
+  const fractions = plan.commands.map(() => 0);
+  const reporter = throttle((f) => opts.onProgress?.(f));
+  // Manifests are the last step: commands together stop just short of 1.
+  const report = () => reporter.update(Math.min(0.999, fractions.reduce((sum, f, i) => sum + f * weights[i]!, 0) / total));
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  let cpu = 0;
+  let cpuKnown = true;
+  const run = async (i: number) => {
+    const r = await runFfmpeg(plan.commands[i]!, { durationMs: plan.durationMs, signal: stop.signal, onProgress: (p) => ((fractions[i] = p.fraction), report()) });
+    fractions[i] = 1;
+    report();
+    if (r.cpuSeconds === undefined) cpuKnown = false;
+    else cpu += r.cpuSeconds;
+  };
+  try {
+    if (plan.parallel) {
+      let first: unknown;
+      await Promise.all(
+        plan.commands.map((_, i) =>
+          run(i).catch((e: unknown) => {
+            // The first failure is the cause; the others were stopped because of it.
+            if (first === undefined) first = e;
+            stop.abort();
+          }),
+        ),
+      );
+      if (first !== undefined) throw opts.signal?.aborted ? new MediaError("canceled", "encode canceled") : first;
+    } else {
+      for (let i = 0; i < n; i++) await run(i);
+    }
+    if (plan.dashManifest) await setMinBufferTime(path.join(plan.dir, plan.dashManifest.file), plan.dashManifest.minBufferTimeSeconds);
+    if (plan.hlsMaster) await writeHlsMaster(plan.dir, plan.hlsMaster, stop.signal);
+  } finally {
+    opts.signal?.removeEventListener("abort", onAbort);
+    reporter.stop();
+  }
+  if (opts.signal?.aborted) throw new MediaError("canceled", "encode canceled");
+  opts.onProgress?.(1);
+  return { ...(cpuKnown ? { cpuSeconds: Math.round(cpu * 1000) / 1000 } : {}), wallMs: Date.now() - started };
+}
+
+// ───────────────────────────── manifests ─────────────────────────────
+
+async function setMinBufferTime(file: string, seconds: number): Promise<void> {
+  const mpd = await readFile(file, "utf8");
+  await writeFile(file, mpd.replace(/minBufferTime="[^"]*"/, `minBufferTime="PT${seconds}S"`));
+}
+
+interface MediaPlaylist {
+  version: number;
+  init?: string;
+  segments: { uri: string; duration: number; bytes?: number }[];
+}
+
+/** The parts of a media playlist the master needs: segments with durations, byte ranges, the init map. */
+export function parseMediaPlaylist(text: string): MediaPlaylist {
+  const out: MediaPlaylist = { version: 1, segments: [] };
+  let duration = 0;
+  let bytes: number | undefined;
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === "") continue;
+    if (line.startsWith("#EXT-X-VERSION:")) out.version = Number(line.slice(15)) || 1;
+    else if (line.startsWith("#EXT-X-MAP:")) out.init ??= /URI="([^"]+)"/.exec(line)?.[1];
+    else if (line.startsWith("#EXTINF:")) duration = Number.parseFloat(line.slice(8));
+    else if (line.startsWith("#EXT-X-BYTERANGE:")) bytes = Number.parseInt(line.slice(17), 10);
+    else if (!line.startsWith("#")) {
+      out.segments.push({ uri: line, duration, ...(bytes !== undefined ? { bytes } : {}) });
+      duration = 0;
+      bytes = undefined;
+    }
+  }
+  return out;
+}
+
+/** RFC 6381 codec string of an encoded stream, as HLS CODECS wants it. */
+export function codecString(c: StreamCodec, isoBmff: boolean): string {
+  const hex = (n: number) => n.toString(16).padStart(2, "0").toUpperCase();
+  switch (c.codec) {
+    case "h264": {
+      const profile: Record<string, string> = { "Constrained Baseline": "42E0", Baseline: "4200", Main: "4D40", Extended: "5800", High: "6400", "High 10": "6E00", "High 4:2:2": "7A00", "High 4:4:4 Predictive": "F400" };
+      return `avc1.${profile[c.profile] ?? "6400"}${hex(Math.max(0, c.level))}`;
+    }
+    case "hevc": {
+      const main10 = c.profile === "Main 10";
+      return `${isoBmff ? "hvc1" : "hev1"}.${main10 ? "2.4" : "1.6"}.L${Math.max(0, c.level)}.B0`;
+    }
+    case "av1": {
+      const profile = c.profile === "High" ? 1 : c.profile === "Professional" ? 2 : 0;
+      const depth = /10/.test(c.pixelFormat) ? "10" : "08";
+      return `av01.${profile}.${String(Math.max(0, c.level)).padStart(2, "0")}M.${depth}`;
+    }
+    case "vp9":
+      return `vp09.00.${String(Math.max(10, c.level)).padStart(2, "0")}.${/10/.test(c.pixelFormat) ? "10" : "08"}`;
+    case "aac":
+      return c.profile === "HE-AAC" ? "mp4a.40.5" : c.profile === "HE-AACv2" ? "mp4a.40.29" : "mp4a.40.2";
+    case "mp3":
+      return "mp4a.40.34";
+    case "opus":
+      return "Opus";
+    default:
+      return c.codec;
+  }
+}
+
+interface Measured {
+  version: number;
+  peak: number;
+  average: number;
+  codecs: string;
+}
+
+/** Peak and average bits per second over a media playlist's segments, and its codec string. */
+async function measure(dir: string, playlist: string, signal: AbortSignal): Promise<Measured> {
+  const base = path.dirname(path.join(dir, playlist));
+  const media = parseMediaPlaylist(await readFile(path.join(dir, playlist), "utf8"));
+  if (media.segments.length === 0) throw new MediaError("encode_failed", `${playlist} lists no segments`);
+  let bits = 0;
+  let seconds = 0;
+  let peak = 0;
+  const sizes = new Map<string, number>();
+  for (const s of media.segments) {
+    const size = s.bytes ?? sizes.get(s.uri) ?? (await stat(path.join(base, s.uri))).size;
+    sizes.set(s.uri, size);
+    bits += size * 8;
+    seconds += s.duration;
+    // A short last segment says little about the peak a player must sustain.
+    if (s.duration >= 0.5 || media.segments.length === 1) peak = Math.max(peak, (size * 8) / Math.max(s.duration, 0.001));
+  }
+  const first = path.join(base, media.segments[0]!.uri);
+  const source = media.init ? `concat:${path.join(base, media.init)}|${first}` : first;
+  const codec = await probeStreamCodec(source, signal);
+  return { version: media.version, peak: Math.ceil(peak), average: Math.ceil(bits / Math.max(seconds, 0.001)), codecs: codecString(codec, media.init !== undefined) };
+}
+
+const quoted = (s: string) => `"${s.replace(/["\r\n]/g, "'")}"`;
+
+/** Writes the multivariant playlist from what was produced: measured bandwidths, probed codecs. */
+export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: AbortSignal): Promise<void> {
+  const audio = await Promise.all(m.audio.map(async (a) => ({ ...a, ...(await measure(dir, a.playlist, signal)) })));
+  const variants = await Promise.all(m.variants.map(async (v) => ({ ...v, ...(await measure(dir, v.playlist, signal)) })));
+  const version = Math.max(3, ...audio.map((a) => a.version), ...variants.map((v) => v.version));
+  const lines = ["#EXTM3U", `#EXT-X-VERSION:${version}`, "#EXT-X-INDEPENDENT-SEGMENTS"];
+  const audioOnly = variants.length === 0;
+  // An audio-only output with one track is a single variant; several tracks form a group over the first.
+  const grouped = !audioOnly || audio.length > 1;
+  if (grouped) {
+    for (const a of audio) {
+      const attrs = [`TYPE=AUDIO`, `GROUP-ID=${quoted(a.groupId)}`, `NAME=${quoted(a.name)}`];
+      if (a.language) attrs.push(`LANGUAGE=${quoted(a.language)}`);
+      attrs.push(`DEFAULT=${a.isDefault ? "YES" : "NO"}`, "AUTOSELECT=YES", `CHANNELS=${quoted(String(a.channels))}`, `URI=${quoted(a.playlist)}`);
+      lines.push(`#EXT-X-MEDIA:${attrs.join(",")}`);
+    }
+  }
+  const audioCodecs = [...new Set(audio.map((a) => a.codecs))];
+  const audioPeak = Math.max(0, ...audio.map((a) => a.peak));
+  const audioAverage = Math.max(0, ...audio.map((a) => a.average));
+  for (const v of variants) {
+    const codecs = [v.codecs, ...(v.audioGroup ? audioCodecs : [])].join(",");
+    const attrs = [`BANDWIDTH=${v.peak + (v.audioGroup ? audioPeak : 0)}`, `AVERAGE-BANDWIDTH=${v.average + (v.audioGroup ? audioAverage : 0)}`, `CODECS=${quoted(codecs)}`, `RESOLUTION=${v.width}x${v.height}`, `FRAME-RATE=${v.frameRate.toFixed(3)}`];
+    if (v.audioGroup) attrs.push(`AUDIO=${quoted(v.audioGroup)}`);
+    lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, v.playlist);
+  }
+  if (audioOnly) {
+    const a = audio.find((x) => x.isDefault) ?? audio[0];
+    if (!a) throw new MediaError("internal", "an HLS output with neither video nor audio");
+    const attrs = [`BANDWIDTH=${audioPeak}`, `AVERAGE-BANDWIDTH=${audioAverage}`, `CODECS=${quoted(audioCodecs.join(","))}`];
+    if (grouped) attrs.push(`AUDIO=${quoted(a.groupId)}`);
+    lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, a.playlist);
+  }
+  await writeFile(path.join(dir, m.file), `${lines.join("\n")}\n`);
+}

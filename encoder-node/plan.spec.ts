@@ -1,0 +1,241 @@
+// planOutput without running ffmpeg: sizes, names, rate control, keyframes, layouts and strategies.
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { EncodingMode, OutputSpecSchema, OutputType, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
+import { AudioCodec, BitrateMode, QualityTier, SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
+import { MediaError } from "./media-errors.js";
+import { DEFAULT_STRATEGY, planOutput, tierTargetKbps, type OutputPlan } from "./plan.js";
+import type { ProbeResult } from "./probe.js";
+
+const probe = (o: Partial<ProbeResult> = {}, video: Partial<NonNullable<ProbeResult["video"]>> = {}): ProbeResult => ({
+  format: "mov,mp4,m4a,3gp,3g2,mj2",
+  durationMs: 10_000,
+  sizeBytes: 10_000_000,
+  bitRate: 8_000_000,
+  video: { codec: "h264", width: 1920, height: 1080, frameRate: 30, bitRate: 7_800_000, pixelFormat: "yuv420p", ...video },
+  audio: { codec: "aac", sampleRate: 44100, channels: 2, channelLayout: "stereo", bitRate: 128_000 },
+  audioStreams: 1,
+  ...o,
+});
+
+const spec = (init: Parameters<typeof create<typeof OutputSpecSchema>>[1]): OutputSpec => create(OutputSpecSchema, init);
+const plan = (s: OutputSpec, p: ProbeResult = probe(), opts: Partial<Parameters<typeof planOutput>[2]> = {}): OutputPlan =>
+  planOutput(s, { file: "/in/input", probe: p }, { outputId: "out_1", workDir: "/work/out_1", ...opts });
+
+/** Value following a flag in a command, e.g. after("-crf:v:0"). */
+const after = (cmd: string[], flag: string): string | undefined => {
+  const i = cmd.indexOf(flag);
+  return i >= 0 ? cmd[i + 1] : undefined;
+};
+const graph = (cmd: string[]) => after(cmd, "-filter_complex") ?? "";
+
+describe("planOutput: sizes and names", () => {
+  it("names files by resolution, scales by height keeping the aspect, and picks the largest as main", () => {
+    const p = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "480p" }, { codec: VideoCodec.H264, resolution: "1080p" }, { codec: VideoCodec.H264, resolution: "720p" }] }));
+    expect(p.renditions?.map((r) => [r.file, r.width, r.height])).toEqual([
+      ["480p.mp4", 854, 480],
+      ["1080p.mp4", 1920, 1080],
+      ["720p.mp4", 1280, 720],
+    ]);
+    expect(p.main).toBe("1080p.mp4");
+    expect(p.dir).toBe("/work/out_1");
+    // One decode split three ways; the 1080p rung needs no scaling.
+    expect(graph(p.commands[0]!)).toBe(
+      "[0:v:0]split=3[s0][s1][s2];[s0]scale=854:480:flags=bicubic,setsar=1,format=yuv420p[v0];[s1]format=yuv420p[v1];[s2]scale=1280:720:flags=bicubic,setsar=1,format=yuv420p[v2]",
+    );
+  });
+
+  it("never upscales a named resolution, keeps custom sizes exactly, and names them WxH", () => {
+    const p = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "1080p" }, { codec: VideoCodec.H264, width: 640, height: 360 }, { codec: VideoCodec.H264, width: 400 }] }), probe({}, { width: 1280, height: 720 }));
+    expect(p.renditions?.map((r) => [r.file, r.width, r.height])).toEqual([
+      ["1080p.mp4", 1280, 720],
+      ["640x360.mp4", 640, 360],
+      ["400x226.mp4", 400, 226],
+    ]);
+  });
+
+  it("uses the short side for portrait inputs and honours rotation and non-square pixels", () => {
+    const portrait = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), probe({}, { width: 1080, height: 1920 }));
+    expect([portrait.renditions![0]!.width, portrait.renditions![0]!.height]).toEqual([720, 1280]);
+    const rotated = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), probe({}, { width: 1920, height: 1080, rotation: -90 }));
+    expect([rotated.renditions![0]!.width, rotated.renditions![0]!.height]).toEqual([720, 1280]);
+    const anamorphic = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "480p" }] }), probe({}, { width: 720, height: 480, sampleAspectRatio: 32 / 27 }));
+    expect([anamorphic.renditions![0]!.width, anamorphic.renditions![0]!.height]).toEqual([854, 480]);
+  });
+
+  it("keeps file names unique when two variants share a size", () => {
+    const p = plan(spec({ type: OutputType.MKV, video: [{ codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H265, resolution: "720p" }, { codec: VideoCodec.H265, resolution: "720p" }] }));
+    expect(p.renditions?.map((r) => r.file)).toEqual(["720p_h264.mkv", "720p_h265_1.mkv", "720p_h265_2.mkv"]);
+  });
+
+  it("lowers the frame rate with the fps filter but never raises it", () => {
+    const p = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "720p", framerate: 24 }, { codec: VideoCodec.H264, resolution: "480p", framerate: 60 }] }));
+    expect(graph(p.commands[0]!)).toContain("[s0]fps=24,scale=1280:720");
+    expect(graph(p.commands[0]!)).toContain("[s1]scale=854:480");
+    expect(p.renditions?.map((r) => r.frameRate)).toEqual([24, 30]);
+  });
+});
+
+describe("planOutput: encoder settings", () => {
+  it("uses the quality tier's CRF and preset when unset, and the codec options when set", () => {
+    const cmd = plan(
+      spec({
+        type: OutputType.MP4,
+        video: [
+          { codec: VideoCodec.H264, resolution: "720p", quality: QualityTier.PREMIUM },
+          { codec: VideoCodec.H264, resolution: "480p", h264: { crf: 30, encoderPreset: "veryfast", profile: "main", level: "3.1", tune: "film", bframes: 0, refs: 2, keyint: 48 } },
+        ],
+      }),
+    ).commands[0]!;
+    expect([after(cmd, "-crf:v:0"), after(cmd, "-preset:v:0")]).toEqual(["20", "slow"]);
+    // Each file is its own output: the second variant is stream 0 of its file too.
+    const second = cmd.slice(cmd.indexOf("[v1]"));
+    expect([after(second, "-crf:v:0"), after(second, "-preset:v:0"), after(second, "-profile:v:0"), after(second, "-level:v:0"), after(second, "-tune:v:0")]).toEqual(["30", "veryfast", "main", "3.1", "film"]);
+    expect([after(second, "-bf:v:0"), after(second, "-refs:v:0"), after(second, "-g:v:0")]).toEqual(["0", "2", "48"]);
+  });
+
+  it("writes cbr and vbr with VBV and a chosen target when the variant has no bitrate", () => {
+    const cmd = plan(
+      spec({
+        type: OutputType.MKV,
+        video: [
+          { codec: VideoCodec.H264, resolution: "720p", bitrate: 3000, h264: { bitrateMode: BitrateMode.CBR } },
+          { codec: VideoCodec.H264, resolution: "480p", h264: { bitrateMode: BitrateMode.VBR, maxBitrateKbps: 2500, bufferSizeKbps: 4000 } },
+        ],
+      }),
+    ).commands[0]!;
+    expect([after(cmd, "-b:v:0"), after(cmd, "-minrate:v:0"), after(cmd, "-maxrate:v:0"), after(cmd, "-bufsize:v:0"), after(cmd, "-x264-params:v:0")]).toEqual(["3000k", "3000k", "3000k", "3000k", "nal-hrd=cbr"]);
+    const second = cmd.slice(cmd.indexOf("[v1]"));
+    const target = tierTargetKbps("h264", 854, 480, 30);
+    expect([after(second, "-b:v:0"), after(second, "-maxrate:v:0"), after(second, "-bufsize:v:0")]).toEqual([`${target}k`, "2500k", "4000k"]);
+  });
+
+  it("writes each codec with its encoder: x265 tagged hvc1, vp9 with row-mt, SVT-AV1 capped CRF", () => {
+    const cmd = plan(
+      spec({
+        type: OutputType.MP4,
+        video: [
+          { codec: VideoCodec.H265, resolution: "720p", h265: { profile: "main10", bframes: 4 } },
+          { codec: VideoCodec.VP9, resolution: "480p", vp9: { crf: 33, encoderPreset: "realtime" } },
+          { codec: VideoCodec.AV1, resolution: "480p", av1: { crf: 40, maxBitrateKbps: 900, encoderPreset: "10", tune: "psnr", filmGrain: 8 } },
+        ],
+      }),
+    ).commands[0]!;
+    expect(after(cmd, "-c:v:0")).toBe("libx265");
+    expect(after(cmd, "-tag:v:0")).toBe("hvc1");
+    expect(after(cmd, "-x265-params:v:0")).toBe("keyint=60:log-level=error:bframes=4");
+    expect(graph(cmd)).toContain("format=yuv420p10le[v0]");
+    const vp9 = cmd.slice(cmd.indexOf("[v1]"));
+    expect([after(vp9, "-c:v:0"), after(vp9, "-deadline:v:0"), after(vp9, "-cpu-used:v:0"), after(vp9, "-row-mt:v:0"), after(vp9, "-crf:v:0"), after(vp9, "-b:v:0")]).toEqual(["libvpx-vp9", "realtime", "8", "1", "33", "0"]);
+    const av1 = cmd.slice(cmd.indexOf("[v2]"));
+    expect([after(av1, "-c:v:0"), after(av1, "-preset:v:0"), after(av1, "-crf:v:0"), after(av1, "-maxrate:v:0"), after(av1, "-svtav1-params:v:0")]).toEqual(["libsvtav1", "10", "40", "900k", "tune=1:film-grain=8"]);
+  });
+
+  it("auto mode caps each rung's maxrate at the input's ceiling scaled by pixels", () => {
+    // A 1080p input at 1 Mbps: the 720p rung may not spend more than 1 Mbps × 720²/1080² ≈ 444 kbps.
+    const input = probe({ bitRate: 1_128_000 }, { bitRate: 1_000_000 });
+    const p = plan(spec({ type: OutputType.MP4, encodingMode: EncodingMode.AUTO, video: [{ codec: VideoCodec.H264, resolution: "1080p" }, { codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H265, resolution: "720p" }] }), input);
+    const cmd = p.commands[0]!;
+    const rung = (i: number) => cmd.slice(cmd.indexOf(`[v${i}]`));
+    expect(after(rung(0), "-maxrate:v:0")).toBe("1000k");
+    expect(after(rung(1), "-maxrate:v:0")).toBe("444k");
+    expect(after(rung(1), "-bufsize:v:0")).toBe("888k");
+    // H.265 needs fewer bits than the H.264 source for the same quality.
+    expect(after(rung(2), "-maxrate:v:0")).toBe("267k");
+    // A rich source is capped by the tier's target instead.
+    const rich = plan(spec({ type: OutputType.MP4, encodingMode: EncodingMode.AUTO, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), probe({}, { bitRate: 50_000_000 }));
+    expect(after(rich.commands[0]!, "-maxrate:v:0")).toBe(`${tierTargetKbps("h264", 1280, 720, 30)}k`);
+    // Fixed mode leaves CRF uncapped.
+    expect(plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), input).commands[0]).not.toContain("-maxrate:v:0");
+  });
+});
+
+describe("planOutput: audio", () => {
+  it("adds one default track when the input has audio; none with disable_audio or a silent input", () => {
+    const withAudio = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] })).commands[0]!;
+    expect([after(withAudio, "-c:a:0"), after(withAudio, "-b:a:0"), after(withAudio, "-ar:a:0")]).toEqual(["aac", "128k", "44100"]);
+    expect(plan(spec({ type: OutputType.MP4, disableAudio: true, video: [{ codec: VideoCodec.H264 }] })).commands[0]).not.toContain("-c:a:0");
+    expect(plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe({ audio: undefined, audioStreams: 0 })).commands[0]).not.toContain("-c:a:0");
+    const webm = plan(spec({ type: OutputType.WEBM, video: [{ codec: VideoCodec.VP9 }] })).commands[0]!;
+    expect([after(webm, "-c:a:0"), after(webm, "-ar:a:0")]).toEqual(["libopus", "48000"]);
+  });
+
+  it("normalizes loudness with loudnorm and maps track i to input stream i when there are several", () => {
+    const cmd = plan(
+      spec({ type: OutputType.MKV, video: [{ codec: VideoCodec.H264 }], audio: [{ codec: AudioCodec.AAC, normalize: true, language: "en" }, { codec: AudioCodec.MP3, channels: 2, sampleRate: 44100, language: "pt", name: "Português" }] }),
+      probe({ audioStreams: 2 }),
+    ).commands[0]!;
+    expect([after(cmd, "-filter:a:0"), after(cmd, "-ar:a:0")]).toEqual(["loudnorm=I=-23:TP=-1:LRA=7", "44100"]);
+    expect(cmd.join(" ")).toContain("-map 0:a:0 -map 0:a:1");
+    expect([after(cmd, "-c:a:1"), after(cmd, "-metadata:s:a:0")]).toEqual(["libmp3lame", "language=en"]);
+  });
+
+  it("plans an audio-only output from audio tracks and no variants", () => {
+    const p = plan(spec({ type: OutputType.MP4, audio: [{ codec: AudioCodec.AAC, bitrateKbps: 96 }] }));
+    expect(p.main).toBe("audio.mp4");
+    expect(p.commands[0]).toContain("-vn");
+    expect(() => plan(spec({ type: OutputType.MP4, audio: [{ codec: AudioCodec.AAC }] }), probe({ audio: undefined }))).toThrow(MediaError);
+  });
+});
+
+describe("planOutput: clip, layouts and strategies", () => {
+  it("seeks the input for a clip and reports the clipped duration", () => {
+    const p = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe(), { clip: { startSeconds: 2, endSeconds: 5.5 } });
+    const cmd = p.commands[0]!;
+    expect(cmd.slice(cmd.indexOf("-ss"), cmd.indexOf("-i") + 2)).toEqual(["-ss", "2.000", "-to", "5.500", "-i", "/in/input"]);
+    expect(p.durationMs).toBe(3500);
+    expect(plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe(), { clip: { startSeconds: 4, endSeconds: 0 } }).durationMs).toBe(6000);
+    const past = () => plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe(), { clip: { startSeconds: 12, endSeconds: 0 } });
+    expect(past).toThrow(expect.objectContaining({ code: "input_unsupported" }));
+  });
+
+  it("fails an output with video variants on an input without video", () => {
+    expect(() => plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe({ video: undefined }))).toThrow(expect.objectContaining({ code: "input_unsupported" }));
+  });
+
+  it(`splits one decode by default (${DEFAULT_STRATEGY}) and runs one process per rendition on request`, () => {
+    const ladder = spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "1080p" }, { codec: VideoCodec.H264, resolution: "480p" }] });
+    const split = plan(ladder);
+    expect([split.strategy, split.commands.length, split.parallel]).toEqual(["split", 1, false]);
+    const per = plan(ladder, probe(), { strategy: "per-rendition" });
+    expect([per.strategy, per.commands.length, per.parallel]).toEqual(["per-rendition", 2, true]);
+    // The bigger rung is the bigger share of progress.
+    expect(per.weights![0]! / per.weights![1]!).toBeCloseTo((1920 * 1080) / (854 * 480), 5);
+    expect(per.commands.every((c) => c.includes("-progress") && c.includes("-benchmark"))).toBe(true);
+  });
+
+  it("HLS: ts for H.264, fmp4 for HEVC or AV1 or when asked, keyframes aligned to the segment length", () => {
+    const h264 = plan(spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 4 }, video: [{ codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H264, resolution: "480p" }] }));
+    const cmd = h264.commands[0]!;
+    expect([after(cmd, "-hls_segment_type"), after(cmd, "-hls_time"), after(cmd, "-g:v:1"), after(cmd, "-sc_threshold:v:1"), after(cmd, "-force_key_frames:v:0")]).toEqual(["mpegts", "4", "60", "0", "expr:gte(t,n_forced*4)"]);
+    expect(after(cmd, "-var_stream_map")).toBe("v:0,name:720p,agroup:audio v:1,name:480p,agroup:audio a:0,name:audio_0,agroup:audio");
+    expect(h264.main).toBe("index.m3u8");
+    expect(h264.hlsMaster?.variants.map((v) => v.playlist)).toEqual(["720p/index.m3u8", "480p/index.m3u8"]);
+    // A 5 s segment is not a multiple of 2 s: GOPs of 1 s.
+    expect(after(plan(spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 5 }, video: [{ codec: VideoCodec.H264 }] })).commands[0]!, "-g:v:0")).toBe("30");
+    const hevc = plan(spec({ type: OutputType.HLS, hls: { manifestName: "master" }, video: [{ codec: VideoCodec.H265 }] }));
+    expect([after(hevc.commands[0]!, "-hls_segment_type"), after(hevc.commands[0]!, "-tag:v:0"), hevc.main]).toEqual(["fmp4", "hvc1", "master.m3u8"]);
+    expect(after(hevc.commands[0]!, "-x265-params:v:0")).toBe("keyint=60:log-level=error:min-keyint=60:scenecut=0:open-gop=0");
+    const asked = plan(spec({ type: OutputType.HLS, segments: { segmentFormat: SegmentFormat.FMP4 }, video: [{ codec: VideoCodec.H264 }] }));
+    expect(after(asked.commands[0]!, "-hls_segment_type")).toBe("fmp4");
+  });
+
+  it("HLS per rendition: one process per video rendition and one for the audio tracks", () => {
+    const p = plan(spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H264, resolution: "480p" }], audio: [{ codec: AudioCodec.AAC }, { codec: AudioCodec.AAC, bitrateKbps: 64 }] }), probe(), { strategy: "per-rendition" });
+    expect(p.commands.map((c) => after(c, "-var_stream_map"))).toEqual(["v:0,name:720p", "v:0,name:480p", "a:0,name:audio_0 a:1,name:audio_1"]);
+    expect(p.parallel).toBe(true);
+  });
+
+  it("DASH and adaptive: one dash muxer, audio sets per language, HLS playlists over the same segments for adaptive", () => {
+    const dash = plan(spec({ type: OutputType.DASH, dash: { segmentTimeline: true, minBufferTimeSeconds: 4, manifestName: "stream" }, video: [{ codec: VideoCodec.VP9 }, { codec: VideoCodec.H264, resolution: "480p" }], audio: [{ codec: AudioCodec.OPUS, language: "en" }, { codec: AudioCodec.AAC, language: "en" }, { codec: AudioCodec.OPUS, language: "de" }] }), probe(), {
+      strategy: "per-rendition",
+    });
+    const cmd = dash.commands[0]!;
+    expect([dash.main, dash.strategy, after(cmd, "-use_timeline"), after(cmd, "-adaptation_sets")]).toEqual(["stream.mpd", "split", "1", "id=0,streams=v id=1,streams=2 id=2,streams=3 id=3,streams=4"]);
+    expect(dash.dashManifest).toEqual({ file: "stream.mpd", minBufferTimeSeconds: 4 });
+    const adaptive = plan(spec({ type: OutputType.ADAPTIVE, segments: { segmentDurationSeconds: 4 }, video: [{ codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H264, resolution: "480p" }] }));
+    expect([adaptive.main, after(adaptive.commands[0]!, "-hls_playlist"), after(adaptive.commands[0]!, "-seg_duration")]).toEqual(["index.m3u8", "1", "4"]);
+    expect(adaptive.hlsMaster?.variants.map((v) => v.playlist)).toEqual(["media_0.m3u8", "media_1.m3u8"]);
+    expect(adaptive.hlsMaster?.audio.map((a) => a.playlist)).toEqual(["media_2.m3u8"]);
+  });
+});

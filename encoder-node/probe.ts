@@ -1,0 +1,142 @@
+// Input probing with ffprobe's JSON output: container, duration, size and the first video and audio
+// stream, as the job's input_metadata; plus the codec details of one encoded file for manifests.
+// Plain ffprobe is enough here: fluent-ffmpeg's ffprobe wrapper adds nothing but an unmaintained layer.
+import { execFile } from "node:child_process";
+import { MediaError } from "./media-errors.js";
+
+export interface ProbeResult {
+  format: string;
+  durationMs: number;
+  sizeBytes: number;
+  bitRate: number;
+  video?: {
+    codec: string;
+    width: number;
+    height: number;
+    frameRate: number;
+    bitRate: number;
+    pixelFormat: string;
+    /** Pixel aspect (width of one pixel over its height), when not square. */
+    sampleAspectRatio?: number;
+    /** Display rotation in degrees from the stream's display matrix, when rotated. */
+    rotation?: number;
+  };
+  audio?: { codec: string; sampleRate: number; channels: number; channelLayout: string; bitRate: number };
+  /** Number of audio streams (tracks i of an output come from stream i when there are several). */
+  audioStreams?: number;
+}
+
+interface FfprobeStream {
+  codec_type?: string;
+  codec_name?: string;
+  profile?: string;
+  level?: number;
+  width?: number;
+  height?: number;
+  pix_fmt?: string;
+  sample_aspect_ratio?: string;
+  avg_frame_rate?: string;
+  r_frame_rate?: string;
+  bit_rate?: string;
+  sample_rate?: string;
+  channels?: number;
+  channel_layout?: string;
+  disposition?: { attached_pic?: number };
+  tags?: { rotate?: string };
+  side_data_list?: { rotation?: number }[];
+}
+interface FfprobeOutput {
+  format?: { format_name?: string; duration?: string; size?: string; bit_rate?: string };
+  streams?: FfprobeStream[];
+}
+
+/** A probe that has not answered in this time is stuck on a pathological file. */
+const PROBE_TIMEOUT_MS = 60_000;
+
+function ffprobe(args: string[], signal: AbortSignal | undefined): Promise<string> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new MediaError("canceled", "probe canceled"));
+    execFile("ffprobe", ["-v", "error", "-print_format", "json", ...args], { signal, timeout: PROBE_TIMEOUT_MS, killSignal: "SIGKILL", maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (!err) return resolve(stdout);
+      if (signal?.aborted) return reject(new MediaError("canceled", "probe canceled"));
+      const e = err as NodeJS.ErrnoException & { killed?: boolean };
+      if (e.code === "ENOENT") return reject(new MediaError("internal", "ffprobe is not installed on this encoder node"));
+      if (e.killed) return reject(new MediaError("input_invalid", `ffprobe did not finish within ${PROBE_TIMEOUT_MS / 1000} s`));
+      const reason = stderr.trim().split("\n").slice(-3).join("; ") || e.message;
+      if (/No such file or directory|Permission denied/.test(reason)) return reject(new MediaError("input_unreachable", reason));
+      reject(new MediaError("input_invalid", `not a readable media file: ${reason}`));
+    });
+  });
+}
+
+/** "30000/1001" → 29.97; "0/0" → 0. */
+function ratio(value: string | undefined): number {
+  if (!value) return 0;
+  const [n, d] = value.split(/[/:]/).map(Number);
+  if (n === undefined || !Number.isFinite(n)) return 0;
+  if (d === undefined) return n;
+  return d > 0 ? n / d : 0;
+}
+
+const int = (value: string | number | undefined) => {
+  const n = Math.round(Number(value ?? 0));
+  return Number.isFinite(n) && n > 0 ? n : 0;
+};
+
+function rotationOf(s: FfprobeStream): number | undefined {
+  const fromMatrix = s.side_data_list?.find((d) => typeof d.rotation === "number")?.rotation;
+  const r = fromMatrix ?? (s.tags?.rotate !== undefined ? Number(s.tags.rotate) : undefined);
+  return r !== undefined && Number.isFinite(r) && r % 360 !== 0 ? r : undefined;
+}
+
+/** Probes a local file; a corrupt or non-media file is input_invalid. */
+export async function probe(file: string, signal?: AbortSignal): Promise<ProbeResult> {
+  const out = JSON.parse(await ffprobe(["-show_format", "-show_streams", file], signal)) as FfprobeOutput;
+  const streams = out.streams ?? [];
+  // Cover art is a video stream of one frame: not the input's video.
+  const v = streams.find((s) => s.codec_type === "video" && s.disposition?.attached_pic !== 1 && int(s.width) > 0);
+  const audios = streams.filter((s) => s.codec_type === "audio");
+  const a = audios[0];
+  if (!out.format || (!v && !a)) throw new MediaError("input_invalid", "the file has neither a video nor an audio stream");
+  const result: ProbeResult = {
+    format: out.format.format_name ?? "",
+    durationMs: Math.round(Math.max(0, Number(out.format.duration ?? 0) || 0) * 1000),
+    sizeBytes: int(out.format.size),
+    bitRate: int(out.format.bit_rate),
+  };
+  if (v) {
+    const sar = ratio(v.sample_aspect_ratio);
+    const rotation = rotationOf(v);
+    result.video = {
+      codec: v.codec_name ?? "",
+      width: int(v.width),
+      height: int(v.height),
+      frameRate: Math.round((ratio(v.avg_frame_rate) || ratio(v.r_frame_rate)) * 1000) / 1000,
+      bitRate: int(v.bit_rate),
+      pixelFormat: v.pix_fmt ?? "",
+      ...(sar > 0 && Math.abs(sar - 1) > 1e-3 ? { sampleAspectRatio: sar } : {}),
+      ...(rotation !== undefined ? { rotation } : {}),
+    };
+  }
+  if (a) {
+    result.audio = { codec: a.codec_name ?? "", sampleRate: int(a.sample_rate), channels: int(a.channels), channelLayout: a.channel_layout ?? "", bitRate: int(a.bit_rate) };
+    result.audioStreams = audios.length;
+  }
+  return result;
+}
+
+/** Codec details of the first stream of an encoded file, enough to write an RFC 6381 codec string. */
+export interface StreamCodec {
+  codec: string;
+  profile: string;
+  level: number;
+  pixelFormat: string;
+}
+
+/** `source` may be an ffmpeg URL such as concat:init.mp4|seg_00000.m4s (an init segment alone has no profile). */
+export async function probeStreamCodec(source: string, signal?: AbortSignal): Promise<StreamCodec> {
+  const out = JSON.parse(await ffprobe(["-show_streams", "-select_streams", "0", source], signal)) as FfprobeOutput;
+  const s = out.streams?.[0];
+  if (!s) throw new MediaError("encode_failed", `no stream in ${source}`);
+  return { codec: s.codec_name ?? "", profile: s.profile ?? "", level: typeof s.level === "number" ? s.level : 0, pixelFormat: s.pix_fmt ?? "" };
+}

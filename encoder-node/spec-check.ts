@@ -1,0 +1,215 @@
+// Every rule of an output specification, checked at job creation after presets are resolved, so an
+// encode never starts on settings ffmpeg would refuse. Violations name the field at fault.
+import { EncodingMode, HdrMode, OutputType, type AudioTrack, type OutputSpec, type VideoVariant } from "../src/gen/media/v1/job_pb.js";
+import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
+import type { Check } from "../src/validation.js";
+import { CODEC_NAMES, RESOLUTION_LINES } from "./plan.js";
+
+export const OUTPUT_LIMITS = {
+  variants: 20,
+  audioTracks: 8,
+  pathTemplate: 1024,
+  width: [128, 7680],
+  height: [128, 4320],
+  framerate: 240,
+  variantKbps: [100, 240_000],
+  maxKbps: [100, 240_000],
+  bufferKbps: [100, 480_000],
+  keyint: [1, 600],
+  bframes: [0, 16],
+  refs: [1, 16],
+  audioKbps: [32, 512],
+  channels: 8,
+  segmentSeconds: [1, 30],
+  trackName: 128,
+} as const;
+
+const H26X_PRESETS = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower"];
+const H264_LEVELS = ["1", "1b", "1.1", "1.2", "1.3", "2", "2.1", "2.2", "3", "3.1", "3.2", "4", "4.1", "4.2", "5", "5.1", "5.2", "6", "6.1", "6.2"];
+const H265_LEVELS = ["1", "2", "2.1", "3", "3.1", "4", "4.1", "5", "5.1", "5.2", "6", "6.1", "6.2"];
+const AV1_LEVELS = ["2", "2.1", "2.2", "2.3", "3", "3.1", "3.2", "3.3", "4", "4.1", "4.2", "4.3", "5", "5.1", "5.2", "5.3", "6", "6.1", "6.2", "6.3", "7", "7.1", "7.2", "7.3"];
+
+interface CodecRules {
+  crf: readonly [number, number];
+  profiles: readonly string[];
+  presets: readonly string[];
+  tunes: readonly string[];
+  levels: readonly string[];
+}
+export const CODEC_RULES: Record<"h264" | "h265" | "vp9" | "av1", CodecRules> = {
+  h264: { crf: [15, 35], profiles: ["baseline", "main", "high"], presets: H26X_PRESETS, tunes: ["film", "animation", "grain", "stillimage", "fastdecode"], levels: H264_LEVELS },
+  h265: { crf: [18, 35], profiles: ["main", "main10"], presets: H26X_PRESETS, tunes: ["grain", "animation", "fastdecode"], levels: H265_LEVELS },
+  vp9: { crf: [15, 50], profiles: ["0", "1", "2", "3"], presets: ["good", "best", "realtime"], tunes: [], levels: [] },
+  // SVT-AV1 in this build encodes 4:2:0 only, which is the main profile.
+  av1: { crf: [20, 55], profiles: ["main"], presets: ["3", "4", "5", "6", "7", "8", "9", "10", "11", "12"], tunes: ["vq", "psnr"], levels: AV1_LEVELS },
+};
+
+const TYPE_NAMES: Partial<Record<OutputType, string>> = {
+  [OutputType.MP4]: "mp4",
+  [OutputType.WEBM]: "webm",
+  [OutputType.MKV]: "mkv",
+  [OutputType.MOV]: "mov",
+  [OutputType.HLS]: "hls",
+  [OutputType.DASH]: "dash",
+  [OutputType.ADAPTIVE]: "adaptive",
+};
+const AUDIO_NAMES: Partial<Record<AudioCodec, string>> = { [AudioCodec.AAC]: "aac", [AudioCodec.OPUS]: "opus", [AudioCodec.MP3]: "mp3" };
+const ALL_VIDEO = [VideoCodec.H264, VideoCodec.H265, VideoCodec.VP9, VideoCodec.AV1];
+const ALL_AUDIO = [AudioCodec.AAC, AudioCodec.OPUS, AudioCodec.MP3];
+
+/** What each output type can hold, and why not when it cannot. */
+const HOLDS: Record<string, { video: readonly VideoCodec[]; videoWhy: string; audio: readonly AudioCodec[]; audioWhy: string }> = {
+  mp4: { video: ALL_VIDEO, videoWhy: "", audio: ALL_AUDIO, audioWhy: "" },
+  mkv: { video: ALL_VIDEO, videoWhy: "", audio: ALL_AUDIO, audioWhy: "" },
+  webm: { video: [VideoCodec.VP9, VideoCodec.AV1], videoWhy: "webm holds vp9 or av1 video", audio: [AudioCodec.OPUS], audioWhy: "webm holds opus audio" },
+  mov: { video: [VideoCodec.H264, VideoCodec.H265], videoWhy: "mov holds h264 or h265 video here; use mp4, mkv or webm for vp9 and av1", audio: [AudioCodec.AAC, AudioCodec.MP3], audioWhy: "mov holds aac or mp3 audio; QuickTime does not play opus" },
+  hls: { video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1], videoWhy: "HLS players do not play vp9; use dash for vp9, or h264, h265 or av1", audio: [AudioCodec.AAC, AudioCodec.MP3], audioWhy: "HLS players play aac or mp3 audio, not opus" },
+  dash: { video: ALL_VIDEO, videoWhy: "", audio: [AudioCodec.AAC, AudioCodec.OPUS], audioWhy: "DASH outputs hold aac or opus audio" },
+  adaptive: { video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1], videoWhy: "an adaptive output is also played as HLS, which does not carry vp9; use dash for vp9", audio: [AudioCodec.AAC], audioWhy: "an adaptive output's shared CMAF audio must play in HLS and DASH players: aac" },
+};
+
+const SAMPLE_RATES = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000];
+const RATES: Record<string, readonly number[]> = { aac: SAMPLE_RATES, opus: [8000, 12000, 16000, 24000, 48000], mp3: SAMPLE_RATES.filter((r) => r <= 48000) };
+
+const MANIFEST_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const LANGUAGE = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/;
+
+function range(check: Check, field: string, value: number, [min, max]: readonly [number, number], zeroMeans?: string): void {
+  if (zeroMeans !== undefined && value === 0) return;
+  if (!Number.isInteger(value) || value < min || value > max) check.add(field, `must be ${min} to ${max}${zeroMeans !== undefined ? ` (or 0 for ${zeroMeans})` : ""}`);
+}
+
+function oneOf(check: Check, field: string, value: string, allowed: readonly string[], codec: string): void {
+  if (value === "") return;
+  if (allowed.length === 0) check.add(field, `is not available for ${codec}`);
+  else if (!allowed.includes(value)) check.add(field, `must be one of ${allowed.join(", ")} for ${codec}`);
+}
+
+const isCodec = (c: VideoCodec): c is keyof typeof CODEC_NAMES => c in CODEC_NAMES;
+
+/** Checks one output specification; violations go to check under `path` (e.g. outputs[0]). */
+export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): void {
+  const type = TYPE_NAMES[spec.type];
+  if (spec.type === OutputType.UNSPECIFIED) check.add(`${path}.type`, "is required: mp4, webm, mkv, mov, hls, dash or adaptive");
+  else if (!type) check.add(`${path}.type`, "must be mp4, webm, mkv, mov, hls, dash or adaptive");
+
+  if (spec.video.length === 0) {
+    if (spec.audio.length === 0 || spec.disableAudio) check.add(`${path}.video`, "needs 1 to 20 video variants; an audio-only output has no video variants and at least one audio track (and no disable_audio)");
+  } else if (spec.video.length > OUTPUT_LIMITS.variants) check.add(`${path}.video`, `must have at most ${OUTPUT_LIMITS.variants} video variants`);
+  if (spec.audio.length > OUTPUT_LIMITS.audioTracks) check.add(`${path}.audio`, `must have at most ${OUTPUT_LIMITS.audioTracks} audio tracks`);
+  if (spec.disableAudio && spec.audio.length > 0) check.add(`${path}.disable_audio`, "cannot be combined with audio tracks; remove the audio tracks or disable_audio");
+  if (!(spec.encodingMode in EncodingMode)) check.add(`${path}.encoding_mode`, "must be fixed or auto");
+  check.length(`${path}.path_template`, spec.pathTemplate, 0, OUTPUT_LIMITS.pathTemplate);
+
+  // Out of scope of this build: refused by name rather than silently ignored.
+  if (spec.drm) check.add(`${path}.drm`, "DRM is not supported in this build");
+  if (spec.subtitleTracks.length > 0) check.add(`${path}.subtitle_tracks`, "subtitle tracks are not supported in this build");
+  if (spec.contentAware?.enabled) check.add(`${path}.content_aware`, "content-aware encoding is not supported in this build");
+
+  const holds = type ? HOLDS[type] : undefined;
+  const hlsTs = spec.type === OutputType.HLS && (spec.hls?.segmentFormat || spec.segments?.segmentFormat) === SegmentFormat.TS;
+  spec.video.slice(0, OUTPUT_LIMITS.variants).forEach((v, i) => {
+    const at = `${path}.video[${i}]`;
+    checkVariant(check, at, v);
+    if (!holds || !isCodec(v.codec)) return;
+    if (!holds.video.includes(v.codec)) check.add(`${at}.codec`, holds.videoWhy);
+    else if (hlsTs && v.codec === VideoCodec.AV1) check.add(`${at}.codec`, "av1 in HLS needs fmp4 segments (hls.segment_format fmp4)");
+  });
+  spec.audio.slice(0, OUTPUT_LIMITS.audioTracks).forEach((a, j) => {
+    const at = `${path}.audio[${j}]`;
+    checkAudioTrack(check, at, a);
+    if (holds && a.codec !== AudioCodec.UNSPECIFIED && AUDIO_NAMES[a.codec] && !holds.audio.includes(a.codec)) check.add(`${at}.codec`, holds.audioWhy);
+  });
+  checkStreaming(check, path, spec);
+}
+
+function checkVariant(check: Check, at: string, v: VideoVariant): void {
+  if (v.codec === VideoCodec.UNSPECIFIED) check.add(`${at}.codec`, "is required: h264, h265, vp9 or av1");
+  else if (!isCodec(v.codec)) check.add(`${at}.codec`, "must be h264, h265, vp9 or av1");
+  if (v.resolution !== "" && RESOLUTION_LINES[v.resolution] === undefined) check.add(`${at}.resolution`, `must be one of ${Object.keys(RESOLUTION_LINES).join(", ")}`);
+  if (v.resolution !== "" && (v.width !== 0 || v.height !== 0)) check.add(`${at}.resolution`, "must be empty when width or height is set");
+  for (const [side, limits] of [["width", OUTPUT_LIMITS.width], ["height", OUTPUT_LIMITS.height]] as const) {
+    const n = v[side];
+    if (n === 0) continue;
+    if (!Number.isInteger(n) || n < limits[0] || n > limits[1]) check.add(`${at}.${side}`, `must be ${limits[0]} to ${limits[1]}`);
+    else if (n % 2 !== 0) check.add(`${at}.${side}`, "must be even (4:2:0 chroma halves each side)");
+  }
+  range(check, `${at}.framerate`, v.framerate, [1, OUTPUT_LIMITS.framerate], "the input's frame rate");
+  range(check, `${at}.bitrate`, v.bitrate, OUTPUT_LIMITS.variantKbps, "a rate chosen from resolution and quality");
+  if (!(v.quality in QualityTier)) check.add(`${at}.quality`, "must be economy, standard or premium");
+  if (v.hdr && v.hdr.mode !== HdrMode.UNSPECIFIED) check.add(`${at}.hdr`, "HDR conversion is not supported in this build");
+
+  const codec = isCodec(v.codec) ? CODEC_NAMES[v.codec] : undefined;
+  for (const name of ["h264", "h265", "vp9", "av1"] as const) {
+    if (v[name] && name !== codec) check.add(`${at}.${name}`, `applies to ${name} variants; this variant's codec is ${codec ?? "not set"}`);
+  }
+  if (!codec) return;
+  const o = v[codec];
+  if (!o) return;
+  const rules = CODEC_RULES[codec];
+  const f = `${at}.${codec}`;
+  if (!(o.bitrateMode in BitrateMode)) check.add(`${f}.bitrate_mode`, "must be crf, cbr or vbr");
+  const targetMode = o.bitrateMode === BitrateMode.CBR || o.bitrateMode === BitrateMode.VBR;
+  const crfMode = o.bitrateMode === BitrateMode.CRF || (o.bitrateMode === BitrateMode.UNSPECIFIED && v.bitrate === 0);
+  range(check, `${f}.crf`, o.crf, rules.crf, "the quality tier's value");
+  if (o.crf !== 0 && targetMode) check.add(`${f}.crf`, "applies with bitrate_mode crf; cbr and vbr aim at the variant's bitrate");
+  range(check, `${f}.max_bitrate_kbps`, o.maxBitrateKbps, OUTPUT_LIMITS.maxKbps, "no VBV cap");
+  range(check, `${f}.buffer_size_kbps`, o.bufferSizeKbps, OUTPUT_LIMITS.bufferKbps, "twice the max bitrate");
+  if (crfMode && o.bufferSizeKbps !== 0 && o.maxBitrateKbps === 0 && v.bitrate === 0) check.add(`${f}.buffer_size_kbps`, "needs max_bitrate_kbps: a VBV buffer caps a rate");
+  if (o.bitrateMode === BitrateMode.VBR && o.maxBitrateKbps !== 0 && v.bitrate !== 0 && o.maxBitrateKbps < v.bitrate) check.add(`${f}.max_bitrate_kbps`, "must be at least the variant's bitrate");
+  if (o.bitrateMode === BitrateMode.CBR && o.maxBitrateKbps !== 0) check.add(`${f}.max_bitrate_kbps`, "does not apply with bitrate_mode cbr: the rate is the variant's bitrate");
+  range(check, `${f}.keyint`, o.keyint, OUTPUT_LIMITS.keyint, "about 2 seconds");
+  oneOf(check, `${f}.profile`, o.profile, rules.profiles, codec);
+  oneOf(check, `${f}.encoder_preset`, o.encoderPreset, rules.presets, codec);
+  if ("tune" in o) oneOf(check, `${f}.tune`, o.tune, rules.tunes, codec);
+  if ("level" in o) oneOf(check, `${f}.level`, o.level.replace(/\.0$/, ""), rules.levels, codec);
+  if ("bframes" in o && o.bframes !== undefined) range(check, `${f}.bframes`, o.bframes, OUTPUT_LIMITS.bframes);
+  if ("refs" in o) range(check, `${f}.refs`, o.refs, OUTPUT_LIMITS.refs, "the encoder default");
+  if ("cpuUsed" in o && o.cpuUsed !== undefined) range(check, `${f}.cpu_used`, o.cpuUsed, [0, 8]);
+  if ("tileColumns" in o && o.tileColumns !== undefined) range(check, `${f}.tile_columns`, o.tileColumns, [0, 6]);
+  if ("filmGrain" in o) range(check, `${f}.film_grain`, o.filmGrain, [0, 50]);
+}
+
+function checkAudioTrack(check: Check, at: string, a: AudioTrack): void {
+  const codec = AUDIO_NAMES[a.codec];
+  if (a.codec !== AudioCodec.UNSPECIFIED && !codec) check.add(`${at}.codec`, "must be aac, opus or mp3");
+  range(check, `${at}.bitrate_kbps`, a.bitrateKbps, OUTPUT_LIMITS.audioKbps, "the codec's default");
+  const maxChannels = codec === "mp3" ? 2 : OUTPUT_LIMITS.channels;
+  range(check, `${at}.channels`, a.channels, [1, maxChannels], "the input's channels");
+  const rates = RATES[codec ?? "aac"]!;
+  if (a.sampleRate !== 0 && !rates.includes(a.sampleRate)) check.add(`${at}.sample_rate`, `must be 0 (keep the input's) or one of ${rates.join(", ")}${codec ? ` for ${codec}` : ""}`);
+  check.length(`${at}.name`, a.name, 0, OUTPUT_LIMITS.trackName);
+  if (a.language !== "" && !LANGUAGE.test(a.language)) check.add(`${at}.language`, "must be a BCP 47 tag such as en or pt-BR");
+}
+
+function checkStreaming(check: Check, path: string, spec: OutputSpec): void {
+  const seconds = (field: string, n: number) => range(check, field, n, OUTPUT_LIMITS.segmentSeconds, "the default of 6");
+  const { hls, dash, segments } = spec;
+  if (hls) {
+    seconds(`${path}.hls.segment_duration_seconds`, hls.segmentDurationSeconds);
+    if (!(hls.playlistType in HlsPlaylistType)) check.add(`${path}.hls.playlist_type`, "must be vod or event");
+    if (!(hls.segmentFormat in SegmentFormat)) check.add(`${path}.hls.segment_format`, "must be ts or fmp4");
+    if (hls.manifestName !== "" && !MANIFEST_NAME.test(hls.manifestName)) check.add(`${path}.hls.manifest_name`, "must be 1 to 64 letters, digits, - or _ (no extension)");
+    else if (spec.type === OutputType.ADAPTIVE && /^media_\d+$/.test(hls.manifestName)) check.add(`${path}.hls.manifest_name`, "media_<n> names the media playlists of an adaptive output");
+    if (hls.iframePlaylists) check.add(`${path}.hls.iframe_playlists`, "I-frame playlists are not supported in this build");
+  }
+  if (dash) {
+    seconds(`${path}.dash.segment_duration_seconds`, dash.segmentDurationSeconds);
+    range(check, `${path}.dash.min_buffer_time_seconds`, dash.minBufferTimeSeconds, [1, 30], "the default of 2");
+    if (dash.manifestName !== "" && !MANIFEST_NAME.test(dash.manifestName)) check.add(`${path}.dash.manifest_name`, "must be 1 to 64 letters, digits, - or _ (no extension)");
+  }
+  if (segments) {
+    seconds(`${path}.segments.segment_duration_seconds`, segments.segmentDurationSeconds);
+    if (!(segments.segmentFormat in SegmentFormat)) check.add(`${path}.segments.segment_format`, "must be ts or fmp4");
+  }
+  if (spec.type === OutputType.DASH || spec.type === OutputType.ADAPTIVE) {
+    const name = spec.type === OutputType.DASH ? "dash" : "adaptive";
+    if (segments?.segmentFormat === SegmentFormat.TS) check.add(`${path}.segments.segment_format`, `${name} outputs use fmp4 segments`);
+    if (spec.type === OutputType.ADAPTIVE && hls?.segmentFormat === SegmentFormat.TS) check.add(`${path}.hls.segment_format`, "adaptive outputs use fmp4 segments shared by HLS and DASH");
+  }
+  if (spec.type === OutputType.ADAPTIVE && !segments?.segmentDurationSeconds) {
+    const h = hls?.segmentDurationSeconds ?? 0;
+    const d = dash?.segmentDurationSeconds ?? 0;
+    if (h !== 0 && d !== 0 && h !== d) check.add(`${path}.dash.segment_duration_seconds`, "must equal hls.segment_duration_seconds: an adaptive output's HLS and DASH share one set of segments (or set segments.segment_duration_seconds)");
+  }
+}
