@@ -7,13 +7,12 @@
 // contacted besides the storage endpoint: a token_uri or universe_domain inside a caller's key file
 // is refused by parseServiceAccount, so a key file cannot point the service elsewhere.
 import { createPrivateKey } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
-import { rm, stat } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
 import type { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import { JWT } from "google-auth-library";
 import type { GuardedResponse, NetGuard } from "../net-guard.js";
-import { BlobError, transportError, type BlobStore } from "./port.js";
+import { BlobError, saveBody, transportError, type BlobStore } from "./port.js";
 
 export const GCS_DEFAULT_ENDPOINT = "https://storage.googleapis.com";
 const SCOPE = "https://www.googleapis.com/auth/devstorage.read_write";
@@ -102,13 +101,7 @@ export class GcsBlob implements BlobStore {
   async getToFile(key: string, file: string): Promise<{ size: number }> {
     const res = await this.call("GET", this.objectPath(key), key, { query: { alt: "media" } });
     await expectOk(res, this.url(key));
-    try {
-      await pipeline(res.body, createWriteStream(file));
-      return { size: (await stat(file)).size };
-    } catch (e) {
-      await rm(file, { force: true });
-      throw transportError(e, this.url(key)) ?? e;
-    }
+    return saveBody(res.body, file, this.url(key));
   }
 
   async head(key: string): Promise<{ size: number } | undefined> {

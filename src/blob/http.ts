@@ -1,10 +1,7 @@
 // A read-only origin over HTTPS: GET <base_url>/<key> with the origin's custom headers, through
 // the network guard (redirects re-checked; the headers are not sent past the first origin).
-import { createWriteStream } from "node:fs";
-import { rm, stat } from "node:fs/promises";
-import { pipeline } from "node:stream/promises";
 import type { GuardedResponse, NetGuard } from "../net-guard.js";
-import { BlobError, transportError, type BlobStore } from "./port.js";
+import { BlobError, saveBody, transportError, type BlobStore } from "./port.js";
 
 export interface HttpLocation {
   readonly baseUrl: string;
@@ -32,13 +29,7 @@ export class HttpBlob implements BlobStore {
   async getToFile(key: string, file: string): Promise<{ size: number }> {
     const res = await this.get(key, "GET");
     expectOk(res, this.url(key));
-    try {
-      await pipeline(res.body, createWriteStream(file));
-      return { size: (await stat(file)).size };
-    } catch (e) {
-      await rm(file, { force: true });
-      throw transportError(e, this.url(key)) ?? e;
-    }
+    return saveBody(res.body, file, this.url(key));
   }
 
   async head(key: string): Promise<{ size: number } | undefined> {

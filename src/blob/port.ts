@@ -1,5 +1,9 @@
 // The blob port: objects in a caller's bucket (or managed storage) by key, and the one error type
 // every adapter speaks, whose kind says what went wrong and so whether a retry can help.
+import { createWriteStream } from "node:fs";
+import { rm, stat } from "node:fs/promises";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { NetGuardError } from "../net-guard.js";
 
 export interface BlobStore {
@@ -59,4 +63,15 @@ export function joinKey(...parts: readonly string[]): string {
     .map((p) => p.replace(/^\/+|\/+$/g, ""))
     .filter((p) => p !== "")
     .join("/");
+}
+
+/** Writes a response body to a local file; a broken transfer leaves no partial file behind. */
+export async function saveBody(body: Readable, file: string, where: string): Promise<{ size: number }> {
+  try {
+    await pipeline(body, createWriteStream(file));
+    return { size: (await stat(file)).size };
+  } catch (e) {
+    await rm(file, { force: true });
+    throw transportError(e, where) ?? e;
+  }
 }
