@@ -10,6 +10,7 @@ import { mintDevToken } from "../src/identity.js";
 import { createLogger } from "../src/log.js";
 import { launchCluster } from "../src/launcher.js";
 import { startServer, type Bootstrap } from "../src/server.js";
+import { cassandraContactPoint, kafkaBrokers } from "./cluster/endpoints.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");
 
@@ -59,6 +60,8 @@ export function clusterEnv(dataDir: string, keyspace: string, extra: Record<stri
     MEDIA_DATA_DIR: dataDir,
     MEDIA_HTTP_HOST: "127.0.0.1",
     MEDIA_LOG_LEVEL: "warn",
+    MEDIA_KAFKA_BROKERS: kafkaBrokers().join(","),
+    MEDIA_CASSANDRA_CONTACT_POINTS: cassandraContactPoint(),
     MEDIA_CASSANDRA_KEYSPACE: keyspace,
     MEDIA_COMMAND_PARTITIONS: "4",
     ...extra,
@@ -66,7 +69,7 @@ export function clusterEnv(dataDir: string, keyspace: string, extra: Record<stri
 }
 
 /** Drops a test keyspace; best effort, a leftover one is harmless. */
-export async function dropKeyspace(keyspace: string, contactPoint = "127.0.0.1:9042"): Promise<void> {
+export async function dropKeyspace(keyspace: string, contactPoint = cassandraContactPoint()): Promise<void> {
   const { default: cassandra } = await import("cassandra-driver");
   const client = new cassandra.Client({ contactPoints: [contactPoint], localDataCenter: "datacenter1" });
   try {

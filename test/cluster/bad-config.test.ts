@@ -3,18 +3,17 @@
 // unreachable broker, missing keyspace, unreachable Cassandra, wrong credentials, malformed
 // settings. Then the health check of a running cluster while Kafka is stopped and started again:
 // it reports the bus as the unhealthy component, and recovers.
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchCluster, type LocalCluster } from "../../src/launcher.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
 import { call, freePort, freshKeyspace, readBootstrap, ROOT, tempDataDir, clusterEnv, dropKeyspace } from "../harness.js";
+import { cassandraContactPoint, kafkaBrokers } from "./endpoints.js";
+import { kafkaDown, kafkaRunning, kafkaUp } from "./kafka-service.js";
 
-const run = promisify(execFile);
-const KAFKA = path.join(ROOT, "infra/kafka.sh");
-const CASSANDRA = "127.0.0.1:9042";
+const CASSANDRA = cassandraContactPoint();
 const keyspace = freshKeyspace();
 const dataDir = tempDataDir();
 const ROLES = ["serve", "gateway", "actor-host"] as const;
@@ -41,6 +40,8 @@ function runMedia(role: Role, env: Record<string, string>, timeoutMs = 45_000): 
       MEDIA_DATA_DIR: dataDir,
       MEDIA_HTTP_HOST: "127.0.0.1",
       MEDIA_HTTP_PORT: String(freePort()),
+      MEDIA_KAFKA_BROKERS: kafkaBrokers().join(","),
+      MEDIA_CASSANDRA_CONTACT_POINTS: CASSANDRA,
       MEDIA_CASSANDRA_KEYSPACE: keyspace,
       ...env,
     },
@@ -183,11 +184,8 @@ describe("bad configuration stops the process with one line naming the setting",
 
 // ---- health while Kafka is down ----
 
-const kafka = (command: "up" | "down" | "status") => run("bash", [KAFKA, command], { cwd: ROOT, timeout: 150_000 });
-const kafkaRunning = () => kafka("status").then(
-  () => true,
-  () => false,
-);
+// infra/kafka.sh down/up, or the container's stop/start (test/cluster/kafka-service.ts).
+const kafka = (command: "up" | "down") => (command === "up" ? kafkaUp() : kafkaDown());
 
 async function poll<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<{ value: T; ms: number }> {
   const t0 = Date.now();

@@ -14,11 +14,12 @@ import { ConfigError } from "../../src/config.js";
 import { VersionConflict } from "../../src/errors.js";
 import { CassandraSettings, CassandraStore, renderCql, type CassandraStoreOptions } from "../../src/store/cassandra-store.js";
 import { storeContract, type ContractStore } from "../../src/store/store-contract.js";
+import { cassandraContactPoint, infraProvider } from "./endpoints.js";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const SCRIPT = path.join(ROOT, "infra/cassandra.sh");
-const CONTACT = `127.0.0.1:${process.env.CASSANDRA_PORT ?? "9042"}`;
+const CONTACT = cassandraContactPoint();
 const KEYSPACE = `media_test_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
 const base: CassandraStoreOptions = { contactPoints: [CONTACT], localDataCenter: "datacenter1", keyspace: KEYSPACE };
 
@@ -34,6 +35,7 @@ async function cassandraRunning(): Promise<boolean> {
 }
 
 beforeAll(async () => {
+  if (infraProvider() === "containers") return; // the global setup started it
   if (await cassandraRunning()) return;
   const t0 = Date.now();
   await run("bash", [SCRIPT, "up"], { timeout: 280_000 });

@@ -8,10 +8,11 @@ import { ActorHost } from "../../actors/host.js";
 import { createLogger } from "../../src/log.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
 import { freshKeyspace } from "../harness.js";
+import { cassandraContactPoint } from "./endpoints.js";
 
 const keyspace = freshKeyspace();
 const open = async () => {
-  const store = new CassandraStore({ contactPoints: ["127.0.0.1:9042"], localDataCenter: "datacenter1", keyspace });
+  const store = new CassandraStore({ contactPoints: [cassandraContactPoint()], localDataCenter: "datacenter1", keyspace });
   await store.open();
   return store;
 };

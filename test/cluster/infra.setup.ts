@@ -1,12 +1,31 @@
-// Global setup of the cluster projects: real Kafka and Cassandra from infra/, started once for the
-// run (unless already running) and stopped afterwards if this run started them.
+// Global setup of the cluster projects: real Kafka and Cassandra for the run, from one of two providers
+// chosen by MEDIA_TEST_INFRA:
+//   local       infra/kafka.sh and infra/cassandra.sh (Maven Central jars, no Docker): started once
+//               for the run unless already running, and stopped afterwards if this run started them.
+//   containers  apache/kafka and cassandra images of the same versions through testcontainers
+//               (test/cluster/containers.ts); fails at once when no Docker engine answers.
+//   auto        (default) containers when a Docker engine answers, else local.
+// Either way the endpoints are published in process.env (MEDIA_KAFKA_BROKERS,
+// MEDIA_CASSANDRA_CONTACT_POINTS), which the forked test workers and the cluster processes they
+// launch inherit; the tests read them through test/cluster/endpoints.ts. MEDIA_TEST_KEEP_INFRA=1
+// leaves everything running after the run.
 import { execFileSync, spawnSync } from "node:child_process";
 import path from "node:path";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const running = (script: string) => spawnSync("bash", [path.join(ROOT, "infra", script), "status"], { stdio: "ignore" }).status === 0;
+const keep = () => process.env.MEDIA_TEST_KEEP_INFRA === "1";
 
-export default function setup(): () => void {
+/**
+ * Stops the run with one line. (Thrown from a global setup, an error also gets vitest's misleading
+ * "No test files found" block; nothing has been started yet when this is called.)
+ */
+function fail(message: string): never {
+  process.stderr.write(`[infra] error: ${message}\n`);
+  process.exit(1);
+}
+
+function local(): () => void {
   const started: string[] = [];
   for (const script of ["kafka.sh", "cassandra.sh"]) {
     if (running(script)) continue;
@@ -15,8 +34,71 @@ export default function setup(): () => void {
     process.stderr.write(`[infra] ${script} up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     started.push(script);
   }
+  process.env.MEDIA_TEST_INFRA_PROVIDER = "local";
+  process.env.MEDIA_KAFKA_BROKERS = `127.0.0.1:${process.env.KAFKA_PORT || "9092"}`;
+  process.env.MEDIA_CASSANDRA_CONTACT_POINTS = `127.0.0.1:${process.env.CASSANDRA_PORT || "9042"}`;
   return () => {
-    if (process.env.MEDIA_TEST_KEEP_INFRA === "1") return;
+    if (keep()) return;
     for (const script of started) execFileSync("bash", [path.join(ROOT, "infra", script), "down", "--clean"], { stdio: "inherit" });
   };
+}
+
+/**
+ * Both cluster projects (api-cluster, cluster) list this setup, and vitest runs it once per project,
+ * one after the other, in one process (a module instance each), every setup before the first test
+ * and every teardown after the last: the first starts the containers, the others share them, the
+ * last teardown stops them.
+ */
+interface SharedContainers {
+  users: number;
+  readonly ready: Promise<{ kafka: import("./containers.js").Endpoint; cassandra: import("./containers.js").Endpoint }>;
+}
+const SHARED = Symbol.for("media.test.infra.containers");
+const shared = globalThis as typeof globalThis & { [SHARED]?: SharedContainers };
+
+/** Starts (or finds) the containers once for every cluster project of the run. */
+async function containers(client: import("testcontainers").ContainerRuntimeClient): Promise<() => Promise<void>> {
+  const { startContainers } = await import("./containers.js");
+  return share((shared[SHARED] = { users: 0, ready: startContainers(client, keep()) }));
+}
+
+/** Publishes the shared containers' endpoints; the teardown of their last user stops them. */
+async function share(state: SharedContainers): Promise<() => Promise<void>> {
+  state.users++;
+  const { kafka, cassandra } = await state.ready;
+  process.env.MEDIA_TEST_INFRA_PROVIDER = "containers";
+  process.env.MEDIA_KAFKA_BROKERS = kafka.address;
+  process.env.MEDIA_CASSANDRA_CONTACT_POINTS = cassandra.address;
+  process.env.MEDIA_TEST_KAFKA_CONTAINER = kafka.containerId;
+  return async () => {
+    if (--state.users > 0) return;
+    delete shared[SHARED];
+    if (keep()) {
+      const kept = [kafka, cassandra].filter((e) => e.started).map((e) => e.containerId.slice(0, 12));
+      if (kept.length > 0) process.stderr.write(`[infra] containers kept (MEDIA_TEST_KEEP_INFRA=1): docker rm -f ${kept.join(" ")}\n`);
+      return;
+    }
+    await Promise.all([kafka.stop(), cassandra.stop()]);
+  };
+}
+
+export default async function setup(): Promise<() => void | Promise<void>> {
+  const choice = (process.env.MEDIA_TEST_INFRA || "auto").trim().toLowerCase();
+  if (choice !== "local" && choice !== "containers" && choice !== "auto") {
+    fail(`MEDIA_TEST_INFRA must be local, containers or auto, got "${process.env.MEDIA_TEST_INFRA}"`);
+  }
+  if (choice === "local") return local();
+  const started = shared[SHARED];
+  if (started) return share(started); // another cluster project's setup started them
+  const { dockerEngine } = await import("./containers.js");
+  const engine = await dockerEngine();
+  if (engine.ok) return containers(engine.client);
+  if (choice === "containers") {
+    fail(
+      `MEDIA_TEST_INFRA=containers, but no Docker engine answers (testcontainers: ${engine.reason}). ` +
+        "Start Docker (or set DOCKER_HOST), or run with MEDIA_TEST_INFRA=local to use the infra/ scripts.",
+    );
+  }
+  process.stderr.write(`[infra] no Docker engine answers (${engine.reason}): using the infra/ scripts\n`);
+  return local();
 }

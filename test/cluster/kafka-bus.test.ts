@@ -9,14 +9,16 @@ import { busContract } from "../../src/bus/bus-contract.js";
 import { KafkaBus } from "../../src/bus/kafka-bus.js";
 import { ConfigError } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
+import { infraProvider, kafkaBrokers } from "./endpoints.js";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const script = path.join(root, "infra/kafka.sh");
-const brokers = [process.env.MEDIA_TEST_KAFKA ?? "127.0.0.1:9092"];
+const brokers = kafkaBrokers();
 let startedHere = false;
 
 beforeAll(async () => {
+  if (infraProvider() === "containers") return; // the global setup started it
   const running = await run("bash", [script, "status"], { cwd: root }).then(
     () => true,
     () => false,
