@@ -56,7 +56,8 @@ function originRef(o: OriginRecord | undefined, p: string): OriginRef | undefine
 
 const feeMicros = (f: FeeState) => f.rateMicros * f.quantity;
 
-export function jobMessage(j: JobRecord): Job {
+/** `signed` maps thumbnail keys to their time-limited URLs, when the output storage can sign them. */
+export function jobMessage(j: JobRecord, signed?: ReadonlyMap<string, string>): Job {
   const probed = j.probedAt !== undefined;
   const settled = j.completedAt !== undefined;
   // Outputs exist for callers once probing has sized them; a job that ended before has none.
@@ -121,7 +122,7 @@ export function jobMessage(j: JobRecord): Job {
     thumbnails: j.thumbnails.map((t) => fromJson(ThumbnailSpecSchema, t)),
     thumbnailResults: j.thumbnailResults.map((r) => ({
       url: r.url,
-      signedUrl: "",
+      signedUrl: signed?.get(r.key) ?? "",
       mode: MODE[r.mode] ?? ThumbnailMode.UNSPECIFIED,
       index: r.index,
       thumbnailIndex: r.thumbnailIndex,

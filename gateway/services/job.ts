@@ -15,13 +15,16 @@ import {
   ThumbnailSpecSchema,
   WatchJobResponseSchema,
   type CreateJobRequest,
+  type Job,
   type JobService,
   type OutputSpec,
 } from "../../src/gen/media/v1/job_pb.js";
 import { QualityTier, QualityTierSchema, VideoCodecSchema } from "../../src/gen/media/v1/preset_pb.js";
 import type { AppRecord } from "../../src/directory.js";
 import { newId, Prefix } from "../../src/ids.js";
-import { ORIGINS, getOrigin, PATH_TEMPLATE_VARIABLES, type OriginRecord } from "../../src/origins.js";
+import type { BlobStore } from "../../src/blob/index.js";
+import { NetGuard } from "../../src/net-guard.js";
+import { ORIGINS, getOrigin, openOriginBlob, PATH_TEMPLATE_VARIABLES, type OriginRecord } from "../../src/origins.js";
 import { resolveOutputSpec } from "../../src/presets.js";
 import { sha256 } from "../../src/secrets.js";
 import { Check } from "../../src/validation.js";
@@ -132,7 +135,33 @@ const PRIORITY_NAMES: Partial<Record<JobPriority, JobRecord["priority"]>> = {
   [JobPriority.PREMIUM]: "premium",
 };
 
+/** Thumbnail URLs stay valid this long after the job is read. */
+const SIGNED_URL_SECONDS = 6 * 3600;
+
+/**
+ * The job as callers see it, with signed thumbnail URLs made from the output origin's current
+ * credentials (rotated keys sign new URLs). Signing is local computation; no request is made.
+ */
+function presenter(d: ServiceDeps): (job: JobRecord) => Promise<Job> {
+  const guard = new NetGuard(d.config);
+  const blobs = new Map<string, BlobStore>();
+  return async (job) => {
+    if (job.thumbnailResults.length === 0 || !job.outputOrigin) return jobMessage(job);
+    const origin = (await getOrigin(d.store, job.outputOrigin.id)) ?? job.outputOrigin;
+    const cacheKey = `${origin.id}:${origin.updatedAt}`;
+    let blob = blobs.get(cacheKey);
+    if (!blob) {
+      if (blobs.size >= 100) blobs.clear();
+      blob = openOriginBlob(origin, d.box, guard, d.config);
+      blobs.set(cacheKey, blob);
+    }
+    const store = blob;
+    return jobMessage(job, new Map(job.thumbnailResults.map((r) => [r.key, store.signedUrl(r.key, SIGNED_URL_SECONDS) ?? ""])));
+  };
+}
+
 export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
+  const present = presenter(d);
   return {
     async create(req, ctx) {
       const caller = callerOf(ctx.values);
@@ -253,7 +282,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
     },
 
     async get(req, ctx) {
-      return { job: jobMessage(await visibleJob(d, callerOf(ctx.values), req.id)) };
+      return { job: await present(await visibleJob(d, callerOf(ctx.values), req.id)) };
     },
 
     async list(req, ctx) {
@@ -263,12 +292,12 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       // API keys list their app's jobs; portal sessions list the organization's first app's, as Create does.
       const app = caller.kind === "key" ? caller.app : await jobApp(d, caller, "");
       const page = await d.paginator.page<JobRecord>(JOBS, app.id, `jobs:${app.id}:${status ?? ""}`, req.pagination, status ? (j) => j.status === status : undefined);
-      return { jobs: page.items.map((r) => jobMessage(r.value)), pagination: page.pagination };
+      return { jobs: await Promise.all(page.items.map((r) => present(r.value))), pagination: page.pagination };
     },
 
     async cancel(req, ctx) {
       const job = await visibleJob(d, callerOf(ctx.values), req.id);
-      return { job: jobMessage(accepted(await d.actors.ask(JobBehavior, job.id, { type: "cancel", at: Date.now() }))) };
+      return { job: await present(accepted(await d.actors.ask(JobBehavior, job.id, { type: "cancel", at: Date.now() }))) };
     },
 
     async confirm(req, ctx) {
@@ -290,9 +319,9 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       const aborted = new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
       try {
         let job = await visibleJob(d, caller, req.id);
-        yield create(WatchJobResponseSchema, { eventType: "snapshot", job: jobMessage(job) });
+        yield create(WatchJobResponseSchema, { eventType: "snapshot", job: await present(job) });
         // A subscriber that connects after the end still gets the final state by name.
-        if (TERMINAL.has(job.status)) yield create(WatchJobResponseSchema, { eventType: job.status, job: jobMessage(job) });
+        if (TERMINAL.has(job.status)) yield create(WatchJobResponseSchema, { eventType: job.status, job: await present(job) });
         while (!TERMINAL.has(job.status)) {
           if (queue.length === 0) {
             await Promise.race([new Promise<void>((r) => (wake = r)), aborted]);
@@ -303,7 +332,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
           const next = (queue.shift()!.state as JobState).job;
           if (!next || next.version <= job.version) continue;
           job = next;
-          yield create(WatchJobResponseSchema, { eventType: TERMINAL.has(job.status) ? job.status : "updated", job: jobMessage(job) });
+          yield create(WatchJobResponseSchema, { eventType: TERMINAL.has(job.status) ? job.status : "updated", job: await present(job) });
         }
       } finally {
         unsubscribe();

@@ -13,6 +13,7 @@ import type { Readable } from "node:stream";
 import { JWT } from "google-auth-library";
 import type { GuardedResponse, NetGuard } from "../net-guard.js";
 import { BlobError, saveBody, transportError, type BlobStore } from "./port.js";
+import { signGcsGet } from "./sign.js";
 
 export const GCS_DEFAULT_ENDPOINT = "https://storage.googleapis.com";
 const SCOPE = "https://www.googleapis.com/auth/devstorage.read_write";
@@ -136,6 +137,10 @@ export class GcsBlob implements BlobStore {
     }
     await expectOk(res, this.url(prefix));
     res.body.resume();
+  }
+
+  signedUrl(key: string, expiresSeconds: number): string {
+    return signGcsGet({ bucket: this.location.bucket, clientEmail: this.location.account.clientEmail, privateKey: this.location.account.privateKey, endpoint: this.location.endpoint }, key, expiresSeconds);
   }
 
   url(key: string): string {

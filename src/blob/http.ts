@@ -48,6 +48,11 @@ export class HttpBlob implements BlobStore {
     expectOk(res, this.url(prefix));
   }
 
+  /** None: http origins are read with their custom headers, which a bare URL would not carry. */
+  signedUrl(): undefined {
+    return undefined;
+  }
+
   url(key: string): string {
     return `${this.base}/${key.split("/").map(encodeURIComponent).join("/")}`;
   }

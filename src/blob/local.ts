@@ -56,6 +56,11 @@ export class LocalBlob implements BlobStore {
     await mkdir(this.root, { recursive: true });
   }
 
+  /** None: managed storage is served by the gateway's edge routes, not by signed URLs. */
+  signedUrl(): undefined {
+    return undefined;
+  }
+
   url(key: string): string {
     return pathToFileURL(this.pathOf(key)).href;
   }

@@ -20,6 +20,8 @@ export interface BlobStore {
   checkRead(prefix: string): Promise<void>;
   /** Storage location as shown to users: s3://bucket/key, gs://bucket/key, r2://bucket/key or https://... for http. */
   url(key: string): string;
+  /** A time-limited HTTPS GET URL of the object, where the store can sign one. */
+  signedUrl(key: string, expiresSeconds: number): string | undefined;
 }
 
 export type BlobErrorKind = "not_found" | "denied" | "unreachable" | "forbidden_address" | "invalid" | "read_only";

@@ -9,6 +9,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import type { NetGuard } from "../net-guard.js";
 import { BlobError, transportError, type BlobStore } from "./port.js";
+import { presignS3Get } from "./sign.js";
 
 export interface S3Location {
   /** Scheme of the URLs shown to users. */
@@ -137,6 +138,10 @@ export class S3Blob implements BlobStore {
 
   url(key: string): string {
     return `${this.where}/${key}`;
+  }
+
+  signedUrl(key: string, expiresSeconds: number): string {
+    return presignS3Get(this.location, key, expiresSeconds);
   }
 
   private failure(e: unknown, key: string): BlobError {

@@ -200,6 +200,17 @@ describe("JobService", () => {
     expect(job.thumbnail_results).toHaveLength(1);
     expect(job.thumbnail_results[0]).toMatchObject({ mode: "single", index: 0, thumbnail_index: 0, width: 160 });
     expect(await bucketOut.head(job.thumbnail_results[0].url.replace("s3://media-out/", ""))).toBeDefined();
+    // The signed URL reads the image over HTTPS without credentials, for a while.
+    const signedUrl = job.thumbnail_results[0].signed_url as string;
+    expect(signedUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/media-out\/.*X-Amz-Signature=/);
+    const image = await guard.request(signedUrl);
+    const chunks: Buffer[] = [];
+    for await (const c of image.body) chunks.push(c as Buffer);
+    expect(image.status).toBe(200);
+    expect(Buffer.concat(chunks).subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
+    const forged = await guard.request(signedUrl.replace(/X-Amz-Signature=[0-9a-f]{4}/, "X-Amz-Signature=0000"));
+    forged.body.resume();
+    expect(forged.status).toBe(403);
 
     // A subscriber that connects after the end still sees the final state, and the stream ends.
     const late = await stream(h.base, "JobService/Watch", { id: job.id }, key);
