@@ -44,7 +44,7 @@ export interface OutputPlan {
   /** Duration the encode covers (after clip), for progress. */
   durationMs: number;
   /** How the renditions share work: one decode split N ways, or one process each. */
-  strategy: LadderStrategy;
+  strategy?: LadderStrategy;
   /** Share of the total work of each command, for progress; equal when absent. */
   weights?: number[];
   renditions?: RenditionPlan[];
@@ -62,10 +62,11 @@ export interface PlanOptions {
 }
 
 /**
- * Default ladder strategy, from test/bench/ladder.bench.ts on 2 cores (1080p source, 4 H.264
- * rungs): one decode split four ways used about 15% less CPU than one ffmpeg per rendition, at
- * the same or better wall time, because the three extra decodes cost more than the parallelism
- * gained; the encoders' own threads already keep both cores busy.
+ * Default ladder strategy, from test/bench/ladder.bench.ts on 2 cores (20 s 1080p30 source, four
+ * H.264 rungs 1080p-360p, veryfast; results/ladder-2026-11-22.json): one decode split four ways
+ * took 26.1 s of CPU and 14.5 s of wall time, one ffmpeg per rendition 32.1 s and 16.6 s. The
+ * three extra decodes cost more than the parallelism buys: x264's own threads already keep both
+ * cores busy inside one process.
  */
 export const DEFAULT_STRATEGY: LadderStrategy = "split";
 
