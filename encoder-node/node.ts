@@ -228,7 +228,10 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         const results = [];
         for (const a of artifacts) {
           const key = `${job.thumbnailPrefix}/${a.file}`;
-          await blob.put(key, path.join(dir, a.file), CONTENT_TYPES[path.extname(a.file)] ?? "application/octet-stream");
+          // A sprite's WebVTT index names its tiles by the image's file name: it goes beside it.
+          for (const f of a.indexFile ? [a.file, a.indexFile] : [a.file]) {
+            await blob.put(`${job.thumbnailPrefix}/${f}`, path.join(dir, f), CONTENT_TYPES[path.extname(f)] ?? "application/octet-stream");
+          }
           results.push({ url: blob.url(key), key, mode: a.mode, index: a.index, thumbnailIndex: a.thumbnailIndex, format: a.format, width: a.width, height: a.height, timeSeconds: a.timeSeconds, sizeBytes: a.sizeBytes });
         }
         await ask(job, { type: "thumbnails_done", attempt, at: Date.now(), results });

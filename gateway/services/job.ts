@@ -89,7 +89,6 @@ async function originForUrl(d: ServiceDeps, app: AppRecord, url: URL): Promise<O
 }
 
 function templateViolations(check: Check, field: string, template: string): void {
-  check.length(field, template, 0, JOB_LIMITS.template);
   for (const m of template.matchAll(/\{([^}]*)\}/g)) {
     if (!(TEMPLATE_VARIABLES as readonly string[]).includes(m[1]!)) check.add(field, `unknown variable {${m[1]}}; expected one of ${TEMPLATE_VARIABLES.map((v) => `{${v}}`).join(", ")}`);
   }
@@ -218,6 +217,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       for (const [k, v] of metadata) {
         check.length(`metadata.${k}`, k, 1, JOB_LIMITS.metadataKey).length(`metadata.${k}`, v, 0, JOB_LIMITS.metadataValue);
       }
+      check.length("output_path_template", req.outputPathTemplate, 0, JOB_LIMITS.template);
       if (req.outputPathTemplate !== "") templateViolations(check, "output_path_template", req.outputPathTemplate);
       if (req.clip) {
         if (!(req.clip.startSeconds >= 0)) check.add("clip.start_seconds", "must not be negative");

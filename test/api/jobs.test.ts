@@ -128,7 +128,7 @@ describe("JobService", () => {
         input_path: "clips/in.mp4",
         output_origin_id: outputOrigin,
         outputs: [mp4Output(), { type: "hls", video: [{ codec: "h264", width: 640, height: 360 }, { codec: "h264", width: 320, height: 180 }], audio: [{ codec: "aac", bitrate_kbps: 64 }] }],
-        thumbnails: [{ mode: "single", width: 160 }],
+        thumbnails: [{ mode: "single", width: 160 }, { mode: "sprite", count: 4, width: 80 }],
         metadata: { customer: "c-1" },
       }, key),
     );
@@ -197,8 +197,14 @@ describe("JobService", () => {
     expect(segments).toBeGreaterThan(0);
 
     // The thumbnail.
-    expect(job.thumbnail_results).toHaveLength(1);
-    expect(job.thumbnail_results[0]).toMatchObject({ mode: "single", index: 0, thumbnail_index: 0, width: 160 });
+    expect(job.thumbnail_results).toHaveLength(2);
+    expect(job.thumbnail_results[0]).toMatchObject({ mode: "single", index: 0, thumbnail_index: 0, width: 160, format: "jpg" });
+    expect(job.thumbnail_results[1]).toMatchObject({ mode: "sprite", thumbnail_index: 1 });
+    // The sprite's WebVTT index sits beside the image and names it.
+    const spriteKey = job.thumbnail_results[1].url.replace("s3://media-out/", "") as string;
+    const vtt = readFileSync(await fetchOut(`s3://media-out/${spriteKey.replace(/\.[a-z]+$/, ".vtt")}`), "utf8");
+    expect(vtt.startsWith("WEBVTT")).toBe(true);
+    expect(vtt).toContain(path.posix.basename(spriteKey));
     expect(await bucketOut.head(job.thumbnail_results[0].url.replace("s3://media-out/", ""))).toBeDefined();
     // The signed URL reads the image over HTTPS without credentials, for a while.
     const signedUrl = job.thumbnail_results[0].signed_url as string;
