@@ -307,6 +307,24 @@ describe("JobService", () => {
     }
   });
 
+  it("reads s3:// and gs:// input URLs with the credentials of the app's origin for that bucket; presets by id", async () => {
+    const account = serviceAccountJson();
+    await ok(call(h.base, "OriginService/Create", { name: "gcs-in", permissions: ["read", "write"], gcs: { bucket: "media-gcs", credentials: { service_account_json: account } } }, key));
+    const gcsBlob = new GcsBlob({ bucket: "media-gcs", account: (parseServiceAccount(account) as { account: never }).account, endpoint: gcs.endpoint }, guard);
+    await gcsBlob.put("sources/in.mp4", path.join(work, "in.mp4"), "video/mp4");
+    const viaS3 = (await ok(call(h.base, "JobService/Create", { input_url: "s3://media-in/clips/in.mp4", output_origin_id: outputOrigin, outputs: [{ preset: "pst_system_web_mp4_720p" }] }, key))).job;
+    const viaGs = (await ok(call(h.base, "JobService/Create", { input_url: "gs://media-gcs/sources/in.mp4", output_origin_id: outputOrigin, outputs: [mp4Output()] }, key))).job;
+    expect(viaS3.input_origin).toBeNull();
+    for (const id of [viaS3.id, viaGs.id]) {
+      const done = await waitFor(id);
+      expect(done.status, JSON.stringify(done)).toBe("completed");
+      expect(done.input_metadata.video).toMatchObject({ width: 640, height: 360 });
+    }
+    const noOrigin = await call(h.base, "JobService/Create", { input_url: "s3://no-such-bucket/a.mp4", output_origin_id: outputOrigin, outputs: [mp4Output()] }, key);
+    expect(noOrigin.status).toBe(400);
+    expect((await errorDetails(noOrigin.body)).fieldViolations[0]!.field).toBe("input_url");
+  });
+
   it("delayed start waits in awaiting_confirmation with an estimate; Confirm runs it, once", async () => {
     const { job } = await ok(call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: outputOrigin, outputs: [mp4Output()], delayed_start: true }, key));
     const waiting = await waitFor(job.id, (j) => j.status === "awaiting_confirmation");
