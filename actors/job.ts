@@ -9,6 +9,7 @@ import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS } from "../src/p
 import type { OriginRecord } from "../src/origins.js";
 import type { RecordWrite } from "../src/store/port.js";
 import type { Decision, EntityBehavior } from "./host.js";
+import { jobLedgerEvents, ledgerWrites } from "./ledger.js";
 
 export const JOBS = "jobs";
 /** Non-terminal jobs, one partition: what an actor host resumes after it takes partitions over. */
@@ -364,8 +365,10 @@ export const JobBehavior: EntityBehavior<JobState, JobCommand, JobEvent> = {
   },
   readModel(state, event) {
     const writes = JobBehavior.repair(state);
-    // The active-jobs row changes only when the job starts or ends.
-    return event.type === "created" || event.type === "settled" ? writes : writes.slice(0, 1);
+    // The active-jobs row changes only when the job starts or ends. Ledger events are written in
+    // the same commit as the job event they follow from, so none is lost between the two.
+    const ledger = jobLedgerEvents(state.job!, event).flatMap(ledgerWrites);
+    return [...(event.type === "created" || event.type === "settled" ? writes : writes.slice(0, 1)), ...ledger];
   },
 };
 

@@ -1,0 +1,84 @@
+// The event ledger: every event an entity change produces, recorded once with an id derived from
+// what happened (so writing it again is no change), frozen at emit time. Job events are written
+// by the JobActor in the same commit as the job event they follow from; a fan-out row beside each
+// marks it for delivery to the app's webhook endpoints until that is done.
+import { createHash } from "node:crypto";
+import { sortKey } from "../src/pagination.js";
+import type { RecordWrite } from "../src/store/port.js";
+import type { JobEvent, JobRecord } from "./job.js";
+
+export const EVENTS = "events";
+/** Synthetic events of SendTestWebhook (ids evt_test_…): delivered like others, never listed. */
+export const TEST_EVENTS = "test_events";
+/** Events whose fan-out to endpoints is not yet done, one partition. */
+export const EVENT_FANOUT = "event_fanout";
+export const FANOUT_PARTITION = "all";
+
+/** The one API version of this build; endpoints pin it and every event freezes it. */
+export const API_VERSION = "2026-11-01";
+export const API_VERSIONS: readonly string[] = [API_VERSION];
+
+/**
+ * The event catalog. Concrete types only; `*` subscribes to all, present and future.
+ * job.partial and job.canceled complete the job outcomes the spec's list leaves open.
+ */
+export const EVENT_TYPES = ["job.succeeded", "job.failed", "job.partial", "job.canceled", "output.ready", "output.failed", "video.ready", "video.failed", "video.uploaded"] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface EventRecord {
+  readonly id: string;
+  readonly appId: string;
+  readonly organizationId: string;
+  readonly type: EventType;
+  /** The resource as it was when the event happened (rendered as the API shows it), or a test event's sample data. */
+  readonly subject: { readonly kind: "job"; readonly job: JobRecord; readonly outputId?: string } | { readonly kind: "test"; readonly data: unknown };
+  readonly requestId: string;
+  readonly apiVersion: string;
+  readonly createdAt: number;
+}
+
+const ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+/** An id derived from a label: the same happening always gets the same id. */
+export function derivedId(prefix: string, label: string, length = 24): string {
+  let out = "";
+  for (const byte of createHash("sha256").update(label).digest()) {
+    if (out.length === length) break;
+    out += ALPHABET[byte % 62];
+  }
+  return `${prefix}${out}`;
+}
+
+const OUTCOME: Partial<Record<JobRecord["status"], EventType>> = { completed: "job.succeeded", failed: "job.failed", partial: "job.partial", canceled: "job.canceled" };
+
+/** The ledger events a job event produces, given the job after it. */
+export function jobLedgerEvents(job: JobRecord, event: JobEvent): EventRecord[] {
+  const base = { appId: job.appId, organizationId: job.organizationId, requestId: "", apiVersion: API_VERSION };
+  const make = (type: EventType, at: number, outputId?: string): EventRecord => ({
+    ...base,
+    id: derivedId("evt_", `${job.id}:${type}:${outputId ?? ""}`),
+    type,
+    subject: { kind: "job", job, ...(outputId ? { outputId } : {}) },
+    createdAt: at,
+  });
+  switch (event.type) {
+    case "output_completed":
+      return [make("output.ready", event.at, event.outputId)];
+    case "output_failed":
+      return [make("output.failed", event.at, event.outputId)];
+    case "settled": {
+      const type = OUTCOME[event.status];
+      return type ? [make(type, event.at)] : [];
+    }
+    default:
+      return [];
+  }
+}
+
+/** The rows of an event: the ledger entry and its fan-out mark. */
+export function ledgerWrites(e: EventRecord): RecordWrite[] {
+  const sort = sortKey(e.createdAt, e.id);
+  return [
+    { table: EVENTS, id: e.id, value: e, partition: e.appId, sort },
+    { table: EVENT_FANOUT, id: e.id, value: { eventId: e.id, appId: e.appId, type: e.type, createdAt: e.createdAt }, partition: FANOUT_PARTITION, sort },
+  ];
+}

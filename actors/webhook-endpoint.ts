@@ -1,0 +1,328 @@
+// WebhookEndpointActor: one persistent actor per endpoint. It owns the endpoint's configuration,
+// its signing secrets (sealed), and the state of every delivery to it: enqueued once per event,
+// attempted up to 15 times on a schedule, settled. Attempts themselves run outside the actor (the
+// deliverer on the same actor host); their outcomes come back as commands, so every change of a
+// delivery is journaled and a restart resumes from the journal.
+import { Code } from "@connectrpc/connect";
+import { sortKey } from "../src/pagination.js";
+import type { RecordWrite } from "../src/store/port.js";
+import type { Decision, EntityBehavior } from "./host.js";
+
+export const WEBHOOK_ENDPOINTS = "webhook_endpoints";
+/** Deliveries by endpoint (ListWebhookDeliveries) and by event (pending_webhooks, ResendEvent). */
+export const WEBHOOK_DELIVERIES = "webhook_deliveries";
+export const EVENT_DELIVERIES = "event_deliveries";
+/** Deliveries that will be attempted again, one partition: what an actor host resumes on takeover. */
+export const PENDING_DELIVERIES = "pending_deliveries";
+export const PENDING_PARTITION = "all";
+
+export const MAX_ATTEMPTS = 15;
+/** SendTestWebhook calls allowed per endpoint per minute. */
+export const TEST_LIMIT_PER_MINUTE = 10;
+/** Event ids remembered per endpoint, so a repeated fan-out of one event enqueues it once. */
+const REMEMBERED_EVENTS = 1000;
+
+export interface SecretState {
+  /** SecretBox-sealed `whsec_…`. */
+  readonly sealed: string;
+  readonly createdAt: number;
+  /** Set on the previous secret at rotation: it keeps signing until then. */
+  readonly expiresAt?: number;
+}
+
+export interface EndpointRecord {
+  readonly id: string;
+  readonly appId: string;
+  readonly organizationId: string;
+  readonly url: string;
+  readonly description?: string;
+  readonly enabledEvents: readonly string[];
+  readonly status: "enabled" | "disabled";
+  readonly disabledReason?: "manual" | "auto_failures";
+  readonly apiVersion: string;
+  readonly metadata: Readonly<Record<string, string>>;
+  /** Newest first. */
+  readonly secrets: readonly SecretState[];
+  readonly lastRotatedAt?: number;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly deletedAt?: number;
+  /** Attempts and failures per hour (epoch hour), the last 25 hours: the rolling health. */
+  readonly health: readonly HealthBucket[];
+}
+
+export interface HealthBucket {
+  readonly hour: number;
+  readonly attempts: number;
+  readonly failed: number;
+}
+
+/** The rolling 24-hour summary of an endpoint's attempts. */
+export function endpointHealth(e: EndpointRecord, now: number): { totalAttempts: number; failed: number; successRate: number } {
+  const since = Math.floor(now / 3_600_000) - 23;
+  const recent = e.health.filter((b) => b.hour >= since);
+  const totalAttempts = recent.reduce((s, b) => s + b.attempts, 0);
+  const failed = recent.reduce((s, b) => s + b.failed, 0);
+  return { totalAttempts, failed, successRate: totalAttempts === 0 ? 1 : Math.round(((totalAttempts - failed) / totalAttempts) * 10_000) / 10_000 };
+}
+
+function countAttempt(health: readonly HealthBucket[], at: number, ok: boolean): HealthBucket[] {
+  const hour = Math.floor(at / 3_600_000);
+  const kept = health.filter((b) => b.hour > hour - 25);
+  const current = kept.find((b) => b.hour === hour) ?? { hour, attempts: 0, failed: 0 };
+  return [...kept.filter((b) => b.hour !== hour), { hour, attempts: current.attempts + 1, failed: current.failed + (ok ? 0 : 1) }];
+}
+
+export type DeliveryStatus = "pending" | "succeeded" | "failed" | "exhausted";
+
+export interface DeliveryRecord {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly appId: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly status: DeliveryStatus;
+  /** Attempts made so far (0 before the first); shown as the 1-based number of the latest. */
+  readonly attempt: number;
+  readonly responseStatus?: number;
+  readonly responseBody?: string;
+  readonly responseHeaders: string;
+  readonly latencyMs?: number;
+  readonly transportError?: string;
+  readonly errorMessage?: string;
+  readonly nextAttemptAt?: number;
+  /** Synthetic events of SendTestWebhook: no ledger entry, no pending_webhooks. */
+  readonly test: boolean;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface AttemptOutcome {
+  readonly ok: boolean;
+  readonly status?: number;
+  readonly responseBody?: string;
+  readonly responseHeaders: string;
+  readonly latencyMs?: number;
+  readonly transportError?: string;
+  readonly errorMessage?: string;
+}
+
+export interface EndpointState {
+  readonly endpoint?: EndpointRecord;
+  /** Deliveries not yet settled (pending or failed with a next attempt). */
+  readonly open: Readonly<Record<string, DeliveryRecord>>;
+  readonly recentEvents: readonly string[];
+  readonly consecutiveFailedAttempts: number;
+  readonly firstFailureAt?: number;
+  readonly consecutiveExhausted: number;
+  /** Times of recent SendTestWebhook calls, for the per-minute limit. */
+  readonly testTimes: readonly number[];
+  /** The delivery the last attempt settled, for its read-model rows. */
+  readonly lastSettled?: DeliveryRecord;
+}
+
+export interface EventRef {
+  readonly id: string;
+  readonly type: string;
+}
+
+export type EndpointCommand =
+  | { readonly type: "create"; readonly endpoint: EndpointRecord }
+  | { readonly type: "update"; readonly at: number; readonly description?: string; readonly enabledEvents?: readonly string[]; readonly metadata?: Readonly<Record<string, string>>; readonly status?: "enabled" | "disabled" }
+  | { readonly type: "delete"; readonly at: number }
+  | { readonly type: "rotate"; readonly at: number; readonly sealed: string; readonly overlapMs: number }
+  /** A ledger event for this endpoint; `force` (ResendEvent) enqueues it again. */
+  | { readonly type: "enqueue"; readonly at: number; readonly event: EventRef; readonly deliveryId: string; readonly force?: boolean }
+  | { readonly type: "test"; readonly at: number; readonly event: EventRef; readonly deliveryId: string }
+  | { readonly type: "attempted"; readonly at: number; readonly deliveryId: string; readonly attempt: number; readonly outcome: AttemptOutcome; readonly retryDelayMs: number; readonly autoDisable: boolean }
+  | { readonly type: "resume" };
+
+export type EndpointEvent =
+  | { readonly type: "created"; readonly endpoint: EndpointRecord }
+  | { readonly type: "updated"; readonly at: number; readonly description?: string; readonly enabledEvents?: readonly string[]; readonly metadata?: Readonly<Record<string, string>>; readonly status?: "enabled" | "disabled" }
+  | { readonly type: "deleted"; readonly at: number }
+  | { readonly type: "rotated"; readonly at: number; readonly sealed: string; readonly previousExpiresAt: number }
+  | { readonly type: "enqueued"; readonly at: number; readonly event: EventRef; readonly deliveryId: string; readonly test: boolean }
+  | { readonly type: "attempted"; readonly at: number; readonly deliveryId: string; readonly attempt: number; readonly outcome: AttemptOutcome; readonly nextAttemptAt?: number }
+  | { readonly type: "auto_disabled"; readonly at: number };
+
+export const subscribes = (e: EndpointRecord, type: string) => e.enabledEvents.includes("*") || e.enabledEvents.includes(type);
+export const activeSecrets = (e: EndpointRecord, now: number) => e.secrets.filter((s) => s.expiresAt === undefined || s.expiresAt > now);
+
+const missing = { code: Code.NotFound, message: "webhook endpoint not found" } as const;
+
+function decide(state: EndpointState, c: EndpointCommand): Decision<EndpointEvent> {
+  if (c.type === "create") return state.endpoint ? { code: Code.AlreadyExists, message: `webhook endpoint ${c.endpoint.id} exists` } : [{ type: "created", endpoint: c.endpoint }];
+  const e = state.endpoint;
+  if (!e || (e.deletedAt !== undefined && c.type !== "attempted" && c.type !== "resume")) return missing;
+  switch (c.type) {
+    case "update":
+      return [{ type: "updated", at: c.at, ...(c.description !== undefined ? { description: c.description } : {}), ...(c.enabledEvents ? { enabledEvents: c.enabledEvents } : {}), ...(c.metadata ? { metadata: c.metadata } : {}), ...(c.status ? { status: c.status } : {}) }];
+    case "delete":
+      return [{ type: "deleted", at: c.at }];
+    case "rotate":
+      return [{ type: "rotated", at: c.at, sealed: c.sealed, previousExpiresAt: c.at + c.overlapMs }];
+    case "enqueue":
+      // Disabled endpoints receive nothing; a repeated fan-out of one event is no change.
+      if (e.status !== "enabled" || !subscribes(e, c.event.type)) return c.force ? { code: Code.FailedPrecondition, message: `webhook endpoint ${e.id} is disabled or not subscribed to ${c.event.type}` } : [];
+      if (!c.force && state.recentEvents.includes(c.event.id)) return [];
+      return [{ type: "enqueued", at: c.at, event: c.event, deliveryId: c.deliveryId, test: false }];
+    case "test": {
+      if (e.status !== "enabled") return { code: Code.FailedPrecondition, message: `webhook endpoint ${e.id} is disabled` };
+      const recent = state.testTimes.filter((t) => c.at - t < 60_000);
+      if (recent.length >= TEST_LIMIT_PER_MINUTE) return { code: Code.ResourceExhausted, message: `at most ${TEST_LIMIT_PER_MINUTE} test deliveries per minute per endpoint` };
+      return [{ type: "enqueued", at: c.at, event: c.event, deliveryId: c.deliveryId, test: true }];
+    }
+    case "attempted": {
+      const d = state.open[c.deliveryId];
+      // An outcome for a settled delivery or an older attempt (a timer that fired twice) is no change.
+      if (!d || c.attempt !== d.attempt + 1) return [];
+      const final = c.outcome.ok || c.attempt >= MAX_ATTEMPTS;
+      const events: EndpointEvent[] = [{ type: "attempted", at: c.at, deliveryId: c.deliveryId, attempt: c.attempt, outcome: c.outcome, ...(final ? {} : { nextAttemptAt: c.at + c.retryDelayMs }) }];
+      if (!c.outcome.ok && c.autoDisable && e.status === "enabled") events.push({ type: "auto_disabled", at: c.at });
+      return events;
+    }
+    case "resume":
+      return [];
+  }
+}
+
+function fold(state: EndpointState, ev: EndpointEvent): EndpointState {
+  if (ev.type === "created") return { ...state, endpoint: ev.endpoint };
+  const e = state.endpoint;
+  if (!e) return state;
+  switch (ev.type) {
+    case "updated":
+      return {
+        ...state,
+        endpoint: {
+          ...e,
+          updatedAt: ev.at,
+          ...(ev.description !== undefined ? { description: ev.description } : {}),
+          ...(ev.enabledEvents ? { enabledEvents: ev.enabledEvents } : {}),
+          ...(ev.metadata ? { metadata: ev.metadata } : {}),
+          ...(ev.status === "enabled" ? { status: "enabled", disabledReason: undefined } : ev.status === "disabled" ? { status: "disabled", disabledReason: "manual" } : {}),
+        },
+        // Re-enabling starts the failure count afresh.
+        ...(ev.status === "enabled" ? { consecutiveFailedAttempts: 0, firstFailureAt: undefined, consecutiveExhausted: 0 } : {}),
+      };
+    case "deleted":
+      return { ...state, endpoint: { ...e, deletedAt: ev.at, updatedAt: ev.at } };
+    case "rotated":
+      return {
+        ...state,
+        endpoint: {
+          ...e,
+          updatedAt: ev.at,
+          lastRotatedAt: ev.at,
+          // The new secret first; the one that was current signs until the overlap ends; older ones go.
+          secrets: [{ sealed: ev.sealed, createdAt: ev.at }, ...(e.secrets[0] ? [{ ...e.secrets[0], expiresAt: ev.previousExpiresAt }] : [])],
+        },
+      };
+    case "enqueued": {
+      const d: DeliveryRecord = {
+        id: ev.deliveryId,
+        endpointId: e.id,
+        appId: e.appId,
+        eventId: ev.event.id,
+        eventType: ev.event.type,
+        status: "pending",
+        attempt: 0,
+        responseHeaders: "{}",
+        nextAttemptAt: ev.at,
+        test: ev.test,
+        createdAt: ev.at,
+        updatedAt: ev.at,
+      };
+      return {
+        ...state,
+        open: { ...state.open, [d.id]: d },
+        recentEvents: ev.test ? state.recentEvents : [...state.recentEvents, ev.event.id].slice(-REMEMBERED_EVENTS),
+        testTimes: ev.test ? [...state.testTimes.filter((t) => ev.at - t < 60_000), ev.at] : state.testTimes,
+      };
+    }
+    case "attempted": {
+      const d = state.open[ev.deliveryId];
+      if (!d) return state;
+      const o = ev.outcome;
+      const status: DeliveryStatus = o.ok ? "succeeded" : ev.nextAttemptAt !== undefined ? "failed" : "exhausted";
+      const next: DeliveryRecord = {
+        id: d.id,
+        endpointId: d.endpointId,
+        appId: d.appId,
+        eventId: d.eventId,
+        eventType: d.eventType,
+        test: d.test,
+        createdAt: d.createdAt,
+        status,
+        attempt: ev.attempt,
+        responseHeaders: o.responseHeaders,
+        updatedAt: ev.at,
+        ...(o.status !== undefined ? { responseStatus: o.status } : {}),
+        ...(o.responseBody !== undefined ? { responseBody: o.responseBody } : {}),
+        ...(o.latencyMs !== undefined ? { latencyMs: o.latencyMs } : {}),
+        ...(o.transportError !== undefined ? { transportError: o.transportError } : {}),
+        ...(o.errorMessage !== undefined ? { errorMessage: o.errorMessage } : {}),
+        ...(ev.nextAttemptAt !== undefined ? { nextAttemptAt: ev.nextAttemptAt } : {}),
+      };
+      const open = { ...state.open };
+      if (status === "succeeded" || status === "exhausted") delete open[d.id];
+      else open[d.id] = next;
+      return {
+        ...state,
+        endpoint: { ...e, health: countAttempt(e.health, ev.at, o.ok) },
+        open,
+        lastSettled: next,
+        consecutiveFailedAttempts: o.ok ? 0 : state.consecutiveFailedAttempts + 1,
+        firstFailureAt: o.ok ? undefined : (state.firstFailureAt ?? ev.at),
+        consecutiveExhausted: o.ok ? 0 : status === "exhausted" ? state.consecutiveExhausted + 1 : state.consecutiveExhausted,
+      };
+    }
+    case "auto_disabled":
+      return { ...state, endpoint: { ...e, status: "disabled", disabledReason: "auto_failures", updatedAt: ev.at } };
+  }
+}
+
+function deliveryWrites(d: DeliveryRecord): RecordWrite[] {
+  const sort = sortKey(d.createdAt, d.id);
+  const open = d.status === "pending" || d.status === "failed";
+  return [
+    { table: WEBHOOK_DELIVERIES, id: d.id, value: d, partition: d.endpointId, sort },
+    { table: EVENT_DELIVERIES, id: d.id, value: d, partition: d.eventId, sort },
+    open
+      ? { table: PENDING_DELIVERIES, id: d.id, value: { endpointId: d.endpointId, deliveryId: d.id, nextAttemptAt: d.nextAttemptAt ?? d.createdAt }, partition: PENDING_PARTITION, sort }
+      : { table: PENDING_DELIVERIES, id: d.id, value: null },
+  ];
+}
+
+export const WebhookEndpointBehavior: EntityBehavior<EndpointState, EndpointCommand, EndpointEvent> = {
+  type: "webhook_endpoint",
+  initial: { open: {}, recentEvents: [], consecutiveFailedAttempts: 0, consecutiveExhausted: 0, testTimes: [] },
+  decide,
+  fold,
+  repair(state): RecordWrite[] {
+    const e = state.endpoint;
+    if (!e) return [];
+    return [{ table: WEBHOOK_ENDPOINTS, id: e.id, value: e, partition: e.appId, sort: sortKey(e.createdAt, e.id) }, ...Object.values(state.open).flatMap(deliveryWrites)];
+  },
+  readModel(state, ev) {
+    const e = state.endpoint!;
+    const endpointRow: RecordWrite = { table: WEBHOOK_ENDPOINTS, id: e.id, value: e, partition: e.appId, sort: sortKey(e.createdAt, e.id) };
+    switch (ev.type) {
+      case "enqueued":
+        return deliveryWrites(state.open[ev.deliveryId]!);
+      case "attempted": {
+        const d = state.open[ev.deliveryId] ?? (state.lastSettled?.id === ev.deliveryId ? state.lastSettled : undefined);
+        return [endpointRow, ...(d ? deliveryWrites(d) : [])];
+      }
+      default:
+        return [endpointRow];
+    }
+  },
+};
+
+/** Deliveries an actor host should attempt now or later after a change (or a resume). */
+export function dueDeliveries(state: EndpointState): readonly DeliveryRecord[] {
+  if (!state.endpoint || state.endpoint.deletedAt !== undefined) return [];
+  return Object.values(state.open).filter((d) => d.nextAttemptAt !== undefined);
+}
