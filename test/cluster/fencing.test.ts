@@ -64,8 +64,13 @@ describe("two actor hosts owning one entity", () => {
     const seqs = journal.map((e) => e.seq);
     expect(seqs).toEqual(seqs.map((_, i) => i + 1)); // no gap, no duplicate
     // The failed side recovers on its next command and writes after the winner.
-    const after = await a.ask(ApiKeyBehavior, id, { type: "revoke", at: 999 });
-    expect(after.ok).toBe(true);
+    // (Under load its recovery can itself meet a timeout: that too is a clean, retryable refusal.)
+    let after = await a.ask(ApiKeyBehavior, id, { type: "revoke", at: 999 });
+    if (!after.ok) {
+      expect(after, JSON.stringify(after)).toMatchObject({ ok: false, rejection: { code: Code.Unavailable } });
+      after = await a.ask(ApiKeyBehavior, id, { type: "revoke", at: 999 });
+    }
+    expect(after.ok, JSON.stringify(after)).toBe(true);
     expect((await stores[1]!.events(`api_key:${id}`, 0)).map((e) => e.seq)).toEqual([...seqs, seqs.length + 1]);
   });
 });
