@@ -119,6 +119,12 @@ export class CommandClient implements EntityCommands {
   }
 }
 
+/** Sends a command that needs no answer (a fan-out, a report): published, not awaited by anyone. */
+export function tell<S, C, E>(bus: Bus, topics: Topics, behavior: EntityBehavior<S, C, E>, id: string, command: C): Promise<void> {
+  const envelope: CommandEnvelope = { type: behavior.type, id, command };
+  return bus.publish(topics.commands, [{ key: `${behavior.type}:${id}`, value: encode(envelope) }]);
+}
+
 /** Actor-host side: serves the commands of the partitions this host owns. */
 export async function serveCommands(
   bus: Bus,

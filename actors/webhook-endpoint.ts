@@ -6,6 +6,7 @@
 import { Code } from "@connectrpc/connect";
 import { sortKey } from "../src/pagination.js";
 import type { RecordWrite } from "../src/store/port.js";
+import { MAX_ATTEMPTS, shouldAutoDisable } from "../src/webhooks/schedule.js";
 import type { Decision, EntityBehavior } from "./host.js";
 
 export const WEBHOOK_ENDPOINTS = "webhook_endpoints";
@@ -16,7 +17,7 @@ export const EVENT_DELIVERIES = "event_deliveries";
 export const PENDING_DELIVERIES = "pending_deliveries";
 export const PENDING_PARTITION = "all";
 
-export const MAX_ATTEMPTS = 15;
+export { MAX_ATTEMPTS };
 /** SendTestWebhook calls allowed per endpoint per minute. */
 export const TEST_LIMIT_PER_MINUTE = 10;
 /** Event ids remembered per endpoint, so a repeated fan-out of one event enqueues it once. */
@@ -134,7 +135,7 @@ export type EndpointCommand =
   /** A ledger event for this endpoint; `force` (ResendEvent) enqueues it again. */
   | { readonly type: "enqueue"; readonly at: number; readonly event: EventRef; readonly deliveryId: string; readonly force?: boolean }
   | { readonly type: "test"; readonly at: number; readonly event: EventRef; readonly deliveryId: string }
-  | { readonly type: "attempted"; readonly at: number; readonly deliveryId: string; readonly attempt: number; readonly outcome: AttemptOutcome; readonly retryDelayMs: number; readonly autoDisable: boolean }
+  | { readonly type: "attempted"; readonly at: number; readonly deliveryId: string; readonly attempt: number; readonly outcome: AttemptOutcome; readonly retryDelayMs: number }
   | { readonly type: "resume" };
 
 export type EndpointEvent =
@@ -179,7 +180,18 @@ function decide(state: EndpointState, c: EndpointCommand): Decision<EndpointEven
       if (!d || c.attempt !== d.attempt + 1) return [];
       const final = c.outcome.ok || c.attempt >= MAX_ATTEMPTS;
       const events: EndpointEvent[] = [{ type: "attempted", at: c.at, deliveryId: c.deliveryId, attempt: c.attempt, outcome: c.outcome, ...(final ? {} : { nextAttemptAt: c.at + c.retryDelayMs }) }];
-      if (!c.outcome.ok && c.autoDisable && e.status === "enabled") events.push({ type: "auto_disabled", at: c.at });
+      // Whether the endpoint keeps failing is judged on this actor's counters, after this attempt.
+      const failing =
+        !c.outcome.ok &&
+        shouldAutoDisable(
+          {
+            consecutiveFailedAttempts: state.consecutiveFailedAttempts + 1,
+            firstFailureAt: state.firstFailureAt ?? c.at,
+            consecutiveExhausted: state.consecutiveExhausted + (final ? 1 : 0),
+          },
+          c.at,
+        );
+      if (failing && e.status === "enabled") events.push({ type: "auto_disabled", at: c.at });
       return events;
     }
     case "resume":

@@ -30,12 +30,12 @@ import { userService } from "./services/user.js";
 import { originService } from "./services/origin.js";
 import { presetService } from "./services/preset.js";
 import { jobService } from "./services/job.js";
+import { webhookService } from "./services/webhook.js";
 import type { ApiKeyRecord } from "../actors/api-key.js";
 
 /** Services whose capability arrives in a later issue: every method answers unimplemented. */
 const LATER: readonly { service: DescService; capability: string; resource: (typeof SCOPE_RESOURCES)[number] }[] = [
   { service: VideoService, capability: "Managed video hosting (VideoService)", resource: "videos" },
-  { service: WebhookService, capability: "Webhooks (WebhookService)", resource: "webhooks" },
 ];
 
 /** Services whose methods follow the default rule of their resource: reads need :read, the rest :write. */
@@ -43,6 +43,7 @@ const BY_RESOURCE: Readonly<Record<string, (typeof SCOPE_RESOURCES)[number]>> = 
   [OriginService.typeName]: "origins",
   [PresetService.typeName]: "presets",
   [JobService.typeName]: "jobs",
+  [WebhookService.typeName]: "webhooks",
   ...Object.fromEntries(LATER.map((l) => [l.service.typeName, l.resource])),
 };
 
@@ -111,6 +112,7 @@ export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> 
   serve(OriginService, originService(deps));
   serve(PresetService, presetService(deps));
   serve(JobService, jobService(deps));
+  serve(WebhookService, webhookService(deps));
   for (const later of LATER) {
     const impl: Record<string, () => never> = {};
     for (const m of later.service.methods) {

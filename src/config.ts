@@ -52,6 +52,8 @@ export interface Config {
     /** PEM file of a CA trusted in addition to the built-in roots (MEDIA_TLS_CA_FILE). */
     readonly tlsCaFile: string | undefined;
   };
+  /** Webhook deliveries: per-attempt timeout, and a scale on the retry schedule (tests shrink it). */
+  readonly webhooks: { readonly timeoutMs: number; readonly retryScale: number };
   /** Operator overrides of storage endpoints; unset means the providers' public endpoints. */
   readonly storage: {
     /** S3-compatible server used for provider s3 instead of AWS, path-style (MEDIA_S3_ENDPOINT). */
@@ -111,6 +113,14 @@ function netSettings(env: NodeJS.ProcessEnv): Config["net"] {
     if (!pem.includes("-----BEGIN CERTIFICATE-----")) throw new ConfigError("MEDIA_TLS_CA_FILE", `${tlsCaFile} holds no PEM certificate`);
   }
   return { allow, tlsCaFile };
+}
+
+function retryScale(env: NodeJS.ProcessEnv): number {
+  const raw = env.MEDIA_WEBHOOK_RETRY_SCALE;
+  if (raw === undefined || raw === "") return 1;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || value > 1) throw new ConfigError("MEDIA_WEBHOOK_RETRY_SCALE", `must be a number in (0, 1], got "${raw}"`);
+  return value;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -182,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     version: VERSION,
     net: netSettings(env),
+    webhooks: { timeoutMs: integer(env, "MEDIA_WEBHOOK_TIMEOUT_MS", 10_000, 100, 60_000), retryScale: retryScale(env) },
     storage: { s3Endpoint: endpoint(env, "MEDIA_S3_ENDPOINT"), gcsApiEndpoint: endpoint(env, "MEDIA_GCS_API_ENDPOINT") },
   };
   return Object.freeze(config);

@@ -8,6 +8,11 @@ import { ActorHost, type AfterPersist, type EntityBehavior } from "../actors/hos
 import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, JOBS, taskFor, type JobCommand, type JobEvent, type JobRecord, type JobState } from "../actors/job.js";
 import { partitionFor } from "./bus/memory-bus.js";
 import { publishUpdate, UpdatesHub } from "../actors/updates.js";
+import { jobLedgerEvents } from "../actors/ledger.js";
+import { WebhookEndpointBehavior, type EndpointCommand, type EndpointState } from "../actors/webhook-endpoint.js";
+import { Deliverer } from "./webhooks/deliverer.js";
+import { fanOut, sweepFanout } from "./webhooks/fanout.js";
+import { legacyWrites, pollLegacy } from "./webhooks/legacy.js";
 import { startEncoderNode, type EncoderNode } from "../encoder-node/node.js";
 import { NetGuard } from "./net-guard.js";
 import { createHandlers } from "../gateway/router.js";
@@ -85,7 +90,7 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
 }
 
 /** The actors this build has; commands for any other type are refused. */
-const BEHAVIORS = [ApiKeyBehavior, JobBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown>[];
+const BEHAVIORS = [ApiKeyBehavior, JobBehavior, WebhookEndpointBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown>[];
 
 /** A job that has not changed for this long while it should be moving has lost its task. */
 const STALL_MS = 60_000;
@@ -129,7 +134,7 @@ const encoder = new TextEncoder();
  * Side effects of a job change, after it is durable: its new state on "updates" (Watch streams,
  * cancellations) and, when the change calls for one, an encode task on "encode".
  */
-function jobEffects(bus: Bus, topics: Topics, log: Logger): AfterPersist {
+function jobEffects(bus: Bus, topics: Topics, store: Store, log: Logger): AfterPersist {
   return (type, id, state, events, command) => {
     if (type !== JobBehavior.type) return;
     const job = (state as JobState).job;
@@ -138,6 +143,12 @@ function jobEffects(bus: Bus, topics: Topics, log: Logger): AfterPersist {
     if (events.length === 0 && !resumed) return;
     if (events.length > 0) {
       publishUpdate(bus, topics, { type, id, version: job.version, state }).catch((e: unknown) => log.warn({ err: e, job_id: id }, "job update not published"));
+      // Ledger events were committed with the change; hand them to the app's webhook endpoints.
+      const ledger = (events as readonly JobEvent[]).flatMap((e) => jobLedgerEvents(job, e));
+      if (ledger.length > 0) fanOut(store, bus, topics, ledger).catch((e: unknown) => log.warn({ err: e, job_id: id }, "event fan-out deferred to the sweep"));
+      legacyWrites(store, job, events as readonly JobEvent[])
+        .then((writes) => (writes.length > 0 ? store.commit({ writes }) : undefined))
+        .catch((e: unknown) => log.warn({ err: e, job_id: id }, "legacy webhooks not recorded"));
     }
     const task = taskFor(job, resumed ? "recovered" : (events as readonly JobEvent[]));
     if (task) {
@@ -145,6 +156,15 @@ function jobEffects(bus: Bus, topics: Topics, log: Logger): AfterPersist {
         .publish(topics.encode, [{ key: id, value: encoder.encode(JSON.stringify(task)) }])
         .catch((e: unknown) => log.error({ err: e, job_id: id, kind: task.kind }, "encode task not published"));
     }
+  };
+}
+
+/** After an endpoint's change (or a resume), its open deliveries are (re)armed on this host. */
+function endpointEffects(deliverer: () => Deliverer | undefined): AfterPersist {
+  return (type, _id, state, events, command) => {
+    if (type !== WebhookEndpointBehavior.type) return;
+    if (events.length === 0 && (command as EndpointCommand).type !== "resume") return;
+    deliverer()?.schedule(state as EndpointState);
   };
 }
 
@@ -191,22 +211,47 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   let actorHost: ActorHost | undefined;
   let commandConsumer: Consumer | undefined;
   let sweeper: NodeJS.Timeout | undefined;
+  let stopDeliverer: () => void = () => undefined;
+  let legacyPoller: NodeJS.Timeout | undefined;
   if (roles.actorHost) {
-    actorHost = new ActorHost(store, log, 10_000, jobEffects(bus, topics, log));
+    let deliverer: Deliverer | undefined;
+    const jobs = jobEffects(bus, topics, store, log);
+    const endpoints = endpointEffects(() => deliverer);
+    actorHost = new ActorHost(store, log, 10_000, (...args) => {
+      jobs(...args);
+      endpoints(...args);
+    });
     const host = actorHost;
+    deliverer = new Deliverer(store, host, box, new NetGuard(config), log, config.webhooks);
+    stopDeliverer = () => deliverer?.stop();
+    const delivery = deliverer;
     const partitions = config.mode === "embedded" ? 4 : config.cluster.commandPartitions;
     let owned: readonly number[] = [];
-    const sweep = () => resumeStalledJobs(store, host, owned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "stalled-job sweep failed"));
+    const sweep = () => {
+      resumeStalledJobs(store, host, owned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "stalled-job sweep failed"));
+      sweepFanout(store, bus, topics, owned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "fan-out sweep failed"));
+    };
     commandConsumer = await serveCommands(bus, topics, actorHost, BEHAVIORS, log, (assigned) => {
       owned = assigned;
-      void sweep();
+      // Another host may have owned these endpoints: its timers are its own; arm ours from the store.
+      delivery.clear();
+      delivery.resume(assigned, partitions).catch((e: unknown) => log.warn({ err: e }, "webhook deliveries not resumed"));
+      sweep();
     });
-    sweeper = setInterval(() => void sweep(), STALL_MS);
+    sweeper = setInterval(sweep, STALL_MS);
+    const legacyInflight = new Set<string>();
+    const legacyGuard = new NetGuard(config);
+    legacyPoller = setInterval(() => {
+      pollLegacy(store, legacyGuard, box, new Set(owned), partitions, legacyInflight, config.webhooks.retryScale, log).catch((e: unknown) => log.warn({ err: e }, "legacy webhook poll failed"));
+    }, 1000);
+    legacyPoller.unref();
     sweeper.unref();
     log.info({ mode: config.mode }, "actor host ready");
   }
   const stopActors = async () => {
     clearInterval(sweeper);
+    clearInterval(legacyPoller);
+    stopDeliverer();
     await commandConsumer?.stop();
     actorHost?.stop();
   };

@@ -1,0 +1,64 @@
+// Fan-out: a ledger event goes to every enabled endpoint of its app subscribed to its type, as an
+// `enqueue` command to each endpoint's actor. The ledger row's fan-out mark is removed only after
+// every command is on the bus; a mark left behind by a host that died is picked up by the sweep,
+// and an endpoint enqueues one event once, so a repeated fan-out delivers nothing twice.
+import { tell, type Topics } from "../../actors/commands.js";
+import { derivedId, EVENT_FANOUT, FANOUT_PARTITION, type EventRecord } from "../../actors/ledger.js";
+import { subscribes, WEBHOOK_ENDPOINTS, WebhookEndpointBehavior, type EndpointRecord } from "../../actors/webhook-endpoint.js";
+import { partitionFor } from "../bus/memory-bus.js";
+import type { Bus } from "../bus/port.js";
+import type { Logger } from "../log.js";
+import type { Store } from "../store/port.js";
+
+type EventRef = Pick<EventRecord, "id" | "appId" | "type">;
+
+async function subscribers(store: Store, appId: string, type: string): Promise<EndpointRecord[]> {
+  const out: EndpointRecord[] = [];
+  let before: string | undefined;
+  for (;;) {
+    const page = await store.scan<EndpointRecord>(WEBHOOK_ENDPOINTS, appId, {
+      limit: 100,
+      ...(before !== undefined ? { before } : {}),
+      filter: (e) => e.status === "enabled" && e.deletedAt === undefined && subscribes(e, type),
+    });
+    out.push(...page.items.map((r) => r.value));
+    if (!page.more) return out;
+    before = page.items.at(-1)!.sort;
+  }
+}
+
+export async function fanOut(store: Store, bus: Bus, topics: Topics, events: readonly EventRef[]): Promise<void> {
+  for (const event of events) {
+    const endpoints = await subscribers(store, event.appId, event.type);
+    await Promise.all(
+      endpoints.map((e) =>
+        tell(bus, topics, WebhookEndpointBehavior, e.id, {
+          type: "enqueue",
+          at: Date.now(),
+          event: { id: event.id, type: event.type },
+          deliveryId: derivedId("whd_", `${event.id}:${e.id}`),
+        }),
+      ),
+    );
+    await store.commit({ writes: [{ table: EVENT_FANOUT, id: event.id, value: null }] });
+  }
+}
+
+/** Fans out again the events whose mark outlived `graceMs`, among those this host owns. */
+export async function sweepFanout(store: Store, bus: Bus, topics: Topics, owned: readonly number[], partitions: number, log: Logger, graceMs = 10_000): Promise<void> {
+  if (owned.length === 0) return;
+  const mine = new Set(owned);
+  const stale: EventRef[] = [];
+  let before: string | undefined;
+  for (;;) {
+    const page = await store.scan<{ eventId: string; appId: string; type: EventRecord["type"]; createdAt: number }>(EVENT_FANOUT, FANOUT_PARTITION, { limit: 500, ...(before !== undefined ? { before } : {}) });
+    for (const row of page.items) {
+      const m = row.value;
+      if (Date.now() - m.createdAt >= graceMs && mine.has(partitionFor(`event:${m.eventId}`, partitions))) stale.push({ id: m.eventId, appId: m.appId, type: m.type });
+    }
+    if (!page.more) break;
+    before = page.items.at(-1)!.sort;
+  }
+  if (stale.length > 0) log.warn({ events: stale.length }, "fanning out events left unfanned");
+  await fanOut(store, bus, topics, stale);
+}
