@@ -119,6 +119,8 @@ export interface JobRecord {
   readonly idempotencyKey?: string;
   /** Hash of the create request body, compared when the idempotency key is reused. */
   readonly bodyHash: string;
+  /** The Create request (x-request-id): its events name it as their cause. */
+  readonly requestId?: string;
   /** The encode attempt whose reports count; a redelivered task starts a new one. */
   readonly attempt?: string;
   /** An encoder picked the job up: the processing fee is due whatever happens next. */

@@ -52,7 +52,7 @@ const OUTCOME: Partial<Record<JobRecord["status"], EventType>> = { completed: "j
 
 /** The ledger events a job event produces, given the job after it. */
 export function jobLedgerEvents(job: JobRecord, event: JobEvent): EventRecord[] {
-  const base = { appId: job.appId, organizationId: job.organizationId, requestId: "", apiVersion: API_VERSION };
+  const base = { appId: job.appId, organizationId: job.organizationId, requestId: job.requestId ?? "", apiVersion: API_VERSION };
   const make = (type: EventType, at: number, outputId?: string): EventRecord => ({
     ...base,
     id: derivedId("evt_", `${job.id}:${type}:${outputId ?? ""}`),

@@ -14,6 +14,8 @@ export type Caller =
   | { readonly kind: "session"; readonly user: UserRecord; readonly staff: boolean; readonly org?: OrganizationRecord; readonly role?: Role };
 
 export const CALLER = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
+/** The id of the request being served (x-request-id), for records that say what caused them. */
+export const REQUEST_ID = createContextKey<string>("", { description: "request id" });
 
 export const SCOPE_RESOURCES = ["organizations", "apps", "api_keys", "users", "origins", "presets", "jobs", "videos", "webhooks"] as const;
 export type Scope = `${(typeof SCOPE_RESOURCES)[number]}:${"read" | "write"}`;

@@ -18,7 +18,7 @@ import { VideoService } from "../src/gen/media/v1/video_pb.js";
 import { WebhookService } from "../src/gen/media/v1/webhook_pb.js";
 import { newId, Prefix } from "../src/ids.js";
 import type { SessionVerifier } from "../src/identity.js";
-import { accessInterceptor, defaultRule, RULES, SCOPE_RESOURCES, type Rule } from "./access.js";
+import { accessInterceptor, defaultRule, REQUEST_ID, RULES, SCOPE_RESOURCES, type Rule } from "./access.js";
 import { idempotencyInterceptor } from "./idempotency.js";
 import { withSpecJson } from "./json-bridge.js";
 import { apiKeyService } from "./services/api-key.js";
@@ -64,6 +64,7 @@ export interface RouterDeps extends ServiceDeps {
 function outermost(deps: RouterDeps): Interceptor {
   return (next) => async (req) => {
     const requestId = newId(Prefix.request);
+    req.contextValues.set(REQUEST_ID, requestId);
     try {
       const res = await next(req);
       res.header.set("x-request-id", requestId);

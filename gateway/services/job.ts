@@ -30,7 +30,7 @@ import { sha256 } from "../../src/secrets.js";
 import { Check } from "../../src/validation.js";
 import { checkOutputSpec } from "../../encoder-node/spec-check.js";
 import { checkThumbnailSpec } from "../../encoder-node/thumbnails.js";
-import { callerOf, type Caller } from "../access.js";
+import { callerOf, REQUEST_ID, type Caller } from "../access.js";
 import { enumWireName } from "../codec.js";
 import { JOB_STATUS_NAMES, jobMessage } from "../present-job.js";
 import { visibleApp } from "./app.js";
@@ -274,6 +274,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         delayedStart: req.delayedStart,
         ...(req.idempotencyKey !== "" ? { idempotencyKey: req.idempotencyKey } : {}),
         bodyHash: hash,
+        ...(ctx.values.get(REQUEST_ID) ? { requestId: ctx.values.get(REQUEST_ID) } : {}),
         encoderStarted: false,
         createdAt,
         updatedAt: createdAt,

@@ -100,7 +100,9 @@ describe("signed webhook deliveries", () => {
       b.setSecrets([eb.secret]);
       c.setSecrets([ec.secret]);
       const origin = (await ok(call(h.base, "OriginService/Create", { name: "hooks", permissions: ["write"], s3: { bucket: "hooks-out", region: "us-east-1", credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey } } }, key))).origin.id;
-      const { job } = await ok(call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: origin, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }], metadata: { order: "o-7" } }, key));
+      const createdJob = await call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: origin, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }], metadata: { order: "o-7" } }, key);
+      const { job } = await ok(Promise.resolve(createdJob));
+      const requestId = createdJob.headers.get("x-request-id");
       const got = await a.waitFor(2);
       const types = got.map((r) => (r.json as any).type).sort();
       expect(types).toEqual(["job.succeeded", "output.ready"]);
@@ -125,6 +127,9 @@ describe("signed webhook deliveries", () => {
       const events = (await ok(call(h.base, "WebhookService/ListEvents", {}, key))).events as any[];
       const mine = events.filter((e) => JSON.parse(e.data).id === job.id || JSON.parse(e.data).job_id === job.id);
       expect(mine.map((e) => e.type).sort()).toEqual(["job.succeeded", "output.ready"]);
+      // The events name the request that caused them: the job's Create.
+      expect(requestId).toMatch(/^req_/);
+      expect(mine.every((e) => e.request_id === requestId)).toBe(true);
       await until("pending_webhooks 0", async () => {
         const e = (await ok(call(h.base, "WebhookService/RetrieveEvent", { id: succeeded.id }, key))).event;
         return e.pending_webhooks === 0 ? e : undefined;
