@@ -239,3 +239,11 @@ export async function startHttpsPeer(ca: TestCa, handler: (req: IncomingMessage,
       }),
   };
 }
+
+/** An HTTPS server that answers every GET with one file: a job input on loopback. */
+export function serveFile(ca: TestCa, file: string): Promise<HttpsPeer> {
+  return startHttpsPeer(ca, (_req, res) => {
+    const data = readFileSync(file);
+    res.writeHead(200, { "content-type": "video/mp4", "content-length": data.length }).end(data);
+  });
+}

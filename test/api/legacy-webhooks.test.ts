@@ -1,16 +1,14 @@
 // Legacy webhooks on real sockets: the app-level webhook (signed with X-Webhook-Signature) and a
 // job's webhook_url, fed by a real job; a failed post is retried on the (scaled) legacy schedule.
-import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, startHarness, type Auth, type Harness } from "../harness.js";
-import { makeTestCa, startHttpsPeer, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
+import { makeTestCa, serveFile, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
+import { makeTestInput } from "../media.js";
 import { startRecordingReceiver } from "../receivers.js";
 
-const run = promisify(execFile);
 let h: Harness;
 let ca: TestCa;
 let key: Auth;
@@ -28,11 +26,7 @@ beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), "media-legacy-"));
   ca = makeTestCa();
   minio = await startMinio(ca, ["legacy-out"]);
-  await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=3", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", path.join(work, "in.mp4")]);
-  web = await startHttpsPeer(ca, (_req, res) => {
-    const data = readFileSync(path.join(work, "in.mp4"));
-    res.writeHead(200, { "content-length": data.length }).end(data);
-  });
+  web = await serveFile(ca, await makeTestInput(path.join(work, "in.mp4"), { seconds: 3, width: 320, height: 240, fps: 25, audio: true }));
   h = await startHarness({ MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_TLS_CA_FILE: ca.caFile, MEDIA_S3_ENDPOINT: minio.endpoint, MEDIA_WEBHOOK_RETRY_SCALE: "0.00001" });
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
 }, 240_000);

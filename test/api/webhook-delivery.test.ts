@@ -4,18 +4,14 @@
 // once each. The retry schedule is scaled down (MEDIA_WEBHOOK_RETRY_SCALE) so 15 attempts take
 // seconds. Runs against both deployments.
 import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { execFile } from "node:child_process";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { S3Blob } from "../../src/blob/index.js";
-import { NetGuard } from "../../src/net-guard.js";
 import { call, startHarness, type Auth, type Harness } from "../harness.js";
-import { makeTestCa, startHttpsPeer, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
+import { makeTestCa, serveFile, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
+import { makeTestInput } from "../media.js";
 import { closedPortUrl, startRecordingReceiver, type RecordingReceiver } from "../receivers.js";
 
-const run = promisify(execFile);
 let h: Harness;
 let ca: TestCa;
 let key: Auth;
@@ -61,11 +57,7 @@ beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), "media-webhooks-"));
   ca = makeTestCa();
   minio = await startMinio(ca, ["hooks-out"]);
-  await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=1", "-f", "lavfi", "-i", "sine=duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", path.join(work, "in.mp4")]);
-  web = await startHttpsPeer(ca, (_req, res) => {
-    const data = readFileSync(path.join(work, "in.mp4"));
-    res.writeHead(200, { "content-length": data.length }).end(data);
-  });
+  web = await serveFile(ca, await makeTestInput(path.join(work, "in.mp4"), { seconds: 1, width: 320, height: 240, fps: 25, audio: true }));
   // A name that resolves to loopback when the endpoint is created and to a private address later:
   // DNS rebinding, which the guard must catch at connect time.
   hostsBackup = readFileSync(HOSTS, "utf8");
