@@ -3,7 +3,7 @@
 // connections, refused connections, a name that turns private), and a real job's events arrive
 // once each. The retry schedule is scaled down (MEDIA_WEBHOOK_RETRY_SCALE) so 15 attempts take
 // seconds. Runs against both deployments.
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,8 +19,15 @@ let minio: MinioPeer;
 let web: HttpsPeer;
 let work: string;
 const HOSTS = "/etc/hosts";
-const REBIND = "media-rebind.test";
-let hostsBackup: string | undefined;
+// One name per test process: the embedded and cluster runs of this file may overlap.
+const REBIND = `media-rebind-${process.pid}.test`;
+
+/** Points REBIND at `ip` in /etc/hosts (read at each lookup), or removes it. */
+function pointRebind(ip: string | undefined): void {
+  const kept = readFileSync(HOSTS, "utf8").split("\n").filter((l) => !l.includes(REBIND));
+  while (kept.length > 0 && kept.at(-1) === "") kept.pop();
+  writeFileSync(HOSTS, `${[...kept, ...(ip ? [`${ip} ${REBIND}`] : [])].join("\n")}\n`);
+}
 
 async function ok(p: Promise<{ status: number; body: any }>): Promise<any> {
   const r = await p;
@@ -60,8 +67,7 @@ beforeAll(async () => {
   web = await serveFile(ca, await makeTestInput(path.join(work, "in.mp4"), { seconds: 1, width: 320, height: 240, fps: 25, audio: true }));
   // A name that resolves to loopback when the endpoint is created and to a private address later:
   // DNS rebinding, which the guard must catch at connect time.
-  hostsBackup = readFileSync(HOSTS, "utf8");
-  appendFileSync(HOSTS, `\n127.0.0.1 ${REBIND}\n`);
+  pointRebind("127.0.0.1");
   h = await startHarness({
     MEDIA_NET_ALLOW: "127.0.0.1/32",
     MEDIA_TLS_CA_FILE: ca.caFile,
@@ -73,7 +79,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  if (hostsBackup !== undefined) writeFileSync(HOSTS, hostsBackup);
+  pointRebind(undefined);
   await h?.server.close();
   await web?.stop();
   await minio?.stop();
@@ -199,12 +205,12 @@ describe("signed webhook deliveries", () => {
     try {
       const port = new URL(r.url).port;
       const e = await endpoint(`https://${REBIND}:${port}/hook`);
-      writeFileSync(HOSTS, `${hostsBackup}\n10.255.255.1 ${REBIND}\n`);
+      pointRebind("10.255.255.1");
       const d = await testDelivery(e.id, ["failed", "exhausted"]);
       expect(d.transport_error).toBe("ssrf_blocked");
       expect(r.requests).toHaveLength(0);
     } finally {
-      writeFileSync(HOSTS, `${hostsBackup}\n127.0.0.1 ${REBIND}\n`);
+      pointRebind("127.0.0.1");
       await r.stop();
     }
   });
