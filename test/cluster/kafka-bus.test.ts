@@ -62,3 +62,37 @@ describe("KafkaBus start", () => {
     await bus.close();
   }, 20_000);
 });
+
+describe("KafkaBus long handlers", () => {
+  it("keeps a member whose handler runs past the session timeout (an encode): no rebalance, no redelivery", async () => {
+    const bus = new KafkaBus({ brokers, clientId: `long-handler-${process.pid}`, log, sessionTimeoutMs: 6000 });
+    await bus.start();
+    const topic = `media.test.long-handler-${process.pid}-${Date.now()}`;
+    try {
+      await bus.ensureTopics([{ topic, partitions: 1 }]);
+      const deliveries: string[] = [];
+      const assignments: number[][] = [];
+      let finished!: () => void;
+      const done = new Promise<void>((r) => (finished = r));
+      const consumer = await bus.consume({
+        topic,
+        group: `${topic}-encoders`,
+        onAssigned: (p) => assignments.push([...p]),
+        handler: async (m) => {
+          deliveries.push(m.offset);
+          // Twice the session timeout: only heartbeats sent during the handler keep the member.
+          await new Promise((r) => setTimeout(r, 12_000));
+          finished();
+        },
+      });
+      await bus.publish(topic, [{ key: "job_1", value: new TextEncoder().encode("task") }]);
+      await done;
+      await new Promise((r) => setTimeout(r, 3000));
+      await consumer.stop();
+      expect(deliveries).toEqual(["0"]);
+      expect(assignments.filter((a) => a.length > 0)).toHaveLength(1);
+    } finally {
+      await bus.close();
+    }
+  }, 60_000);
+});
