@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeTestInput } from "../test/media.js";
-import { probe, probeStreamCodec } from "./probe.js";
+import { probe, probeStreamCodec } from "../../encoder-node/probe.js";
+import { makeTestInput } from "../media.js";
 
 const exec = promisify(execFile);
 const dir = mkdtempSync(path.join(tmpdir(), "probe-spec-"));
