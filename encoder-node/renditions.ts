@@ -1,0 +1,398 @@
+// Renditions: what each video variant and audio track of an output becomes (size, frame rate, rate
+// control, GOP, pixel format, filter chain) and the per-stream encoder arguments that say so. Pure;
+// plan.ts lays these streams out as progressive files, HLS or DASH.
+import { EncodingMode, type AudioTrack, type OutputSpec, type VideoVariant } from "../src/gen/media/v1/job_pb.js";
+import { AudioCodec, BitrateMode, QualityTier, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
+import { MediaError } from "./media-errors.js";
+import type { ProbeResult } from "./probe.js";
+
+/** One rendition as planned: what runPlan and the uploader may report about it. */
+export interface RenditionPlan {
+  name: string;
+  codec: "h264" | "h265" | "vp9" | "av1";
+  width: number;
+  height: number;
+  frameRate: number;
+  /** Main file or media playlist of the rendition, relative to dir. */
+  file: string;
+}
+
+// ───────────────────────────── tables ─────────────────────────────
+
+export const CODEC_NAMES = { [VideoCodec.H264]: "h264", [VideoCodec.H265]: "h265", [VideoCodec.VP9]: "vp9", [VideoCodec.AV1]: "av1" } as const;
+type CodecName = (typeof CODEC_NAMES)[keyof typeof CODEC_NAMES];
+type Tier = "economy" | "standard" | "premium";
+
+/** Named resolutions give the short side, so a portrait 1080p is 1080 wide. */
+export const RESOLUTION_LINES: Readonly<Record<string, number>> = { "480p": 480, "720p": 720, "1080p": 1080, "1440p": 1440, "2160p": 2160, "4320p": 4320 };
+
+/** CRF when neither the variant nor its codec options set one. */
+const TIER_CRF: Record<CodecName, Record<Tier, number>> = {
+  h264: { economy: 26, standard: 23, premium: 20 },
+  h265: { economy: 28, standard: 26, premium: 23 },
+  vp9: { economy: 36, standard: 32, premium: 28 },
+  av1: { economy: 38, standard: 33, premium: 28 },
+};
+/** Encoder speed by tier: a slower preset buys quality per bit. */
+const TIER_PRESET: Record<CodecName, Record<Tier, string>> = {
+  h264: { economy: "veryfast", standard: "fast", premium: "slow" },
+  h265: { economy: "superfast", standard: "fast", premium: "medium" },
+  vp9: { economy: "good", standard: "good", premium: "good" },
+  av1: { economy: "10", standard: "8", premium: "6" },
+};
+/** Bits an encoder needs for the quality of H.264 at the same size. */
+const CODEC_EFFICIENCY: Record<string, number> = { h264: 1, h265: 0.6, hevc: 0.6, vp9: 0.65, av1: 0.5 };
+const TIER_RATE: Record<Tier, number> = { economy: 0.7, standard: 1, premium: 1.4 };
+/** Relative encode cost per pixel, for progress weights of parallel commands. */
+const CODEC_COST: Record<CodecName, number> = { h264: 1, h265: 3, vp9: 2.5, av1: 2 };
+
+/**
+ * Target kbps of a rendition for a tier: 5 Mbps H.264 at 1080p30 standard, scaled by
+ * pixels^0.75 (bits per pixel fall as size grows) and the square root of the frame-rate ratio.
+ */
+export function tierTargetKbps(codec: CodecName, width: number, height: number, fps: number, tier: Tier = "standard"): number {
+  const pixels = (width * height) / (1920 * 1080);
+  const kbps = 5000 * pixels ** 0.75 * Math.sqrt(Math.max(fps, 1) / 30) * CODEC_EFFICIENCY[codec]! * TIER_RATE[tier];
+  return Math.max(100, Math.round(kbps));
+}
+
+const TIERS: Record<QualityTier, Tier> = {
+  [QualityTier.UNSPECIFIED]: "standard",
+  [QualityTier.ECONOMY]: "economy",
+  [QualityTier.STANDARD]: "standard",
+  [QualityTier.PREMIUM]: "premium",
+};
+
+const AUDIO = {
+  [AudioCodec.AAC]: { encoder: "aac", kbps: 128 },
+  [AudioCodec.OPUS]: { encoder: "libopus", kbps: 96 },
+  [AudioCodec.MP3]: { encoder: "libmp3lame", kbps: 128 },
+} as const;
+const OPUS_RATES = [8000, 12000, 16000, 24000, 48000];
+
+/** EBU R128 programme loudness; true peak 1 dB below full scale. */
+const LOUDNORM = "loudnorm=I=-23:TP=-1:LRA=7";
+
+// ───────────────────────────── renditions ─────────────────────────────
+
+interface Rate {
+  mode: "crf" | "cbr" | "vbr";
+  crf: number;
+  targetKbps: number;
+  maxKbps: number;
+  bufferKbps: number;
+}
+
+/** Everything decided about one video variant, before it is written as arguments. */
+export interface Rendition extends RenditionPlan {
+  variant: VideoVariant;
+  codecId: VideoCodec;
+  /** Frame rate the fps filter brings the input down to; undefined keeps the input's. */
+  fpsFilter?: number;
+  keyint: number;
+  rate: Rate;
+  preset: string;
+  pixFmt: string;
+  /** Whether scaling is needed (the input's size differs). */
+  scale: boolean;
+}
+
+export interface RenditionContext {
+  input: ProbeResult;
+  spec: OutputSpec;
+  /** Segment length for streaming outputs; keyframes are aligned to it. */
+  segmentSeconds?: number;
+  /** Whether the video is written into an ISO-BMFF file (mp4, mov, fmp4 segments). */
+  isoBmff: boolean;
+}
+
+const even = (n: number) => Math.max(2, Math.round(n / 2) * 2);
+
+function displaySize(input: ProbeResult): { width: number; height: number } {
+  const v = input.video!;
+  const width = v.width * (v.sampleAspectRatio && v.sampleAspectRatio > 0 ? v.sampleAspectRatio : 1);
+  const rotated = v.rotation !== undefined && Math.abs(v.rotation) % 180 === 90;
+  return rotated ? { width: v.height, height: width } : { width, height: v.height };
+}
+
+/**
+ * Output size of a variant. Named resolutions never upscale: a 1080p rung over a 720p input is
+ * 720p (its files keep the requested name, so keys stay predictable). Explicit width and height
+ * are honoured as given; one of them alone keeps the input's display aspect.
+ */
+function outputSize(v: VideoVariant, input: ProbeResult): { width: number; height: number } {
+  const src = displaySize(input);
+  const aspect = src.width / src.height;
+  if (v.width > 0 && v.height > 0) return { width: even(v.width), height: even(v.height) };
+  if (v.width > 0) return { width: even(v.width), height: even(v.width / aspect) };
+  if (v.height > 0) return { width: even(v.height * aspect), height: even(v.height) };
+  const line = RESOLUTION_LINES[v.resolution];
+  const shortSide = Math.min(src.width, src.height);
+  const target = line === undefined ? shortSide : Math.min(line, shortSide);
+  if (src.width >= src.height) return { width: even(target * aspect), height: even(target) };
+  return { width: even(target), height: even(target / aspect) };
+}
+
+function codecOptions(v: VideoVariant) {
+  switch (v.codec) {
+    case VideoCodec.H264:
+      return v.h264;
+    case VideoCodec.H265:
+      return v.h265;
+    case VideoCodec.VP9:
+      return v.vp9;
+    case VideoCodec.AV1:
+      return v.av1;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The input's quality ceiling for a rendition: its video bitrate scaled by the pixel ratio and
+ * the codecs' efficiency, so auto mode never spends more bits than the source carries.
+ */
+function inputCeilingKbps(input: ProbeResult, codec: CodecName, width: number, height: number): number | undefined {
+  const v = input.video;
+  if (!v) return undefined;
+  const videoBps = v.bitRate > 0 ? v.bitRate : input.bitRate > 0 ? input.bitRate - (input.audio?.bitRate ?? 0) : 0;
+  if (videoBps <= 0) return undefined;
+  const pixelRatio = Math.min(1, (width * height) / (v.width * v.height));
+  const efficiency = CODEC_EFFICIENCY[codec]! / (CODEC_EFFICIENCY[v.codec] ?? 1);
+  return Math.max(100, Math.round((videoBps / 1000) * pixelRatio * efficiency));
+}
+
+function rateOf(v: VideoVariant, codec: CodecName, tier: Tier, size: { width: number; height: number }, fps: number, ctx: RenditionContext): Rate {
+  const o = codecOptions(v);
+  const requested = o?.bitrateMode ?? BitrateMode.UNSPECIFIED;
+  // A target bitrate without a mode means "about this many bits": VBR.
+  const mode = requested === BitrateMode.CBR ? "cbr" : requested === BitrateMode.VBR || (requested === BitrateMode.UNSPECIFIED && v.bitrate > 0) ? "vbr" : "crf";
+  let target = v.bitrate > 0 ? v.bitrate : tierTargetKbps(codec, size.width, size.height, fps, tier);
+  let max = o?.maxBitrateKbps ?? 0;
+  if (mode === "crf" && max === 0 && v.bitrate > 0) max = v.bitrate;
+  if (ctx.spec.encodingMode === EncodingMode.AUTO) {
+    const ceiling = Math.min(tierTargetKbps(codec, size.width, size.height, fps, tier), inputCeilingKbps(ctx.input, codec, size.width, size.height) ?? Infinity);
+    if (mode === "crf") max = max > 0 ? Math.min(max, ceiling) : ceiling;
+    else target = Math.min(target, ceiling);
+  }
+  if (mode === "vbr" && max === 0) max = Math.round(target * 1.5);
+  if (mode === "cbr") max = target;
+  if (mode === "vbr") max = Math.max(max, target);
+  const buffer = o?.bufferSizeKbps || (mode === "cbr" ? target : max * 2);
+  return { mode, crf: o?.crf || TIER_CRF[codec][tier], targetKbps: target, maxKbps: max, bufferKbps: max > 0 ? buffer : 0 };
+}
+
+function pixelFormat(v: VideoVariant): string {
+  if (v.codec === VideoCodec.H265 && v.h265?.profile === "main10") return "yuv420p10le";
+  if (v.codec === VideoCodec.VP9) return { "1": "yuv444p", "2": "yuv420p10le", "3": "yuv444p10le" }[v.vp9?.profile ?? ""] ?? "yuv420p";
+  return "yuv420p";
+}
+
+/** GOP length: the codec option, else about 2 s (1 s when 2 s does not divide the segment length). */
+function keyintOf(v: VideoVariant, fps: number, segmentSeconds: number | undefined): number {
+  const set = codecOptions(v)?.keyint ?? 0;
+  if (set > 0) return set;
+  const seconds = segmentSeconds !== undefined && segmentSeconds % 2 !== 0 ? 1 : 2;
+  return Math.max(1, Math.round(fps * seconds));
+}
+
+export function planRenditions(ctx: RenditionContext): Rendition[] {
+  const input = ctx.input;
+  const inFps = input.video && input.video.frameRate > 0 ? input.video.frameRate : 30;
+  const list = ctx.spec.video.map((v, index): Rendition => {
+    const codec = CODEC_NAMES[v.codec as keyof typeof CODEC_NAMES];
+    if (!codec) throw new MediaError("internal", `video[${index}] has no codec; the output specification was not checked`);
+    const tier = TIERS[v.quality] ?? "standard";
+    const size = outputSize(v, input);
+    // Never invent frames: a rate above the input's keeps the input's.
+    const fpsFilter = v.framerate > 0 && v.framerate < inFps - 0.01 ? v.framerate : undefined;
+    const fps = fpsFilter ?? inFps;
+    const label = v.resolution !== "" && v.width === 0 && v.height === 0 ? v.resolution : `${size.width}x${size.height}`;
+    const o = codecOptions(v);
+    return {
+      name: label,
+      codec,
+      width: size.width,
+      height: size.height,
+      frameRate: Math.round(fps * 1000) / 1000,
+      file: "",
+      variant: v,
+      codecId: v.codec,
+      ...(fpsFilter !== undefined ? { fpsFilter } : {}),
+      keyint: keyintOf(v, fps, ctx.segmentSeconds),
+      rate: rateOf(v, codec, tier, size, fps, ctx),
+      preset: o?.encoderPreset || TIER_PRESET[codec][tier],
+      pixFmt: pixelFormat(v),
+      scale: size.width !== input.video!.width || size.height !== input.video!.height || (input.video!.sampleAspectRatio ?? 1) !== 1,
+    };
+  });
+  // Names become file and folder names: two variants of one size differ by codec, then by position.
+  const dedupe = (suffix: (r: Rendition, i: number) => string) => {
+    const names = list.map((r) => r.name);
+    list.forEach((r, i) => {
+      if (names.filter((n) => n === names[i]).length > 1) r.name = `${r.name}_${suffix(r, i)}`;
+    });
+  };
+  dedupe((r) => r.codec);
+  dedupe((_, i) => String(i));
+  return list;
+}
+
+/** Filter chain from the decoded input to one rendition's frames. */
+function videoChain(r: Rendition): string {
+  const steps: string[] = [];
+  if (r.fpsFilter !== undefined) steps.push(`fps=${r.fpsFilter}`);
+  if (r.scale) steps.push(`scale=${r.width}:${r.height}:flags=bicubic`, "setsar=1");
+  steps.push(`format=${r.pixFmt}`);
+  return steps.join(",");
+}
+
+/** -filter_complex graph: one decode split into every rendition's chain, outputs [v0]..[vN]. */
+export function splitGraph(renditions: Rendition[]): string {
+  if (renditions.length === 1) return `[0:v:0]${videoChain(renditions[0]!)}[v0]`;
+  const taps = renditions.map((_, i) => `[s${i}]`).join("");
+  return [`[0:v:0]split=${renditions.length}${taps}`, ...renditions.map((r, i) => `[s${i}]${videoChain(r)}[v${i}]`)].join(";");
+}
+
+const levelNumber = (level: string) => {
+  const [major = "0", minor = "0"] = level.split(".");
+  return Number(major) * 10 + Number(minor);
+};
+
+/** Encoder arguments of one rendition written as video stream n of its output file. */
+export function videoArgs(r: Rendition, n: number, ctx: RenditionContext): string[] {
+  const s = `:v:${n}`;
+  const a: string[] = [];
+  const push = (...xs: (string | number)[]) => a.push(...xs.map(String));
+  const { rate, keyint } = r;
+  const streaming = ctx.segmentSeconds !== undefined;
+  const vbv = () => {
+    if (rate.maxKbps > 0) push(`-maxrate${s}`, `${rate.maxKbps}k`, `-bufsize${s}`, `${rate.bufferKbps}k`);
+  };
+  switch (r.codecId) {
+    case VideoCodec.H264: {
+      const o = r.variant.h264;
+      push(`-c${s}`, "libx264", `-preset${s}`, r.preset);
+      if (o?.tune) push(`-tune${s}`, o.tune);
+      if (o?.profile) push(`-profile${s}`, o.profile);
+      if (o?.level) push(`-level${s}`, o.level);
+      if (rate.mode === "crf") push(`-crf${s}`, rate.crf);
+      else push(`-b${s}`, `${rate.targetKbps}k`);
+      if (rate.mode === "cbr") push(`-minrate${s}`, `${rate.targetKbps}k`, `-x264-params${s}`, "nal-hrd=cbr");
+      vbv();
+      push(`-g${s}`, keyint);
+      // Streaming renditions switch at segment boundaries: no scene-cut keyframes between them.
+      if (streaming) push(`-keyint_min${s}`, keyint, `-sc_threshold${s}`, 0);
+      if (o?.bframes !== undefined) push(`-bf${s}`, o.bframes);
+      if (o?.refs) push(`-refs${s}`, o.refs);
+      break;
+    }
+    case VideoCodec.H265: {
+      const o = r.variant.h265;
+      const params = [`keyint=${keyint}`, "log-level=error"];
+      if (streaming) params.push(`min-keyint=${keyint}`, "scenecut=0", "open-gop=0");
+      if (o?.bframes !== undefined) params.push(`bframes=${o.bframes}`);
+      if (o?.refs) params.push(`ref=${o.refs}`);
+      if (o?.level) params.push(`level-idc=${o.level}`);
+      if (rate.mode === "cbr") params.push("strict-cbr=1");
+      push(`-c${s}`, "libx265", `-preset${s}`, r.preset);
+      if (o?.tune) push(`-tune${s}`, o.tune);
+      if (o?.profile) push(`-profile${s}`, o.profile);
+      if (rate.mode === "crf") push(`-crf${s}`, rate.crf);
+      else push(`-b${s}`, `${rate.targetKbps}k`);
+      vbv();
+      push(`-x265-params${s}`, params.join(":"));
+      // Apple players and browsers want HEVC in ISO-BMFF tagged hvc1 (parameter sets in the sample entry).
+      if (ctx.isoBmff) push(`-tag${s}`, "hvc1");
+      break;
+    }
+    case VideoCodec.VP9: {
+      const o = r.variant.vp9;
+      const deadline = r.preset;
+      push(`-c${s}`, "libvpx-vp9", `-deadline${s}`, deadline, `-cpu-used${s}`, o?.cpuUsed ?? (deadline === "realtime" ? 8 : 2));
+      // Row-based multithreading only changes speed, never the stream: always on.
+      push(`-row-mt${s}`, 1);
+      if (o?.tileColumns !== undefined) push(`-tile-columns${s}`, o.tileColumns);
+      if (o?.profile) push(`-profile${s}`, o.profile);
+      // libvpx: crf with -b:v 0 is constant quality; with a bitrate it is constrained quality.
+      if (rate.mode === "crf") push(`-crf${s}`, rate.crf, `-b${s}`, rate.maxKbps > 0 ? `${rate.maxKbps}k` : "0");
+      else push(`-b${s}`, `${rate.targetKbps}k`);
+      if (rate.mode !== "crf") push(`-minrate${s}`, rate.mode === "cbr" ? `${rate.targetKbps}k` : "0");
+      if (rate.mode !== "crf") vbv();
+      push(`-g${s}`, keyint);
+      if (streaming) push(`-keyint_min${s}`, keyint);
+      break;
+    }
+    case VideoCodec.AV1: {
+      const o = r.variant.av1;
+      const params: string[] = [];
+      if (o?.tune) params.push(`tune=${o.tune === "psnr" ? 1 : 0}`);
+      if (o?.filmGrain) params.push(`film-grain=${o.filmGrain}`);
+      // SVT-AV1 1.4 has CBR only with the low-delay prediction structure.
+      if (rate.mode === "cbr") params.push("rc=2", "pred-struct=1");
+      push(`-c${s}`, "libsvtav1", `-preset${s}`, r.preset);
+      if (o?.level) push(`-level${s}`, levelNumber(o.level));
+      if (rate.mode === "crf") push(`-crf${s}`, rate.crf);
+      else push(`-b${s}`, `${rate.targetKbps}k`);
+      // With crf, -maxrate is SVT-AV1's capped CRF.
+      if (rate.mode === "crf") vbv();
+      push(`-g${s}`, keyint);
+      if (params.length > 0) push(`-svtav1-params${s}`, params.join(":"));
+      break;
+    }
+    default:
+      throw new MediaError("internal", `unsupported video codec ${r.codecId}`);
+  }
+  if (streaming) push(`-force_key_frames${s}`, `expr:gte(t,n_forced*${ctx.segmentSeconds})`);
+  return a;
+}
+
+/** Relative work of a rendition, for the progress weights of parallel commands. */
+export const renditionWeight = (r: Rendition) => r.width * r.height * r.frameRate * CODEC_COST[r.codec];
+/** Relative work of one audio track, in renditionWeight's units. */
+export const AUDIO_TRACK_WEIGHT = 640 * 360 * 30 * 0.05;
+
+// ───────────────────────────── audio ─────────────────────────────
+
+export interface AudioPlan {
+  track: AudioTrack;
+  codec: AudioCodec.AAC | AudioCodec.OPUS | AudioCodec.MP3;
+  /** Index of the input audio stream it is made from. */
+  source: number;
+  name: string;
+  channels: number;
+}
+
+/** The audio tracks an output carries: its own, or one default track when the input has audio. */
+export function planAudio(spec: OutputSpec, input: ProbeResult, defaultCodec: AudioCodec.AAC | AudioCodec.OPUS): AudioPlan[] {
+  if (spec.disableAudio || !input.audio) return [];
+  const tracks = spec.audio.length > 0 ? spec.audio : [{ codec: defaultCodec, bitrateKbps: 0, sampleRate: 0, channels: 0, normalize: false, language: "", name: "" } as AudioTrack];
+  const streams = Math.max(1, input.audioStreams ?? 1);
+  return tracks.map((track, i) => {
+    const codec = track.codec === AudioCodec.UNSPECIFIED ? defaultCodec : (track.codec as AudioPlan["codec"]);
+    // Track i is made from input audio stream i when the input has that many (languages), else from the last.
+    const source = Math.min(i, streams - 1);
+    let channels = track.channels > 0 ? track.channels : input.audio!.channels;
+    if (codec === AudioCodec.MP3) channels = Math.min(channels, 2);
+    return { track, codec, source, name: `audio_${i}`, channels };
+  });
+}
+
+export function audioArgs(p: AudioPlan, n: number, input: ProbeResult): string[] {
+  const s = `:a:${n}`;
+  const t = p.track;
+  const spec = AUDIO[p.codec];
+  const a = [`-c${s}`, spec.encoder];
+  const perChannelPair = Math.max(1, p.channels / 2);
+  a.push(`-b${s}`, `${t.bitrateKbps > 0 ? t.bitrateKbps : Math.min(512, Math.round(spec.kbps * perChannelPair))}k`);
+  let rate = t.sampleRate > 0 ? t.sampleRate : input.audio?.sampleRate || 48000;
+  if (p.codec === AudioCodec.OPUS && !OPUS_RATES.includes(rate)) rate = 48000;
+  if (p.codec === AudioCodec.MP3 && rate > 48000) rate = 48000;
+  a.push(`-ar${s}`, String(rate));
+  if (t.channels > 0 || p.channels !== input.audio?.channels) a.push(`-ac${s}`, String(p.channels));
+  // loudnorm works at 192 kHz internally; -ar above brings it back (an aresample in the chain fails to negotiate in 5.1).
+  if (t.normalize) a.push(`-filter${s}`, LOUDNORM);
+  if (t.language) a.push(`-metadata:s${s}`, `language=${t.language}`);
+  if (t.name) a.push(`-metadata:s${s}`, `title=${t.name}`);
+  return a;
+}
