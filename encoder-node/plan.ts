@@ -20,8 +20,10 @@ import {
   type RenditionPlan,
 } from "./renditions.js";
 
-// Decided per stream in renditions.ts; exported here too, so callers keep one planning entry point.
-export { CODEC_NAMES, RESOLUTION_LINES, tierTargetKbps, type RenditionPlan } from "./renditions.js";
+// Codec names and named sizes are the shared codec rules, target rates are decided per stream;
+// exported here too, so callers keep one planning entry point.
+export { CODEC_NAMES, RESOLUTION_LINES } from "../src/codec-rules.js";
+export { tierTargetKbps, type RenditionPlan } from "./renditions.js";
 
 export interface PlanInput {
   file: string;

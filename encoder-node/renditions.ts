@@ -1,6 +1,7 @@
 // Renditions: what each video variant and audio track of an output becomes (size, frame rate, rate
 // control, GOP, pixel format, filter chain) and the per-stream encoder arguments that say so. Pure;
 // plan.ts lays these streams out as progressive files, HLS or DASH.
+import { AUDIO_RULES, CODEC_NAMES, RESOLUTION_LINES, type VideoCodecName } from "../src/codec-rules.js";
 import { EncodingMode, type AudioTrack, type OutputSpec, type VideoVariant } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, QualityTier, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { MediaError } from "./media-errors.js";
@@ -19,22 +20,17 @@ export interface RenditionPlan {
 
 // ───────────────────────────── tables ─────────────────────────────
 
-export const CODEC_NAMES = { [VideoCodec.H264]: "h264", [VideoCodec.H265]: "h265", [VideoCodec.VP9]: "vp9", [VideoCodec.AV1]: "av1" } as const;
-type CodecName = (typeof CODEC_NAMES)[keyof typeof CODEC_NAMES];
 type Tier = "economy" | "standard" | "premium";
 
-/** Named resolutions give the short side, so a portrait 1080p is 1080 wide. */
-export const RESOLUTION_LINES: Readonly<Record<string, number>> = { "480p": 480, "720p": 720, "1080p": 1080, "1440p": 1440, "2160p": 2160, "4320p": 4320 };
-
 /** CRF when neither the variant nor its codec options set one. */
-const TIER_CRF: Record<CodecName, Record<Tier, number>> = {
+const TIER_CRF: Record<VideoCodecName, Record<Tier, number>> = {
   h264: { economy: 26, standard: 23, premium: 20 },
   h265: { economy: 28, standard: 26, premium: 23 },
   vp9: { economy: 36, standard: 32, premium: 28 },
   av1: { economy: 38, standard: 33, premium: 28 },
 };
 /** Encoder speed by tier: a slower preset buys quality per bit. */
-const TIER_PRESET: Record<CodecName, Record<Tier, string>> = {
+const TIER_PRESET: Record<VideoCodecName, Record<Tier, string>> = {
   h264: { economy: "veryfast", standard: "fast", premium: "slow" },
   h265: { economy: "superfast", standard: "fast", premium: "medium" },
   vp9: { economy: "good", standard: "good", premium: "good" },
@@ -44,13 +40,13 @@ const TIER_PRESET: Record<CodecName, Record<Tier, string>> = {
 const CODEC_EFFICIENCY: Record<string, number> = { h264: 1, h265: 0.6, hevc: 0.6, vp9: 0.65, av1: 0.5 };
 const TIER_RATE: Record<Tier, number> = { economy: 0.7, standard: 1, premium: 1.4 };
 /** Relative encode cost per pixel, for progress weights of parallel commands. */
-const CODEC_COST: Record<CodecName, number> = { h264: 1, h265: 3, vp9: 2.5, av1: 2 };
+const CODEC_COST: Record<VideoCodecName, number> = { h264: 1, h265: 3, vp9: 2.5, av1: 2 };
 
 /**
  * Target kbps of a rendition for a tier: 5 Mbps H.264 at 1080p30 standard, scaled by
  * pixels^0.75 (bits per pixel fall as size grows) and the square root of the frame-rate ratio.
  */
-export function tierTargetKbps(codec: CodecName, width: number, height: number, fps: number, tier: Tier = "standard"): number {
+export function tierTargetKbps(codec: VideoCodecName, width: number, height: number, fps: number, tier: Tier = "standard"): number {
   const pixels = (width * height) / (1920 * 1080);
   const kbps = 5000 * pixels ** 0.75 * Math.sqrt(Math.max(fps, 1) / 30) * CODEC_EFFICIENCY[codec]! * TIER_RATE[tier];
   return Math.max(100, Math.round(kbps));
@@ -68,7 +64,6 @@ const AUDIO = {
   [AudioCodec.OPUS]: { encoder: "libopus", kbps: 96 },
   [AudioCodec.MP3]: { encoder: "libmp3lame", kbps: 128 },
 } as const;
-const OPUS_RATES = [8000, 12000, 16000, 24000, 48000];
 
 /** EBU R128 programme loudness; true peak 1 dB below full scale. */
 const LOUDNORM = "loudnorm=I=-23:TP=-1:LRA=7";
@@ -152,7 +147,7 @@ function codecOptions(v: VideoVariant) {
  * The input's quality ceiling for a rendition: its video bitrate scaled by the pixel ratio and
  * the codecs' efficiency, so auto mode never spends more bits than the source carries.
  */
-function inputCeilingKbps(input: ProbeResult, codec: CodecName, width: number, height: number): number | undefined {
+function inputCeilingKbps(input: ProbeResult, codec: VideoCodecName, width: number, height: number): number | undefined {
   const v = input.video;
   if (!v) return undefined;
   const videoBps = v.bitRate > 0 ? v.bitRate : input.bitRate > 0 ? input.bitRate - (input.audio?.bitRate ?? 0) : 0;
@@ -162,7 +157,7 @@ function inputCeilingKbps(input: ProbeResult, codec: CodecName, width: number, h
   return Math.max(100, Math.round((videoBps / 1000) * pixelRatio * efficiency));
 }
 
-function rateOf(v: VideoVariant, codec: CodecName, tier: Tier, size: { width: number; height: number }, fps: number, ctx: RenditionContext): Rate {
+function rateOf(v: VideoVariant, codec: VideoCodecName, tier: Tier, size: { width: number; height: number }, fps: number, ctx: RenditionContext): Rate {
   const o = codecOptions(v);
   const requested = o?.bitrateMode ?? BitrateMode.UNSPECIFIED;
   // A target bitrate without a mode means "about this many bits": VBR.
@@ -373,7 +368,7 @@ export function planAudio(spec: OutputSpec, input: ProbeResult, defaultCodec: Au
     // Track i is made from input audio stream i when the input has that many (languages), else from the last.
     const source = Math.min(i, streams - 1);
     let channels = track.channels > 0 ? track.channels : input.audio!.channels;
-    if (codec === AudioCodec.MP3) channels = Math.min(channels, 2);
+    if (codec === AudioCodec.MP3) channels = Math.min(channels, AUDIO_RULES.mp3.maxChannels);
     return { track, codec, source, name: `audio_${i}`, channels };
   });
 }
@@ -386,7 +381,7 @@ export function audioArgs(p: AudioPlan, n: number, input: ProbeResult): string[]
   const perChannelPair = Math.max(1, p.channels / 2);
   a.push(`-b${s}`, `${t.bitrateKbps > 0 ? t.bitrateKbps : Math.min(512, Math.round(spec.kbps * perChannelPair))}k`);
   let rate = t.sampleRate > 0 ? t.sampleRate : input.audio?.sampleRate || 48000;
-  if (p.codec === AudioCodec.OPUS && !OPUS_RATES.includes(rate)) rate = 48000;
+  if (p.codec === AudioCodec.OPUS && !AUDIO_RULES.opus.sampleRates.includes(rate)) rate = 48000;
   if (p.codec === AudioCodec.MP3 && rate > 48000) rate = 48000;
   a.push(`-ar${s}`, String(rate));
   if (t.channels > 0 || p.channels !== input.audio?.channels) a.push(`-ac${s}`, String(p.channels));

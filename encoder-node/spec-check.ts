@@ -1,9 +1,9 @@
 // Every rule of an output specification, checked at job creation after presets are resolved, so an
 // encode never starts on settings ffmpeg would refuse. Violations name the field at fault.
+import { AUDIO_NAMES, AUDIO_RULES, CODEC_NAMES, CODEC_RULES, CONTAINER_CODECS, RESOLUTION_LINES } from "../src/codec-rules.js";
 import { EncodingMode, HdrMode, OutputType, type AudioTrack, type OutputSpec, type VideoVariant } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import type { Check } from "../src/validation.js";
-import { CODEC_NAMES, RESOLUTION_LINES } from "./plan.js";
 
 export const OUTPUT_LIMITS = {
   variants: 20,
@@ -24,26 +24,6 @@ export const OUTPUT_LIMITS = {
   trackName: 128,
 } as const;
 
-const H26X_PRESETS = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower"];
-const H264_LEVELS = ["1", "1b", "1.1", "1.2", "1.3", "2", "2.1", "2.2", "3", "3.1", "3.2", "4", "4.1", "4.2", "5", "5.1", "5.2", "6", "6.1", "6.2"];
-const H265_LEVELS = ["1", "2", "2.1", "3", "3.1", "4", "4.1", "5", "5.1", "5.2", "6", "6.1", "6.2"];
-const AV1_LEVELS = ["2", "2.1", "2.2", "2.3", "3", "3.1", "3.2", "3.3", "4", "4.1", "4.2", "4.3", "5", "5.1", "5.2", "5.3", "6", "6.1", "6.2", "6.3", "7", "7.1", "7.2", "7.3"];
-
-interface CodecRules {
-  crf: readonly [number, number];
-  profiles: readonly string[];
-  presets: readonly string[];
-  tunes: readonly string[];
-  levels: readonly string[];
-}
-export const CODEC_RULES: Record<"h264" | "h265" | "vp9" | "av1", CodecRules> = {
-  h264: { crf: [15, 35], profiles: ["baseline", "main", "high"], presets: H26X_PRESETS, tunes: ["film", "animation", "grain", "stillimage", "fastdecode"], levels: H264_LEVELS },
-  h265: { crf: [18, 35], profiles: ["main", "main10"], presets: H26X_PRESETS, tunes: ["grain", "animation", "fastdecode"], levels: H265_LEVELS },
-  vp9: { crf: [15, 50], profiles: ["0", "1", "2", "3"], presets: ["good", "best", "realtime"], tunes: [], levels: [] },
-  // SVT-AV1 in this build encodes 4:2:0 only, which is the main profile.
-  av1: { crf: [20, 55], profiles: ["main"], presets: ["3", "4", "5", "6", "7", "8", "9", "10", "11", "12"], tunes: ["vq", "psnr"], levels: AV1_LEVELS },
-};
-
 const TYPE_NAMES: Partial<Record<OutputType, string>> = {
   [OutputType.MP4]: "mp4",
   [OutputType.WEBM]: "webm",
@@ -53,23 +33,17 @@ const TYPE_NAMES: Partial<Record<OutputType, string>> = {
   [OutputType.DASH]: "dash",
   [OutputType.ADAPTIVE]: "adaptive",
 };
-const AUDIO_NAMES: Partial<Record<AudioCodec, string>> = { [AudioCodec.AAC]: "aac", [AudioCodec.OPUS]: "opus", [AudioCodec.MP3]: "mp3" };
-const ALL_VIDEO = [VideoCodec.H264, VideoCodec.H265, VideoCodec.VP9, VideoCodec.AV1];
-const ALL_AUDIO = [AudioCodec.AAC, AudioCodec.OPUS, AudioCodec.MP3];
 
-/** What each output type can hold, and why not when it cannot. */
+/** What each output type can hold, and why not when it cannot: the file containers' codecs, and what streaming players play. */
 const HOLDS: Record<string, { video: readonly VideoCodec[]; videoWhy: string; audio: readonly AudioCodec[]; audioWhy: string }> = {
-  mp4: { video: ALL_VIDEO, videoWhy: "", audio: ALL_AUDIO, audioWhy: "" },
-  mkv: { video: ALL_VIDEO, videoWhy: "", audio: ALL_AUDIO, audioWhy: "" },
-  webm: { video: [VideoCodec.VP9, VideoCodec.AV1], videoWhy: "webm holds vp9 or av1 video", audio: [AudioCodec.OPUS], audioWhy: "webm holds opus audio" },
-  mov: { video: [VideoCodec.H264, VideoCodec.H265], videoWhy: "mov holds h264 or h265 video here; use mp4, mkv or webm for vp9 and av1", audio: [AudioCodec.AAC, AudioCodec.MP3], audioWhy: "mov holds aac or mp3 audio; QuickTime does not play opus" },
+  mp4: { ...CONTAINER_CODECS.mp4, videoWhy: "", audioWhy: "" },
+  mkv: { ...CONTAINER_CODECS.mkv, videoWhy: "", audioWhy: "" },
+  webm: { ...CONTAINER_CODECS.webm, videoWhy: "webm holds vp9 or av1 video", audioWhy: "webm holds opus audio" },
+  mov: { ...CONTAINER_CODECS.mov, videoWhy: "mov holds h264 or h265 video here; use mp4, mkv or webm for vp9 and av1", audioWhy: "mov holds aac or mp3 audio; QuickTime does not play opus" },
   hls: { video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1], videoWhy: "HLS players do not play vp9; use dash for vp9, or h264, h265 or av1", audio: [AudioCodec.AAC, AudioCodec.MP3], audioWhy: "HLS players play aac or mp3 audio, not opus" },
-  dash: { video: ALL_VIDEO, videoWhy: "", audio: [AudioCodec.AAC, AudioCodec.OPUS], audioWhy: "DASH outputs hold aac or opus audio" },
+  dash: { video: CONTAINER_CODECS.mp4.video, videoWhy: "", audio: [AudioCodec.AAC, AudioCodec.OPUS], audioWhy: "DASH outputs hold aac or opus audio" },
   adaptive: { video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1], videoWhy: "an adaptive output is also played as HLS, which does not carry vp9; use dash for vp9", audio: [AudioCodec.AAC], audioWhy: "an adaptive output's shared CMAF audio must play in HLS and DASH players: aac" },
 };
-
-const SAMPLE_RATES = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000];
-const RATES: Record<string, readonly number[]> = { aac: SAMPLE_RATES, opus: [8000, 12000, 16000, 24000, 48000], mp3: SAMPLE_RATES.filter((r) => r <= 48000) };
 
 const MANIFEST_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const LANGUAGE = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/;
@@ -174,9 +148,9 @@ function checkAudioTrack(check: Check, at: string, a: AudioTrack): void {
   const codec = AUDIO_NAMES[a.codec];
   if (a.codec !== AudioCodec.UNSPECIFIED && !codec) check.add(`${at}.codec`, "must be aac, opus or mp3");
   range(check, `${at}.bitrate_kbps`, a.bitrateKbps, OUTPUT_LIMITS.audioKbps, "the codec's default");
-  const maxChannels = codec === "mp3" ? 2 : OUTPUT_LIMITS.channels;
+  const maxChannels = codec ? AUDIO_RULES[codec].maxChannels : OUTPUT_LIMITS.channels;
   range(check, `${at}.channels`, a.channels, [1, maxChannels], "the input's channels");
-  const rates = RATES[codec ?? "aac"]!;
+  const rates = AUDIO_RULES[codec ?? "aac"].sampleRates;
   if (a.sampleRate !== 0 && !rates.includes(a.sampleRate)) check.add(`${at}.sample_rate`, `must be 0 (keep the input's) or one of ${rates.join(", ")}${codec ? ` for ${codec}` : ""}`);
   check.length(`${at}.name`, a.name, 0, OUTPUT_LIMITS.trackName);
   if (a.language !== "" && !LANGUAGE.test(a.language)) check.add(`${at}.language`, "must be a BCP 47 tag such as en or pt-BR");

@@ -1,6 +1,7 @@
 // Presets: an app's custom presets as versioned store records, the read-only system catalog served
 // from code, the rules a preset's settings obey, and the expansion of a preset into a job output.
 import { clone, create, type Message } from "@bufbuild/protobuf";
+import { AUDIO_NAMES, AUDIO_RULES, CODEC_RULES, CONTAINER_CODECS, RESOLUTIONS, videoCodecName, type CodecRules, type VideoCodecName } from "./codec-rules.js";
 import { alreadyExists, notFound, VersionConflict } from "./errors.js";
 import { AudioTrackSchema, EncodingMode, OutputSpecSchema, OutputType, VideoVariantSchema, type OutputSpec, type VideoVariant } from "./gen/media/v1/job_pb.js";
 import {
@@ -212,27 +213,24 @@ export const SYSTEM_SLUG_PREFIX = "system_";
 
 // ───────────────────────────── rules ─────────────────────────────
 
-export const RESOLUTIONS = ["480p", "720p", "1080p", "1440p", "2160p", "4320p"] as const;
-const H26X_PRESETS = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower"];
-type CodecRules = { name: string; crf: readonly [number, number]; profiles: readonly string[]; presets: readonly string[]; tunes: readonly string[]; levels: boolean; bframes: boolean };
-export const CODEC_RULES: Readonly<Record<VideoCodec.H264 | VideoCodec.H265 | VideoCodec.VP9 | VideoCodec.AV1, CodecRules>> = {
-  [VideoCodec.H264]: { name: "h264", crf: [15, 35], profiles: ["baseline", "main", "high"], presets: H26X_PRESETS, tunes: ["film", "animation", "grain", "stillimage", "fastdecode"], levels: true, bframes: true },
-  [VideoCodec.H265]: { name: "h265", crf: [18, 35], profiles: ["main", "main10"], presets: H26X_PRESETS, tunes: ["grain", "animation", "fastdecode"], levels: true, bframes: true },
-  [VideoCodec.VP9]: { name: "vp9", crf: [15, 50], profiles: ["0", "1", "2", "3"], presets: ["good", "best", "realtime"], tunes: [], levels: false, bframes: false },
-  [VideoCodec.AV1]: { name: "av1", crf: [20, 55], profiles: ["main", "high"], presets: ["3", "4", "5", "6", "7", "8", "9", "10", "11", "12"], tunes: ["vq", "psnr"], levels: true, bframes: false },
+// What each codec takes and each container carries come from src/codec-rules.ts, which the encoder's
+// output check reads too. One exception: presets have always taken av1 profile "high", which the output
+// check refuses once a job uses the preset (this build's SVT-AV1 encodes main only); kept so stored
+// presets stay valid until that is settled.
+const PRESET_AV1_PROFILES = [...CODEC_RULES.av1.profiles, "high"];
+const codecRules = (c: VideoCodec): (CodecRules & { name: VideoCodecName }) | undefined => {
+  const name = videoCodecName(c);
+  if (!name) return undefined;
+  return { ...CODEC_RULES[name], name, ...(name === "av1" ? { profiles: PRESET_AV1_PROFILES } : {}) };
 };
-const codecRules = (c: VideoCodec): CodecRules | undefined => (CODEC_RULES as Partial<Record<VideoCodec, CodecRules>>)[c];
-const AUDIO_NAMES: Partial<Record<AudioCodec, string>> = { [AudioCodec.AAC]: "aac", [AudioCodec.OPUS]: "opus", [AudioCodec.MP3]: "mp3" };
-const SAMPLE_RATES = [8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000, 88_200, 96_000];
-const OPUS_RATES = [8_000, 12_000, 16_000, 24_000, 48_000];
 
 const CONTAINERS: Record<Container, { name: string; video: readonly VideoCodec[]; audio: readonly AudioCodec[]; output?: OutputType }> = {
   [Container.UNSPECIFIED]: { name: "unspecified", video: [], audio: [] },
-  [Container.MP4]: { name: "mp4", video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1, VideoCodec.VP9], audio: [AudioCodec.AAC, AudioCodec.MP3, AudioCodec.OPUS], output: OutputType.MP4 },
-  [Container.WEBM]: { name: "webm", video: [VideoCodec.VP9, VideoCodec.AV1], audio: [AudioCodec.OPUS], output: OutputType.WEBM },
-  [Container.MKV]: { name: "mkv", video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.VP9, VideoCodec.AV1], audio: [AudioCodec.AAC, AudioCodec.OPUS, AudioCodec.MP3], output: OutputType.MKV },
-  [Container.TS]: { name: "ts", video: [VideoCodec.H264, VideoCodec.H265], audio: [AudioCodec.AAC, AudioCodec.MP3] },
-  [Container.MOV]: { name: "mov", video: [VideoCodec.H264, VideoCodec.H265], audio: [AudioCodec.AAC, AudioCodec.MP3], output: OutputType.MOV },
+  [Container.MP4]: { name: "mp4", ...CONTAINER_CODECS.mp4, output: OutputType.MP4 },
+  [Container.WEBM]: { name: "webm", ...CONTAINER_CODECS.webm, output: OutputType.WEBM },
+  [Container.MKV]: { name: "mkv", ...CONTAINER_CODECS.mkv, output: OutputType.MKV },
+  [Container.TS]: { name: "ts", ...CONTAINER_CODECS.ts },
+  [Container.MOV]: { name: "mov", ...CONTAINER_CODECS.mov, output: OutputType.MOV },
 };
 /** Containers each delivery format packages; progressive is the default. */
 const DELIVERY: Record<DeliveryFormat, { name: string; containers: readonly Container[] }> = {
@@ -274,7 +272,7 @@ function checkVideo(check: Check, v: VideoSettingsRecord, path: string): void {
     else if (anySet) check.add(`${path}.codec`, "is required when other video settings are set (leave video empty for an audio-only preset)");
     return;
   }
-  if (v.resolution !== "" && !(RESOLUTIONS as readonly string[]).includes(v.resolution)) check.add(`${path}.resolution`, `must be one of ${RESOLUTIONS.join(", ")}`);
+  if (v.resolution !== "" && !RESOLUTIONS.includes(v.resolution)) check.add(`${path}.resolution`, `must be one of ${RESOLUTIONS.join(", ")}`);
   if (v.resolution !== "" && (v.width || v.height)) check.add(`${path}.resolution`, "must be empty when width and height are set");
   for (const [side, max, other] of [["width", 7680, "height"], ["height", 4320, "width"]] as const) {
     const n = v[side];
@@ -293,7 +291,7 @@ function checkVideo(check: Check, v: VideoSettingsRecord, path: string): void {
   if (v.maxBitrateKbps !== 0 && v.bitrateKbps !== 0 && v.maxBitrateKbps < v.bitrateKbps) check.add(`${path}.max_bitrate_kbps`, "must be at least bitrate_kbps");
   inRange(check, `${path}.buffer_size_kbps`, v.bufferSizeKbps, 100, 480_000);
   oneOf(check, `${path}.profile`, v.profile, rules.profiles, rules.name);
-  if (v.level !== "" && !rules.levels) check.add(`${path}.level`, `${rules.name} takes no level`);
+  if (v.level !== "" && rules.levels.length === 0) check.add(`${path}.level`, `${rules.name} takes no level`);
   else if (v.level !== "" && !/^\d(\.\d)?$/.test(v.level)) check.add(`${path}.level`, "must look like 3.0, 4.1 or 5.1");
   oneOf(check, `${path}.encoder_preset`, v.encoderPreset, rules.presets, rules.name);
   oneOf(check, `${path}.tune`, v.tune, rules.tunes, rules.name);
@@ -314,9 +312,9 @@ function checkAudio(check: Check, a: AudioSettingsRecord, path: string): void {
     return;
   }
   inRange(check, `${path}.bitrate_kbps`, a.bitrateKbps, 32, 512);
-  const rates = a.codec === AudioCodec.OPUS ? OPUS_RATES : a.codec === AudioCodec.MP3 ? SAMPLE_RATES.filter((r) => r <= 48_000) : SAMPLE_RATES;
+  const { sampleRates: rates, maxChannels } = AUDIO_RULES[name];
   if (a.sampleRate !== 0 && !rates.includes(a.sampleRate)) check.add(`${path}.sample_rate`, `must be 0 (keep the original) or one of ${rates.join(", ")} for ${name}`);
-  inRange(check, `${path}.channels`, a.channels, 1, a.codec === AudioCodec.MP3 ? 2 : 8);
+  inRange(check, `${path}.channels`, a.channels, 1, maxChannels);
 }
 
 function checkStreaming(check: Check, p: PresetSettings): void {
@@ -369,7 +367,7 @@ export function checkPresetSettings(check: Check, p: PresetSettings, blame: Blam
   const videoRules = codecRules(p.video.codec);
   const audioName = AUDIO_NAMES[p.audio.codec];
   if (p.video.codec === VideoCodec.UNSPECIFIED && p.audio.codec === AudioCodec.UNSPECIFIED) check.add("video.codec", "a preset needs video, audio or both");
-  if (videoRules && !container.video.includes(p.video.codec)) check.add(blame.video, `${container.name} carries ${container.video.map((c) => codecRules(c)!.name).join(", ")} video, not ${videoRules.name}`);
+  if (videoRules && !container.video.includes(p.video.codec)) check.add(blame.video, `${container.name} carries ${container.video.map((c) => videoCodecName(c)).join(", ")} video, not ${videoRules.name}`);
   if (audioName && !container.audio.includes(p.audio.codec)) check.add(blame.audio, `${container.name} carries ${container.audio.map((c) => AUDIO_NAMES[c]).join(", ")} audio, not ${audioName}`);
   if (!(p.contentType in ContentType)) check.add("content_type", "must be film, animation, grain, gaming, sports or stillimage");
   if (!(p.qualityTier in QualityTier)) check.add("quality_tier", "must be economy, standard or premium");
