@@ -35,6 +35,13 @@ describe("checkOutputSpec", () => {
     expect(fields({ type: OutputType.MP4, video: [h264], disableAudio: true, audio: [{ codec: AudioCodec.AAC }] })).toEqual(["outputs[0].disable_audio"]);
   });
 
+  it("a name that exists on every object is not a resolution", () => {
+    expect(fields({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "toString" }, { codec: VideoCodec.H264, resolution: "constructor" }] })).toEqual([
+      "outputs[0].video[0].resolution",
+      "outputs[0].video[1].resolution",
+    ]);
+  });
+
   it("checks each variant: codec, resolution, custom size, frame rate, bitrate", () => {
     expect(
       fields({

@@ -100,7 +100,7 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
 function checkVariant(check: Check, at: string, v: VideoVariant): void {
   if (v.codec === VideoCodec.UNSPECIFIED) check.add(`${at}.codec`, "is required: h264, h265, vp9 or av1");
   else if (!isCodec(v.codec)) check.add(`${at}.codec`, "must be h264, h265, vp9 or av1");
-  if (v.resolution !== "" && RESOLUTION_LINES[v.resolution] === undefined) check.add(`${at}.resolution`, `must be one of ${Object.keys(RESOLUTION_LINES).join(", ")}`);
+  if (v.resolution !== "" && !Object.hasOwn(RESOLUTION_LINES, v.resolution)) check.add(`${at}.resolution`, `must be one of ${Object.keys(RESOLUTION_LINES).join(", ")}`);
   if (v.resolution !== "" && (v.width !== 0 || v.height !== 0)) check.add(`${at}.resolution`, "must be empty when width or height is set");
   for (const [side, limits] of [["width", OUTPUT_LIMITS.width], ["height", OUTPUT_LIMITS.height]] as const) {
     const n = v[side];

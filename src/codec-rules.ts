@@ -9,7 +9,8 @@ export type VideoCodecName = (typeof CODEC_NAMES)[keyof typeof CODEC_NAMES];
 export const videoCodecName = (c: VideoCodec): VideoCodecName | undefined => (c in CODEC_NAMES ? CODEC_NAMES[c as keyof typeof CODEC_NAMES] : undefined);
 
 /** Named resolutions give the short side, so a portrait 1080p is 1080 wide. */
-export const RESOLUTION_LINES: Readonly<Record<string, number>> = { "480p": 480, "720p": 720, "1080p": 1080, "1440p": 1440, "2160p": 2160, "4320p": 4320 };
+// No prototype: a name like "toString" is not a resolution.
+export const RESOLUTION_LINES: Readonly<Record<string, number>> = Object.assign(Object.create(null) as Record<string, number>, { "480p": 480, "720p": 720, "1080p": 1080, "1440p": 1440, "2160p": 2160, "4320p": 4320 });
 export const RESOLUTIONS: readonly string[] = Object.keys(RESOLUTION_LINES);
 
 const H26X_PRESETS = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower"];
