@@ -207,6 +207,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     { topic: topics.updates, partitions: 4 },
   ]);
   const box = new SecretBox(ensureServerSecret(config));
+  // One guard per process, so its checks and its connection pools are shared by every role.
+  const guard = new NetGuard(config);
 
   let actorHost: ActorHost | undefined;
   let commandConsumer: Consumer | undefined;
@@ -222,7 +224,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       endpoints(...args);
     });
     const host = actorHost;
-    deliverer = new Deliverer(store, host, box, new NetGuard(config), log, config.webhooks);
+    deliverer = new Deliverer(store, host, box, guard, log, config.webhooks);
     stopDeliverer = () => deliverer?.stop();
     const delivery = deliverer;
     const partitions = config.mode === "embedded" ? 4 : config.cluster.commandPartitions;
@@ -240,9 +242,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     });
     sweeper = setInterval(sweep, STALL_MS);
     const legacyInflight = new Set<string>();
-    const legacyGuard = new NetGuard(config);
     legacyPoller = setInterval(() => {
-      pollLegacy(store, legacyGuard, box, new Set(owned), partitions, legacyInflight, config.webhooks.retryScale, log).catch((e: unknown) => log.warn({ err: e }, "legacy webhook poll failed"));
+      pollLegacy(store, guard, box, new Set(owned), partitions, legacyInflight, config.webhooks.retryScale, log).catch((e: unknown) => log.warn({ err: e }, "legacy webhook poll failed"));
     }, 1000);
     legacyPoller.unref();
     sweeper.unref();
@@ -267,7 +268,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   }
   let encoderNode: EncoderNode | undefined;
   if (roles.encoderNode) {
-    encoderNode = await startEncoderNode({ bus, topics, commands: commands!, updates: updates!, box, guard: new NetGuard(config), config, log });
+    encoderNode = await startEncoderNode({ bus, topics, commands: commands!, updates: updates!, box, guard, config, log });
   }
   const stopClients = async () => {
     await encoderNode?.stop();
@@ -304,7 +305,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     commands!.ask(ApiKeyBehavior, key.id, { type: "touch", at: now }).catch((e: unknown) => log.warn({ err: e, key_id: key.id }, "last_used_at not recorded"));
   };
 
-  const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, log, sessions, onKeyUsed, updates: updates! });
+  const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, guard, log, sessions, onKeyUsed, updates: updates! });
   const listen = config.httpServer === "node" ? listenNodeHttp : listenUws;
   const http: UwsServer = await listen(handlers, { host: config.httpHost, port: config.httpPort, maxRequestBytes: config.maxRequestBytes, log });
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: config.httpServer }, "media API listening");

@@ -5,6 +5,7 @@ import type { Bus } from "../../src/bus/port.js";
 import type { Config } from "../../src/config.js";
 import type { Directory } from "../../src/directory.js";
 import type { Logger } from "../../src/log.js";
+import type { NetGuard } from "../../src/net-guard.js";
 import type { Paginator } from "../../src/pagination.js";
 import type { SecretBox } from "../../src/secrets.js";
 import type { Store } from "../../src/store/port.js";
@@ -19,6 +20,8 @@ export interface ServiceDeps {
   readonly paginator: Paginator;
   readonly box: SecretBox;
   readonly log: Logger;
+  /** The process's one network guard: every outbound connection passes it. */
+  readonly guard: NetGuard;
   /** Entity updates as they happen (Watch streams); absent in processes that run no gateway. */
   readonly updates?: UpdatesHub;
 }

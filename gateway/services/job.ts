@@ -23,7 +23,6 @@ import { QualityTier, QualityTierSchema, VideoCodecSchema } from "../../src/gen/
 import type { AppRecord } from "../../src/directory.js";
 import { newId, Prefix } from "../../src/ids.js";
 import type { BlobStore } from "../../src/blob/index.js";
-import { NetGuard } from "../../src/net-guard.js";
 import { ORIGINS, getOrigin, openOriginBlob, PATH_TEMPLATE_VARIABLES, type OriginRecord } from "../../src/origins.js";
 import { resolveOutputSpec } from "../../src/presets.js";
 import { sha256 } from "../../src/secrets.js";
@@ -142,7 +141,7 @@ const SIGNED_URL_SECONDS = 6 * 3600;
  * credentials (rotated keys sign new URLs). Signing is local computation; no request is made.
  */
 function presenter(d: ServiceDeps): (job: JobRecord) => Promise<Job> {
-  const guard = new NetGuard(d.config);
+  const guard = d.guard;
   const blobs = new Map<string, BlobStore>();
   return async (job) => {
     if (job.thumbnailResults.length === 0 || !job.outputOrigin) return jobMessage(job);

@@ -304,7 +304,7 @@ function notArchived(o: OriginRecord): OriginRecord {
 // ───────────────────────────── the service ─────────────────────────────
 
 export function originService(d: ServiceDeps): ServiceImpl<typeof OriginService> {
-  const guard = new NetGuard(d.config);
+  const guard = d.guard;
   const validate = (o: OriginRecord) => validateOrigin(o, d.box, guard, d.config);
 
   return {

@@ -127,7 +127,7 @@ const STATUS_NAMES: Partial<Record<WebhookEndpointStatus, EndpointRecord["status
 };
 
 export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookService> {
-  const guard = new NetGuard(d.config);
+  const guard = d.guard;
   return {
     async createWebhookEndpoint(req, ctx) {
       const caller = callerOf(ctx.values);
