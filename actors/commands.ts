@@ -3,6 +3,7 @@
 // consumer group, so partition ownership decides which host owns an entity, runs the command on
 // its actor, publishes the reply, and only then lets the offset be committed.
 import { Code } from "@connectrpc/connect";
+import { partitionFor } from "../src/bus/memory-bus.js";
 import type { Bus, BusMessage, Consumer } from "../src/bus/port.js";
 import { randomToken } from "../src/ids.js";
 import type { Logger } from "../src/log.js";
@@ -117,6 +118,15 @@ export class CommandClient implements EntityCommands {
     this.pending.delete(correlation);
     p.resolve(decode<Reply<unknown>>(m.value));
   }
+}
+
+/**
+ * Whether this host owns a key's command partition: sweeps over shared tables act only on the
+ * entities whose commands this host serves.
+ */
+export function ownedKeys(owned: readonly number[], partitions: number): (key: string) => boolean {
+  const mine = new Set(owned);
+  return (key) => mine.has(partitionFor(key, partitions));
 }
 
 /** Sends a command that needs no answer (a fan-out, a report): published, not awaited by anyone. */

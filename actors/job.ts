@@ -6,6 +6,7 @@ import { Code } from "@connectrpc/connect";
 import { OutputSpecSchema } from "../src/gen/media/v1/job_pb.js";
 import { sortKey } from "../src/pagination.js";
 import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS } from "../src/pricing.js";
+import type { ProbeResult } from "../encoder-node/probe.js";
 import type { OriginRecord } from "../src/origins.js";
 import type { RecordWrite } from "../src/store/port.js";
 import type { Decision, EntityBehavior } from "./host.js";
@@ -37,14 +38,8 @@ export const JOB_ERROR_CODES = {
 export type JobErrorCode = keyof typeof JOB_ERROR_CODES;
 export const isJobErrorCode = (c: string): c is JobErrorCode => Object.hasOwn(JOB_ERROR_CODES, c);
 
-export interface ProbeData {
-  readonly format: string;
-  readonly durationMs: number;
-  readonly sizeBytes: number;
-  readonly bitRate: number;
-  readonly video?: { readonly codec: string; readonly width: number; readonly height: number; readonly frameRate: number; readonly bitRate: number; readonly pixelFormat: string };
-  readonly audio?: { readonly codec: string; readonly sampleRate: number; readonly channels: number; readonly channelLayout: string; readonly bitRate: number };
-}
+/** What ffprobe found, as the encoder node reports it. */
+export type ProbeData = ProbeResult;
 
 export interface OutputState {
   readonly id: string;

@@ -332,9 +332,3 @@ export const WebhookEndpointBehavior: EntityBehavior<EndpointState, EndpointComm
     }
   },
 };
-
-/** Deliveries an actor host should attempt now or later after a change (or a resume). */
-export function dueDeliveries(state: EndpointState): readonly DeliveryRecord[] {
-  if (!state.endpoint || state.endpoint.deletedAt !== undefined) return [];
-  return Object.values(state.open).filter((d) => d.nextAttemptAt !== undefined);
-}

@@ -3,10 +3,9 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key.js";
-import { serveCommands, CommandClient, topicsFor, type EntityCommands, type Topics } from "../actors/commands.js";
+import { ownedKeys, serveCommands, CommandClient, topicsFor, type EntityCommands, type Topics } from "../actors/commands.js";
 import { ActorHost, type AfterPersist, type EntityBehavior } from "../actors/host.js";
 import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, JOBS, taskFor, type JobCommand, type JobEvent, type JobRecord, type JobState } from "../actors/job.js";
-import { partitionFor } from "./bus/memory-bus.js";
 import { publishUpdate, UpdatesHub } from "../actors/updates.js";
 import { jobLedgerEvents } from "../actors/ledger.js";
 import { WebhookEndpointBehavior, type EndpointCommand, type EndpointState } from "../actors/webhook-endpoint.js";
@@ -103,13 +102,13 @@ const STALL_MS = 60_000;
  */
 async function resumeStalledJobs(store: Store, host: ActorHost, owned: readonly number[], partitions: number, log: Logger): Promise<void> {
   if (owned.length === 0) return;
-  const mine = new Set(owned);
+  const mine = ownedKeys(owned, partitions);
   let before: string | undefined;
   for (;;) {
     const page = await store.scan<{ jobId: string }>(ACTIVE_JOBS, ACTIVE_PARTITION, { limit: 500, ...(before !== undefined ? { before } : {}) });
     for (const row of page.items) {
       const id = row.value.jobId;
-      if (!mine.has(partitionFor(`${JobBehavior.type}:${id}`, partitions))) continue;
+      if (!mine(`${JobBehavior.type}:${id}`)) continue;
       const job = (await store.get<JobRecord>(JOBS, id))?.value;
       if (!job || job.status === "awaiting_confirmation" || Date.now() - job.updatedAt < STALL_MS) continue;
       log.warn({ job_id: id, status: job.status }, "job stalled; dispatching its task again");
@@ -243,7 +242,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     sweeper = setInterval(sweep, STALL_MS);
     const legacyInflight = new Set<string>();
     legacyPoller = setInterval(() => {
-      pollLegacy(store, guard, box, new Set(owned), partitions, legacyInflight, config.webhooks.retryScale, log).catch((e: unknown) => log.warn({ err: e }, "legacy webhook poll failed"));
+      pollLegacy(store, guard, box, ownedKeys(owned, partitions), legacyInflight, config.webhooks.retryScale, log).catch((e: unknown) => log.warn({ err: e }, "legacy webhook poll failed"));
     }, 1000);
     legacyPoller.unref();
     sweeper.unref();

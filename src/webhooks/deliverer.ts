@@ -7,7 +7,7 @@ import type { ActorHost } from "../../actors/host.js";
 import { EVENTS, TEST_EVENTS, type EventRecord } from "../../actors/ledger.js";
 import { activeSecrets, PENDING_DELIVERIES, PENDING_PARTITION, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../../actors/webhook-endpoint.js";
 import { envelope } from "../../gateway/present-webhook.js";
-import { partitionFor } from "../bus/memory-bus.js";
+import { ownedKeys } from "../../actors/commands.js";
 import type { Logger } from "../log.js";
 import type { NetGuard } from "../net-guard.js";
 import type { SecretBox } from "../secrets.js";
@@ -89,13 +89,13 @@ export class Deliverer {
 
   /** Resumes the open deliveries of the endpoints this host owns (their command partitions). */
   async resume(owned: readonly number[], partitions: number): Promise<void> {
-    const mine = new Set(owned);
+    const mine = ownedKeys(owned, partitions);
     const endpoints = new Set<string>();
     let before: string | undefined;
     for (;;) {
       const page = await this.store.scan<{ endpointId: string }>(PENDING_DELIVERIES, PENDING_PARTITION, { limit: 500, ...(before !== undefined ? { before } : {}) });
       for (const row of page.items) {
-        if (mine.has(partitionFor(`${WebhookEndpointBehavior.type}:${row.value.endpointId}`, partitions))) endpoints.add(row.value.endpointId);
+        if (mine(`${WebhookEndpointBehavior.type}:${row.value.endpointId}`)) endpoints.add(row.value.endpointId);
       }
       if (!page.more) break;
       before = page.items.at(-1)!.sort;

@@ -2,10 +2,9 @@
 // `enqueue` command to each endpoint's actor. The ledger row's fan-out mark is removed only after
 // every command is on the bus; a mark left behind by a host that died is picked up by the sweep,
 // and an endpoint enqueues one event once, so a repeated fan-out delivers nothing twice.
-import { tell, type Topics } from "../../actors/commands.js";
+import { ownedKeys, tell, type Topics } from "../../actors/commands.js";
 import { derivedId, EVENT_FANOUT, FANOUT_PARTITION, type EventRecord } from "../../actors/ledger.js";
 import { subscribes, WEBHOOK_ENDPOINTS, WebhookEndpointBehavior, type EndpointRecord } from "../../actors/webhook-endpoint.js";
-import { partitionFor } from "../bus/memory-bus.js";
 import type { Bus } from "../bus/port.js";
 import type { Logger } from "../log.js";
 import type { Store } from "../store/port.js";
@@ -47,14 +46,14 @@ export async function fanOut(store: Store, bus: Bus, topics: Topics, events: rea
 /** Fans out again the events whose mark outlived `graceMs`, among those this host owns. */
 export async function sweepFanout(store: Store, bus: Bus, topics: Topics, owned: readonly number[], partitions: number, log: Logger, graceMs = 10_000): Promise<void> {
   if (owned.length === 0) return;
-  const mine = new Set(owned);
+  const mine = ownedKeys(owned, partitions);
   const stale: EventRef[] = [];
   let before: string | undefined;
   for (;;) {
     const page = await store.scan<{ eventId: string; appId: string; type: EventRecord["type"]; createdAt: number }>(EVENT_FANOUT, FANOUT_PARTITION, { limit: 500, ...(before !== undefined ? { before } : {}) });
     for (const row of page.items) {
       const m = row.value;
-      if (Date.now() - m.createdAt >= graceMs && mine.has(partitionFor(`event:${m.eventId}`, partitions))) stale.push({ id: m.eventId, appId: m.appId, type: m.type });
+      if (Date.now() - m.createdAt >= graceMs && mine(`event:${m.eventId}`)) stale.push({ id: m.eventId, appId: m.appId, type: m.type });
     }
     if (!page.more) break;
     before = page.items.at(-1)!.sort;

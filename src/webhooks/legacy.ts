@@ -7,7 +7,6 @@ import type { JobEvent, JobRecord } from "../../actors/job.js";
 import { derivedId } from "../../actors/ledger.js";
 import { messageToJson } from "../../gateway/codec.js";
 import { jobMessage } from "../../gateway/present-job.js";
-import { partitionFor } from "../bus/memory-bus.js";
 import { T, type AppRecord } from "../directory.js";
 import { JobOutputSchema, JobSchema } from "../gen/media/v1/job_pb.js";
 import type { Logger } from "../log.js";
@@ -58,10 +57,13 @@ export async function legacyWrites(store: Store, job: JobRecord, events: readonl
   const happened = events.flatMap((e) => legacyEvents(job, e).map((l) => ({ ...l, at: "at" in e ? e.at : Date.now() })));
   if (happened.length === 0) return [];
   const app = (await store.get<AppRecord>(T.apps, job.appId))?.value;
+  // Most jobs have no legacy target: render nothing for their progress.
+  if (!app?.webhook && job.webhookUrl === "") return [];
+  const message = jobMessage(job);
   const writes: RecordWrite[] = [];
   for (const h of happened) {
-    const output = h.outputId ? jobMessage(job).outputs.find((o) => o.id === h.outputId) : undefined;
-    const data = output ? messageToJson(JobOutputSchema, output) : messageToJson(JobSchema, jobMessage(job));
+    const output = h.outputId ? message.outputs.find((o) => o.id === h.outputId) : undefined;
+    const data = output ? messageToJson(JobOutputSchema, output) : messageToJson(JobSchema, message);
     const body = JSON.stringify({ event: h.event, job_id: job.id, app_id: job.appId, timestamp: new Date(h.at).toISOString(), data });
     const targets: { url: string; sealedSecret?: string }[] = [];
     if (app?.webhook && app.webhook.events.includes(h.event)) targets.push({ url: app.webhook.url, ...(app.webhook.sealedSecret ? { sealedSecret: app.webhook.sealedSecret } : {}) });
@@ -79,9 +81,8 @@ export async function legacyWrites(store: Store, job: JobRecord, events: readonl
  * Posts the due legacy deliveries of the jobs this host owns; retries or fails the ones that fail.
  * Posts run in the background; `inflight` keeps a slow receiver's row from being posted twice.
  */
-export async function pollLegacy(store: Store, guard: NetGuard, box: SecretBox, owned: ReadonlySet<number>, partitions: number, inflight: Set<string>, retryScale: number, log: Logger): Promise<void> {
-  if (owned.size === 0) return;
-  const page = await store.scan<LegacyDelivery>(LEGACY_DELIVERIES, PARTITION, { limit: 200, filter: (d) => d.dueAt <= Date.now() && !inflight.has(d.id) && owned.has(partitionFor(`job:${d.jobId}`, partitions)) });
+export async function pollLegacy(store: Store, guard: NetGuard, box: SecretBox, owns: (key: string) => boolean, inflight: Set<string>, retryScale: number, log: Logger): Promise<void> {
+  const page = await store.scan<LegacyDelivery>(LEGACY_DELIVERIES, PARTITION, { limit: 200, filter: (d) => d.dueAt <= Date.now() && !inflight.has(d.id) && owns(`job:${d.jobId}`) });
   for (const { value: d } of page.items) {
     inflight.add(d.id);
     void (async () => {
