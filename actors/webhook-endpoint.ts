@@ -144,7 +144,9 @@ export type EndpointEvent =
   | { readonly type: "deleted"; readonly at: number }
   | { readonly type: "rotated"; readonly at: number; readonly sealed: string; readonly previousExpiresAt: number }
   | { readonly type: "enqueued"; readonly at: number; readonly event: EventRef; readonly deliveryId: string; readonly test: boolean }
-  | { readonly type: "attempted"; readonly at: number; readonly deliveryId: string; readonly attempt: number; readonly outcome: AttemptOutcome; readonly nextAttemptAt?: number }
+  /** `autoDisable`: this attempt disables the endpoint (auto_failures), in the same write as the attempt. */
+  | { readonly type: "attempted"; readonly at: number; readonly deliveryId: string; readonly attempt: number; readonly outcome: AttemptOutcome; readonly nextAttemptAt?: number; readonly autoDisable?: true }
+  /** Journals written before autoDisable rode on the attempt; still folded, no longer decided. */
   | { readonly type: "auto_disabled"; readonly at: number };
 
 export const subscribes = (e: EndpointRecord, type: string) => e.enabledEvents.includes("*") || e.enabledEvents.includes(type);
@@ -179,7 +181,6 @@ function decide(state: EndpointState, c: EndpointCommand): Decision<EndpointEven
       // An outcome for a settled delivery or an older attempt (a timer that fired twice) is no change.
       if (!d || c.attempt !== d.attempt + 1) return [];
       const final = c.outcome.ok || c.attempt >= MAX_ATTEMPTS;
-      const events: EndpointEvent[] = [{ type: "attempted", at: c.at, deliveryId: c.deliveryId, attempt: c.attempt, outcome: c.outcome, ...(final ? {} : { nextAttemptAt: c.at + c.retryDelayMs }) }];
       // Whether the endpoint keeps failing is judged on this actor's counters, after this attempt.
       const failing =
         !c.outcome.ok &&
@@ -191,8 +192,18 @@ function decide(state: EndpointState, c: EndpointCommand): Decision<EndpointEven
           },
           c.at,
         );
-      if (failing && e.status === "enabled") events.push({ type: "auto_disabled", at: c.at });
-      return events;
+      // One event, one write: a reader never sees the exhausting attempt without the disable it causes.
+      return [
+        {
+          type: "attempted",
+          at: c.at,
+          deliveryId: c.deliveryId,
+          attempt: c.attempt,
+          outcome: c.outcome,
+          ...(final ? {} : { nextAttemptAt: c.at + c.retryDelayMs }),
+          ...(failing && e.status === "enabled" ? { autoDisable: true as const } : {}),
+        },
+      ];
     }
     case "resume":
       return [];
@@ -282,7 +293,7 @@ function fold(state: EndpointState, ev: EndpointEvent): EndpointState {
       else open[d.id] = next;
       return {
         ...state,
-        endpoint: { ...e, health: countAttempt(e.health, ev.at, o.ok) },
+        endpoint: { ...e, health: countAttempt(e.health, ev.at, o.ok), ...(ev.autoDisable ? { status: "disabled" as const, disabledReason: "auto_failures" as const, updatedAt: ev.at } : {}) },
         open,
         lastSettled: next,
         consecutiveFailedAttempts: o.ok ? 0 : state.consecutiveFailedAttempts + 1,
