@@ -51,6 +51,22 @@ interface Envelope<C> {
   readonly sender: unknown;
 }
 
+/** The journal entry of a decision with several events; folded event by event on recovery. */
+const BATCH = "__events";
+interface EventBatch<E> {
+  readonly [BATCH]: readonly E[];
+}
+function isBatch<E>(data: unknown): data is EventBatch<E> {
+  return typeof data === "object" && data !== null && Array.isArray((data as Record<string, unknown>)[BATCH]);
+}
+
+/** One write per record, the last one, where it last appeared: a commit applies each record once. */
+function lastWriteWins(writes: readonly RecordWrite[]): RecordWrite[] {
+  const last = new Map<string, number>();
+  writes.forEach((w, i) => last.set(`${w.table}\0${w.id}`, i));
+  return writes.filter((w, i) => last.get(`${w.table}\0${w.id}`) === i);
+}
+
 /** nact's persistence engine over the store port. */
 class StoreEngine {
   constructor(private readonly store: Store) {}
@@ -139,9 +155,9 @@ export class ActorHost {
   private actorFunction<S, C, E>(behavior: EntityBehavior<S, C, E>, key: string) {
     const host = this;
     let repaired = false; // per incarnation: this function is made once per spawn
-    return async (state: S | undefined, msg: unknown, ctx: { recovering?: boolean; self: unknown; persist: (e: E, tags: string[], writes: readonly RecordWrite[]) => Promise<void> }) => {
+    return async (state: S | undefined, msg: unknown, ctx: { recovering?: boolean; self: unknown; persist: (e: E | EventBatch<E>, tags: string[], writes: readonly RecordWrite[]) => Promise<void> }) => {
       const current = state ?? behavior.initial;
-      if (ctx.recovering) return behavior.fold(current, msg as E);
+      if (ctx.recovering) return isBatch<E>(msg) ? msg[BATCH].reduce(behavior.fold, current) : behavior.fold(current, msg as E);
       const { command, sender } = msg as Envelope<C>;
       if (!repaired) {
         const writes = current === behavior.initial ? [] : behavior.repair(current);
@@ -160,12 +176,21 @@ export class ActorHost {
         dispatch(sender, { ok: false, rejection: decision as Rejection } satisfies Reply<S>);
         return current;
       }
+      const events = decision as readonly E[];
       let next = current;
       try {
-        for (const event of decision as readonly E[]) {
-          const after = behavior.fold(next, event);
-          await ctx.persist(event, [], behavior.readModel(after, event));
-          next = after;
+        if (events.length === 1) {
+          next = behavior.fold(current, events[0]!);
+          await ctx.persist(events[0]!, [], behavior.readModel(next, events[0]!));
+        } else if (events.length > 1) {
+          // One journal entry and one commit for the whole decision: a reader of the read models
+          // never sees part of it (a failed output on a job still processing), nor does a crash.
+          const writes: RecordWrite[] = [];
+          for (const event of events) {
+            next = behavior.fold(next, event);
+            writes.push(...behavior.readModel(next, event));
+          }
+          await ctx.persist({ [BATCH]: events } satisfies EventBatch<E>, [], lastWriteWins(writes));
         }
       } catch (e) {
         // A failed or fenced write leaves this copy's sequence unknown: drop it, recover on next use.

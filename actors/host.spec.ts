@@ -1,0 +1,81 @@
+// The actor host over a real embedded store: a decision of several events is one journal entry and
+// one commit, and recovery folds it back event by event.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "../src/log.js";
+import { FileStore } from "../src/store/file-store.js";
+import type { Batch, Store } from "../src/store/port.js";
+import { ActorHost, type EntityBehavior } from "./host.js";
+
+interface Counter {
+  readonly n: number;
+  readonly settled: boolean;
+}
+type Cmd = { readonly type: "add"; readonly by: number } | { readonly type: "settle" };
+type Ev = { readonly type: "added"; readonly n: number } | { readonly type: "settled" };
+
+const Behavior: EntityBehavior<Counter, Cmd, Ev> = {
+  type: "counter",
+  initial: { n: 0, settled: false },
+  decide(state, c) {
+    if (c.type === "add") return [{ type: "added", n: c.by }];
+    // Settling adds the remainder to 10 and settles: two events from one command.
+    return [{ type: "added", n: 10 - state.n }, { type: "settled" }];
+  },
+  fold(state, e) {
+    return e.type === "added" ? { ...state, n: state.n + e.n } : { ...state, settled: true };
+  },
+  readModel(state, e) {
+    // The same row twice from one decision: the commit must keep the last.
+    return [{ table: "counters", id: "c", value: { n: state.n, settled: state.settled, by: e.type } }];
+  },
+  repair: () => [],
+};
+
+/** The store, with every commit it was asked for. */
+function recording(store: Store) {
+  const commits: Batch[] = [];
+  return {
+    commits,
+    store: new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === "commit") return (b: Batch) => (commits.push(b), target.commit(b));
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    }),
+  };
+}
+
+describe("ActorHost", () => {
+  const hosts: ActorHost[] = [];
+  afterEach(() => hosts.splice(0).forEach((h) => h.stop()));
+
+  it("commits a decision of several events once, with one write per record, and recovers it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "host-"));
+    const file = new FileStore(dir);
+    await file.open();
+    const { store, commits } = recording(file);
+    const host = new ActorHost(store, createLogger("silent"));
+    hosts.push(host);
+
+    expect(await host.ask(Behavior, "c", { type: "add", by: 3 })).toMatchObject({ ok: true, state: { n: 3 } });
+    expect(await host.ask(Behavior, "c", { type: "settle" })).toMatchObject({ ok: true, state: { n: 10, settled: true } });
+
+    expect(commits).toHaveLength(2);
+    const settle = commits[1]!;
+    expect(settle.events).toHaveLength(1);
+    expect(settle.events![0]).toMatchObject({ key: "counter:c", seq: 2 });
+    expect(settle.writes).toEqual([{ table: "counters", id: "c", value: { n: 10, settled: true, by: "settled" } }]);
+    expect(await file.get("counters", "c")).toMatchObject({ value: { n: 10, settled: true } });
+
+    // A new host over the same store recovers both events of the batch entry.
+    host.stop();
+    const again = new ActorHost(file, createLogger("silent"));
+    hosts.push(again);
+    expect(await again.ask(Behavior, "c", { type: "add", by: 1 })).toMatchObject({ ok: true, state: { n: 11, settled: true } });
+    expect((await file.events("counter:c", 0)).map((e) => e.seq)).toEqual([1, 2, 3]);
+  });
+});
