@@ -8,6 +8,9 @@ import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { apiError } from "../src/errors.js";
 import type { Logger } from "../src/log.js";
 
+/** uWS's listen flag (a runtime constant; its typings only declare a const enum). */
+const EXCLUSIVE_PORT = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
+
 export interface UwsServer {
   readonly port: number;
   /** Stops accepting, lets in-flight calls finish (streams are told to end), then resolves. */
@@ -105,7 +108,10 @@ export async function listenUws(
   });
 
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
-    app.listen(options.host, options.port, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${options.host}:${options.port}`))));
+    // Exclusive: without it uWS sets SO_REUSEPORT, and a second server on a taken port would
+    // silently share (and split) its connections instead of failing to start.
+    const listen = app.listen as unknown as (host: string, port: number, flags: number, cb: (s: uWS.us_listen_socket | false) => void) => void;
+    listen.call(app, options.host, options.port, EXCLUSIVE_PORT, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${options.host}:${options.port}: the port is taken`))));
   });
   const port = uWS.us_socket_local_port(listenSocket);
 

@@ -192,5 +192,6 @@ export function readBootstrap(dataDir: string): Bootstrap {
   return JSON.parse(readFileSync(file, "utf8")) as Bootstrap;
 }
 
-let nextPort = 20000 + Math.floor(Math.random() * 20000);
+// Below Linux's ephemeral range (32768+), so an outbound socket never holds a port handed out here.
+let nextPort = 20000 + Math.floor(Math.random() * 11000);
 export const freePort = (): number => nextPort++;
