@@ -90,7 +90,7 @@ describe("MemoryBus", () => {
     expect(attempts.length).toBeLessThanOrEqual(7);
     const gaps = attempts.slice(1).map((a, i) => a - attempts[i]!);
     expect(gaps[0]).toBeGreaterThanOrEqual(90);
-    expect(Math.max(...gaps)).toBeLessThan(1200);
+    expect(Math.max(...gaps)).toBeLessThan(1600); // 1000 ms nominal, with room for a loaded machine
     await bus.close(); // does not hang on the retry loop
   });
 

@@ -164,8 +164,12 @@ describe("API keys", () => {
     expect(fresh.key_prefix).toBe(created.body.secret.slice(0, 11));
     const own = { bearer: created.body.secret, org: h.boot.organization_id };
     expect((await call(h.base, "APIKeyService/Get", { id: fresh.id }, own)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 100));
-    const used = await call(h.base, "APIKeyService/Get", { id: fresh.id }, key);
+    // The use is stamped in the background (a command to the key's actor): poll for it.
+    let used = await call(h.base, "APIKeyService/Get", { id: fresh.id }, key);
+    for (const deadline = Date.now() + 15_000; !used.body.api_key.last_used_at && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      used = await call(h.base, "APIKeyService/Get", { id: fresh.id }, key);
+    }
     expect(used.body.api_key.last_used_at).toMatch(/^\d{4}-/);
     expect(JSON.stringify(used.body)).not.toContain(created.body.secret);
     const revoked = await call(h.base, "APIKeyService/Revoke", { id: fresh.id, reason: "leaked" }, key);

@@ -192,10 +192,12 @@ describe("credentials and account states", () => {
   });
 
   it("an expired key is unauthenticated", async () => {
-    const k = await newKey({ name: "short-lived", expires_at: new Date(Date.now() + 2000).toISOString() });
+    // Long enough for the Create and one call through a loaded cluster; then past it.
+    const expiresAt = Date.now() + 5000;
+    const k = await newKey({ name: "short-lived", expires_at: new Date(expiresAt).toISOString() });
     const auth = { bearer: k.secret, org: x.org };
     expect((await call(h.base, "AppService/List", {}, auth)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 2500));
+    await new Promise((r) => setTimeout(r, expiresAt - Date.now() + 500));
     await expectError(await call(h.base, "AppService/List", {}, auth), 401, "unauthenticated", undefined, /expired/);
   });
 

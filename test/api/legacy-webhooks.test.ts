@@ -54,7 +54,7 @@ describe("legacy webhooks", () => {
       const { job } = await ok(
         call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: origin, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }], webhook_url: `${jobHook.url}/per-job` }, key),
       );
-      const got = await appHook.waitFor(3, 30_000);
+      const got = await appHook.waitFor(3, 90_000);
       const delivered = got.filter((r) => r.behaviour === "ok");
       expect(delivered.map((r) => (r.json as any).event).sort()).toEqual(["job.completed", "output.completed"]);
       for (const r of got) {
@@ -68,7 +68,11 @@ describe("legacy webhooks", () => {
       expect(output.data).toMatchObject({ status: "completed", id: expect.stringMatching(/^out_/) });
 
       // The per-job URL: every event, unsigned (a job has no secret), progress included.
-      await jobHook.waitFor(3, 30_000);
+      for (const deadline = Date.now() + 30_000; !jobHook.requests.some((r) => (r.json as any).event === "job.completed"); ) {
+        if (Date.now() > deadline) throw new Error("job.completed never reached the job's webhook_url");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // A moment more for a duplicate, which must not come.
       await new Promise((r) => setTimeout(r, 1500));
       const events = jobHook.requests.map((r) => (r.json as any).event);
       expect(events).toContain("job.completed");

@@ -73,7 +73,8 @@ beforeAll(async () => {
     MEDIA_TLS_CA_FILE: ca.caFile,
     MEDIA_S3_ENDPOINT: minio.endpoint,
     MEDIA_WEBHOOK_RETRY_SCALE: "0.00001",
-    MEDIA_WEBHOOK_TIMEOUT_MS: "1000",
+    // Long enough that a slow but successful answer is never taken for a timeout (and retried).
+    MEDIA_WEBHOOK_TIMEOUT_MS: "3000",
   });
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
 }, 240_000);
@@ -101,7 +102,7 @@ describe("signed webhook deliveries", () => {
       const createdJob = await call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: origin, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }], metadata: { order: "o-7" } }, key);
       const { job } = await ok(Promise.resolve(createdJob));
       const requestId = createdJob.headers.get("x-request-id");
-      const got = await a.waitFor(2);
+      const got = await a.waitFor(2, 90_000);
       const types = got.map((r) => (r.json as any).type).sort();
       expect(types).toEqual(["job.succeeded", "output.ready"]);
       for (const r of got) {
@@ -113,7 +114,7 @@ describe("signed webhook deliveries", () => {
       }
       const succeeded = got.find((r) => (r.json as any).type === "job.succeeded")!.json as any;
       expect(succeeded.data).toMatchObject({ id: job.id, status: "completed", metadata: { order: "o-7" } });
-      expect((await b.waitFor(1))[0]!.verified).toBe(true);
+      expect((await b.waitFor(1, 30_000))[0]!.verified).toBe(true);
       expect(((await b.waitFor(1))[0]!.json as any).type).toBe("job.succeeded");
       // Nothing more arrives: once each, and nothing for the endpoint that wanted job.failed.
       await new Promise((r) => setTimeout(r, 1000));
