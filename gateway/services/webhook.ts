@@ -23,6 +23,7 @@ import { newId, Prefix, randomToken } from "../../src/ids.js";
 import { NetGuard, NetGuardError } from "../../src/net-guard.js";
 import { sortKey } from "../../src/pagination.js";
 import { Check } from "../../src/validation.js";
+import { pendingWebhooks } from "../../src/webhooks/fanout.js";
 import { newWebhookSecret } from "../../src/webhooks/sign.js";
 import { callerOf, type Caller } from "../access.js";
 import { DELIVERY_STATUS_NAMES, deliveryMessage, endpointMessage, eventMessage, healthMessage, sampleEventData } from "../present-webhook.js";
@@ -76,11 +77,6 @@ async function visibleEvent(d: ServiceDeps, caller: Caller, id: string, field: s
   return e;
 }
 
-/** Deliveries of a real event not yet settled: pending, or failed with an attempt to come. */
-async function pendingWebhooks(d: ServiceDeps, eventId: string): Promise<number> {
-  const open = await d.store.scan<DeliveryRecord>(EVENT_DELIVERIES, eventId, { limit: 1, filter: (r) => r.status === "pending" || r.status === "failed" });
-  return open.total;
-}
 
 /** Every endpoint of an app, deleted ones included. */
 async function appEndpoints(d: ServiceDeps, appId: string): Promise<EndpointRecord[]> {
@@ -255,14 +251,14 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       const app = await targetApp(d, caller, req.appId);
       const filter = (ev: EventRecord) => (req.type === "" || ev.type === req.type) && (after === undefined || ev.createdAt >= after) && (before === undefined || ev.createdAt < before);
       const page = await d.paginator.page<EventRecord>(EVENTS, app.id, `events:${app.id}:${req.type}:${after ?? ""}:${before ?? ""}`, req.pagination, filter);
-      const events = await Promise.all(page.items.map(async (r) => eventMessage(r.value, await pendingWebhooks(d, r.value.id))));
+      const events = await Promise.all(page.items.map(async (r) => eventMessage(r.value, await pendingWebhooks(d.store, r.value))));
       return { events, pagination: page.pagination };
     },
 
     async retrieveEvent(req, ctx) {
       const ev = await visibleEvent(d, callerOf(ctx.values), req.id, "id");
       // Test events never count toward pending_webhooks.
-      return { event: eventMessage(ev, ev.subject.kind === "test" ? 0 : await pendingWebhooks(d, ev.id)) };
+      return { event: eventMessage(ev, ev.subject.kind === "test" ? 0 : await pendingWebhooks(d.store, ev)) };
     },
 
     async resendEvent(req, ctx) {

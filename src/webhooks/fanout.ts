@@ -4,14 +4,15 @@
 // and an endpoint enqueues one event once, so a repeated fan-out delivers nothing twice.
 import { ownedKeys, tell, type Topics } from "../../actors/commands.js";
 import { derivedId, EVENT_FANOUT, FANOUT_PARTITION, type EventRecord } from "../../actors/ledger.js";
-import { subscribes, WEBHOOK_ENDPOINTS, WebhookEndpointBehavior, type EndpointRecord } from "../../actors/webhook-endpoint.js";
+import { EVENT_DELIVERIES, subscribes, WEBHOOK_ENDPOINTS, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord } from "../../actors/webhook-endpoint.js";
 import type { Bus } from "../bus/port.js";
 import type { Logger } from "../log.js";
 import type { Store } from "../store/port.js";
 
 type EventRef = Pick<EventRecord, "id" | "appId" | "type">;
 
-async function subscribers(store: Store, appId: string, type: string): Promise<EndpointRecord[]> {
+/** The endpoints an event of `type` goes to now: enabled, not deleted, subscribed. */
+export async function subscribers(store: Store, appId: string, type: string): Promise<EndpointRecord[]> {
   const out: EndpointRecord[] = [];
   let before: string | undefined;
   for (;;) {
@@ -26,6 +27,23 @@ async function subscribers(store: Store, appId: string, type: string): Promise<E
   }
 }
 
+/** The delivery a fan-out makes of one event to one endpoint: the same id however often it runs. */
+export const fanoutDeliveryId = (eventId: string, endpointId: string): string => derivedId("whd_", `${eventId}:${endpointId}`);
+
+/**
+ * `pending_webhooks` of a ledger event: its deliveries not yet settled (pending, or failed with an
+ * attempt to come). While the event still waits for its fan-out (its mark is there: just recorded,
+ * or its host died before handing it on), the endpoints it will go to count too, those that were
+ * there when it happened and have no delivery of it yet.
+ */
+export async function pendingWebhooks(store: Store, e: Pick<EventRecord, "id" | "appId" | "type" | "createdAt">): Promise<number> {
+  const open = await store.scan<DeliveryRecord>(EVENT_DELIVERIES, e.id, { limit: 1, filter: (r) => r.status === "pending" || r.status === "failed" });
+  if (!(await store.get(EVENT_FANOUT, e.id))) return open.total;
+  const [targets, made] = await Promise.all([subscribers(store, e.appId, e.type), store.scan<DeliveryRecord>(EVENT_DELIVERIES, e.id, { limit: 1000 })]);
+  const existing = new Set(made.items.map((r) => r.id));
+  return open.total + targets.filter((t) => t.createdAt <= e.createdAt && !existing.has(fanoutDeliveryId(e.id, t.id))).length;
+}
+
 export async function fanOut(store: Store, bus: Bus, topics: Topics, events: readonly EventRef[]): Promise<void> {
   for (const event of events) {
     const endpoints = await subscribers(store, event.appId, event.type);
@@ -35,7 +53,7 @@ export async function fanOut(store: Store, bus: Bus, topics: Topics, events: rea
           type: "enqueue",
           at: Date.now(),
           event: { id: event.id, type: event.type },
-          deliveryId: derivedId("whd_", `${event.id}:${e.id}`),
+          deliveryId: fanoutDeliveryId(event.id, e.id),
         }),
       ),
     );
