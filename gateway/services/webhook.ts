@@ -77,7 +77,6 @@ async function visibleEvent(d: ServiceDeps, caller: Caller, id: string, field: s
   return e;
 }
 
-
 /** Every endpoint of an app, deleted ones included. */
 async function appEndpoints(d: ServiceDeps, appId: string): Promise<EndpointRecord[]> {
   const out: EndpointRecord[] = [];
