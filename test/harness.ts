@@ -116,6 +116,24 @@ export interface Auth {
   readonly headers?: Record<string, string>;
 }
 
+/** The body of a 200 reply; any other status fails the test, showing the status and body. */
+export async function ok(reply: Promise<Pick<Reply, "status" | "body">>): Promise<any> {
+  const r = await reply;
+  if (r.status !== 200) throw new Error(`expected 200, got ${r.status}: ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+/** Polls `probe` every 100 ms until it gives a value (not undefined), for at most `ms`. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** POSTs JSON to /media.v1.<Service>/<Method>, as the spec's wire format says. */
 export async function call(base: string, route: string, body: unknown, auth: Auth = {}): Promise<Reply> {
   const headers: Record<string, string> = { "content-type": "application/json", ...auth.headers };

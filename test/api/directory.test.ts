@@ -1,7 +1,7 @@
 // Behaviour of the front-door services beyond errors: retries with Idempotency-Key, cursor paging
 // across inserts and deletes, the user lifecycle, roles, apps with the legacy webhook, key usage.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, startHarness, type Auth, type Harness } from "../harness.js";
+import { call, startHarness, until, type Auth, type Harness } from "../harness.js";
 
 let h: Harness;
 let key: Auth;
@@ -165,11 +165,10 @@ describe("API keys", () => {
     const own = { bearer: created.body.secret, org: h.boot.organization_id };
     expect((await call(h.base, "APIKeyService/Get", { id: fresh.id }, own)).status).toBe(200);
     // The use is stamped in the background (a command to the key's actor): poll for it.
-    let used = await call(h.base, "APIKeyService/Get", { id: fresh.id }, key);
-    for (const deadline = Date.now() + 15_000; !used.body.api_key.last_used_at && Date.now() < deadline; ) {
-      await new Promise((r) => setTimeout(r, 100));
-      used = await call(h.base, "APIKeyService/Get", { id: fresh.id }, key);
-    }
+    const used = await until("last_used_at", async () => {
+      const r = await call(h.base, "APIKeyService/Get", { id: fresh.id }, key);
+      return r.body.api_key.last_used_at ? r : undefined;
+    }, 15_000);
     expect(used.body.api_key.last_used_at).toMatch(/^\d{4}-/);
     expect(JSON.stringify(used.body)).not.toContain(created.body.secret);
     const revoked = await call(h.base, "APIKeyService/Revoke", { id: fresh.id, reason: "leaked" }, key);

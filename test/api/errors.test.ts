@@ -5,17 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DescService } from "@bufbuild/protobuf";
 import { VideoService } from "../../src/gen/media/v1/video_pb.js";
-import { call, errorDetails, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
+import { call, ok, errorDetails, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
 
 let h: Harness;
 /** Filled in beforeAll; the case table reads it lazily. */
 const x = { key: {} as Auth, owner: {} as Auth, ownerId: "", org: "", app: "", app2: "", spareKeyId: "" };
-
-async function ok(reply: Promise<Reply>): Promise<any> {
-  const r = await reply;
-  if (r.status !== 200) throw new Error(`expected 200, got ${r.status}: ${JSON.stringify(r.body)}`);
-  return r.body;
-}
 
 /** The status, the Connect code, the ErrorDetails every error carries and, if given, the field at fault. */
 async function expectError(r: Reply, status: number, code: string, field?: string, message?: RegExp): Promise<void> {

@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GcsBlob, parseServiceAccount, S3Blob } from "../../src/blob/index.js";
 import { NetGuard } from "../../src/net-guard.js";
-import { call, errorDetails, startHarness, type Auth, type Harness } from "../harness.js";
+import { call, ok, errorDetails, startHarness, type Auth, type Harness } from "../harness.js";
 import { makeTestCa, serviceAccountJson, startFakeGcs, startHttpsPeer, startMinio, type GcsPeer, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
 import { parseHlsMaster, parseHlsMedia, parseMpd } from "../media.js";
 import { stream } from "../watch.js";
@@ -38,12 +38,6 @@ async function makeInput(file: string, seconds: number, size = "640x360", preset
 async function ffprobe(file: string): Promise<any> {
   const { stdout } = await run("ffprobe", ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", file]);
   return JSON.parse(stdout);
-}
-
-async function ok(p: Promise<{ status: number; body: any }>): Promise<any> {
-  const r = await p;
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body;
 }
 
 async function createOrigin(name: string, bucket: string, permissions: string[], creds = minio.admin): Promise<string> {

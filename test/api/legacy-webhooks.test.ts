@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, startHarness, type Auth, type Harness } from "../harness.js";
+import { call, ok, until, startHarness, type Auth, type Harness } from "../harness.js";
 import { makeTestCa, serveFile, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
 import { makeTestInput } from "../media.js";
 import { startRecordingReceiver } from "../receivers.js";
@@ -15,12 +15,6 @@ let key: Auth;
 let minio: MinioPeer;
 let web: HttpsPeer;
 let work: string;
-
-async function ok(p: Promise<{ status: number; body: any }>): Promise<any> {
-  const r = await p;
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body;
-}
 
 beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), "media-legacy-"));
@@ -68,10 +62,7 @@ describe("legacy webhooks", () => {
       expect(output.data).toMatchObject({ status: "completed", id: expect.stringMatching(/^out_/) });
 
       // The per-job URL: every event, unsigned (a job has no secret), progress included.
-      for (const deadline = Date.now() + 30_000; !jobHook.requests.some((r) => (r.json as any).event === "job.completed"); ) {
-        if (Date.now() > deadline) throw new Error("job.completed never reached the job's webhook_url");
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await until("job.completed at the job's webhook_url", async () => (jobHook.requests.some((r) => (r.json as any).event === "job.completed") ? true : undefined));
       // A moment more for a duplicate, which must not come.
       await new Promise((r) => setTimeout(r, 1500));
       const events = jobHook.requests.map((r) => (r.json as any).event);

@@ -5,7 +5,7 @@
 // settings MEDIA_NET_ALLOW, MEDIA_TLS_CA_FILE, MEDIA_S3_ENDPOINT and MEDIA_GCS_API_ENDPOINT,
 // which the harness passes to both the embedded and the cluster target.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, errorDetails, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
+import { call, ok, errorDetails, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
 import { makeTestCa, serviceAccountJson, startFakeGcs, startHttpsPeer, startMinio, type GcsPeer, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
 
 let h: Harness;
@@ -24,12 +24,6 @@ async function api(route: string, body: unknown, auth: Auth = key): Promise<Repl
   const r = await call(h.base, `OriginService/${route}`, body, auth);
   answers.push(JSON.stringify(r.body));
   return r;
-}
-
-async function ok(reply: Promise<Reply>): Promise<any> {
-  const r = await reply;
-  if (r.status !== 200) throw new Error(`expected 200, got ${r.status}: ${JSON.stringify(r.body)}`);
-  return r.body;
 }
 
 async function expectError(reply: Promise<Reply>, code: string, field?: string, description?: RegExp): Promise<Reply> {

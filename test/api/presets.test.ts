@@ -2,18 +2,12 @@
 // wire shape and price estimate, list filters and paging, update, duplicate, archive, the spec's
 // errors, and scoping to the caller's app and organization.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, errorDetails, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
+import { call, ok, errorDetails, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
 
 let h: Harness;
 let key: Auth;
 let owner: Auth;
 let app2 = "";
-
-async function ok(reply: Promise<Reply>): Promise<any> {
-  const r = await reply;
-  if (r.status !== 200) throw new Error(`expected 200, got ${r.status}: ${JSON.stringify(r.body)}`);
-  return r.body;
-}
 
 async function expectError(r: Reply, code: string, field?: string): Promise<void> {
   const shown = JSON.stringify(r.body);

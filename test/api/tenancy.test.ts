@@ -8,7 +8,7 @@ import { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";
 import { AppService } from "../../src/gen/media/v1/app_pb.js";
 import { OrganizationService } from "../../src/gen/media/v1/organization_pb.js";
 import { UserService } from "../../src/gen/media/v1/user_pb.js";
-import { call, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
+import { call, ok, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
 
 interface Tenant {
   org: string;
@@ -33,12 +33,6 @@ let w: World;
 
 /** Names of org B's resources: none of them may ever appear in an answer to org A. */
 const B_NAMES = { org: "Bravo org", slug: "bravo-org", app: "Bravo app", app2: "Bravo app two", key: "Bravo key", email: "bob@b.test" };
-
-async function ok(reply: Promise<Reply>): Promise<any> {
-  const r = await reply;
-  if (r.status !== 200) throw new Error(`expected 200, got ${r.status}: ${JSON.stringify(r.body)}`);
-  return r.body;
-}
 
 /** A user who has logged in once and been approved by staff. */
 async function approvedUser(email: string, staffToken: string): Promise<{ token: string; id: string }> {

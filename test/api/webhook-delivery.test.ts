@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, startHarness, type Auth, type Harness } from "../harness.js";
+import { call, ok, until, startHarness, type Auth, type Harness } from "../harness.js";
 import { makeTestCa, serveFile, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
 import { makeTestInput } from "../media.js";
 import { closedPortUrl, startRecordingReceiver, type RecordingReceiver } from "../receivers.js";
@@ -29,25 +29,9 @@ function pointRebind(ip: string | undefined): void {
   writeFileSync(HOSTS, `${[...kept, ...(ip ? [`${ip} ${REBIND}`] : [])].join("\n")}\n`);
 }
 
-async function ok(p: Promise<{ status: number; body: any }>): Promise<any> {
-  const r = await p;
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body;
-}
-
 async function endpoint(url: string, events: string[] = ["*"]): Promise<{ id: string; secret: string }> {
   const body = await ok(call(h.base, "WebhookService/CreateWebhookEndpoint", { url, enabled_events: events }, key));
   return { id: body.endpoint.id, secret: body.endpoint.secret };
-}
-
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 async function deliveries(endpointId: string): Promise<any[]> {

@@ -3,15 +3,7 @@
 // receiver once it answers 2xx. The real process, stopped and started (the cluster's whole-cluster
 // restart is covered by test/cluster/restart.test.ts for state in general).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-async function until(f: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await f())) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-import { call, freePort, readBootstrap, spawnServer, tempDataDir, TARGET, type ChildServer } from "../harness.js";
+import { call, freePort, until, readBootstrap, spawnServer, tempDataDir, TARGET, type ChildServer } from "../harness.js";
 import { makeTestCa, type TestCa } from "../peers.js";
 import { startRecordingReceiver, type RecordingReceiver } from "../receivers.js";
 
@@ -55,10 +47,10 @@ describe.skipIf(TARGET === "cluster")("webhook deliveries across a restart", () 
     await receiver.waitFor(failedBefore + 5, 60_000);
     // Outcomes are journaled after the receiver answered: wait for all five records, then a
     // moment more for any duplicate (there must be none) to arrive.
-    await until(async () => {
+    await until("five succeeded deliveries", async () => {
       const list = await call(server!.base, "WebhookService/ListWebhookDeliveries", { endpoint_id: endpointId }, auth);
-      return list.body.deliveries.filter((d: any) => d.status === "succeeded").length === 5;
-    }, 30_000);
+      return list.body.deliveries.filter((d: any) => d.status === "succeeded").length === 5 ? true : undefined;
+    });
     await new Promise((r) => setTimeout(r, 1500));
     const answered = receiver.requests.filter((q) => q.behaviour === "ok");
     // Each event once with 2xx, all verified.

@@ -4,7 +4,7 @@
 // subject; receivers here point at a closed loopback port. Runs against both deployments.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_VERSION } from "../../actors/ledger.js";
-import { call, errorDetails, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
+import { call, ok, errorDetails, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
 
 let h: Harness;
 let key: Auth;
@@ -17,12 +17,6 @@ let sibling: Auth;
 /** Nothing listens on the discard port: a delivery attempt, if one is made, is refused at once. */
 const URL_OK = "https://127.0.0.1:9/hook";
 const W = (method: string) => `WebhookService/${method}`;
-
-async function ok(reply: Promise<Reply>): Promise<any> {
-  const r = await reply;
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body;
-}
 
 /** The error code and the fields at fault of a failed call. */
 async function refused(reply: Promise<Reply>): Promise<{ status: number; code: string; fields: string[]; descriptions: string[] }> {
