@@ -12,7 +12,7 @@ import * as preset from "../src/gen/media/v1/preset_pb.js";
 import * as user from "../src/gen/media/v1/user_pb.js";
 import * as video from "../src/gen/media/v1/video_pb.js";
 import * as webhook from "../src/gen/media/v1/webhook_pb.js";
-import { readJson, writeJson } from "./codec.js";
+import { isNullWhenUnset, readJson, writeJson } from "./codec.js";
 
 const services: DescService[] = [
   apiKey.APIKeyService, app.AppService, health.HealthService, job.JobService, organization.OrganizationService,
@@ -92,6 +92,10 @@ describe("spec JSON emission, every response message of the contract", () => {
           expect(json, `${f.name} (oneof member, unset)`).not.toHaveProperty(f.name);
           continue;
         }
+        if (isNullWhenUnset(f)) {
+          expect(json[f.name], `${f.name} ("string or null" in the spec)`).toBeNull();
+          continue;
+        }
         if (isOptional(f)) {
           expect(json, `${f.name} (unset optional field is omitted)`).not.toHaveProperty(f.name);
           continue;
@@ -147,6 +151,13 @@ describe("spec JSON reading", () => {
     expect(readJson(desc, JSON.stringify({ size_bytes: 5368709120 })).ok).toBe(true);
     expect(readJson(desc, JSON.stringify({ size_bytes: "5368709120" })).ok).toBe(true);
     expect(readJson(desc, JSON.stringify({ size_bytes: 1.5 })).ok).toBe(false);
+  });
+
+  it("writes the spec's \"string or null\" job fields as null when unset", () => {
+    const json = JSON.parse(writeJson(job.JobSchema, create(job.JobSchema))) as Record<string, unknown>;
+    expect(json.video_id).toBeNull();
+    expect(json.output_path_template).toBeNull();
+    expect(JSON.parse(writeJson(job.JobSchema, create(job.JobSchema, { videoId: "vid_1", outputPathTemplate: "{job_id}" })))).toMatchObject({ video_id: "vid_1", output_path_template: "{job_id}" });
   });
 
   it("omits the timestamps the spec calls omitted, and nulls the others", () => {

@@ -57,6 +57,16 @@ export function isOmittedWhenUnset(field: DescField): boolean {
   return (field.fieldKind === "scalar" || field.fieldKind === "enum") && field.presence === 1;
 }
 
+/** Optional scalars the spec shows as "string or null" / "number or null": null when unset, not omitted. */
+const NULL_WHEN_UNSET: ReadonlySet<string> = new Set([
+  "media.v1.Job.output_path_template",
+  "media.v1.Job.video_id",
+  "media.v1.CostBreakdown.total_estimated_cost",
+  "media.v1.CostBreakdown.total_actual_cost",
+]);
+
+export const isNullWhenUnset = (field: DescField): boolean => NULL_WHEN_UNSET.has(`${field.parent.typeName}.${field.name}`);
+
 export function messageToJson(desc: DescMessage, message: Message): Json {
   if (desc.typeName === TIMESTAMP) return timestampToJson(message as unknown as { seconds: bigint; nanos: number });
   if (desc.typeName.startsWith("google.protobuf.")) return toJson(desc, message) as Json;
@@ -71,7 +81,10 @@ export function messageToJson(desc: DescMessage, message: Message): Json {
     } else {
       value = m[field.localName];
     }
-    if (value === undefined && isOmittedWhenUnset(field)) continue;
+    if (value === undefined && isOmittedWhenUnset(field)) {
+      if (isNullWhenUnset(field)) out[field.name] = null;
+      continue;
+    }
     out[field.name] = fieldToJson(field, value);
   }
   return out;
