@@ -4,13 +4,13 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { API_KEYS, ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key.js";
 import type { Reply } from "../../actors/host.js";
-import { apiError, invalidField, notFound, permissionDenied } from "../../src/errors.js";
+import { apiError, invalidField, permissionDenied } from "../../src/errors.js";
 import type { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf, hasScope, isScope, type Caller, type Scope } from "../access.js";
 import { apiKeyMessage } from "../present.js";
-import { visibleApp } from "./app.js";
+import { namedApp, visible, visibleApp } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 
 function accepted<S>(reply: Reply<S>): S {
@@ -20,10 +20,7 @@ function accepted<S>(reply: Reply<S>): S {
 
 async function visibleKey(d: ServiceDeps, caller: Caller, id: string): Promise<ApiKeyRecord> {
   new Check().id("id", id, Prefix.apiKey).done();
-  const key = (await d.store.get<ApiKeyRecord>(API_KEYS, id))?.value;
-  const visible = key && key.organizationId === caller.org?.id && (caller.kind !== "key" || caller.app.id === key.appId);
-  if (!visible) throw notFound("API key", id);
-  return key;
+  return visible(caller, (await d.store.get<ApiKeyRecord>(API_KEYS, id))?.value, "API key", id);
 }
 
 export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService> {
@@ -43,7 +40,7 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
         const wider = req.scopes.length === 0 ? ["full access"] : req.scopes.filter((s) => !hasScope(caller.key.scopes, s as Scope));
         if (wider.length > 0) throw permissionDenied(`a scoped API key cannot grant ${wider.join(", ")}`);
       }
-      const app = caller.kind === "key" ? caller.app : await visibleApp(d, caller, req.appId, "app_id");
+      const app = caller.kind === "key" ? caller.app : await visibleApp(d.directory, caller, req.appId, "app_id");
       if (app.status !== "active") throw invalidField("app_id", "app is archived");
       // With an Idempotency-Key the id and secret are derived from it, so a retry after a lost
       // reply (a gateway or actor host died) finds the same key instead of making a second one.
@@ -69,13 +66,8 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
     async list(req, ctx) {
       const caller = callerOf(ctx.values);
       if (req.appId !== "") new Check().id("app_id", req.appId, Prefix.app).done();
-      let appId = req.appId;
-      if (caller.kind === "key") {
-        if (appId !== "" && appId !== caller.app.id) throw permissionDenied("an API key lists only its own app's keys");
-        appId = caller.app.id;
-      } else if (appId !== "") {
-        await visibleApp(d, caller, appId, "app_id");
-      }
+      // A session naming no app lists the whole organization's keys.
+      const appId = (await namedApp(d.directory, caller, req.appId))?.id ?? "";
       const filter = (k: ApiKeyRecord) => req.includeRevoked || k.revokedAt === undefined;
       const listId = `keys:${caller.org!.id}:${appId}:${req.includeRevoked}`;
       const page = appId !== ""

@@ -1,24 +1,16 @@
 // AppService: apps of the caller's organization, hosting, and the legacy per-app webhook.
 import type { ServiceImpl } from "@connectrpc/connect";
-import { failedPrecondition, notFound } from "../../src/errors.js";
+import { failedPrecondition } from "../../src/errors.js";
 import { T, type AppRecord, type AppWebhookRecord } from "../../src/directory.js";
 import type { AppService, AppWebhookInput } from "../../src/gen/media/v1/app_pb.js";
 import { randomToken } from "../../src/ids.js";
 import { Check, LIMITS } from "../../src/validation.js";
-import { callerOf, type Caller } from "../access.js";
+import { callerOf } from "../access.js";
 import { appMessage } from "../present.js";
+import { visibleApp } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 
 export const LEGACY_WEBHOOK_EVENTS = ["job.completed", "job.failed", "job.progress", "job.canceled", "output.completed", "output.failed"] as const;
-
-/** An app the caller may see: in its organization, and for an API key its own app. */
-export async function visibleApp(d: ServiceDeps, caller: Caller, id: string, field = "id"): Promise<AppRecord> {
-  new Check().id(field, id, "app_").done();
-  const app = await d.directory.app(id);
-  const visible = app && app.organizationId === caller.org?.id && (caller.kind !== "key" || caller.app.id === app.id);
-  if (!visible) throw notFound("app", id);
-  return app;
-}
 
 function checkWebhook(check: Check, w: AppWebhookInput | undefined, creating: boolean): void {
   if (!w) return;
@@ -62,10 +54,10 @@ export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
       return { app: appMessage(app), webhookSecret: hook.secret };
     },
     async get(req, ctx) {
-      return { app: appMessage(await visibleApp(d, callerOf(ctx.values), req.id)) };
+      return { app: appMessage(await visibleApp(d.directory, callerOf(ctx.values), req.id)) };
     },
     async update(req, ctx) {
-      const current = await visibleApp(d, callerOf(ctx.values), req.id);
+      const current = await visibleApp(d.directory, callerOf(ctx.values), req.id);
       const check = new Check().length("name", req.name, 1, LIMITS.name).length("description", req.description, 0, LIMITS.description);
       checkWebhook(check, req.webhook, false);
       check.done();
@@ -92,13 +84,13 @@ export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
       return { apps: page.items.map((r) => appMessage(r.value)), pagination: page.pagination };
     },
     async archive(req, ctx) {
-      const current = await visibleApp(d, callerOf(ctx.values), req.id);
+      const current = await visibleApp(d.directory, callerOf(ctx.values), req.id);
       if (current.status === "archived") throw failedPrecondition(`app ${current.id} is already archived`);
       const app = await d.directory.changeApp(current.id, (a) => ({ ...a, status: "archived", archivedAt: Date.now() }));
       return { app: appMessage(app) };
     },
     async enableHosting(req, ctx) {
-      const current = await visibleApp(d, callerOf(ctx.values), req.id);
+      const current = await visibleApp(d.directory, callerOf(ctx.values), req.id);
       if (current.status === "archived") throw failedPrecondition(`app ${current.id} is archived`);
       const app = current.hostingEnabledAt !== undefined ? current : await d.directory.changeApp(current.id, (a) => ({ ...a, hostingEnabledAt: a.hostingEnabledAt ?? Date.now() }));
       return { app: appMessage(app) };

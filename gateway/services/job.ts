@@ -6,7 +6,7 @@ import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect
 import { JOBS, JobBehavior, processingFee, TERMINAL, type JobRecord, type JobState, type OutputState } from "../../actors/job.js";
 import type { Reply } from "../../actors/host.js";
 import type { EntityUpdate } from "../../actors/updates.js";
-import { apiError, failedPrecondition, notFound, permissionDenied } from "../../src/errors.js";
+import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import {
   CreateJobRequestSchema,
   JobPriority,
@@ -32,7 +32,7 @@ import { checkThumbnailSpec } from "../../encoder-node/thumbnails.js";
 import { callerOf, REQUEST_ID, type Caller } from "../access.js";
 import { enumWireName } from "../codec.js";
 import { JOB_STATUS_NAMES, jobMessage } from "../present-job.js";
-import { visibleApp } from "./app.js";
+import { requireActingApp, visible } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 
 export const JOB_LIMITS = { outputs: 10, thumbnails: 5, idempotencyKey: 128, metadataEntries: 20, metadataKey: 64, metadataValue: 1024, template: 1024 } as const;
@@ -46,23 +46,9 @@ function accepted(reply: Reply<JobState>): JobRecord {
   throw apiError(reply.rejection.code, reply.rejection.message, reply.rejection.violations);
 }
 
-async function jobApp(d: ServiceDeps, caller: Caller, appId: string): Promise<AppRecord> {
-  if (caller.kind === "key") {
-    if (appId !== "" && appId !== caller.app.id) throw permissionDenied("an API key creates jobs only in its own app");
-    return caller.app;
-  }
-  if (appId !== "") return visibleApp(d, caller, appId, "app_id");
-  const first = await d.directory.firstActiveApp(caller.org!.id);
-  if (!first) throw failedPrecondition("the organization has no active app; create one or pass app_id");
-  return first;
-}
-
 async function visibleJob(d: ServiceDeps, caller: Caller, id: string): Promise<JobRecord> {
   new Check().id("id", id, Prefix.job).done();
-  const job = (await d.store.get<JobRecord>(JOBS, id))?.value;
-  const visible = job && job.organizationId === caller.org?.id && (caller.kind !== "key" || caller.app.id === job.appId);
-  if (!visible) throw notFound("job", id);
-  return job;
+  return visible(caller, (await d.store.get<JobRecord>(JOBS, id))?.value, "job", id);
 }
 
 /** An origin of the app that may be used for `permission`, or a violation on `field`. */
@@ -166,7 +152,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       const check = new Check();
       if (req.appId !== "") check.id("app_id", req.appId, Prefix.app);
       check.done();
-      const app = await jobApp(d, caller, req.appId);
+      const app = await requireActingApp(d.directory, caller, req.appId);
       if (app.status !== "active") throw failedPrecondition(`app ${app.id} is archived`);
       if (req.managed) throw failedPrecondition("managed hosting (managed: true) is not available in this build yet; deliver to an output origin with output_origin_id");
 
@@ -290,7 +276,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       const status = req.status === 0 ? undefined : JOB_STATUS_NAMES[req.status];
       if (req.status !== 0 && !status) new Check().add("status", "unknown job status").done();
       // API keys list their app's jobs; portal sessions list the organization's first app's, as Create does.
-      const app = caller.kind === "key" ? caller.app : await jobApp(d, caller, "");
+      const app = await requireActingApp(d.directory, caller, "");
       const page = await d.paginator.page<JobRecord>(JOBS, app.id, `jobs:${app.id}:${status ?? ""}`, req.pagination, status ? (j) => j.status === status : undefined);
       return { jobs: await Promise.all(page.items.map((r) => present(r.value))), pagination: page.pagination };
     },

@@ -9,10 +9,9 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, type ServiceImpl } from "@connectrpc/connect";
-import { apiError, failedPrecondition, invalidField, notFound, permissionDenied, VersionConflict, type FieldViolation } from "../../src/errors.js";
+import { apiError, failedPrecondition, invalidField, notFound, VersionConflict, type FieldViolation } from "../../src/errors.js";
 import type { AccessKeyCredentials, GcsCredentials, HttpCredentials, Origin, ValidationResult } from "../../src/gen/media/v1/origin_pb.js";
 import { OriginPermission, OriginProvider, OriginSchema, OriginService, OriginStatus, R2Jurisdiction, ValidationResultSchema } from "../../src/gen/media/v1/origin_pb.js";
-import type { AppRecord } from "../../src/directory.js";
 import { newId, Prefix } from "../../src/ids.js";
 import { parseServiceAccount, r2Endpoint } from "../../src/blob/index.js";
 import { NetGuard, NetGuardError } from "../../src/net-guard.js";
@@ -34,7 +33,7 @@ import {
 import { sortKey } from "../../src/pagination.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf, type Caller } from "../access.js";
-import { visibleApp } from "./app.js";
+import { actingApp, requireActingApp, visible } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 
 // ───────────────────────────── presenting ─────────────────────────────
@@ -264,20 +263,7 @@ function validationViolations(provider: ProviderName, v: ValidationResultData): 
 
 async function visibleOrigin(d: ServiceDeps, caller: Caller, id: string): Promise<OriginRecord> {
   new Check().id("id", id, Prefix.origin).done();
-  const origin = await getOrigin(d.store, id);
-  const visible = origin && origin.organizationId === caller.org?.id && (caller.kind !== "key" || caller.app.id === origin.appId);
-  if (!visible) throw notFound("origin", id);
-  return origin;
-}
-
-/** The app a call works in: an API key's own app; for a session the given app_id or the organization's first active app. */
-async function callerApp(d: ServiceDeps, caller: Caller, appId: string): Promise<AppRecord | undefined> {
-  if (caller.kind === "key") {
-    if (appId !== "" && appId !== caller.app.id) throw permissionDenied("an API key works only in its own app");
-    return caller.app;
-  }
-  if (appId !== "") return visibleApp(d, caller, appId, "app_id");
-  return d.directory.firstActiveApp(caller.org!.id);
+  return visible(caller, await getOrigin(d.store, id), "origin", id);
 }
 
 /** Read, change and write back on the record's version, retrying a lost race a few times. */
@@ -327,8 +313,7 @@ export function originService(d: ServiceDeps): ServiceImpl<typeof OriginService>
         await checkReachable(guard, check, draft.urls);
         check.done();
       }
-      const app = await callerApp(d, caller, req.appId);
-      if (!app) throw failedPrecondition("the organization has no active app; create one or pass app_id");
+      const app = await requireActingApp(d.directory, caller, req.appId);
       if (app.status !== "active") throw invalidField("app_id", "app is archived");
       const now = Date.now();
       const draftRecord: OriginRecord = {
@@ -365,7 +350,7 @@ export function originService(d: ServiceDeps): ServiceImpl<typeof OriginService>
     async list(req, ctx) {
       const caller = callerOf(ctx.values);
       if (req.appId !== "") new Check().id("app_id", req.appId, Prefix.app).done();
-      const app = await callerApp(d, caller, req.appId);
+      const app = await actingApp(d.directory, caller, req.appId);
       const provider = PROVIDER_FROM_WIRE[req.provider];
       const status = STATUS_FROM_WIRE[req.status];
       const permission = PERMISSION_FROM_WIRE[req.permission];

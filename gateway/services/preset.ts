@@ -3,7 +3,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AppRecord } from "../../src/directory.js";
-import { failedPrecondition, invalidField, notFound, permissionDenied } from "../../src/errors.js";
+import { failedPrecondition, invalidField, notFound } from "../../src/errors.js";
 import {
   AudioSettingsSchema,
   Container,
@@ -43,7 +43,7 @@ import { eur, outputRateIfKnown } from "../../src/pricing.js";
 import { Check } from "../../src/validation.js";
 import { callerOf, type Caller } from "../access.js";
 import { ts } from "../present.js";
-import { visibleApp } from "./app.js";
+import { actingApp, requireActingApp, visible } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 
 /** EUR per encoded minute of the preset's whole output (every rung), before any input is known. */
@@ -79,28 +79,12 @@ export function presetMessage(p: AnyPreset): Preset {
 async function visiblePreset(d: ServiceDeps, caller: Caller, id: string, field = "id"): Promise<AnyPreset> {
   new Check().id(field, id, Prefix.preset).done();
   const p = await findPreset(d.store, id);
-  const visible = p && (isSystemPreset(p) || (p.organizationId === caller.org?.id && (caller.kind !== "key" || caller.app.id === p.appId)));
-  if (!visible) throw notFound("preset", id);
-  return p;
-}
-
-/**
- * The app a request works in: an API key's own app (naming another is permission_denied), else the
- * session's app_id, else the organization's first active app (undefined when it has none).
- */
-async function scopeApp(d: ServiceDeps, caller: Caller, appId: string): Promise<AppRecord | undefined> {
-  if (caller.kind === "key") {
-    if (appId !== "" && appId !== caller.app.id) throw permissionDenied("an API key works only with its own app's presets");
-    return caller.app;
-  }
-  if (appId !== "") return visibleApp(d, caller, appId, "app_id");
-  return d.directory.firstActiveApp(caller.org!.id);
+  return p && isSystemPreset(p) ? p : visible(caller, p, "preset", id);
 }
 
 /** The app a new preset goes into: it must exist and be active. */
 async function writableApp(d: ServiceDeps, caller: Caller, appId: string): Promise<AppRecord> {
-  const app = await scopeApp(d, caller, appId);
-  if (!app) throw failedPrecondition("the organization has no active app; create one or pass app_id");
+  const app = await requireActingApp(d.directory, caller, appId);
   if (app.status !== "active") throw invalidField("app_id", "app is archived");
   return app;
 }
@@ -152,7 +136,7 @@ export function presetService(d: ServiceDeps): ServiceImpl<typeof PresetService>
     async getBySlug(req, ctx) {
       const caller = callerOf(ctx.values);
       new Check().required("slug", req.slug).length("slug", req.slug, 1, 64).done();
-      const app = await scopeApp(d, caller, "");
+      const app = await actingApp(d.directory, caller, "");
       const p = app ? await findPresetBySlug(d.store, app.id, req.slug) : SYSTEM_PRESETS.find((s) => s.slug === req.slug);
       if (!p) throw notFound("preset with slug", req.slug);
       return { preset: presetMessage(p) };
@@ -161,7 +145,7 @@ export function presetService(d: ServiceDeps): ServiceImpl<typeof PresetService>
     async list(req, ctx) {
       const caller = callerOf(ctx.values);
       if (req.appId !== "") new Check().id("app_id", req.appId, Prefix.app).done();
-      const app = await scopeApp(d, caller, req.appId);
+      const app = await actingApp(d.directory, caller, req.appId);
       const includeSystem = req.includeSystem ?? true;
       const matches = (p: AnyPreset) =>
         (req.contentType === ContentType.UNSPECIFIED || p.contentType === req.contentType) &&

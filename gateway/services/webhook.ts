@@ -16,7 +16,6 @@ import {
   type EndpointRecord,
   type EndpointState,
 } from "../../actors/webhook-endpoint.js";
-import type { AppRecord } from "../../src/directory.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import { WebhookEndpointStatus, type WebhookService } from "../../src/gen/media/v1/webhook_pb.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
@@ -27,7 +26,7 @@ import { pendingWebhooks } from "../../src/webhooks/fanout.js";
 import { newWebhookSecret } from "../../src/webhooks/sign.js";
 import { callerOf, type Caller } from "../access.js";
 import { DELIVERY_STATUS_NAMES, deliveryMessage, endpointMessage, eventMessage, healthMessage, sampleEventData } from "../present-webhook.js";
-import { visibleApp } from "./app.js";
+import { reaches, requireActingApp, visible } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 import { JOB_LIMITS } from "./job.js";
 
@@ -50,31 +49,18 @@ function accepted(reply: Reply<EndpointState>): EndpointState & { endpoint: Endp
   return reply.state as EndpointState & { endpoint: EndpointRecord };
 }
 
-/** The app a create or list applies to: the one named, an API key's own, or a session's first active app. */
-async function targetApp(d: ServiceDeps, caller: Caller, appId: string): Promise<AppRecord> {
-  if (appId !== "") return visibleApp(d, caller, appId, "app_id");
-  if (caller.kind === "key") return caller.app;
-  const first = await d.directory.firstActiveApp(caller.org!.id);
-  if (!first) throw failedPrecondition("the organization has no active app; create one or pass app_id");
-  return first;
-}
-
-const visibleTo = (caller: Caller, r: { organizationId: string; appId: string }) => r.organizationId === caller.org?.id && (caller.kind !== "key" || caller.app.id === r.appId);
-
 /** An endpoint of the caller's organization (and an API key's app); `live` refuses deleted ones. */
 async function visibleEndpoint(d: ServiceDeps, caller: Caller, id: string, field: string, live: boolean): Promise<EndpointRecord> {
   new Check().id(field, id, Prefix.webhookEndpoint).done();
   const e = (await d.store.get<EndpointRecord>(WEBHOOK_ENDPOINTS, id))?.value;
-  if (!e || !visibleTo(caller, e) || (live && e.deletedAt !== undefined)) throw notFound("webhook endpoint", id);
+  if (!e || !reaches(caller, e) || (live && e.deletedAt !== undefined)) throw notFound("webhook endpoint", id);
   return e;
 }
 
 /** A ledger event, or a test event (evt_test_…) for RetrieveEvent and delivery lists. */
 async function visibleEvent(d: ServiceDeps, caller: Caller, id: string, field: string): Promise<EventRecord> {
   new Check().id(field, id, Prefix.event).done();
-  const e = (await d.store.get<EventRecord>(isTestEvent(id) ? TEST_EVENTS : EVENTS, id))?.value;
-  if (!e || !visibleTo(caller, e)) throw notFound("event", id);
-  return e;
+  return visible(caller, (await d.store.get<EventRecord>(isTestEvent(id) ? TEST_EVENTS : EVENTS, id))?.value, "event", id);
 }
 
 /** Every endpoint of an app, deleted ones included. */
@@ -134,7 +120,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       checkMetadata(check, req.metadata);
       if (req.apiVersion !== "" && !API_VERSIONS.includes(req.apiVersion)) check.add("api_version", `unknown API version; expected one of ${API_VERSIONS.join(", ")}`);
       check.done();
-      const app = await targetApp(d, caller, req.appId);
+      const app = await requireActingApp(d.directory, caller, req.appId);
       if (app.status !== "active") throw failedPrecondition(`app ${app.id} is archived`);
       const secret = newWebhookSecret();
       const now = Date.now();
@@ -195,7 +181,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
     async listWebhookEndpoints(req, ctx) {
       const caller = callerOf(ctx.values);
       if (req.appId !== "") new Check().id("app_id", req.appId, Prefix.app).done();
-      const app = await targetApp(d, caller, req.appId);
+      const app = await requireActingApp(d.directory, caller, req.appId);
       const page = await d.paginator.page<EndpointRecord>(WEBHOOK_ENDPOINTS, app.id, `webhook_endpoints:${app.id}`, req.pagination, (e) => e.deletedAt === undefined);
       const now = Date.now();
       return { endpoints: page.items.map((r) => endpointMessage(r.value, { health: req.includeHealth, now })), pagination: page.pagination };
@@ -247,7 +233,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       const before = req.createdBefore ? timestampMs(req.createdBefore) : undefined;
       if (after !== undefined && before !== undefined && before <= after) check.add("created_before", "must be later than created_after");
       check.done();
-      const app = await targetApp(d, caller, req.appId);
+      const app = await requireActingApp(d.directory, caller, req.appId);
       const filter = (ev: EventRecord) => (req.type === "" || ev.type === req.type) && (after === undefined || ev.createdAt >= after) && (before === undefined || ev.createdAt < before);
       const page = await d.paginator.page<EventRecord>(EVENTS, app.id, `events:${app.id}:${req.type}:${after ?? ""}:${before ?? ""}`, req.pagination, filter);
       const events = await Promise.all(page.items.map(async (r) => eventMessage(r.value, await pendingWebhooks(d.store, r.value))));

@@ -314,8 +314,10 @@ describe("tenancy", () => {
     for (const [method, body] of attempts) {
       for (const who of [key, owner]) {
         const r = await call(h.base, W(method), body, who);
-        expect(r.status, `${method} ${JSON.stringify(body)}`).toBe(404);
-        expect(r.body.code).toBe("not_found");
+        // An API key naming another app is permission_denied (gateway/tenancy.ts); another tenant's record is not_found.
+        const denied = who === key && "app_id" in body;
+        expect(r.status, `${method} ${JSON.stringify(body)}`).toBe(denied ? 403 : 404);
+        expect(r.body.code).toBe(denied ? "permission_denied" : "not_found");
         expect(JSON.stringify(r.body)).not.toContain(theirs.secret);
       }
     }
@@ -329,7 +331,7 @@ describe("tenancy", () => {
   it("keeps an API key to its own app's endpoints", async () => {
     const e = await createEndpoint();
     expect((await refused(call(h.base, W("RetrieveWebhookEndpoint"), { id: e.id }, sibling))).code).toBe("not_found");
-    expect((await refused(call(h.base, W("CreateWebhookEndpoint"), { app_id: h.boot.app_id, url: URL_OK, enabled_events: ["*"] }, sibling))).code).toBe("not_found");
+    expect((await refused(call(h.base, W("CreateWebhookEndpoint"), { app_id: h.boot.app_id, url: URL_OK, enabled_events: ["*"] }, sibling))).code).toBe("permission_denied");
     const own = await ok(call(h.base, W("ListWebhookEndpoints"), {}, sibling));
     expect(own.endpoints.map((x: any) => x.id)).not.toContain(e.id);
   });
