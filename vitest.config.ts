@@ -19,6 +19,8 @@ export default defineConfig({
       { test: { name: "api", include: ["test/api/**/*.test.ts"], ...slow } },
       { test: { name: "api-cluster", include: ["test/api/**/*.test.ts"], env: { MEDIA_TEST_TARGET: "cluster" }, ...cluster } },
       { test: { name: "cluster", include: ["test/cluster/**/*.test.ts"], ...cluster } },
+      { test: { name: "conformance", include: ["test/conformance/**/*.test.ts"], ...slow } },
+      { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], ...slow } },
     ],
   },
 });

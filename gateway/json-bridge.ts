@@ -1,14 +1,35 @@
 // Puts the spec's JSON mapping in front of Connect's universal handlers: JSON requests are read
 // with field-level violations and handed on as binary proto; binary answers go back as spec JSON.
 // Binary callers pass straight through. Works for Connect unary, Connect streaming and gRPC-web.
-import { gunzipSync, gzipSync } from "node:zlib";
 import { fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, createHandlerContext, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
-import { errorToJsonBytes, codeToHttpStatus, endStreamToJson, endStreamFlag } from "@connectrpc/connect/protocol-connect";
+import { errorToJsonBytes, codeToHttpStatus, endStreamToJson, endStreamFlag, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus, trailerSerialize, trailerFlag } from "@connectrpc/connect/protocol-grpc-web";
-import { invokeUnaryImplementation, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import {
+  compressionNegotiate,
+  envelopeDecompress,
+  invokeUnaryImplementation,
+  readAllBytes,
+  transformSplitEnvelope,
+  type UniversalHandler,
+  type UniversalServerRequest,
+  type UniversalServerResponse,
+} from "@connectrpc/connect/protocol";
 import { apiError, invalid } from "../src/errors.js";
 import { readJson, writeJson } from "./codec.js";
+import { boundedGzip, gunzipStream } from "./compression.js";
+
+/** The bridge's limits: the router's own, so JSON callers meet the same ones as binary callers. */
+export interface BridgeLimits {
+  /** Largest request message, after decompression (Connect's readMaxBytes). */
+  readonly readMaxBytes: number;
+  /** Longest Connect-Timeout-Ms accepted (Node timers hold at most 2^31-1 ms). */
+  readonly maxTimeoutMs: number;
+}
+
+/** Answers smaller than this go out uncompressed (Connect's default compressMinBytes). */
+const COMPRESS_MIN_BYTES = 1024;
+const COMPRESSIONS = [boundedGzip];
 
 type JsonKind = "unary" | "connect-stream" | "grpc-web";
 
@@ -25,17 +46,6 @@ const textDecoder = new TextDecoder();
 
 async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
   yield bytes;
-}
-
-export async function readAll(body: UniversalServerRequest["body"] | undefined): Promise<Uint8Array> {
-  if (body === undefined || body === null) return new Uint8Array();
-  if (body instanceof Uint8Array) return body;
-  if (typeof body === "object" && Symbol.asyncIterator in body) {
-    const chunks: Uint8Array[] = [];
-    for await (const c of body as AsyncIterable<Uint8Array>) chunks.push(c);
-    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-  }
-  return textEncoder.encode(JSON.stringify(body));
 }
 
 function envelope(flags: number, data: Uint8Array): Uint8Array {
@@ -96,14 +106,19 @@ export interface DirectUnary {
   readonly interceptors: Interceptor[];
 }
 
+function compress(header: Headers, json: Uint8Array, gzip: boolean): Promise<Uint8Array> | Uint8Array {
+  if (!gzip || json.length < COMPRESS_MIN_BYTES) return json;
+  header.set("content-encoding", "gzip");
+  return boundedGzip.compress(json);
+}
+
 /**
  * Unary JSON calls run the implementation directly, through the same interceptors, instead of
  * re-encoding to binary for Connect's protocol handler and back: the common call, half the work.
  */
-async function callDirect(direct: DirectUnary, req: UniversalServerRequest, message: Message, acceptsGzip: boolean): Promise<UniversalServerResponse> {
+async function callDirect(direct: DirectUnary, req: UniversalServerRequest, message: Message, timeoutMs: number | undefined, gzip: boolean): Promise<UniversalServerResponse> {
   const { method } = direct.spec;
   const service = method.parent;
-  const timeout = Number(req.header.get("connect-timeout-ms") ?? "");
   const context = createHandlerContext({
     service,
     method,
@@ -113,7 +128,7 @@ async function callDirect(direct: DirectUnary, req: UniversalServerRequest, mess
     requestHeader: req.header,
     requestSignal: req.signal,
     contextValues: req.contextValues ?? createContextValues(),
-    ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
   });
   const header = context.responseHeader;
   header.set("content-type", "application/json");
@@ -121,63 +136,81 @@ async function callDirect(direct: DirectUnary, req: UniversalServerRequest, mess
     const out = await invokeUnaryImplementation(direct.spec, context, message as never, direct.interceptors);
     context.responseTrailer.forEach((v, k) => header.set(`trailer-${k}`, v));
     const json = textEncoder.encode(writeJson(method.output, out as Message));
-    if (acceptsGzip && json.length > 1024) {
-      header.set("content-encoding", "gzip");
-      return { status: 200, header, body: once(gzipSync(json)) };
-    }
-    return { status: 200, header, body: once(json) };
+    return { status: 200, header, body: once(await compress(header, json, gzip)) };
   } catch (e) {
     const error = ConnectError.from(e);
     error.metadata.forEach((v, k) => header.set(k, v));
     return { status: codeToHttpStatus(error.code), header, body: once(errorToJsonBytes(error, {})) };
+  } finally {
+    context.abort(); // ends the deadline timer, if any
   }
 }
 
-export function withSpecJson(inner: UniversalHandler, direct?: DirectUnary): UniversalHandler {
+/** A unary JSON request's message: read within the limit, decompressed within the limit, decoded. */
+async function readUnary(req: UniversalServerRequest, input: DescMessage, limits: BridgeLimits, request: (typeof COMPRESSIONS)[number] | null): Promise<Message> {
+  const body = req.body as AsyncIterable<Uint8Array>;
+  const bytes = request === null ? await readAllBytes(body, limits.readMaxBytes, req.header.get("content-length")) : await gunzipStream(body, limits.readMaxBytes);
+  const decoded = decodeRequest(input, textDecoder.decode(bytes));
+  if (decoded instanceof ConnectError) throw decoded;
+  return decoded;
+}
+
+export function withSpecJson(inner: UniversalHandler, limits: BridgeLimits, direct?: DirectUnary): UniversalHandler {
   const { input, output } = inner.method;
-  const fn = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
-    const kind = jsonKind(req.header.get("content-type") ?? "");
-    if (kind === undefined) return inner(req);
-    let bytes = await readAll(req.body);
-    if (kind === "unary" && inner.method.methodKind !== "unary") {
+  const unary = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
+    if (inner.method.methodKind !== "unary") {
       const error = apiError(Code.InvalidArgument, `${inner.method.name} is a server-streaming method: send application/connect+json (enveloped) or binary`);
-      return { ...errorResponse(kind, error), status: 415 };
+      return { ...errorResponse("unary", error), status: 415 };
     }
-    if (kind === "unary") {
-      const acceptsGzip = /\bgzip\b/.test(req.header.get("accept-encoding") ?? "");
-      if ((req.header.get("content-encoding") ?? "").toLowerCase() === "gzip") bytes = gunzipSync(bytes);
-      const decoded = decodeRequest(input, textDecoder.decode(bytes));
-      if (decoded instanceof Error) return errorResponse(kind, decoded as ConnectError);
-      if (direct && req.method === "POST") return callDirect(direct, req, decoded, acceptsGzip);
-      // Connect's own handler sees a binary call: headers describe the re-encoded body.
-      const header = new Headers(req.header);
-      for (const h of ["content-length", "content-encoding", "accept-encoding"]) header.delete(h);
-      header.set("content-type", "application/proto");
-      const res = await inner({ ...req, header, body: once(toBinary(input, decoded as Message)) });
-      if (res.status !== 200) return res;
-      const json = textEncoder.encode(writeJson(output, fromBinary(output, await readAll(res.body))));
-      const resHeader = new Headers(res.header);
-      resHeader.set("content-type", "application/json");
-      resHeader.delete("content-length"); // it measured the binary body
-      if (acceptsGzip && json.length > 1024) {
-        resHeader.set("content-encoding", "gzip");
-        return { ...res, header: resHeader, body: once(gzipSync(json)) };
+    const compression = compressionNegotiate(COMPRESSIONS, req.header.get("content-encoding"), req.header.get("accept-encoding"), "accept-encoding");
+    const timeout = parseTimeout(req.header.get("connect-timeout-ms"), limits.maxTimeoutMs);
+    let message: Message;
+    try {
+      if (compression.error) throw compression.error;
+      if (timeout.error) throw timeout.error;
+      message = await readUnary(req, input, limits, compression.request);
+    } catch (e) {
+      const res = errorResponse("unary", apiErrorOf(e));
+      compression.error?.metadata.forEach((v, k) => res.header!.set(k, v));
+      return res;
+    }
+    const gzip = compression.response !== null;
+    if (direct && req.method === "POST") return callDirect(direct, req, message, timeout.timeoutMs, gzip);
+    // Connect's own handler sees a binary call: headers describe the re-encoded body.
+    const header = new Headers(req.header);
+    for (const h of ["content-length", "content-encoding", "accept-encoding"]) header.delete(h);
+    header.set("content-type", "application/proto");
+    const res = await inner({ ...req, header, body: once(toBinary(input, message)) });
+    if (res.status !== 200) return res;
+    const json = textEncoder.encode(writeJson(output, fromBinary(output, await readAllBytes(res.body as AsyncIterable<Uint8Array>, Number.MAX_SAFE_INTEGER))));
+    const resHeader = new Headers(res.header);
+    resHeader.set("content-type", "application/json");
+    resHeader.delete("content-length"); // it measured the binary body
+    return { ...res, header: resHeader, body: once(await compress(resHeader, json, gzip)) };
+  };
+
+  const enveloped = async (req: UniversalServerRequest, kind: "connect-stream" | "grpc-web"): Promise<UniversalServerResponse> => {
+    // One request message (unary or server-streaming methods only are served), re-encoded to binary.
+    const encodingHeader = kind === "grpc-web" ? "grpc-encoding" : "connect-content-encoding";
+    const acceptHeader = kind === "grpc-web" ? "grpc-accept-encoding" : "connect-accept-encoding";
+    const compression = compressionNegotiate(COMPRESSIONS, req.header.get(encodingHeader), req.header.get(acceptHeader), acceptHeader);
+    const binaryFrames: Uint8Array[] = [];
+    try {
+      if (compression.error) throw compression.error;
+      const split = transformSplitEnvelope(limits.readMaxBytes)(req.body as AsyncIterable<Uint8Array>);
+      for await (const frame of split) {
+        const { data } = await envelopeDecompress(frame, compression.request, limits.readMaxBytes);
+        const decoded = decodeRequest(input, textDecoder.decode(data));
+        if (decoded instanceof ConnectError) throw decoded;
+        binaryFrames.push(envelope(0, toBinary(input, decoded)));
       }
-      return { ...res, header: resHeader, body: once(json) };
+    } catch (e) {
+      return errorResponse(kind, apiErrorOf(e));
     }
-    // Enveloped: one request message (unary or server-streaming methods only are served).
     const header = new Headers(req.header);
     header.delete("content-length");
-    const compressedIn = (header.get(kind === "grpc-web" ? "grpc-encoding" : "connect-content-encoding") ?? "") === "gzip";
     for (const h of ["connect-content-encoding", "connect-accept-encoding", "grpc-encoding", "grpc-accept-encoding"]) header.delete(h);
     header.set("content-type", kind === "grpc-web" ? "application/grpc-web+proto" : "application/connect+proto");
-    const binaryFrames: Uint8Array[] = [];
-    for await (const frame of frames(once(bytes))) {
-      const data = frame.flags & 1 && compressedIn ? gunzipSync(frame.data) : frame.data;
-      const decoded = decodeRequest(input, textDecoder.decode(data));
-      if (decoded instanceof Error) return errorResponse(kind, decoded as ConnectError);
-      binaryFrames.push(envelope(0, toBinary(input, decoded)));
-    }
     const res = await inner({ ...req, header, body: once(binaryFrames.length === 1 ? binaryFrames[0]! : Buffer.concat(binaryFrames)) });
     const resHeader = new Headers(res.header);
     resHeader.set("content-type", kind === "grpc-web" ? "application/grpc-web+json" : "application/connect+json");
@@ -192,6 +225,12 @@ export function withSpecJson(inner: UniversalHandler, direct?: DirectUnary): Uni
     }
     return { ...res, header: resHeader, body: toJsonFrames() };
   };
+
+  const fn = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
+    const kind = jsonKind(req.header.get("content-type") ?? "");
+    if (kind === undefined) return inner(req);
+    return kind === "unary" ? unary(req) : enveloped(req, kind);
+  };
   return Object.assign(fn, {
     protocolNames: inner.protocolNames,
     service: inner.service,
@@ -200,4 +239,10 @@ export function withSpecJson(inner: UniversalHandler, direct?: DirectUnary): Uni
     allowedMethods: inner.allowedMethods,
     supportedContentType: inner.supportedContentType,
   });
+}
+
+/** Any failure while reading a request, as the API's error (details attached). */
+function apiErrorOf(e: unknown): ConnectError {
+  const error = ConnectError.from(e);
+  return error.details.length > 0 ? error : Object.assign(apiError(error.code, error.rawMessage), { metadata: error.metadata });
 }

@@ -1,31 +1,31 @@
-// The node:http host adapter over the same handler map as uWS: the reference for benchmarks and a fallback host.
-import { createServer } from "node:http";
+// The node:http host adapter over the same handler map and front answers as uWS: the reference for
+// benchmarks, and the host where uWS cannot load or a client needs what uWS's parser refuses.
+import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import { apiError } from "../src/errors.js";
-import type { Logger } from "../src/log.js";
+import { front } from "./front.js";
+import type { HostOptions, HostServer } from "./uws.js";
 
-export async function listenNodeHttp(
-  handlers: ReadonlyMap<string, UniversalHandler>,
-  options: { host: string; port: number; maxRequestBytes: number; log: Logger },
-): Promise<{ readonly port: number; close(graceMs?: number): Promise<void> }> {
+export async function listenNodeHttp(handlers: Parameters<typeof front>[0], options: HostOptions): Promise<HostServer> {
   let inFlight = 0;
   const server = createServer((req, res) => {
-    const fail = (status: number, message: string, code = Code.InvalidArgument) =>
-      void res.writeHead(status, { "content-type": "application/json" }).end(errorToJsonBytes(apiError(code, message), {}));
     const path = req.url?.split("?", 1)[0] ?? "";
-    const handler = handlers.get(path);
-    if (!handler) return fail(404, `no method at ${path}; methods are POST /media.v1.<Service>/<Method>`, Code.NotFound);
-    // A declared size is refused up front; Connect's readMaxBytes bounds what the handler decodes.
-    const declared = Number(req.headers["content-length"] ?? "0");
-    if (declared > options.maxRequestBytes) return fail(413, `request body of ${declared} bytes exceeds the limit of ${options.maxRequestBytes}`);
+    const header = (name: string) => {
+      const v = req.headers[name];
+      return typeof v === "string" ? v : null;
+    };
+    const decision = front(handlers, options.cors, req.method ?? "", path, header);
+    if (decision.kind === "answer") {
+      res.writeHead(decision.status, decision.headers.flat()).end(decision.body);
+      return;
+    }
     inFlight++;
     res.once("close", () => inFlight--); // sent or cut off; universalResponseToNodeResponse's promise never settles on HTTP/1.1
+    for (const [k, v] of decision.cors) res.setHeader(k, v);
+    const contextValues = options.contextValues(req.socket.remoteAddress ?? "");
     Promise.resolve()
-      .then(() => handler(universalRequestFromNodeRequest(req, res, undefined, undefined)))
+      .then(() => decision.handler({ ...universalRequestFromNodeRequest(req, res, undefined, contextValues), body: requestBody(req) }))
       .then((out) => universalResponseToNodeResponse(out, res))
       .catch((e: unknown) => {
         if (ConnectError.from(e).code === Code.Aborted) return; // the client went away
@@ -51,4 +51,17 @@ export async function listenNodeHttp(
       await closed;
     },
   };
+}
+
+/**
+ * The request body for the handler. A handler that stops reading early (a limit, a bomb) leaves
+ * the rest to be read and dropped, so the client still gets the answer; destroying the request, as
+ * the stream's own iterator does, would reset the connection under a client still sending.
+ */
+async function* requestBody(req: IncomingMessage): AsyncIterable<Uint8Array> {
+  try {
+    yield* req.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
+  } finally {
+    if (!req.complete) req.resume();
+  }
 }

@@ -3,7 +3,6 @@
 // only move bytes to and from these handlers.
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createServiceImplSpec, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
-import { compressionGzip } from "@connectrpc/connect-node";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { apiError, unimplemented } from "../src/errors.js";
 import { APIKeyService } from "../src/gen/media/v1/api_key_pb.js";
@@ -21,6 +20,8 @@ import type { SessionVerifier } from "../src/identity.js";
 import { accessInterceptor, defaultRule, REQUEST_ID, RULES, SCOPE_RESOURCES, type Rule } from "./access.js";
 import { idempotencyInterceptor } from "./idempotency.js";
 import { withSpecJson } from "./json-bridge.js";
+import { boundedGzip } from "./compression.js";
+import { rateLimitInterceptors } from "./rate-limit.js";
 import { apiKeyService } from "./services/api-key.js";
 import { appService } from "./services/app.js";
 import type { ServiceDeps } from "./services/deps.js";
@@ -46,6 +47,9 @@ const BY_RESOURCE: Readonly<Record<string, (typeof SCOPE_RESOURCES)[number]>> = 
   [WebhookService.typeName]: "webhooks",
   ...Object.fromEntries(LATER.map((l) => [l.service.typeName, l.resource])),
 };
+
+/** The longest Connect-Timeout-Ms: Node's timers hold 2^31-1 ms and would fire a longer one at once. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 const READ_METHOD = /^(Get|List|Retrieve|Watch|Check)/;
 
@@ -85,19 +89,25 @@ function outermost(deps: RouterDeps): Interceptor {
 }
 
 export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> {
+  // Rate limits by address wrap access (a flood costs no credential checks); by caller run inside it.
+  const rateLimits = rateLimitInterceptors({ limits: deps.config.rateLimits, isPublic: (service, method) => ruleOf(service, method)?.public === true });
   const interceptors = [
     outermost(deps),
+    rateLimits.byAddress,
     accessInterceptor({ ...deps, staffEmails: deps.config.staffEmails, ruleOf }),
+    rateLimits.byCaller,
     idempotencyInterceptor(deps.store, ruleOf),
   ];
   const router = createConnectRouter({
     connect: true,
     grpcWeb: true,
     grpc: false,
-    acceptCompression: [compressionGzip],
+    acceptCompression: [boundedGzip],
     readMaxBytes: deps.config.maxRequestBytes,
+    maxTimeoutMs: MAX_TIMEOUT_MS,
     interceptors,
   });
+  const limits = { readMaxBytes: deps.config.maxRequestBytes, maxTimeoutMs: MAX_TIMEOUT_MS };
   const unary = new Map<string, MethodImplSpec & { kind: "unary" }>();
   const serve = (service: DescService, impl: object) => {
     router.service(service, impl);
@@ -126,7 +136,7 @@ export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> 
   return new Map(
     router.handlers.map((h) => {
       const spec = unary.get(h.requestPath);
-      return [h.requestPath, withSpecJson(h, spec && { spec, interceptors })];
+      return [h.requestPath, withSpecJson(h, limits, spec && { spec, interceptors })];
     }),
   );
 }

@@ -1,17 +1,29 @@
-// The uWebSockets.js host adapter: bytes in, universal handler, bytes out. Honors request size
-// limits, client aborts and back-pressure; writes headers only once the handler has answered.
+// The uWebSockets.js host adapter: bytes in, universal handler, bytes out. The body streams to
+// the handler (paused when it reads slower than the client sends), so the router's readMaxBytes is
+// the one limit, answered in the protocol's own framing; headers go out with the first chunk the
+// handler produces, each chunk as soon as it exists; client aborts and back-pressure are honoured.
 import { STATUS_CODES } from "node:http";
 import uWS from "uWebSockets.js";
-import { Code } from "@connectrpc/connect";
+import type { ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { apiError } from "../src/errors.js";
 import type { Logger } from "../src/log.js";
+import { front, type CorsPolicy } from "./front.js";
 
 /** uWS's listen flag (a runtime constant; its typings only declare a const enum). */
 const EXCLUSIVE_PORT = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
+/** Request bytes held for a handler that has not read them yet, before the socket is paused. */
+const BODY_HIGH_WATER = 256 * 1024;
 
-export interface UwsServer {
+export interface HostOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly cors: CorsPolicy;
+  readonly log: Logger;
+  /** Context values for one call, given the client's address (rate limits, logs). */
+  readonly contextValues: (clientAddress: string) => ContextValues;
+}
+
+export interface HostServer {
   readonly port: number;
   /** Stops accepting, lets in-flight calls finish (streams are told to end), then resolves. */
   close(graceMs?: number): Promise<void>;
@@ -24,14 +36,66 @@ function statusLine(status: number): string {
   return line;
 }
 
-async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
-  yield bytes;
+/** The request body as the handler reads it: chunks queued from onData, the socket paused while too many wait. */
+class RequestBody implements AsyncIterable<Uint8Array> {
+  private readonly chunks: Uint8Array[] = [];
+  private queued = 0;
+  private ended = false;
+  private failure: Error | undefined;
+  private wake: (() => void) | undefined;
+  private paused = false;
+  /** Set once the response is finished or aborted: uWS forbids touching it after that. */
+  private closed = false;
+
+  constructor(private readonly res: uWS.HttpResponse) {}
+
+  push(chunk: Uint8Array, last: boolean): void {
+    if (this.closed) return; // answered already (a limit, an error): the rest is dropped
+    this.chunks.push(chunk);
+    this.queued += chunk.byteLength;
+    if (last) this.ended = true;
+    else if (this.queued > BODY_HIGH_WATER && !this.paused) {
+      this.paused = true;
+      this.res.pause();
+    }
+    this.wake?.();
+  }
+
+  fail(error: Error): void {
+    this.failure = error;
+    this.closed = true;
+    this.wake?.();
+  }
+
+  /** The response is about to end: let the rest of the body flow (and be dropped) so the connection stays usable. */
+  release(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.chunks.length = 0;
+    if (this.paused) this.res.resume();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    for (;;) {
+      const chunk = this.chunks.shift();
+      if (chunk) {
+        this.queued -= chunk.byteLength;
+        if (this.paused && !this.closed && this.queued <= BODY_HIGH_WATER / 2) {
+          this.paused = false;
+          this.res.resume();
+        }
+        yield chunk;
+        continue;
+      }
+      if (this.failure) throw this.failure;
+      if (this.ended || this.closed) return;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = undefined;
+    }
+  }
 }
 
-export async function listenUws(
-  handlers: ReadonlyMap<string, UniversalHandler>,
-  options: { host: string; port: number; maxRequestBytes: number; log: Logger },
-): Promise<UwsServer> {
+export async function listenUws(handlers: ReadonlyMap<string, UniversalHandler>, options: HostOptions): Promise<HostServer> {
   const app = uWS.App();
   let inFlight = 0;
   // Calls in flight, aborted on shutdown so open streams end (cheaper than a shutdown signal
@@ -39,72 +103,50 @@ export async function listenUws(
   const calls = new Set<AbortController>();
 
   app.any("/*", (res, req) => {
-    const method = req.getMethod().toUpperCase();
+    const method = req.getCaseSensitiveMethod();
     const path = req.getUrl();
     const query = req.getQuery();
     const header = new Headers();
     req.forEach((k, v) => header.append(k, v));
+    const decision = front(handlers, options.cors, method, path, (name) => header.get(name));
+    if (decision.kind === "answer") {
+      res.cork(() => {
+        res.writeStatus(statusLine(decision.status));
+        for (const [k, v] of decision.headers) res.writeHeader(k, v);
+        res.end(decision.body ?? "");
+      });
+      return;
+    }
+
     const abort = new AbortController();
-    calls.add(abort);
+    const body = new RequestBody(res);
     let aborted = false;
-    let settled = true; // no call in flight yet
-    let reading = false; // counted in flight, body still arriving
-    const settle = () => {
-      calls.delete(abort);
-      if (!settled) (settled = true), inFlight--;
-    };
+    calls.add(abort);
+    inFlight++;
     res.onAborted(() => {
       aborted = true;
+      body.fail(new Error("client went away"));
       abort.abort(new Error("client went away"));
-      if (reading) settle(); // a body that never finishes arriving must not hold close() for the whole grace
     });
+    res.onData((ab, isLast) => body.push(new Uint8Array(ab.slice(0)), isLast)); // uWS reuses the buffer after this callback
 
-    const fail = (status: number, message: string, code = Code.InvalidArgument) => {
-      const body = errorToJsonBytes(apiError(code, message), {});
-      if (!aborted) res.cork(() => res.writeStatus(statusLine(status)).writeHeader("content-type", "application/json").end(body));
-    };
-    const handler = handlers.get(path);
-    if (!handler) {
-      fail(404, `no method at ${path}; methods are POST /media.v1.<Service>/<Method>`, Code.NotFound);
-      return;
-    }
-    const declared = Number(header.get("content-length") ?? "0");
-    if (declared > options.maxRequestBytes) {
-      fail(413, `request body of ${declared} bytes exceeds the limit of ${options.maxRequestBytes}`);
-      return;
-    }
-
-    inFlight++;
-    settled = false;
-    reading = true;
     const url = `http://${header.get("host") ?? "localhost"}${path}${query ? `?${query}` : ""}`;
-    const serve = async (body: Uint8Array) => {
-      reading = false;
+    const clientAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    void (async () => {
       try {
-        const out = await handler({ httpVersion: "1.1", method, url, header, body: once(body), signal: abort.signal });
-        await write(res, out, abort.signal);
+        const out = await decision.handler({ httpVersion: "1.1", method, url, header, body, signal: abort.signal, contextValues: options.contextValues(clientAddress) });
+        await write(res, out, decision.cors, body, abort.signal);
       } catch (e) {
         options.log.error({ err: e, path }, "gateway handler failed");
-        if (!aborted) res.cork(() => res.writeStatus(statusLine(500)).end());
+        if (!aborted) {
+          body.release();
+          res.cork(() => res.writeStatus(statusLine(500)).end());
+        }
       } finally {
-        settle();
+        calls.delete(abort);
+        inFlight--;
       }
-    };
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    res.onData((ab, isLast) => {
-      if (settled) return; // refused as too large, or aborted
-      size += ab.byteLength;
-      if (size > options.maxRequestBytes) {
-        settle();
-        fail(413, `request body exceeds the limit of ${options.maxRequestBytes} bytes`);
-        return;
-      }
-      const chunk = new Uint8Array(ab.slice(0)); // uWS reuses the buffer after this callback
-      if (isLast && chunks.length === 0) return void serve(chunk); // the usual case: one chunk, no concatenation
-      chunks.push(chunk);
-      if (isLast) void serve(Buffer.concat(chunks));
-    });
+    })();
   });
 
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
@@ -127,43 +169,36 @@ export async function listenUws(
   };
 }
 
-async function write(res: uWS.HttpResponse, out: UniversalServerResponse, signal: AbortSignal): Promise<void> {
+/** Enveloped answers (Connect streaming, gRPC-web) flow message by message; unary ones go out whole, with a length. */
+const STREAMED = /^application\/(connect\+|grpc-web)/;
+
+async function write(res: uWS.HttpResponse, out: UniversalServerResponse, cors: readonly [string, string][], body: RequestBody, signal: AbortSignal): Promise<void> {
   const aborted = () => signal.aborted;
-  if (aborted()) return;
-  const iterator = out.body?.[Symbol.asyncIterator]();
-  // Headers go out with the first chunk (or the end): a handler error before it still gets a status.
-  const first = iterator ? await iterator.next() : { done: true as const, value: undefined };
-  if (aborted()) return;
   const writeHead = () => {
     res.writeStatus(statusLine(out.status));
     out.header?.forEach((v, k) => {
       if (k !== "content-length") res.writeHeader(k, v);
     });
+    for (const [k, v] of cors) res.writeHeader(k, v);
   };
-  if (first.done) {
+  const iterator = out.body?.[Symbol.asyncIterator]();
+  if (!iterator || !STREAMED.test(out.header?.get("content-type") ?? "")) {
+    const chunks: Uint8Array[] = [];
+    if (iterator) for (let next = await iterator.next(); !next.done; next = await iterator.next()) chunks.push(next.value);
+    if (aborted()) return;
+    body.release();
     res.cork(() => {
       writeHead();
-      res.end();
+      res.end(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
     return;
   }
-  const second = await iterator!.next();
-  if (aborted()) return;
-  if (second.done) {
-    res.cork(() => {
-      writeHead();
-      res.end(first.value);
-    });
-    return;
-  }
-  // A stream: write chunk by chunk, waiting for the socket to drain when it fills.
+  // A stream: headers go out with the first message, then each message as soon as it is produced,
+  // waiting for the socket to drain when it fills.
   let ok = true;
-  res.cork(() => {
-    writeHead();
-    ok = res.write(first.value);
-  });
+  let headSent = false;
   try {
-    for (let next: IteratorResult<Uint8Array> = second; !next.done; next = await iterator!.next()) {
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
       if (!ok) {
         await new Promise<void>((resolve) => {
           res.onWritable(() => (resolve(), true));
@@ -173,11 +208,17 @@ async function write(res: uWS.HttpResponse, out: UniversalServerResponse, signal
       if (aborted()) return;
       const chunk = next.value;
       res.cork(() => {
+        if (!headSent) (headSent = true), writeHead();
         ok = res.write(chunk);
       });
     }
-    if (!aborted()) res.cork(() => res.end());
+    if (aborted()) return;
+    body.release();
+    res.cork(() => {
+      if (!headSent) writeHead();
+      res.end();
+    });
   } finally {
-    if (aborted()) await iterator!.return?.(); // let the handler's stream finish its cleanup
+    if (aborted()) await iterator.return?.(); // let the handler's stream finish its cleanup
   }
 }

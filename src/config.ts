@@ -28,8 +28,10 @@ export interface Config {
   /** HTTP host adapter: uWebSockets.js (default) or node:http (reference for benchmarks, fallback). */
   readonly httpServer: "uws" | "node";
   readonly dataDir: string;
-  /** Largest request body the gateway reads, in bytes. */
+  /** Largest request message the gateway reads, in bytes, after decompression. */
   readonly maxRequestBytes: number;
+  /** Browser origins allowed to call the API and the edge (CORS): exact origins, or "*" for any. */
+  readonly corsOrigins: readonly string[];
   /** Secret that signs cursors and encrypts secrets at rest; generated into the data folder when unset. */
   readonly serverSecret: string | undefined;
   readonly jwt: {
@@ -61,6 +63,22 @@ export interface Config {
     /** GCS-compatible JSON API endpoint (MEDIA_GCS_API_ENDPOINT). */
     readonly gcsApiEndpoint: string | undefined;
   };
+  /** Request rate limits of each gateway process; undefined switches a limit off. */
+  readonly rateLimits: {
+    /** Per API key, and per signed-in user of a portal session (MEDIA_RATE_LIMIT_KEY). */
+    readonly key: RatePolicy | undefined;
+    /** Per client address: calls without credentials and calls refused by authentication or access (MEDIA_RATE_LIMIT_ANONYMOUS). */
+    readonly anonymous: RatePolicy | undefined;
+    /** Per client address: methods that need no credentials, i.e. HealthService/Check (MEDIA_RATE_LIMIT_HEALTH). */
+    readonly health: RatePolicy | undefined;
+  };
+}
+
+/** A token bucket: `quota` requests per `windowSeconds` sustained, up to `burst` at once. */
+export interface RatePolicy {
+  readonly quota: number;
+  readonly windowSeconds: number;
+  readonly burst: number;
 }
 
 export class ConfigError extends Error {
@@ -71,6 +89,25 @@ export class ConfigError extends Error {
 }
 
 export const VERSION = "0.1.0";
+
+/** MEDIA_CORS_ORIGINS: "*" (the default: callers authenticate with bearer credentials, never cookies), or exact origins. */
+function corsOrigins(env: NodeJS.ProcessEnv): readonly string[] {
+  const raw = env.MEDIA_CORS_ORIGINS ?? "*";
+  const origins = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  for (const origin of origins) {
+    if (origin === "*") continue;
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== origin) {
+      throw new ConfigError("MEDIA_CORS_ORIGINS", `"${origin}" is not an origin (scheme://host[:port], no path), nor "*"`);
+    }
+  }
+  return Object.freeze(origins);
+}
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -121,6 +158,20 @@ function retryScale(env: NodeJS.ProcessEnv): number {
   const value = Number(raw);
   if (!Number.isFinite(value) || value <= 0 || value > 1) throw new ConfigError("MEDIA_WEBHOOK_RETRY_SCALE", `must be a number in (0, 1], got "${raw}"`);
   return value;
+}
+
+const WINDOWS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600 };
+
+/** "200/s,burst=400" (also /m, /h; burst defaults to the quota); "0" or "off" switches the limit off. */
+function ratePolicy(env: NodeJS.ProcessEnv, name: string, fallback: string): RatePolicy | undefined {
+  const raw = (env[name] || fallback).trim();
+  if (raw === "0" || raw.toLowerCase() === "off") return undefined;
+  const m = /^(\d{1,7})\s*\/\s*([smh])\s*(?:,\s*burst\s*=\s*(\d{1,8}))?$/.exec(raw);
+  if (!m) throw new ConfigError(name, `must look like "200/s,burst=400" (per s, m or h; burst optional) or 0 for off, got "${raw}"`);
+  const quota = Number(m[1]);
+  const burst = m[3] === undefined ? quota : Number(m[3]);
+  if (quota < 1 || burst < 1) throw new ConfigError(name, `quota and burst must be at least 1 (0 alone switches the limit off), got "${raw}"`);
+  return Object.freeze({ quota, windowSeconds: WINDOWS[m[2]!]!, burst });
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -176,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     httpServer,
     dataDir: path.resolve(env.MEDIA_DATA_DIR ?? "./data"),
     maxRequestBytes: integer(env, "MEDIA_MAX_REQUEST_BYTES", 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
+    corsOrigins: corsOrigins(env),
     serverSecret: secret,
     jwt: {
       issuer: env.MEDIA_JWT_ISSUER ?? "media-dev",
@@ -194,6 +246,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     net: netSettings(env),
     webhooks: { timeoutMs: integer(env, "MEDIA_WEBHOOK_TIMEOUT_MS", 10_000, 100, 60_000), retryScale: retryScale(env) },
     storage: { s3Endpoint: endpoint(env, "MEDIA_S3_ENDPOINT"), gcsApiEndpoint: endpoint(env, "MEDIA_GCS_API_ENDPOINT") },
+    rateLimits: Object.freeze({
+      key: ratePolicy(env, "MEDIA_RATE_LIMIT_KEY", "200/s,burst=400"),
+      anonymous: ratePolicy(env, "MEDIA_RATE_LIMIT_ANONYMOUS", "20/s,burst=60"),
+      health: ratePolicy(env, "MEDIA_RATE_LIMIT_HEALTH", "50/s,burst=100"),
+    }),
   };
   return Object.freeze(config);
 }

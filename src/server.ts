@@ -1,6 +1,7 @@
 // The composition root: the embedded default runs every role in one process on the file store and
 // the in-process bus; in cluster mode each process runs the roles it is given on Kafka and Cassandra.
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key.js";
 import { ownedKeys, serveCommands, CommandClient, topicsFor, type EntityCommands, type Topics } from "../actors/commands.js";
@@ -15,8 +16,10 @@ import { legacyWrites, pollLegacy } from "./webhooks/legacy.js";
 import { startEncoderNode, type EncoderNode } from "../encoder-node/node.js";
 import { NetGuard } from "./net-guard.js";
 import { createHandlers } from "../gateway/router.js";
+import { createContextValues } from "@connectrpc/connect";
+import { CLIENT_ADDRESS } from "../gateway/front.js";
 import { listenNodeHttp } from "../gateway/node-http.js";
-import { listenUws, type UwsServer } from "../gateway/uws.js";
+import type { HostOptions, HostServer } from "../gateway/uws.js";
 import type { Config } from "./config.js";
 import { VersionConflict } from "./errors.js";
 import { Directory } from "./directory.js";
@@ -305,9 +308,15 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   };
 
   const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, guard, log, sessions, onKeyUsed, updates: updates! });
-  const listen = config.httpServer === "node" ? listenNodeHttp : listenUws;
-  const http: UwsServer = await listen(handlers, { host: config.httpHost, port: config.httpPort, maxRequestBytes: config.maxRequestBytes, log });
-  log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: config.httpServer }, "media API listening");
+  const hostOptions: HostOptions = {
+    host: config.httpHost,
+    port: config.httpPort,
+    cors: { origins: config.corsOrigins },
+    log,
+    contextValues: (address) => createContextValues().set(CLIENT_ADDRESS, address),
+  };
+  const { server: http, host } = await listenHost(config.httpServer, handlers, hostOptions, log);
+  log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host }, "media API listening");
   return {
     port: http.port,
     store,
@@ -321,4 +330,22 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       await store.close();
     },
   };
+}
+
+/**
+ * uWS where its binary is built for this Node (its package would otherwise fall back to a slow
+ * emulation of its own that our adapter does not drive); node:http where it is not (one log line
+ * says so), or where the operator chose it.
+ */
+async function listenHost(choice: "uws" | "node", handlers: Parameters<typeof listenNodeHttp>[0], options: HostOptions, log: Logger): Promise<{ server: HostServer; host: "uws" | "node" }> {
+  if (choice === "uws") {
+    const binary = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+    const binaries = path.join(path.dirname(createRequire(import.meta.url).resolve("uWebSockets.js")), "..", "binaries");
+    if (existsSync(path.join(binaries, binary))) {
+      const { listenUws } = await import("../gateway/uws.js");
+      return { server: await listenUws(handlers, options), host: "uws" };
+    }
+    log.warn({ node: process.version, binary }, "uWebSockets.js has no build for this Node; serving with node:http");
+  }
+  return { server: await listenNodeHttp(handlers, options), host: "node" };
 }

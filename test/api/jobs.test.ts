@@ -12,7 +12,7 @@ import { NetGuard } from "../../src/net-guard.js";
 import { call, ok, errorDetails, startHarness, type Auth, type Harness } from "../harness.js";
 import { makeTestCa, serviceAccountJson, startFakeGcs, startHttpsPeer, startMinio, type GcsPeer, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
 import { parseHlsMaster, parseHlsMedia, parseMpd } from "../media.js";
-import { stream } from "../watch.js";
+import { stream, type StreamMessage } from "../watch.js";
 
 const run = promisify(execFile);
 let h: Harness;
@@ -64,8 +64,9 @@ function expectMoneyAddsUp(job: any) {
   const lines = job.cost_breakdown.lines as any[];
   if ("total_estimated_cost" in job) expect(lines.reduce((s, l) => s + micros(l.estimated_amount_eur), 0)).toBe(micros(job.total_estimated_cost));
   if ("total_actual_cost" in job) expect(lines.reduce((s, l) => s + micros(l.actual_amount_eur), 0)).toBe(micros(job.total_actual_cost));
-  expect(job.cost_breakdown.total_estimated_cost).toBe(job.total_estimated_cost);
-  expect(job.cost_breakdown.total_actual_cost).toBe(job.total_actual_cost);
+  // The breakdown's totals are "number or null"; the job's are omitted until known.
+  expect(job.cost_breakdown.total_estimated_cost).toBe(job.total_estimated_cost ?? null);
+  expect(job.cost_breakdown.total_actual_cost).toBe(job.total_actual_cost ?? null);
 }
 
 beforeAll(async () => {
@@ -128,11 +129,11 @@ describe("JobService", () => {
     );
     const job0 = created.job;
     expect(job0).toMatchObject({ object: "job", status: "pending", progress: 0, outputs: [], input_metadata: null, priority: "standard", currency: "EUR", metadata: { customer: "c-1" } });
-    expect("video_id" in job0).toBe(false);
+    expect(job0.video_id).toBeNull(); // "string or null": null for jobs delivering to an origin
     expect("total_estimated_cost" in job0).toBe(false);
     expect(job0.input_origin).toMatchObject({ id: inputOrigin, provider: "s3", path: "clips/in.mp4", bucket: "media-in" });
     expect(job0.clip).toBeNull();
-    expect("output_path_template" in job0).toBe(false);
+    expect(job0.output_path_template).toBeNull(); // "string or null": not given
 
     const watched = await stream(h.base, "JobService/Watch", { id: job0.id }, key);
     expect(watched.error).toBeUndefined();
@@ -322,6 +323,15 @@ describe("JobService", () => {
   it("delayed start waits in awaiting_confirmation with an estimate; Confirm runs it, once", async () => {
     const { job } = await ok(call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: outputOrigin, outputs: [mp4Output()], delayed_start: true }, key));
     const waiting = await waitFor(job.id, (j) => j.status === "awaiting_confirmation");
+    // A subscriber sees the snapshot at once, though nothing else will happen until Confirm.
+    const watching = new AbortController();
+    const asked = Date.now();
+    const snapshot = await new Promise<StreamMessage>((resolve, reject) => {
+      stream(h.base, "JobService/Watch", { id: job.id }, key, resolve, watching.signal).catch((e: unknown) => (watching.signal.aborted ? undefined : reject(e)));
+    });
+    watching.abort();
+    expect(snapshot.body).toMatchObject({ event_type: "snapshot", job: { id: job.id, status: "awaiting_confirmation" } });
+    expect(snapshot.receivedAt - asked).toBeLessThan(1000);
     expect(waiting.total_estimated_cost).toBeGreaterThan(0);
     expect("total_actual_cost" in waiting).toBe(false);
     expect(waiting.outputs).toHaveLength(1);

@@ -2,7 +2,9 @@
 // own child process with its own data folder, one load tool (autocannon) driving both in alternation.
 // Prints req/s (median of rounds), p99 latency, the server's CPU per request (from /proc, so less
 // sensitive to other load on the machine) and the uWS/node ratios; writes test/bench/results/.
-// Run: npx tsx test/bench/gateway.bench.ts   (BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_PIPELINING)
+// A second suite runs APIKeyService/Get on two uWS servers, rate limiter off and on (limits high
+// enough that nothing is refused, so every call pays for the buckets), and prints the on/off ratios.
+// Run: npx tsx test/bench/gateway.bench.ts   (BENCH_SUITES=hosts,limiter, BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_PIPELINING)
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -35,6 +37,12 @@ const DURATION = num("BENCH_DURATION", 5);
 const WARMUP = num("BENCH_WARMUP", 2);
 const CONNECTIONS = num("BENCH_CONNECTIONS", 32);
 const PIPELINING = num("BENCH_PIPELINING", 1);
+const SUITES = (process.env.BENCH_SUITES ?? "hosts,limiter").split(",").map((s) => s.trim());
+
+/** Every rate limit off: the host comparison measures the gateway, not the limiter. */
+const LIMITS_OFF = { MEDIA_RATE_LIMIT_KEY: "0", MEDIA_RATE_LIMIT_ANONYMOUS: "0", MEDIA_RATE_LIMIT_HEALTH: "0" };
+/** Every limiter on, none ever refusing: the key's bucket is taken and the address gate peeked on each call. */
+const LIMITS_ON = { MEDIA_RATE_LIMIT_KEY: "1000000/s,burst=1000000", MEDIA_RATE_LIMIT_ANONYMOUS: "1000000/s,burst=1000000", MEDIA_RATE_LIMIT_HEALTH: "1000000/s,burst=1000000" };
 
 const TICK_MS = (() => {
   try {
@@ -59,13 +67,14 @@ const HOSTS: readonly Host[] = ["uws", "node"];
 
 interface Target {
   readonly host: Host;
+  readonly label: string;
   readonly server: ChildServer;
   readonly routes: Record<string, { headers: Record<string, string>; body: string }>;
 }
 
-async function startTarget(host: Host): Promise<Target> {
+async function startTarget(host: Host, label: string = host, env: Record<string, string> = LIMITS_OFF): Promise<Target> {
   const dataDir = tempDataDir(); // one writer per data folder: each server bootstraps its own
-  const server = await spawnServer(dataDir, freePort(), { MEDIA_HTTP_SERVER: host });
+  const server = await spawnServer(dataDir, freePort(), { MEDIA_HTTP_SERVER: host, ...env });
   try {
     const boot = readBootstrap(dataDir);
     const created = await call(server.base, "APIKeyService/Create", { name: "bench target" }, { bearer: boot.api_key, org: boot.organization_id });
@@ -80,7 +89,7 @@ async function startTarget(host: Host): Promise<Target> {
       const probe = await call(server.base, route, r.body, { headers: r.headers });
       if (probe.status !== 200 || typeof probe.body !== "object") throw new Error(`${host}: ${route} answered ${probe.status}: ${JSON.stringify(probe.body)}`);
     }
-    return { host, server, routes };
+    return { host, label, server, routes };
   } catch (e) {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -112,11 +121,27 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+const meta = () => ({ at: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, rounds: ROUNDS, duration_s: DURATION, warmup_s: WARMUP, connections: CONNECTIONS, pipelining: PIPELINING, load_tool: "autocannon (same machine)" });
+
+function writeResults(name: string, data: object): void {
+  const dir = path.join(import.meta.dirname, "results");
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${name}-${new Date().toISOString().slice(0, 10)}.json`);
+  writeFileSync(file, JSON.stringify(data, null, 2) + "\n");
+  process.stdout.write(`results: ${path.relative(process.cwd(), file)}\n`);
+}
+
 async function main(): Promise<void> {
   process.stdout.write(
     `gateway bench: ${ROUNDS} rounds x ${DURATION}s per target after a ${WARMUP}s warm-up, ${CONNECTIONS} connections, pipelining ${PIPELINING}\n` +
       `note: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "?"}); autocannon shares the machine with the server under test.\n\n`,
   );
+  if (SUITES.includes("hosts")) await hostsSuite();
+  if (SUITES.includes("limiter")) await limiterSuite();
+}
+
+/** uWS against node:http on the same router, both routes. */
+async function hostsSuite(): Promise<void> {
   const targets: Target[] = [];
   try {
     for (const host of HOSTS) targets.push(await startTarget(host));
@@ -174,12 +199,49 @@ async function main(): Promise<void> {
         `CPU µs/req is the server process's user+system time per answered request. Goal: req/s uWS/node >= 2x on APIKeyService/Get.\n`,
     );
 
-    const dir = path.join(import.meta.dirname, "results");
-    mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, `gateway-${new Date().toISOString().slice(0, 10)}.json`);
-    const meta = { at: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, rounds: ROUNDS, duration_s: DURATION, warmup_s: WARMUP, connections: CONNECTIONS, pipelining: PIPELINING, load_tool: "autocannon (same machine)" };
-    writeFileSync(file, JSON.stringify({ ...meta, ratios, results: summary }, null, 2) + "\n");
-    process.stdout.write(`results: ${path.relative(process.cwd(), file)}\n`);
+    writeResults("gateway", { ...meta(), ratios, results: summary });
+  } finally {
+    for (const t of targets) {
+      await t.server.stop();
+      rmSync(t.server.dataDir, { recursive: true, force: true });
+    }
+  }
+}
+
+/**
+ * APIKeyService/Get on uWS with every rate limiter off and on, rounds alternating between the two
+ * servers so drift in the machine's load falls on both alike. Goal: the limiter costs < 3%.
+ */
+async function limiterSuite(): Promise<void> {
+  const route = "APIKeyService/Get";
+  const targets: Target[] = [];
+  try {
+    targets.push(await startTarget("uws", "limiter off", LIMITS_OFF));
+    targets.push(await startTarget("uws", "limiter on", LIMITS_ON));
+    for (const t of targets) await load(t, route, WARMUP);
+    const rows = new Map(targets.map((t) => [t.label, { rps: [] as number[], p99: [] as number[], cpu: [] as number[], failures: 0 }]));
+    for (let round = 0; round < ROUNDS; round++) {
+      // Alternate which goes first, so neither always runs right after the other's load.
+      for (const t of round % 2 ? [...targets].reverse() : targets) {
+        const res = await load(t, route, DURATION);
+        const row = rows.get(t.label)!;
+        row.rps.push(res["2xx"] / res.duration);
+        row.p99.push(res.latency.p99);
+        row.cpu.push(res.cpuUsPerReq);
+        row.failures += res.non2xx + res.errors + res.timeouts;
+        process.stdout.write(`  ${route.padEnd(20)} ${t.label.padEnd(12)} round ${round + 1}: ${Math.round(res["2xx"] / res.duration)} req/s, p99 ${res.latency.p99} ms, server CPU ${res.cpuUsPerReq.toFixed(1)} µs/req\n`);
+      }
+    }
+    const summary = [...rows].map(([label, r]) => ({ route, target: label, rps: Math.round(median(r.rps)), p99_ms: median(r.p99), cpu_us_per_req: Math.round(median(r.cpu) * 10) / 10, failures: r.failures, rounds_rps: r.rps.map(Math.round) }));
+    const [off, on] = summary as [(typeof summary)[number], (typeof summary)[number]];
+    const ratios = { rps_on_over_off: Math.round((on.rps / off.rps) * 1000) / 1000, cpu_per_req_on_over_off: Math.round((on.cpu_us_per_req / off.cpu_us_per_req) * 1000) / 1000 };
+    process.stdout.write(`\n${"method".padEnd(22)}${"target".padEnd(14)}${"req/s".padStart(9)}${"p99 ms".padStart(8)}${"CPU µs/req".padStart(12)}\n`);
+    for (const s of summary) process.stdout.write(`${s.route.padEnd(22)}${s.target.padEnd(14)}${String(s.rps).padStart(9)}${String(s.p99_ms).padStart(8)}${s.cpu_us_per_req.toFixed(1).padStart(12)}${s.failures ? `  (${s.failures} failed)` : ""}\n`);
+    process.stdout.write(
+      `\nlimiter on/off: req/s ${ratios.rps_on_over_off.toFixed(3)}x (cost ${((1 - ratios.rps_on_over_off) * 100).toFixed(1)}%), ` +
+        `server CPU per request ${ratios.cpu_per_req_on_over_off.toFixed(3)}x (cost ${((ratios.cpu_per_req_on_over_off - 1) * 100).toFixed(1)}%). Goal: cost < 3%.\n`,
+    );
+    writeResults("gateway-limiter", { ...meta(), ratios, results: summary });
   } finally {
     for (const t of targets) {
       await t.server.stop();
