@@ -18,6 +18,7 @@ import {
 import { apiError, invalid } from "../src/errors.js";
 import { readJson, writeJson } from "./codec.js";
 import { boundedGzip, gunzipStream } from "./compression.js";
+import { envelope, frames, withApiErrors } from "./wire-errors.js";
 
 /** The bridge's limits: the router's own, so JSON callers meet the same ones as binary callers. */
 export interface BridgeLimits {
@@ -46,28 +47,6 @@ const textDecoder = new TextDecoder();
 
 async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
   yield bytes;
-}
-
-function envelope(flags: number, data: Uint8Array): Uint8Array {
-  const out = new Uint8Array(5 + data.length);
-  out[0] = flags;
-  new DataView(out.buffer).setUint32(1, data.length);
-  out.set(data, 5);
-  return out;
-}
-
-/** Splits a byte stream into enveloped frames, across chunk boundaries. */
-async function* frames(body: AsyncIterable<Uint8Array>): AsyncIterable<{ flags: number; data: Uint8Array }> {
-  let buffer: Uint8Array = new Uint8Array();
-  for await (const chunk of body) {
-    buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
-    while (buffer.length >= 5) {
-      const length = new DataView(buffer.buffer, buffer.byteOffset).getUint32(1);
-      if (buffer.length < 5 + length) break;
-      yield { flags: buffer[0]!, data: buffer.subarray(5, 5 + length) };
-      buffer = buffer.subarray(5 + length);
-    }
-  }
 }
 
 function errorResponse(kind: JsonKind, error: ConnectError): UniversalServerResponse {
@@ -181,7 +160,7 @@ export function withSpecJson(inner: UniversalHandler, limits: BridgeLimits, dire
     for (const h of ["content-length", "content-encoding", "accept-encoding"]) header.delete(h);
     header.set("content-type", "application/proto");
     const res = await inner({ ...req, header, body: once(toBinary(input, message)) });
-    if (res.status !== 200) return res;
+    if (res.status !== 200) return withApiErrors(res);
     const json = textEncoder.encode(writeJson(output, fromBinary(output, await readAllBytes(res.body as AsyncIterable<Uint8Array>, Number.MAX_SAFE_INTEGER))));
     const resHeader = new Headers(res.header);
     resHeader.set("content-type", "application/json");
@@ -223,12 +202,12 @@ export function withSpecJson(inner: UniversalHandler, limits: BridgeLimits, dire
         else yield envelope(frame.flags, frame.data);
       }
     }
-    return { ...res, header: resHeader, body: toJsonFrames() };
+    return withApiErrors({ ...res, header: resHeader, body: toJsonFrames() });
   };
 
   const fn = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const kind = jsonKind(req.header.get("content-type") ?? "");
-    if (kind === undefined) return inner(req);
+    if (kind === undefined) return withApiErrors(await inner(req));
     return kind === "unary" ? unary(req) : enveloped(req, kind);
   };
   return Object.assign(fn, {
