@@ -46,6 +46,8 @@ const RATE_CONNECTIONS = 10;
 const GET_CONNECTIONS = 32;
 const CREATE_CONNECTIONS = 16;
 const GOAL_P99_MS = 20;
+/** The bench measures the service, not the rate limiter (gateway.bench.ts measures that). */
+const LIMITS_OFF = { MEDIA_RATE_LIMIT_KEY: "off", MEDIA_RATE_LIMIT_ANONYMOUS: "off", MEDIA_RATE_LIMIT_HEALTH: "off" };
 const KAFKA_BROKERS = (process.env.MEDIA_KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
 const CASSANDRA_CONTACT = `127.0.0.1:${process.env.CASSANDRA_PORT ?? "9042"}`;
 const INFRA_DIR = process.env.MEDIA_INFRA_DIR ?? path.join(ROOT, ".infra");
@@ -186,7 +188,7 @@ async function prepare(name: TargetName, base: string, dataDir: string): Promise
 
 async function startEmbedded(): Promise<Target> {
   const dataDir = tempDataDir();
-  const server: ChildServer = await spawnServer(dataDir, freePort(), { MEDIA_LOG_LEVEL: "warn" });
+  const server: ChildServer = await spawnServer(dataDir, freePort(), { MEDIA_LOG_LEVEL: "warn", ...LIMITS_OFF });
   const stop = async () => {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -216,6 +218,7 @@ async function startCluster(keyspace: string): Promise<Target & { cluster: Local
   const basePort = freePort();
   for (let i = 1; i < GATEWAYS; i++) freePort(); // the other gateways take the ports after basePort
   const env: Record<string, string> = {
+    ...LIMITS_OFF,
     MEDIA_MODE: "cluster",
     MEDIA_DATA_DIR: dataDir,
     MEDIA_HTTP_HOST: "127.0.0.1",

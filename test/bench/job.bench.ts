@@ -96,6 +96,9 @@ async function main(): Promise<void> {
       MEDIA_S3_ENDPOINT: minio.endpoint,
       MEDIA_TLS_CA_FILE: ca.caFile,
       MEDIA_LOG_LEVEL: "error",
+      MEDIA_RATE_LIMIT_KEY: "off",
+      MEDIA_RATE_LIMIT_ANONYMOUS: "off",
+      MEDIA_RATE_LIMIT_HEALTH: "off",
     });
     const boot = JSON.parse(readFileSync(path.join(work, "data", "bootstrap.json"), "utf8"));
     const key: Auth = { bearer: boot.api_key, org: boot.organization_id };

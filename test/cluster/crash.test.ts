@@ -28,7 +28,8 @@ const RETRY_DEADLINE_MS = 90_000;
 
 const keyspace = freshKeyspace();
 const dataDir = tempDataDir();
-const env = clusterEnv(dataDir, keyspace, { MEDIA_COMMAND_PARTITIONS: String(PARTITIONS) });
+// Limits off: 8 writers and 16 parallel readers on one key measure durability, not the rate limiter.
+const env = clusterEnv(dataDir, keyspace, { MEDIA_COMMAND_PARTITIONS: String(PARTITIONS), MEDIA_RATE_LIMIT_KEY: "off", MEDIA_RATE_LIMIT_ANONYMOUS: "off", MEDIA_RATE_LIMIT_HEALTH: "off" });
 let cluster: LocalCluster | undefined;
 /** The keyspace is kept after a failure, to look into. */
 let passed = false;
