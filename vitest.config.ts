@@ -14,11 +14,12 @@ export default defineConfig({
     // root only (a project's own fileParallelism is ignored); on 2 cores it was one worker anyway.
     fileParallelism: false,
     projects: [
-      { test: { name: "unit", include: ["src/**/*.spec.ts", "gateway/**/*.spec.ts", "actors/**/*.spec.ts", "encoder-node/**/*.spec.ts"] } },
+      { test: { name: "unit", include: ["src/**/*.spec.ts", "actors/**/*.spec.ts", "wire/**/*.spec.ts", "gateway/**/*.spec.ts", "delivery/**/*.spec.ts", "encoder-node/**/*.spec.ts", "main/**/*.spec.ts"] } },
       { test: { name: "media", include: ["test/media/**/*.test.ts"], ...slow } },
       { test: { name: "api", include: ["test/api/**/*.test.ts"], ...slow } },
       { test: { name: "api-cluster", include: ["test/api/**/*.test.ts"], env: { MEDIA_TEST_TARGET: "cluster" }, ...cluster } },
       { test: { name: "cluster", include: ["test/cluster/**/*.test.ts"], ...cluster } },
+      { test: { name: "fuzz", include: ["test/fuzz/**/*.test.ts"], ...slow } },
       { test: { name: "conformance", include: ["test/conformance/**/*.test.ts"], ...slow } },
       { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], ...slow } },
     ],
