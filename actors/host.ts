@@ -3,8 +3,8 @@
 // a write conditional on the next sequence number fences a stale owner.
 import nact from "nact";
 import { Code } from "@connectrpc/connect";
-import type { FieldViolation } from "../src/errors.js";
 import type { Logger } from "../src/log.js";
+import type { Rejection, Reply } from "../src/replies.js";
 import type { JournalEvent, RecordWrite, Snapshot, Store } from "../src/store/port.js";
 
 const { start, configurePersistence, spawnPersistent, query, dispatch, stop } = nact as unknown as {
@@ -16,12 +16,7 @@ const { start, configurePersistence, spawnPersistent, query, dispatch, stop } = 
   stop: (ref: unknown) => void;
 };
 
-/** A refusal decided by an entity; plain data so it crosses a bus unchanged. */
-export interface Rejection {
-  readonly code: Code;
-  readonly message: string;
-  readonly violations?: readonly FieldViolation[];
-}
+export type { Rejection, Reply };
 
 export type Decision<E> = readonly E[] | Rejection;
 
@@ -44,7 +39,6 @@ export interface EntityBehavior<S, C, E> {
 /** Told of every command that persisted events, after the persist; commands without events too, when `always`. */
 export type AfterPersist = (type: string, id: string, state: unknown, events: readonly unknown[], command: unknown) => void;
 
-export type Reply<S> = { readonly ok: true; readonly state: S } | { readonly ok: false; readonly rejection: Rejection };
 
 interface Envelope<C> {
   readonly command: C;

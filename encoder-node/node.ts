@@ -7,18 +7,17 @@ import { Code } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
-import type { EntityCommands, Topics } from "../actors/commands.js";
-import { JobBehavior, TERMINAL, type EncodeTask, isJobErrorCode, type Failure, type JobCommand, type JobRecord, type JobState } from "../actors/job.js";
-import type { UpdatesHub } from "../actors/updates.js";
-import type { Reply } from "../actors/host.js";
 import { BlobError, fetchUrlToFile, parseStorageUrl, type BlobStore } from "../src/blob/index.js";
 import type { Bus, Consumer } from "../src/bus/port.js";
+import type { Topics } from "../src/bus/topics.js";
 import type { Config } from "../src/config.js";
 import { OutputSpecSchema, ThumbnailSpecSchema } from "../src/gen/media/v1/job_pb.js";
 import { randomToken } from "../src/ids.js";
+import { isJobErrorCode, TERMINAL, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobState } from "../src/job-messages.js";
 import type { Logger } from "../src/log.js";
 import type { NetGuard } from "../src/net-guard.js";
 import { openOriginBlob, originKey } from "../src/origins.js";
+import type { Reply } from "../src/replies.js";
 import type { SecretBox } from "../src/secrets.js";
 import { runPlan } from "./ffmpeg.js";
 import { MediaError } from "./media-errors.js";
@@ -29,8 +28,10 @@ import { renderThumbnails } from "./thumbnails.js";
 export interface EncoderDeps {
   readonly bus: Bus;
   readonly topics: Topics;
-  readonly commands: EntityCommands;
-  readonly updates: UpdatesHub;
+  /** Sends a report to the job's actor, wherever it lives, and resolves with its reply. */
+  readonly report: (jobId: string, command: JobCommand) => Promise<Reply<JobState>>;
+  /** Calls `listener` with every job's state after each change; returns the unsubscribe. */
+  readonly watchJobs: (listener: (state: JobState) => void) => () => void;
   readonly box: SecretBox;
   readonly guard: NetGuard;
   readonly config: Config;
@@ -92,14 +93,13 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   const running = new Map<string, AbortController>();
 
   // A canceled (or otherwise ended) job stops its ffmpeg at once: the update is the signal.
-  const unsubscribe = d.updates.subscribeAll((u) => {
-    if (u.type !== JobBehavior.type) return;
-    const job = (u.state as JobState).job;
+  const unsubscribe = d.watchJobs((state) => {
+    const job = state.job;
     if (job && TERMINAL.has(job.status)) running.get(job.id)?.abort();
   });
 
   const ask = async (job: JobRecord, command: JobCommand): Promise<JobRecord | undefined> => {
-    const reply: Reply<JobState> = await d.commands.ask(JobBehavior, job.id, command);
+    const reply = await d.report(job.id, command);
     // A job that does not exist will never take the task: drop it. Anything else is retried.
     if (!reply.ok && reply.rejection.code === Code.NotFound) return undefined;
     if (!reply.ok) throw new Error(`job ${job.id} refused ${command.type}: ${reply.rejection.message}`);
@@ -107,7 +107,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   };
   /** Progress is advisory: a lost report is replaced by the next one. */
   const tell = (job: JobRecord, command: JobCommand) => {
-    d.commands.ask(JobBehavior, job.id, command).catch((e: unknown) => d.log.warn({ err: e, job_id: job.id }, "progress report lost"));
+    d.report(job.id, command).catch((e: unknown) => d.log.warn({ err: e, job_id: job.id }, "progress report lost"));
   };
 
   const inputFile = (job: JobRecord) => path.join(workRoot, job.id, "input");

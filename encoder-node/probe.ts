@@ -4,27 +4,9 @@
 import { execFile } from "node:child_process";
 import { MediaError } from "./media-errors.js";
 
-export interface ProbeResult {
-  format: string;
-  durationMs: number;
-  sizeBytes: number;
-  bitRate: number;
-  video?: {
-    codec: string;
-    width: number;
-    height: number;
-    frameRate: number;
-    bitRate: number;
-    pixelFormat: string;
-    /** Pixel aspect (width of one pixel over its height), when not square. */
-    sampleAspectRatio?: number;
-    /** Display rotation in degrees from the stream's display matrix, when rotated. */
-    rotation?: number;
-  };
-  audio?: { codec: string; sampleRate: number; channels: number; channelLayout: string; bitRate: number };
-  /** Number of audio streams (tracks i of an output come from stream i when there are several). */
-  audioStreams?: number;
-}
+import type { ProbeResult } from "../src/job-messages.js";
+
+export type { ProbeResult };
 
 interface FfprobeStream {
   codec_type?: string;

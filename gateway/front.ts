@@ -1,9 +1,11 @@
-// What every host adapter answers before a handler runs, the same way in uWS and node:http: CORS
-// preflights, methods other than POST (405 with Allow), unknown paths (404, code unimplemented,
-// as Connect clients read it), and the CORS headers added to every answer for an allowed origin.
+// What every host adapter decides before a handler runs, the same way in uWS and node:http: which
+// of the two routers takes a request (Connect for the RPC paths, the edge router for plain HTTP
+// routes), CORS preflights, methods a path does not take (405 with Allow), unknown paths (404, code
+// unimplemented, as Connect clients read it), and the CORS headers of every answer for an allowed origin.
 import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import type { EdgeRoute, EdgeRouter } from "./edge.js";
 
 /** The address of the client of a call, as the host saw it (the peer of the TCP connection); empty counts as one address, "unknown". */
 export const CLIENT_ADDRESS = createContextKey<string>("", { description: "client address" });
@@ -24,11 +26,12 @@ const EXPOSE_HEADERS = [
   "Content-Encoding", "Connect-Content-Encoding", "Grpc-Status", "Grpc-Message", "Grpc-Status-Details-Bin",
   "X-Request-ID", "RateLimit", "RateLimit-Policy", "Retry-After", "ETag", "Content-Range", "Accept-Ranges", "Location",
 ].join(", ");
-const ALLOW_METHODS = "POST, OPTIONS";
+const RPC_METHODS = "POST, OPTIONS";
 const PREFLIGHT_MAX_AGE = "7200";
 
 export type FrontAnswer =
   | { readonly kind: "rpc"; readonly handler: UniversalHandler; readonly cors: readonly [string, string][] }
+  | { readonly kind: "edge"; readonly route: EdgeRoute; readonly params: Record<string, string>; readonly cors: readonly [string, string][] }
   | { readonly kind: "answer"; readonly status: number; readonly headers: readonly [string, string][]; readonly body?: Uint8Array };
 
 function allowedOrigin(policy: CorsPolicy, origin: string | null): string | undefined {
@@ -57,13 +60,22 @@ function notFound(method: string, path: string, contentType: string | null, cors
   return { kind: "answer", status: 404, headers: [["content-type", "application/json"], ...cors], body };
 }
 
+/** The two routers a host serves: Connect's handlers by path, and the edge's plain HTTP routes. */
+export interface Routes {
+  readonly rpc: ReadonlyMap<string, UniversalHandler>;
+  readonly edge: EdgeRouter;
+}
+
 /**
  * Decides what a request gets before any body is read. `method` is as the client sent it (HTTP
  * methods are case-sensitive: "post" is not POST).
  */
-export function front(handlers: ReadonlyMap<string, UniversalHandler>, policy: CorsPolicy, method: string, path: string, header: (name: string) => string | null): FrontAnswer {
+export function front(routes: Routes, policy: CorsPolicy, method: string, path: string, header: (name: string) => string | null): FrontAnswer {
   const origin = header("origin");
   const cors = corsHeaders(policy, origin);
+  const handler = routes.rpc.get(path);
+  const edge = handler ? undefined : routes.edge.match(method === "OPTIONS" ? (header("access-control-request-method") ?? "GET") : method, path);
+  const allow = handler ? RPC_METHODS : edge?.kind === "method" ? edge.allow : edge ? allowOf(edge.route) : RPC_METHODS;
   if (method === "OPTIONS") {
     if (header("access-control-request-method") !== null && cors.length > 0) {
       return {
@@ -71,18 +83,23 @@ export function front(handlers: ReadonlyMap<string, UniversalHandler>, policy: C
         status: 204,
         headers: [
           ["access-control-allow-origin", cors[0]![1]],
-          ["access-control-allow-methods", ALLOW_METHODS],
+          ["access-control-allow-methods", allow],
           ["access-control-allow-headers", ALLOW_HEADERS],
           ["access-control-max-age", PREFLIGHT_MAX_AGE],
           ["vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers"],
         ],
       };
     }
-    return { kind: "answer", status: 204, headers: [["allow", ALLOW_METHODS], ...cors] };
+    return { kind: "answer", status: 204, headers: [["allow", allow], ...cors] };
   }
-  const handler = handlers.get(path);
-  if (!handler) return notFound(method, path, header("content-type"), cors);
-  // A bare 405, as Connect's handlers answer it (a client reads it as unknown); Allow says what would do.
-  if (method !== "POST") return { kind: "answer", status: 405, headers: [["allow", ALLOW_METHODS], ...cors] };
-  return { kind: "rpc", handler, cors };
+  if (handler) {
+    // A bare 405, as Connect's handlers answer it (a client reads it as unknown); Allow says what would do.
+    if (method !== "POST") return { kind: "answer", status: 405, headers: [["allow", RPC_METHODS], ...cors] };
+    return { kind: "rpc", handler, cors };
+  }
+  if (edge?.kind === "route") return { kind: "edge", route: edge.route, params: edge.params, cors };
+  if (edge?.kind === "method") return { kind: "answer", status: 405, headers: [["allow", edge.allow], ...cors] };
+  return notFound(method, path, header("content-type"), cors);
 }
+
+const allowOf = (route: EdgeRoute) => (route.method === "GET" ? "GET, HEAD, OPTIONS" : `${route.method}, OPTIONS`);

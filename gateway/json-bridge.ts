@@ -16,7 +16,7 @@ import {
   type UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
 import { apiError, invalid } from "../src/errors.js";
-import { readJson, writeJson } from "./codec.js";
+import { readJson, writeJson } from "../wire/codec.js";
 import { boundedGzip, gunzipStream } from "./compression.js";
 import { envelope, frames, withApiErrors } from "./wire-errors.js";
 

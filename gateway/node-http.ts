@@ -1,13 +1,14 @@
 // The node:http host adapter over the same handler map and front answers as uWS: the reference for
 // benchmarks, and the host where uWS cannot load or a client needs what uWS's parser refuses.
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import { front } from "./front.js";
-import type { HostOptions, HostServer } from "./uws.js";
+import { edgeErrorResponse, type EdgeResponse } from "./edge.js";
+import { front, type Routes } from "./front.js";
+import { edgeRequest, type HostOptions, type HostServer } from "./uws.js";
 
-export async function listenNodeHttp(handlers: Parameters<typeof front>[0], options: HostOptions): Promise<HostServer> {
+export async function listenNodeHttp(routes: Routes, options: HostOptions): Promise<HostServer> {
   let inFlight = 0;
   const server = createServer((req, res) => {
     const path = req.url?.split("?", 1)[0] ?? "";
@@ -15,7 +16,7 @@ export async function listenNodeHttp(handlers: Parameters<typeof front>[0], opti
       const v = req.headers[name];
       return typeof v === "string" ? v : null;
     };
-    const decision = front(handlers, options.cors, req.method ?? "", path, header);
+    const decision = front(routes, options.cors, req.method ?? "", path, header);
     if (decision.kind === "answer") {
       res.writeHead(decision.status, decision.headers.flat()).end(decision.body);
       return;
@@ -23,7 +24,29 @@ export async function listenNodeHttp(handlers: Parameters<typeof front>[0], opti
     inFlight++;
     res.once("close", () => inFlight--); // sent or cut off; universalResponseToNodeResponse's promise never settles on HTTP/1.1
     for (const [k, v] of decision.cors) res.setHeader(k, v);
-    const contextValues = options.contextValues(req.socket.remoteAddress ?? "");
+    const clientAddress = req.socket.remoteAddress ?? "";
+    if (decision.kind === "edge") {
+      const abort = new AbortController();
+      res.once("close", () => abort.abort(new Error("client went away")));
+      const query = req.url?.includes("?") ? req.url.slice(req.url.indexOf("?") + 1) : "";
+      const header = new Headers();
+      for (let i = 0; i < req.rawHeaders.length; i += 2) header.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+      const edgeReq = edgeRequest(decision.route, decision.params, req.method ?? "", path, query, header, requestBody(req), abort.signal, clientAddress);
+      void decision.route
+        .handler(edgeReq)
+        .catch((e: unknown) => {
+          const out = edgeErrorResponse(e);
+          if (out.status >= 500) options.log.error({ err: e, path }, "edge route failed");
+          return out;
+        })
+        .then((out) => writeEdge(res, out, req.method === "HEAD", abort.signal))
+        .catch((e: unknown) => {
+          options.log.error({ err: e, path }, "edge answer failed");
+          res.destroy();
+        });
+      return;
+    }
+    const contextValues = options.contextValues(clientAddress);
     Promise.resolve()
       .then(() => decision.handler({ ...universalRequestFromNodeRequest(req, res, undefined, contextValues), body: requestBody(req) }))
       .then((out) => universalResponseToNodeResponse(out, res))
@@ -64,4 +87,22 @@ async function* requestBody(req: IncomingMessage): AsyncIterable<Uint8Array> {
   } finally {
     if (!req.complete) req.resume();
   }
+}
+
+/** An edge answer, its body streamed with back-pressure; HEAD and bodiless answers end without one. */
+async function writeEdge(res: ServerResponse, out: EdgeResponse, head: boolean, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return;
+  const header: Record<string, string> = {};
+  out.header.forEach((v, k) => (header[k] = v));
+  res.writeHead(out.status, header);
+  if (head || out.body === undefined) return void res.end();
+  if (out.body instanceof Uint8Array) return void res.end(out.body);
+  for await (const chunk of out.body) {
+    if (signal.aborted) return;
+    if (!res.write(chunk)) await new Promise<void>((resolve) => {
+      res.once("drain", resolve);
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+  }
+  res.end();
 }

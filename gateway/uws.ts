@@ -7,7 +7,8 @@ import uWS from "uWebSockets.js";
 import type { ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Logger } from "../src/log.js";
-import { front, type CorsPolicy } from "./front.js";
+import { edgeErrorResponse, limitedBody, type EdgeRequest, type EdgeResponse, type EdgeRoute } from "./edge.js";
+import { front, type CorsPolicy, type Routes } from "./front.js";
 
 /** uWS's listen flag (a runtime constant; its typings only declare a const enum). */
 const EXCLUSIVE_PORT = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
@@ -95,7 +96,7 @@ class RequestBody implements AsyncIterable<Uint8Array> {
   }
 }
 
-export async function listenUws(handlers: ReadonlyMap<string, UniversalHandler>, options: HostOptions): Promise<HostServer> {
+export async function listenUws(routes: Routes, options: HostOptions): Promise<HostServer> {
   const app = uWS.App();
   let inFlight = 0;
   // Calls in flight, aborted on shutdown so open streams end (cheaper than a shutdown signal
@@ -108,7 +109,7 @@ export async function listenUws(handlers: ReadonlyMap<string, UniversalHandler>,
     const query = req.getQuery();
     const header = new Headers();
     req.forEach((k, v) => header.append(k, v));
-    const decision = front(handlers, options.cors, method, path, (name) => header.get(name));
+    const decision = front(routes, options.cors, method, path, (name) => header.get(name));
     if (decision.kind === "answer") {
       res.cork(() => {
         res.writeStatus(statusLine(decision.status));
@@ -130,23 +131,35 @@ export async function listenUws(handlers: ReadonlyMap<string, UniversalHandler>,
     });
     res.onData((ab, isLast) => body.push(new Uint8Array(ab.slice(0)), isLast)); // uWS reuses the buffer after this callback
 
-    const url = `http://${header.get("host") ?? "localhost"}${path}${query ? `?${query}` : ""}`;
     const clientAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
-    void (async () => {
-      try {
-        const out = await decision.handler({ httpVersion: "1.1", method, url, header, body, signal: abort.signal, contextValues: options.contextValues(clientAddress) });
-        await write(res, out, decision.cors, body, abort.signal);
-      } catch (e) {
+    const serve = async () => {
+      if (decision.kind === "edge") {
+        const edgeReq = edgeRequest(decision.route, decision.params, method, path, query, header, body, abort.signal, clientAddress);
+        let out: EdgeResponse;
+        try {
+          out = await decision.route.handler(edgeReq);
+        } catch (e) {
+          out = edgeErrorResponse(e);
+          if (out.status >= 500) options.log.error({ err: e, path }, "edge route failed");
+        }
+        return writeEdge(res, out, decision.cors, method === "HEAD", body, abort.signal);
+      }
+      const url = `http://${header.get("host") ?? "localhost"}${path}${query ? `?${query}` : ""}`;
+      const out = await decision.handler({ httpVersion: "1.1", method, url, header, body, signal: abort.signal, contextValues: options.contextValues(clientAddress) });
+      return write(res, out, decision.cors, body, abort.signal);
+    };
+    void serve()
+      .catch((e: unknown) => {
         options.log.error({ err: e, path }, "gateway handler failed");
         if (!aborted) {
           body.release();
           res.cork(() => res.writeStatus(statusLine(500)).end());
         }
-      } finally {
+      })
+      .finally(() => {
         calls.delete(abort);
         inFlight--;
-      }
-    })();
+      });
   });
 
   const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
@@ -221,4 +234,99 @@ async function write(res: uWS.HttpResponse, out: UniversalServerResponse, cors: 
   } finally {
     if (aborted()) await iterator.return?.(); // let the handler's stream finish its cleanup
   }
+}
+
+/** The edge's view of a request: its body held to the route's limit. */
+export function edgeRequest(route: EdgeRoute, params: Record<string, string>, method: string, path: string, query: string, header: Headers, body: AsyncIterable<Uint8Array>, signal: AbortSignal, clientAddress: string): EdgeRequest {
+  return { method, path, query: new URLSearchParams(query), header, body: limitedBody(body, route.maxBodyBytes ?? 0, header.get("content-length")), signal, clientAddress, params };
+}
+
+/** Waits until uWS can take more of the response, or the client went away. */
+function writable(res: uWS.HttpResponse, signal: AbortSignal, retry: (offset: number) => boolean = () => true): Promise<void> {
+  return new Promise<void>((resolve) => {
+    res.onWritable((offset) => {
+      const done = retry(offset);
+      if (done) resolve();
+      return done;
+    });
+    signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
+
+/**
+ * An edge answer: a body of known length goes out with tryEnd (uWS writes the Content-Length), one
+ * of unknown length chunked; either waits for the socket to drain when it fills. HEAD and bodiless
+ * answers (304, 204) end without a body, keeping the length they report.
+ */
+async function writeEdge(res: uWS.HttpResponse, out: EdgeResponse, cors: readonly [string, string][], head: boolean, body: RequestBody, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return;
+  const declared = out.header.get("content-length");
+  const total = declared === null ? undefined : Number(declared);
+  const writeHead = () => {
+    res.writeStatus(statusLine(out.status));
+    out.header.forEach((v, k) => {
+      if (k !== "content-length") res.writeHeader(k, v);
+    });
+    for (const [k, v] of cors) res.writeHeader(k, v);
+  };
+  body.release();
+  if (head || out.body === undefined) {
+    (head ? iteratorOf(out.body)?.return?.(undefined) : undefined)?.catch(() => undefined);
+    res.cork(() => {
+      writeHead();
+      if (out.status === 204 || out.status === 304) res.endWithoutBody(undefined);
+      else res.endWithoutBody(total ?? 0);
+    });
+    return;
+  }
+  if (out.body instanceof Uint8Array) {
+    const bytes = out.body;
+    res.cork(() => {
+      writeHead();
+      res.end(bytes);
+    });
+    return;
+  }
+  const iterator = out.body[Symbol.asyncIterator]();
+  let headSent = false;
+  try {
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      if (signal.aborted) return;
+      const chunk = next.value;
+      if (total === undefined) {
+        let ok = true;
+        res.cork(() => {
+          if (!headSent) (headSent = true), writeHead();
+          ok = res.write(chunk);
+        });
+        if (!ok) await writable(res, signal);
+        continue;
+      }
+      const offset = res.getWriteOffset();
+      let result: [boolean, boolean] = [true, false];
+      res.cork(() => {
+        if (!headSent) (headSent = true), writeHead();
+        result = res.tryEnd(chunk, total);
+      });
+      if (result[1]) return; // all of total written
+      if (!result[0]) {
+        // Part of the chunk is queued: send the rest from where uWS stopped, as the socket drains.
+        await writable(res, signal, (at) => {
+          const [ok, done] = res.tryEnd(chunk.subarray(at - offset), total);
+          return ok || done;
+        });
+      }
+    }
+    if (signal.aborted) return;
+    res.cork(() => {
+      if (!headSent) writeHead();
+      res.end();
+    });
+  } finally {
+    if (signal.aborted) await iterator.return?.();
+  }
+}
+
+function iteratorOf(body: EdgeResponse["body"]): AsyncIterator<Uint8Array> | undefined {
+  return body === undefined || body instanceof Uint8Array ? undefined : body[Symbol.asyncIterator]();
 }

@@ -19,7 +19,7 @@ export function apiShaped(error: ConnectError): ConnectError {
   return Object.assign(apiError(code, error.rawMessage), { metadata: error.metadata });
 }
 
-export function envelope(flags: number, data: Uint8Array): Uint8Array {
+export function envelope(flags: number, data: Uint8Array): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(5 + data.length);
   out[0] = flags;
   new DataView(out.buffer).setUint32(1, data.length);

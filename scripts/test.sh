@@ -20,6 +20,7 @@ bash infra/peers.sh build # storage peers (MinIO, mc, fake-gcs-server) from the 
 npm install --no-audit --no-fund --loglevel=error
 
 npx tsc --noEmit -p .
+npx eslint .
 
 results="$(mktemp)"
 status=0

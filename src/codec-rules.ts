@@ -1,6 +1,6 @@
 // Codec rules in one place: the settings each video codec accepts, the sample rates and channels of
 // each audio codec, the codecs each container carries, and the named resolutions. Both preset checks
-// and the encoder's output check (encoder-node/spec-check.ts) read them.
+// and the output spec check of job requests (spec-check.ts) read them.
 import { AudioCodec, VideoCodec } from "./gen/media/v1/preset_pb.js";
 
 export const CODEC_NAMES = { [VideoCodec.H264]: "h264", [VideoCodec.H265]: "h265", [VideoCodec.VP9]: "vp9", [VideoCodec.AV1]: "av1" } as const;

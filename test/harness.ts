@@ -8,8 +8,8 @@ import path from "node:path";
 import { loadConfig, type Config } from "../src/config.js";
 import { mintDevToken } from "../src/identity.js";
 import { createLogger } from "../src/log.js";
-import { launchCluster } from "../src/launcher.js";
-import { startServer, type Bootstrap } from "../src/server.js";
+import { launchCluster } from "../main/launcher.js";
+import { startServer, type Bootstrap } from "../main/server.js";
 import { cassandraContactPoint, kafkaBrokers } from "./cluster/endpoints.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");

@@ -9,7 +9,7 @@ import type { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf, hasScope, isScope, type Caller, type Scope } from "../access.js";
-import { apiKeyMessage } from "../present.js";
+import { apiKeyMessage } from "../../wire/present.js";
 import { namedApp, visible, visibleApp } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 

@@ -6,7 +6,7 @@ import type { AppService, AppWebhookInput } from "../../src/gen/media/v1/app_pb.
 import { randomToken } from "../../src/ids.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf } from "../access.js";
-import { appMessage } from "../present.js";
+import { appMessage } from "../../wire/present.js";
 import { visibleApp } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 

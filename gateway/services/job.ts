@@ -27,11 +27,11 @@ import { ORIGINS, getOrigin, openOriginBlob, PATH_TEMPLATE_VARIABLES, type Origi
 import { resolveOutputSpec } from "../../src/presets.js";
 import { sha256 } from "../../src/secrets.js";
 import { Check } from "../../src/validation.js";
-import { checkOutputSpec } from "../../encoder-node/spec-check.js";
-import { checkThumbnailSpec } from "../../encoder-node/thumbnails.js";
+import { checkOutputSpec } from "../../src/spec-check.js";
+import { checkThumbnailSpec } from "../../src/thumbnail-spec.js";
 import { callerOf, REQUEST_ID, type Caller } from "../access.js";
-import { enumWireName } from "../codec.js";
-import { JOB_STATUS_NAMES, jobMessage } from "../present-job.js";
+import { enumWireName } from "../../wire/codec.js";
+import { JOB_STATUS_NAMES, jobMessage } from "../../wire/present-job.js";
 import { requireActingApp, visible } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 

@@ -5,7 +5,7 @@ import { T, type UserMembershipLink } from "../../src/directory.js";
 import type { OrganizationService } from "../../src/gen/media/v1/organization_pb.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf, type Caller } from "../access.js";
-import { organizationMessage } from "../present.js";
+import { organizationMessage } from "../../wire/present.js";
 import type { ServiceDeps } from "./deps.js";
 
 const SLUG = /^[a-z0-9][a-z0-9-]*[a-z0-9]$/;

@@ -42,7 +42,7 @@ import {
 import { eur, outputRateIfKnown } from "../../src/pricing.js";
 import { Check } from "../../src/validation.js";
 import { callerOf, type Caller } from "../access.js";
-import { ts } from "../present.js";
+import { ts } from "../../wire/present.js";
 import { actingApp, requireActingApp, visible } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 

@@ -7,7 +7,7 @@ import { ApprovalStatus, Role, UserStatus, type UserService } from "../../src/ge
 import { Prefix } from "../../src/ids.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf, type Caller } from "../access.js";
-import { membershipMessage, ROLE_FROM_WIRE, ROLE_TO_WIRE, userMessage } from "../present.js";
+import { membershipMessage, ROLE_FROM_WIRE, ROLE_TO_WIRE, userMessage } from "../../wire/present.js";
 import type { ServiceDeps } from "./deps.js";
 
 function sessionOnly(caller: Caller) {

@@ -4,6 +4,7 @@
 // call here goes to the first gateway (in cluster mode the suite's calls would alternate otherwise).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, errorDetails, ok, startHarness, type Harness, type Reply } from "../harness.js";
+import { envelope } from "../../gateway/wire-errors.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // Tokens come back at 1 per second: a few calls in a row cannot be rescued by the refill.
@@ -130,14 +131,6 @@ describe("rate limits", () => {
     expect((await call(base, "APIKeyService/List", {})).status).toBe(401);
   });
 });
-
-function envelope(flags: number, data: Uint8Array): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(5 + data.length);
-  out[0] = flags;
-  new DataView(out.buffer).setUint32(1, data.length);
-  out.set(data, 5);
-  return out;
-}
 
 function parseFrames(bytes: Uint8Array): { flags: number; data: Uint8Array }[] {
   const frames: { flags: number; data: Uint8Array }[] = [];

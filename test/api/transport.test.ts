@@ -9,9 +9,11 @@ import { gzipSync } from "node:zlib";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
+import { EdgeRouter } from "../../gateway/edge.js";
 import { CLIENT_ADDRESS } from "../../gateway/front.js";
 import { listenNodeHttp } from "../../gateway/node-http.js";
 import { listenUws, type HostOptions, type HostServer } from "../../gateway/uws.js";
+import { envelope } from "../../gateway/wire-errors.js";
 import { createContextValues } from "@connectrpc/connect";
 import { freePort, readBootstrap, spawnServer, tempDataDir, TARGET, type ChildServer } from "../harness.js";
 
@@ -23,14 +25,6 @@ const BOMB = new Uint8Array(Buffer.concat(Array.from({ length: 512 }, () => gzip
 function rss(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))!;
   return Number(/(\d+)/.exec(line)![1]) * 1024;
-}
-
-function envelope(flags: number, data: Uint8Array): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(5 + data.length);
-  out[0] = flags;
-  new DataView(out.buffer).setUint32(1, data.length);
-  out.set(data, 5);
-  return out;
 }
 
 /** A raw HTTP/1.1 exchange, for methods and headers fetch refuses to send. */
@@ -255,7 +249,7 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("streams on
       })(),
     })) as unknown as UniversalHandler;
     const options: HostOptions = { host: "127.0.0.1", port: 0, cors: { origins: [] }, log: createLogger("silent"), contextValues: (a) => createContextValues().set(CLIENT_ADDRESS, a) };
-    const handlers = new Map([["/test.Stream/Two", handler]]);
+    const handlers = { rpc: new Map([["/test.Stream/Two", handler]]), edge: new EdgeRouter([]) };
     server = host === "uws" ? await listenUws(handlers, options) : await listenNodeHttp(handlers, options);
     base = `http://127.0.0.1:${server.port}`;
   });

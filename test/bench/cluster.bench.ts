@@ -27,7 +27,7 @@ import cassandra from "cassandra-driver";
 import kafkajs from "kafkajs";
 import { API_KEYS } from "../../actors/api-key.js";
 import { KafkaBus } from "../../src/bus/kafka-bus.js";
-import { launchCluster, type LocalCluster } from "../../src/launcher.js";
+import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
 import { call, freePort, freshKeyspace, readBootstrap, ROOT, spawnServer, tempDataDir, type ChildServer } from "../harness.js";
 

@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchCluster, type LocalCluster } from "../../src/launcher.js";
+import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
 import { call, freePort, freshKeyspace, readBootstrap, ROOT, tempDataDir, clusterEnv, dropKeyspace } from "../harness.js";
 import { cassandraContactPoint, kafkaBrokers } from "./endpoints.js";

@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { mintDevToken } from "../../src/identity.js";
-import { launchCluster, type LocalCluster } from "../../src/launcher.js";
+import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { call, freePort, freshKeyspace, readBootstrap, tempDataDir, type Auth, type Reply, clusterEnv, dropKeyspace } from "../harness.js";
 
 const keyspace = freshKeyspace();

@@ -13,6 +13,8 @@ import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { listenNodeHttp } from "../../gateway/node-http.js";
 import { listenUws } from "../../gateway/uws.js";
+import { boundedGzip } from "../../gateway/compression.js";
+import { EdgeRouter } from "../../gateway/edge.js";
 import { HTTPVersion } from "./gen/connectrpc/conformance/v1/config_pb.js";
 import { ServerCompatRequestSchema, ServerCompatResponseSchema } from "./gen/connectrpc/conformance/v1/server_compat_pb.js";
 import { conformanceRoutes, jsonRegistry } from "./service.js";
@@ -32,13 +34,13 @@ async function main(): Promise<void> {
     connect: true,
     grpcWeb: true,
     grpc: false,
-    acceptCompression: [compressionGzip],
+    acceptCompression: [boundedGzip], // the gateway's own gzip
     ...(limit !== undefined ? { readMaxBytes: limit } : {}),
     jsonOptions: { registry: jsonRegistry },
   });
   const routes = conformanceRoutes;
   routes(router);
-  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  const handlers = { rpc: new Map(router.handlers.map((h) => [h.requestPath, h])), edge: new EdgeRouter([]) };
 
   // stdout carries the ServerCompatResponse: logs go to stderr.
   const log = pino({ level: process.env.CONFORMANCE_LOG_LEVEL ?? "warn", base: { adapter } }, pino.destination(2));

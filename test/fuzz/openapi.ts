@@ -1,6 +1,6 @@
 // Builds the OpenAPI document the fuzz test feeds to schemathesis: protoc-gen-connect-openapi's
 // output for proto/ (generated at test time, so it never drifts from the contract), rewritten to
-// the spec's JSON mapping as gateway/codec.ts reads and writes it:
+// the spec's JSON mapping as wire/codec.ts reads and writes it:
 //   - proto field names (snake_case), which the generator already emits (with-proto-names);
 //   - enum values as lowercase strings without the enum's prefix (`unspecified` for 0);
 //   - 64-bit integers as JSON numbers only (the generator allows strings too);
@@ -15,7 +15,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { DescEnum, DescFile, DescMessage } from "@bufbuild/protobuf";
-import { enumWireName, isOmittedWhenUnset } from "../../gateway/codec.js";
+import { enumWireName, isOmittedWhenUnset } from "../../wire/codec.js";
 import { ROOT } from "../harness.js";
 import * as apiKey from "../../src/gen/media/v1/api_key_pb.js";
 import * as app from "../../src/gen/media/v1/app_pb.js";

@@ -1751,7 +1751,7 @@ export type Job = Message<"media.v1.Job"> & {
   metadata: { [key: string]: string };
 
   /**
-   * Echo of the request value; null when not given (gateway/codec.ts NULL_WHEN_UNSET).
+   * Echo of the request value; null when not given (wire/codec.ts NULL_WHEN_UNSET).
    *
    * @generated from field: optional string output_path_template = 27;
    */
@@ -1766,7 +1766,7 @@ export type Job = Message<"media.v1.Job"> & {
 
   /**
    * Hosted video of a managed job (prefix vid_); null for jobs delivering to an origin
-   * (gateway/codec.ts NULL_WHEN_UNSET).
+   * (wire/codec.ts NULL_WHEN_UNSET).
    *
    * @generated from field: optional string video_id = 29;
    */

@@ -1,9 +1,9 @@
 // Every rule of an output specification, checked at job creation after presets are resolved, so an
 // encode never starts on settings ffmpeg would refuse. Violations name the field at fault.
-import { AUDIO_NAMES, AUDIO_RULES, CODEC_NAMES, CODEC_RULES, CONTAINER_CODECS, RESOLUTION_LINES } from "../src/codec-rules.js";
-import { EncodingMode, HdrMode, OutputType, type AudioTrack, type OutputSpec, type VideoVariant } from "../src/gen/media/v1/job_pb.js";
-import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
-import type { Check } from "../src/validation.js";
+import { AUDIO_NAMES, AUDIO_RULES, CODEC_NAMES, CODEC_RULES, CONTAINER_CODECS, RESOLUTION_LINES } from "./codec-rules.js";
+import { EncodingMode, HdrMode, OutputType, type AudioTrack, type OutputSpec, type VideoVariant } from "./gen/media/v1/job_pb.js";
+import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "./gen/media/v1/preset_pb.js";
+import type { Check } from "./validation.js";
 
 export const OUTPUT_LIMITS = {
   variants: 20,

@@ -10,30 +10,31 @@ import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, JOBS, taskFor, type JobComm
 import { publishUpdate, UpdatesHub } from "../actors/updates.js";
 import { jobLedgerEvents } from "../actors/ledger.js";
 import { WebhookEndpointBehavior, type EndpointCommand, type EndpointState } from "../actors/webhook-endpoint.js";
-import { Deliverer } from "./webhooks/deliverer.js";
-import { fanOut, sweepFanout } from "./webhooks/fanout.js";
-import { legacyWrites, pollLegacy } from "./webhooks/legacy.js";
+import { Deliverer } from "../delivery/deliverer.js";
+import { fanOut, sweepFanout } from "../actors/fanout.js";
+import { legacyWrites, pollLegacy } from "../delivery/legacy.js";
 import { startEncoderNode, type EncoderNode } from "../encoder-node/node.js";
-import { NetGuard } from "./net-guard.js";
+import { NetGuard } from "../src/net-guard.js";
 import { createHandlers } from "../gateway/router.js";
 import { createContextValues } from "@connectrpc/connect";
+import { EdgeRouter } from "../gateway/edge.js";
 import { CLIENT_ADDRESS } from "../gateway/front.js";
 import { listenNodeHttp } from "../gateway/node-http.js";
 import type { HostOptions, HostServer } from "../gateway/uws.js";
-import type { Config } from "./config.js";
-import { VersionConflict } from "./errors.js";
-import { Directory } from "./directory.js";
-import { newId, Prefix, randomToken } from "./ids.js";
-import { SessionVerifier } from "./identity.js";
-import { createLogger, type Logger } from "./log.js";
-import { Paginator } from "./pagination.js";
-import { SecretBox } from "./secrets.js";
-import { FileStore } from "./store/file-store.js";
-import type { Store } from "./store/port.js";
-import { CassandraStore } from "./store/cassandra-store.js";
-import { KafkaBus } from "./bus/kafka-bus.js";
-import { MemoryBus } from "./bus/memory-bus.js";
-import type { Bus, Consumer } from "./bus/port.js";
+import type { Config } from "../src/config.js";
+import { VersionConflict } from "../src/errors.js";
+import { Directory } from "../src/directory.js";
+import { newId, Prefix, randomToken } from "../src/ids.js";
+import { SessionVerifier } from "../src/identity.js";
+import { createLogger, type Logger } from "../src/log.js";
+import { Paginator } from "../src/pagination.js";
+import { SecretBox } from "../src/secrets.js";
+import { FileStore } from "../src/store/file-store.js";
+import type { Store } from "../src/store/port.js";
+import { CassandraStore } from "../src/store/cassandra-store.js";
+import { KafkaBus } from "../src/bus/kafka-bus.js";
+import { MemoryBus } from "../src/bus/memory-bus.js";
+import type { Bus, Consumer } from "../src/bus/port.js";
 
 export interface Bootstrap {
   readonly organization_id: string;
@@ -270,7 +271,21 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   }
   let encoderNode: EncoderNode | undefined;
   if (roles.encoderNode) {
-    encoderNode = await startEncoderNode({ bus, topics, commands: commands!, updates: updates!, box, guard, config, log });
+    const client = commands!;
+    const hub = updates!;
+    encoderNode = await startEncoderNode({
+      bus,
+      topics,
+      report: (jobId, command) => client.ask(JobBehavior, jobId, command),
+      watchJobs: (listener) =>
+        hub.subscribeAll((u) => {
+          if (u.type === JobBehavior.type) listener(u.state as JobState);
+        }),
+      box,
+      guard,
+      config,
+      log,
+    });
   }
   const stopClients = async () => {
     await encoderNode?.stop();
@@ -315,7 +330,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     log,
     contextValues: (address) => createContextValues().set(CLIENT_ADDRESS, address),
   };
-  const { server: http, host } = await listenHost(config.httpServer, handlers, hostOptions, log);
+  // The edge router's routes (uploads, playback, the player page) come with managed hosting.
+  const { server: http, host } = await listenHost(config.httpServer, { rpc: handlers, edge: new EdgeRouter([]) }, hostOptions, log);
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host }, "media API listening");
   return {
     port: http.port,

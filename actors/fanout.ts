@@ -2,12 +2,12 @@
 // `enqueue` command to each endpoint's actor. The ledger row's fan-out mark is removed only after
 // every command is on the bus; a mark left behind by a host that died is picked up by the sweep,
 // and an endpoint enqueues one event once, so a repeated fan-out delivers nothing twice.
-import { ownedKeys, tell, type Topics } from "../../actors/commands.js";
-import { derivedId, EVENT_FANOUT, FANOUT_PARTITION, type EventRecord } from "../../actors/ledger.js";
-import { EVENT_DELIVERIES, subscribes, WEBHOOK_ENDPOINTS, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord } from "../../actors/webhook-endpoint.js";
-import type { Bus } from "../bus/port.js";
-import type { Logger } from "../log.js";
-import type { Store } from "../store/port.js";
+import { ownedKeys, tell, type Topics } from "./commands.js";
+import { derivedId, EVENT_FANOUT, FANOUT_PARTITION, type EventRecord } from "./ledger.js";
+import { EVENT_DELIVERIES, subscribes, WEBHOOK_ENDPOINTS, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord } from "./webhook-endpoint.js";
+import type { Bus } from "../src/bus/port.js";
+import type { Logger } from "../src/log.js";
+import type { Store } from "../src/store/port.js";
 
 type EventRef = Pick<EventRecord, "id" | "appId" | "type">;
 

@@ -3,18 +3,18 @@
 // posts the signed envelope and hands the outcome back to the endpoint's actor, which journals it
 // and schedules the next attempt. Nothing is kept only in memory: after a restart or a takeover
 // the host resumes every open delivery from the store (PENDING_DELIVERIES).
-import type { ActorHost } from "../../actors/host.js";
-import { EVENTS, TEST_EVENTS, type EventRecord } from "../../actors/ledger.js";
-import { activeSecrets, PENDING_DELIVERIES, PENDING_PARTITION, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../../actors/webhook-endpoint.js";
-import { envelope } from "../../gateway/present-webhook.js";
-import { ownedKeys } from "../../actors/commands.js";
-import type { Logger } from "../log.js";
-import type { NetGuard } from "../net-guard.js";
-import type { SecretBox } from "../secrets.js";
-import type { Store } from "../store/port.js";
-import { scaledDelayMs } from "./schedule.js";
-import { mediaSignature } from "./sign.js";
-import { postJson } from "./transport.js";
+import type { ActorHost } from "../actors/host.js";
+import { EVENTS, TEST_EVENTS, type EventRecord } from "../actors/ledger.js";
+import { activeSecrets, PENDING_DELIVERIES, PENDING_PARTITION, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../actors/webhook-endpoint.js";
+import { envelope } from "../wire/present-webhook.js";
+import { ownedKeys } from "../actors/commands.js";
+import type { Logger } from "../src/log.js";
+import type { NetGuard } from "../src/net-guard.js";
+import type { SecretBox } from "../src/secrets.js";
+import type { Store } from "../src/store/port.js";
+import { scaledDelayMs } from "../src/webhooks/schedule.js";
+import { mediaSignature } from "../src/webhooks/sign.js";
+import { postJson } from "../src/webhooks/transport.js";
 
 export interface DelivererOptions {
   /** Multiplies every retry delay; tests run the whole schedule in seconds. Default 1. */

@@ -1,12 +1,13 @@
-// The job actor's rules without any I/O: the lifecycle, attempts, and the money of each outcome.
+// The job actor's rules without any I/O (lifecycle, attempts, the money of each outcome), checked
+// through the job's wire message, where every amount must equal the sum of its lines.
 import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { OutputSpecSchema, OutputType } from "../src/gen/media/v1/job_pb.js";
 import { VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { PROCESSING_FEE_MICROS } from "../src/pricing.js";
-import { jobMessage } from "../gateway/present-job.js";
-import type { Rejection } from "./host.js";
-import { JobBehavior, processingFee, type JobCommand, type JobRecord, type JobState, type ProbeData } from "./job.js";
+import { jobMessage } from "./present-job.js";
+import type { Rejection } from "../actors/host.js";
+import { JobBehavior, processingFee, type JobCommand, type JobRecord, type JobState, type ProbeData } from "../actors/job.js";
 
 const spec = (resolution: string) =>
   toJson(OutputSpecSchema, create(OutputSpecSchema, { type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution }] })) as JsonValue;

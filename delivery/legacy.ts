@@ -3,20 +3,20 @@
 // lowercase hex HMAC-SHA256 of the raw body. A failed post (non-2xx or a 30 s timeout) is retried
 // after about 1 minute, 10 minutes and 1 hour, then the delivery is failed. Pending posts are rows
 // in the store, polled by the actor host that owns the job, so a restart loses none.
-import type { JobEvent, JobRecord } from "../../actors/job.js";
-import { derivedId } from "../../actors/ledger.js";
-import { messageToJson } from "../../gateway/codec.js";
-import { jobMessage } from "../../gateway/present-job.js";
-import { T, type AppRecord } from "../directory.js";
-import { JobOutputSchema, JobSchema } from "../gen/media/v1/job_pb.js";
-import type { Logger } from "../log.js";
-import type { NetGuard } from "../net-guard.js";
-import { sortKey } from "../pagination.js";
-import type { SecretBox } from "../secrets.js";
-import type { RecordWrite, Store } from "../store/port.js";
-import { LEGACY_RETRY_DELAYS_MS, LEGACY_TIMEOUT_MS } from "./schedule.js";
-import { legacySignature } from "./sign.js";
-import { postJson } from "./transport.js";
+import type { JobEvent, JobRecord } from "../actors/job.js";
+import { derivedId } from "../actors/ledger.js";
+import { messageToJson } from "../wire/codec.js";
+import { jobMessage } from "../wire/present-job.js";
+import { T, type AppRecord } from "../src/directory.js";
+import { JobOutputSchema, JobSchema } from "../src/gen/media/v1/job_pb.js";
+import type { Logger } from "../src/log.js";
+import type { NetGuard } from "../src/net-guard.js";
+import { sortKey } from "../src/pagination.js";
+import type { SecretBox } from "../src/secrets.js";
+import type { RecordWrite, Store } from "../src/store/port.js";
+import { LEGACY_RETRY_DELAYS_MS, LEGACY_TIMEOUT_MS } from "../src/webhooks/schedule.js";
+import { legacySignature } from "../src/webhooks/sign.js";
+import { postJson } from "../src/webhooks/transport.js";
 
 export const LEGACY_DELIVERIES = "legacy_deliveries";
 const PARTITION = "all";

@@ -5,8 +5,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadConfig } from "./config.js";
-import { ensureDevIssuer } from "./identity.js";
+import { loadConfig } from "../src/config.js";
+import { ensureDevIssuer } from "../src/identity.js";
 import { ensureServerSecret } from "./server.js";
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../bin/media.js");

@@ -1,7 +1,7 @@
 // The `media` command: `serve` runs the embedded service; `token --email` mints a development session.
-import { ConfigError, loadConfig, type Config } from "./config.js";
-import { mintDevToken } from "./identity.js";
-import { createLogger } from "./log.js";
+import { ConfigError, loadConfig, type Config } from "../src/config.js";
+import { mintDevToken } from "../src/identity.js";
+import { createLogger } from "../src/log.js";
 import { launchCluster } from "./launcher.js";
 import { ALL_ROLES, startServer, type Roles } from "./server.js";
 

@@ -1,9 +1,9 @@
 // checkOutputSpec: every rule, each violation on its exact field path.
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { EncodingMode, HdrMode, OutputSpecSchema, OutputType } from "../src/gen/media/v1/job_pb.js";
-import { AudioCodec, BitrateMode, SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
-import { Check } from "../src/validation.js";
+import { EncodingMode, HdrMode, OutputSpecSchema, OutputType } from "./gen/media/v1/job_pb.js";
+import { AudioCodec, BitrateMode, SegmentFormat, VideoCodec } from "./gen/media/v1/preset_pb.js";
+import { Check } from "./validation.js";
 import { checkOutputSpec } from "./spec-check.js";
 
 type Init = NonNullable<Parameters<typeof create<typeof OutputSpecSchema>>[1]>;

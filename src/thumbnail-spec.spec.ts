@@ -1,9 +1,9 @@
 // checkThumbnailSpec without ffmpeg: each mode's fields and the limits, named by field.
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { ThumbnailFormat, ThumbnailMode, ThumbnailSpecSchema } from "../src/gen/media/v1/job_pb.js";
-import { Check } from "../src/validation.js";
-import { checkThumbnailSpec } from "./thumbnails.js";
+import { ThumbnailFormat, ThumbnailMode, ThumbnailSpecSchema } from "./gen/media/v1/job_pb.js";
+import { Check } from "./validation.js";
+import { checkThumbnailSpec } from "./thumbnail-spec.js";
 
 type Init = Parameters<typeof create<typeof ThumbnailSpecSchema>>[1];
 const spec = (init: Init) => create(ThumbnailSpecSchema, init);

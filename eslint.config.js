@@ -1,0 +1,46 @@
+// Lint: a few rules that catch real bugs and keep the layers pointing one way, not style.
+// Layers, bottom to top (a folder imports only from folders below it):
+//   src/ (shared kernel) ← actors/ ← wire/ ← gateway/, delivery/ ← main/ (composition root)
+//   src/ ← encoder-node/ ← main/
+// test/ and bin/ may import anything.
+import { defineConfig } from "eslint/config";
+import tseslint from "typescript-eslint";
+import importX from "eslint-plugin-import-x";
+import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
+
+const TOP = ["./main", "./gateway", "./delivery", "./wire", "./actors", "./encoder-node"];
+/** Folders a layer must not import: everything above it and its peers. */
+const zone = (target, from, message) => ({ target, from, message });
+
+export default defineConfig(
+  // Generated code, dependencies, and tool folders (.cache, .infra, .venv-fuzz: binaries and third-party files).
+  { ignores: ["node_modules/**", "src/gen/**", "test/conformance/gen/**", "data/**", ".*/**"] },
+  {
+    files: ["**/*.ts"],
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: { projectService: { allowDefaultProject: ["vitest.config.ts"] }, tsconfigRootDir: import.meta.dirname },
+    },
+    plugins: { "@typescript-eslint": tseslint.plugin, "import-x": importX },
+    settings: {
+      "import-x/resolver-next": [createTypeScriptImportResolver({ project: "./tsconfig.json" })],
+    },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "import-x/no-cycle": ["error", { maxDepth: Infinity }],
+      "import-x/no-restricted-paths": [
+        "error",
+        {
+          zones: [
+            zone("./src", TOP, "the shared kernel (src/) imports nothing above it"),
+            zone("./actors", ["./main", "./gateway", "./delivery", "./wire", "./encoder-node"], "actors/ import only the kernel (src/) and each other"),
+            zone("./wire", ["./main", "./gateway", "./delivery", "./encoder-node"], "wire/ (records to wire messages) imports only src/ and actors/"),
+            zone("./gateway", ["./main", "./delivery", "./encoder-node"], "gateway/ imports only src/, actors/ and wire/"),
+            zone("./delivery", ["./main", "./gateway", "./encoder-node"], "delivery/ imports only src/, actors/ and wire/"),
+            zone("./encoder-node", ["./main", "./gateway", "./delivery", "./wire", "./actors"], "encoder-node/ imports only the kernel (src/): tasks and reports are kernel messages"),
+          ],
+        },
+      ],
+    },
+  },
+);

@@ -1,0 +1,180 @@
+// The job's records and messages: the state the JobActor keeps, the reports encoder nodes send it,
+// the events it folds, and the encode task it publishes. Here in the kernel because the actor host
+// and the encoder nodes both speak them, and neither imports the other.
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { OriginRecord } from "./origins.js";
+
+export type JobStatus = "pending" | "probing" | "awaiting_confirmation" | "processing" | "completed" | "failed" | "canceled" | "partial";
+export type OutputStatus = "pending" | "processing" | "completed" | "failed" | "canceled";
+export const TERMINAL: ReadonlySet<JobStatus> = new Set(["completed", "failed", "canceled", "partial"]);
+
+/**
+ * The closed list of job error codes. Callers branch on these; messages are for people.
+ */
+export const JOB_ERROR_CODES = {
+  input_unreachable: "The input could not be fetched (network error, not found, or access denied).",
+  input_forbidden: "The input address is not allowed (private or internal network).",
+  input_invalid: "The input is not a readable media file.",
+  input_unsupported: "The input has no stream the outputs need, or uses an unsupported format.",
+  encode_failed: "The encoder failed on this input and output settings.",
+  output_write_denied: "The output origin refused the write (permissions or credentials).",
+  output_write_failed: "Writing to the output origin failed.",
+  origin_unavailable: "An origin of the job is archived or no longer valid.",
+  internal: "An internal error stopped the job.",
+} as const;
+export type JobErrorCode = keyof typeof JOB_ERROR_CODES;
+export const isJobErrorCode = (c: string): c is JobErrorCode => Object.hasOwn(JOB_ERROR_CODES, c);
+
+/** What ffprobe found, as the encoder node reports it. */
+export interface ProbeResult {
+  format: string;
+  durationMs: number;
+  sizeBytes: number;
+  bitRate: number;
+  video?: {
+    codec: string;
+    width: number;
+    height: number;
+    frameRate: number;
+    bitRate: number;
+    pixelFormat: string;
+    /** Pixel aspect (width of one pixel over its height), when not square. */
+    sampleAspectRatio?: number;
+    /** Display rotation in degrees from the stream's display matrix, when rotated. */
+    rotation?: number;
+  };
+  audio?: { codec: string; sampleRate: number; channels: number; channelLayout: string; bitRate: number };
+  /** Number of audio streams (tracks i of an output come from stream i when there are several). */
+  audioStreams?: number;
+}
+export type ProbeData = ProbeResult;
+
+export interface OutputState {
+  readonly id: string;
+  /** The resolved output specification, proto JSON (OutputSpec), with effective_path_template. */
+  readonly spec: JsonValue;
+  readonly status: OutputStatus;
+  readonly progress: number;
+  readonly outputUrl: string;
+  readonly sizeBytes: number;
+  readonly errorCode?: string;
+  readonly errorMessage?: string;
+  /** Key prefix of this output's files in the output origin. */
+  readonly keyPrefix: string;
+  readonly estimateMicros?: number;
+  readonly actualMicros?: number;
+}
+
+export interface FeeState {
+  readonly id: string;
+  readonly type: "processing";
+  readonly description: string;
+  readonly rateMicros: number;
+  readonly quantity: number;
+  readonly voided: boolean;
+  readonly actualMicros?: number;
+}
+
+export interface ThumbnailResultData {
+  readonly url: string;
+  readonly key: string;
+  readonly mode: string;
+  readonly index: number;
+  readonly thumbnailIndex: number;
+  readonly format: string;
+  readonly width: number;
+  readonly height: number;
+  readonly timeSeconds: number;
+  readonly sizeBytes: number;
+}
+
+export interface JobRecord {
+  readonly id: string;
+  readonly appId: string;
+  readonly organizationId: string;
+  /** Number of events folded: Watch streams order updates by it. */
+  readonly version: number;
+  readonly inputUrl: string;
+  readonly inputPath: string;
+  readonly inputVideoId: string;
+  readonly inputOrigin?: OriginRecord;
+  /** The app's origin whose credentials read an s3:// or gs:// input_url; never shown. */
+  readonly inputUrlOrigin?: OriginRecord;
+  readonly outputOrigin?: OriginRecord;
+  readonly status: JobStatus;
+  readonly progress: number;
+  readonly priority: "economy" | "standard" | "premium";
+  readonly inputMetadata?: ProbeData;
+  readonly outputs: readonly OutputState[];
+  /** ThumbnailSpec proto JSON, as requested. */
+  readonly thumbnails: readonly JsonValue[];
+  readonly thumbnailResults: readonly ThumbnailResultData[];
+  readonly fees: readonly FeeState[];
+  readonly errorCode?: string;
+  readonly errorMessage?: string;
+  readonly webhookUrl: string;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly outputPathTemplate?: string;
+  /** Key prefix of the job's thumbnails in the output origin. */
+  readonly thumbnailPrefix: string;
+  readonly clip?: { readonly startSeconds: number; readonly endSeconds: number };
+  readonly delayedStart: boolean;
+  readonly idempotencyKey?: string;
+  /** Hash of the create request body, compared when the idempotency key is reused. */
+  readonly bodyHash: string;
+  /** The Create request (x-request-id): its events name it as their cause. */
+  readonly requestId?: string;
+  /** The encode attempt whose reports count; a redelivered task starts a new one. */
+  readonly attempt?: string;
+  /** An encoder picked the job up: the processing fee is due whatever happens next. */
+  readonly encoderStarted: boolean;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly probedAt?: number;
+  readonly startedAt?: number;
+  readonly completedAt?: number;
+  readonly confirmedAt?: number;
+  readonly probeDurationMs?: number;
+  readonly encodeDurationMs?: number;
+}
+
+export interface JobState {
+  readonly job?: JobRecord;
+}
+
+export interface Failure {
+  readonly code: JobErrorCode;
+  readonly message: string;
+}
+
+export type JobCommand =
+  | { readonly type: "create"; readonly job: JobRecord }
+  | { readonly type: "probe_started"; readonly attempt: string; readonly at: number }
+  | { readonly type: "probed"; readonly attempt: string; readonly at: number; readonly metadata: ProbeData; readonly durationMs: number }
+  | { readonly type: "probe_failed"; readonly attempt: string; readonly at: number; readonly failure: Failure }
+  | { readonly type: "confirm"; readonly at: number }
+  | { readonly type: "cancel"; readonly at: number }
+  | { readonly type: "encode_started"; readonly attempt: string; readonly at: number }
+  | { readonly type: "output_progress"; readonly attempt: string; readonly at: number; readonly outputId: string; readonly progress: number }
+  | { readonly type: "output_completed"; readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number }
+  | { readonly type: "output_failed"; readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure }
+  | { readonly type: "thumbnails_done"; readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] }
+  | { readonly type: "encode_finished"; readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure }
+  /** No change: brings a recovered actor to life so it re-dispatches its pending work. */
+  | { readonly type: "resume" };
+
+export type JobEvent =
+  | { readonly type: "created"; readonly job: JobRecord }
+  | { readonly type: "probe_started"; readonly attempt: string; readonly at: number }
+  | { readonly type: "probed"; readonly at: number; readonly metadata: ProbeData; readonly durationMs: number; readonly estimates: readonly number[] }
+  | { readonly type: "confirmed"; readonly at: number }
+  | { readonly type: "encode_started"; readonly attempt: string; readonly at: number }
+  | { readonly type: "output_progress"; readonly at: number; readonly outputId: string; readonly progress: number }
+  | { readonly type: "output_completed"; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number }
+  | { readonly type: "output_failed"; readonly at: number; readonly outputId: string; readonly failure: Failure }
+  | { readonly type: "thumbnails_done"; readonly at: number; readonly results: readonly ThumbnailResultData[] }
+  /** Terminal: the status reached and the money settled, decided once. */
+  | { readonly type: "settled"; readonly at: number; readonly status: JobStatus; readonly failure?: Failure; readonly encodeDurationMs?: number };
+
+/** Work an actor hands to encoder nodes after a change, or after recovery. */
+export type EncodeTask = { readonly kind: "probe" | "encode"; readonly job: JobRecord };
