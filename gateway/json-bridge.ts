@@ -121,7 +121,8 @@ async function callDirect(direct: DirectUnary, req: UniversalServerRequest, mess
     error.metadata.forEach((v, k) => header.set(k, v));
     return { status: codeToHttpStatus(error.code), header, body: once(errorToJsonBytes(error, {})) };
   } finally {
-    context.abort(); // ends the deadline timer, if any
+    // Ends the deadline's timer. Only then: an abort builds an error, and most calls set no deadline.
+    if (timeoutMs !== undefined) context.abort();
   }
 }
 
