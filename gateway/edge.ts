@@ -105,6 +105,11 @@ function bind(c: Compiled, parts: readonly string[]): Record<string, string> | u
   return params;
 }
 
+/** The edge's view of a request: its body held to the route's limit. */
+export function edgeRequest(route: EdgeRoute, params: Record<string, string>, method: string, path: string, query: string, header: Headers, body: AsyncIterable<Uint8Array>, signal: AbortSignal, clientAddress: string): EdgeRequest {
+  return { method, path, query: new URLSearchParams(query), header, body: limitedBody(body, route.maxBodyBytes ?? 0, header.get("content-length")), signal, clientAddress, params };
+}
+
 /** A body held to `max` bytes: reading past it throws 413 (a declared Content-Length over it is refused before reading). */
 export async function* limitedBody(body: AsyncIterable<Uint8Array>, max: number, declared: string | null): AsyncIterable<Uint8Array> {
   if (declared !== null && Number(declared) > max) throw new EdgeError(413, `the body of ${declared} bytes exceeds the limit of ${max}`);

@@ -4,9 +4,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import { edgeErrorResponse, type EdgeResponse } from "./edge.js";
+import { edgeErrorResponse, edgeRequest, type EdgeResponse } from "./edge.js";
 import { front, type Routes } from "./front.js";
-import { edgeRequest, type HostOptions, type HostServer } from "./uws.js";
+import type { HostOptions, HostServer } from "./uws.js";
 
 export async function listenNodeHttp(routes: Routes, options: HostOptions): Promise<HostServer> {
   let inFlight = 0;

@@ -7,7 +7,7 @@ import uWS from "uWebSockets.js";
 import type { ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Logger } from "../src/log.js";
-import { edgeErrorResponse, limitedBody, type EdgeRequest, type EdgeResponse, type EdgeRoute } from "./edge.js";
+import { edgeErrorResponse, edgeRequest, type EdgeResponse } from "./edge.js";
 import { front, type CorsPolicy, type Routes } from "./front.js";
 
 /** uWS's listen flag (a runtime constant; its typings only declare a const enum). */
@@ -234,11 +234,6 @@ async function write(res: uWS.HttpResponse, out: UniversalServerResponse, cors: 
   } finally {
     if (aborted()) await iterator.return?.(); // let the handler's stream finish its cleanup
   }
-}
-
-/** The edge's view of a request: its body held to the route's limit. */
-export function edgeRequest(route: EdgeRoute, params: Record<string, string>, method: string, path: string, query: string, header: Headers, body: AsyncIterable<Uint8Array>, signal: AbortSignal, clientAddress: string): EdgeRequest {
-  return { method, path, query: new URLSearchParams(query), header, body: limitedBody(body, route.maxBodyBytes ?? 0, header.get("content-length")), signal, clientAddress, params };
 }
 
 /** Waits until uWS can take more of the response, or the client went away. */
