@@ -18,7 +18,7 @@ import {
 import { apiError, invalid } from "../src/errors.js";
 import { readJson, writeJson } from "../wire/codec.js";
 import { boundedGzip, gunzipStream } from "./compression.js";
-import { envelope, frames, withApiErrors } from "./wire-errors.js";
+import { apiShaped, envelope, frames, lastFrameShaped, once, withApiErrors } from "./wire-errors.js";
 
 /** The bridge's limits: the router's own, so JSON callers meet the same ones as binary callers. */
 export interface BridgeLimits {
@@ -44,10 +44,6 @@ function jsonKind(contentType: string): JsonKind | undefined {
 
 const textEncoder = new TextEncoder();
 const textDecoder = new TextDecoder();
-
-async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
-  yield bytes;
-}
 
 function errorResponse(kind: JsonKind, error: ConnectError): UniversalServerResponse {
   if (kind === "unary") {
@@ -150,7 +146,7 @@ export function withSpecJson(inner: UniversalHandler, limits: BridgeLimits, dire
       if (timeout.error) throw timeout.error;
       message = await readUnary(req, input, limits, compression.request);
     } catch (e) {
-      const res = errorResponse("unary", apiErrorOf(e));
+      const res = errorResponse("unary", apiShaped(ConnectError.from(e)));
       compression.error?.metadata.forEach((v, k) => res.header!.set(k, v));
       return res;
     }
@@ -185,7 +181,7 @@ export function withSpecJson(inner: UniversalHandler, limits: BridgeLimits, dire
         binaryFrames.push(envelope(0, toBinary(input, decoded)));
       }
     } catch (e) {
-      return errorResponse(kind, apiErrorOf(e));
+      return errorResponse(kind, apiShaped(ConnectError.from(e)));
     }
     const header = new Headers(req.header);
     header.delete("content-length");
@@ -197,13 +193,14 @@ export function withSpecJson(inner: UniversalHandler, limits: BridgeLimits, dire
     resHeader.delete("content-length");
     const body = res.body;
     if (!body) return { ...res, header: resHeader };
+    // Messages to spec JSON; the last frame (end of stream, trailers) with its error in the API's shape.
     async function* toJsonFrames(): AsyncIterable<Uint8Array> {
       for await (const frame of frames(body!)) {
         if (frame.flags === 0) yield envelope(0, textEncoder.encode(writeJson(output, fromBinary(output, frame.data))));
-        else yield envelope(frame.flags, frame.data);
+        else yield lastFrameShaped(kind === "grpc-web", frame.flags, frame.data);
       }
     }
-    return withApiErrors({ ...res, header: resHeader, body: toJsonFrames() });
+    return { ...res, header: resHeader, body: toJsonFrames() };
   };
 
   const fn = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
@@ -221,8 +218,3 @@ export function withSpecJson(inner: UniversalHandler, limits: BridgeLimits, dire
   });
 }
 
-/** Any failure while reading a request, as the API's error (details attached). */
-function apiErrorOf(e: unknown): ConnectError {
-  const error = ConnectError.from(e);
-  return error.details.length > 0 ? error : Object.assign(apiError(error.code, error.rawMessage), { metadata: error.metadata });
-}

@@ -206,33 +206,35 @@ async function write(res: uWS.HttpResponse, out: UniversalServerResponse, cors: 
     });
     return;
   }
-  // A stream: headers go out with the first message, then each message as soon as it is produced,
-  // waiting for the socket to drain when it fills.
-  let ok = true;
+  // A stream: headers go out with the first message, then each message as soon as it is produced.
+  await writeChunked(res, iterator, writeHead, signal, () => body.release());
+}
+
+/**
+ * A body of unknown length, chunked: the head goes out with the first chunk, each chunk as soon as
+ * it exists, waiting for the socket to drain when it fills; `beforeEnd` runs just before the end.
+ */
+async function writeChunked(res: uWS.HttpResponse, iterator: AsyncIterator<Uint8Array>, writeHead: () => void, signal: AbortSignal, beforeEnd = () => undefined as void): Promise<void> {
   let headSent = false;
   try {
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-      if (!ok) {
-        await new Promise<void>((resolve) => {
-          res.onWritable(() => (resolve(), true));
-          signal.addEventListener("abort", () => resolve(), { once: true });
-        });
-      }
-      if (aborted()) return;
+      if (signal.aborted) return;
       const chunk = next.value;
+      let ok = true;
       res.cork(() => {
         if (!headSent) (headSent = true), writeHead();
         ok = res.write(chunk);
       });
+      if (!ok) await writable(res, signal);
     }
-    if (aborted()) return;
-    body.release();
+    if (signal.aborted) return;
+    beforeEnd();
     res.cork(() => {
       if (!headSent) writeHead();
       res.end();
     });
   } finally {
-    if (aborted()) await iterator.return?.(); // let the handler's stream finish its cleanup
+    if (signal.aborted) await iterator.return?.(); // let the producer finish its cleanup
   }
 }
 
@@ -283,20 +285,12 @@ async function writeEdge(res: uWS.HttpResponse, out: EdgeResponse, cors: readonl
     return;
   }
   const iterator = out.body[Symbol.asyncIterator]();
+  if (total === undefined) return writeChunked(res, iterator, writeHead, signal);
   let headSent = false;
   try {
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
       if (signal.aborted) return;
       const chunk = next.value;
-      if (total === undefined) {
-        let ok = true;
-        res.cork(() => {
-          if (!headSent) (headSent = true), writeHead();
-          ok = res.write(chunk);
-        });
-        if (!ok) await writable(res, signal);
-        continue;
-      }
       const offset = res.getWriteOffset();
       let result: [boolean, boolean] = [true, false];
       res.cork(() => {

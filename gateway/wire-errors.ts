@@ -43,8 +43,9 @@ export async function* frames(body: AsyncIterable<Uint8Array>): AsyncIterable<{ 
 
 const fallback = new ConnectError("unreadable error", Code.Unknown);
 
-/** An end-of-stream (Connect) or trailer (gRPC-web) frame with its error in the API's shape. */
-function shapeLastFrame(grpcWeb: boolean, flags: number, data: Uint8Array): Uint8Array {
+/** An end-of-stream (Connect) or trailer (gRPC-web) frame with its error in the API's shape; other frames as they are. */
+export function lastFrameShaped(grpcWeb: boolean, flags: number, data: Uint8Array): Uint8Array {
+  if (!(flags & (grpcWeb ? trailerFlag : endStreamFlag))) return envelope(flags, data);
   const plain = flags & COMPRESSED ? gunzipSync(data) : data;
   const last = flags & ~COMPRESSED;
   if (grpcWeb) {
@@ -69,9 +70,8 @@ export async function withApiErrors(res: UniversalServerResponse): Promise<Unive
   if (!body) return res;
   if (/^application\/(connect\+|grpc-web)/.test(contentType)) {
     const grpcWeb = contentType.startsWith("application/grpc-web");
-    const lastFlag = grpcWeb ? trailerFlag : endStreamFlag;
     async function* shaped(): AsyncIterable<Uint8Array> {
-      for await (const frame of frames(body!)) yield frame.flags & lastFlag ? shapeLastFrame(grpcWeb, frame.flags, frame.data) : envelope(frame.flags, frame.data);
+      for await (const frame of frames(body!)) yield lastFrameShaped(grpcWeb, frame.flags, frame.data);
     }
     return { ...res, body: shaped() };
   }
@@ -86,6 +86,6 @@ export async function withApiErrors(res: UniversalServerResponse): Promise<Unive
   return { ...res, status: codeToHttpStatus(shaped.code), header, body: once(errorToJsonBytes(shaped, {})) };
 }
 
-async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+export async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
   yield bytes;
 }
