@@ -9,12 +9,13 @@ import { randomToken } from "../src/ids.js";
 import type { Logger } from "../src/log.js";
 import type { Topics } from "../src/bus/topics.js";
 import type { ActorHost, EntityBehavior, Reply } from "./host.js";
+import type { Intent } from "./outbox.js";
 
 export { topicsFor, type Topics } from "../src/bus/topics.js";
 
 /** Something that runs a command on an entity's actor, wherever that actor lives. */
 export interface EntityCommands {
-  ask<S, C, E>(behavior: EntityBehavior<S, C, E>, id: string, command: C): Promise<Reply<S>>;
+  ask<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<Reply<S>>;
 }
 
 interface CommandEnvelope {
@@ -65,7 +66,7 @@ export class CommandClient implements EntityCommands {
     this.pending.clear();
   }
 
-  async ask<S, C, E>(behavior: EntityBehavior<S, C, E>, id: string, command: C): Promise<Reply<S>> {
+  async ask<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<Reply<S>> {
     const correlation = randomToken(16);
     const reply = new Promise<Reply<S>>((resolve) => {
       const timer = setTimeout(() => {
@@ -86,6 +87,11 @@ export class CommandClient implements EntityCommands {
         p.resolve({ ok: false, rejection: { code: Code.Unavailable, message: `the command bus refused the command: ${(e as Error).message}` } });
       });
     return reply;
+  }
+
+  /** A command that needs no answer (a progress report): published, and no reply is asked for. */
+  tell<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<void> {
+    return tell(this.bus, this.topics, behavior, id, command);
   }
 
   private onReply(m: BusMessage): void {
@@ -109,7 +115,7 @@ export function ownedKeys(owned: readonly number[], partitions: number): (key: s
 }
 
 /** Sends a command that needs no answer (a fan-out, a report): published, not awaited by anyone. */
-export function tell<S, C, E>(bus: Bus, topics: Topics, behavior: EntityBehavior<S, C, E>, id: string, command: C): Promise<void> {
+export function tell<S, C, E, I extends Intent>(bus: Bus, topics: Topics, behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<void> {
   const envelope: CommandEnvelope = { type: behavior.type, id, command };
   return bus.publish(topics.commands, [{ key: `${behavior.type}:${id}`, value: encode(envelope) }]);
 }
@@ -119,7 +125,7 @@ export async function serveCommands(
   bus: Bus,
   topics: Topics,
   actors: ActorHost,
-  behaviors: readonly EntityBehavior<unknown, unknown, unknown>[],
+  behaviors: readonly EntityBehavior<unknown, unknown, unknown, Intent>[],
   log: Logger,
   onAssigned: (partitions: readonly number[]) => void = () => undefined,
 ): Promise<Consumer> {

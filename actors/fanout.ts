@@ -1,12 +1,12 @@
 // Fan-out: a ledger event goes to every enabled endpoint of its app subscribed to its type, as an
-// `enqueue` command to each endpoint's actor. The ledger row's fan-out mark is removed only after
-// every command is on the bus; a mark left behind by a host that died is picked up by the sweep,
-// and an endpoint enqueues one event once, so a repeated fan-out delivers nothing twice.
-import { ownedKeys, tell, type Topics } from "./commands.js";
-import { derivedId, EVENT_FANOUT, FANOUT_PARTITION, type EventRecord } from "./ledger.js";
+// `enqueue` command to each endpoint's actor. It runs as the job's `fanout` intent, so the outbox
+// runs it again after a crash; an endpoint enqueues one event once, so a repeated fan-out delivers
+// nothing twice. The ledger row's fan-out mark (read by pending_webhooks) goes once every command
+// is on the bus.
+import { tell, type Topics } from "./commands.js";
+import { derivedId, EVENT_FANOUT, type EventRecord } from "./ledger.js";
 import { EVENT_DELIVERIES, subscribes, WEBHOOK_ENDPOINTS, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord } from "./webhook-endpoint.js";
 import type { Bus } from "../src/bus/port.js";
-import type { Logger } from "../src/log.js";
 import type { Store } from "../src/store/port.js";
 
 type EventRef = Pick<EventRecord, "id" | "appId" | "type">;
@@ -59,23 +59,4 @@ export async function fanOut(store: Store, bus: Bus, topics: Topics, events: rea
     );
     await store.commit({ writes: [{ table: EVENT_FANOUT, id: event.id, value: null }] });
   }
-}
-
-/** Fans out again the events whose mark outlived `graceMs`, among those this host owns. */
-export async function sweepFanout(store: Store, bus: Bus, topics: Topics, owned: readonly number[], partitions: number, log: Logger, graceMs = 10_000): Promise<void> {
-  if (owned.length === 0) return;
-  const mine = ownedKeys(owned, partitions);
-  const stale: EventRef[] = [];
-  let before: string | undefined;
-  for (;;) {
-    const page = await store.scan<{ eventId: string; appId: string; type: EventRecord["type"]; createdAt: number }>(EVENT_FANOUT, FANOUT_PARTITION, { limit: 500, ...(before !== undefined ? { before } : {}) });
-    for (const row of page.items) {
-      const m = row.value;
-      if (Date.now() - m.createdAt >= graceMs && mine(`event:${m.eventId}`)) stale.push({ id: m.eventId, appId: m.appId, type: m.type });
-    }
-    if (!page.more) break;
-    before = page.items.at(-1)!.sort;
-  }
-  if (stale.length > 0) log.warn({ events: stale.length }, "fanning out events left unfanned");
-  await fanOut(store, bus, topics, stale);
 }

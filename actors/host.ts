@@ -1,11 +1,13 @@
 // The actor host: one nact persistent actor per entity, journaled in the store. Commands decide,
-// events fold; read-model writes are committed atomically with the events they follow from, and
-// a write conditional on the next sequence number fences a stale owner.
+// events fold; a decision's events and the intents it calls for (its effects) are one journal
+// entry, appended atomically and fenced by sequence number; read models are written right after,
+// before the reply, and rewritten by the entity's next incarnation; the intents go to the outbox.
 import nact from "nact";
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "../src/log.js";
 import type { Rejection, Reply } from "../src/replies.js";
 import type { JournalEvent, RecordWrite, Snapshot, Store } from "../src/store/port.js";
+import { EVENTS_FIELD, INTENTS_FIELD, NO_OUTBOX, type Intent, type Outbox } from "./outbox.js";
 
 const { start, configurePersistence, spawnPersistent, query, dispatch, stop } = nact as unknown as {
   start: (...plugins: unknown[]) => unknown;
@@ -20,7 +22,7 @@ export type { Rejection, Reply };
 
 export type Decision<E> = readonly E[] | Rejection;
 
-export interface EntityBehavior<S, C, E> {
+export interface EntityBehavior<S, C, E, I extends Intent = Intent> {
   /** Persistence key prefix, e.g. "api_key". */
   readonly type: string;
   readonly initial: S;
@@ -34,22 +36,24 @@ export interface EntityBehavior<S, C, E> {
    * a host died in between; a new incarnation writes them again before its first command.
    */
   repair(state: S): readonly RecordWrite[];
+  /** The effects a decision calls for, given the state after it (and before); journaled with its events. */
+  effects?(state: S, events: readonly E[], command: C, before: S): readonly I[];
 }
-
-/** Told of every command that persisted events, after the persist; commands without events too, when `always`. */
-export type AfterPersist = (type: string, id: string, state: unknown, events: readonly unknown[], command: unknown) => void;
-
 
 interface Envelope<C> {
   readonly command: C;
   readonly sender: unknown;
 }
 
-/** The journal entry of a decision with several events; folded event by event on recovery. */
-const BATCH = "__events";
+/** The journal entry of a decision with several events or with intents; folded event by event on recovery. */
+const BATCH = EVENTS_FIELD;
 interface EventBatch<E> {
   readonly [BATCH]: readonly E[];
+  readonly [INTENTS_FIELD]?: readonly Intent[];
 }
+
+/** Asks an actor for nothing but its state: recovery (and read-model repair) without a command. */
+const WAKE = Object.freeze({ wake: true });
 function isBatch<E>(data: unknown): data is EventBatch<E> {
   return typeof data === "object" && data !== null && Array.isArray((data as Record<string, unknown>)[BATCH]);
 }
@@ -63,6 +67,9 @@ function lastWriteWins(writes: readonly RecordWrite[]): RecordWrite[] {
 
 /** nact's persistence engine over the store port. */
 class StoreEngine {
+  /** The last seq of each entity's journal, as recovered or appended here: the next entry is one more. */
+  readonly seqs = new Map<string, number>();
+
   constructor(private readonly store: Store) {}
 
   events(key: string, offset: number) {
@@ -72,6 +79,7 @@ class StoreEngine {
         const events = await load;
         let acc = init;
         events.forEach((e, i) => {
+          this.seqs.set(key, e.seq);
           acc = f(acc, { data: e.data, sequenceNumber: e.seq, isDeleted: false }, i + 1);
         });
         return acc;
@@ -81,6 +89,7 @@ class StoreEngine {
 
   async latestSnapshot(key: string) {
     const s = await this.store.latestSnapshot(key);
+    this.seqs.set(key, s?.seq ?? 0);
     return s ? { data: s.data, sequenceNumber: s.seq } : undefined;
   }
 
@@ -91,12 +100,14 @@ class StoreEngine {
 
   persist(event: { data: unknown; sequenceNumber: number; key: string; createdAt: number }, writes: readonly RecordWrite[] = []) {
     const e: JournalEvent = { key: event.key, seq: event.sequenceNumber, data: event.data, createdAt: event.createdAt };
+    this.seqs.set(event.key, event.sequenceNumber);
     return this.store.commit({ events: [e], writes });
   }
 }
 
 export class ActorHost {
   private readonly system: unknown;
+  private readonly engine: StoreEngine;
   private readonly refs = new Map<string, unknown>();
   private incarnations = 0;
 
@@ -104,14 +115,22 @@ export class ActorHost {
     private readonly store: Store,
     private readonly log: Logger,
     private readonly askTimeoutMs = 10_000,
-    /** Side effects of a change, run after its events are durable (never during recovery replay). */
-    private readonly afterPersist: AfterPersist = () => undefined,
+    /** Where the intents of each appended entry go. */
+    private readonly outbox: Outbox = NO_OUTBOX,
   ) {
-    this.system = start(configurePersistence(new StoreEngine(store)));
+    this.engine = new StoreEngine(store);
+    this.system = start(configurePersistence(this.engine));
+  }
+
+  /** Recovers the entity (rewriting its read models) and returns its state, without a command. */
+  async wake<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string): Promise<S> {
+    const reply = await this.ask(behavior, id, WAKE as unknown as C);
+    if (!reply.ok) throw new Error(`${behavior.type} ${id} could not be woken: ${reply.rejection.message}`);
+    return reply.state;
   }
 
   /** Sends a command to the entity's actor, spawning (and recovering) it when needed. */
-  async ask<S, C, E>(behavior: EntityBehavior<S, C, E>, id: string, command: C): Promise<Reply<S>> {
+  async ask<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<Reply<S>> {
     const key = `${behavior.type}:${id}`;
     let ref = this.refs.get(key);
     if (!ref) {
@@ -146,7 +165,7 @@ export class ActorHost {
     if (ref) stop(ref);
   }
 
-  private actorFunction<S, C, E>(behavior: EntityBehavior<S, C, E>, key: string) {
+  private actorFunction<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, key: string) {
     const host = this;
     let repaired = false; // per incarnation: this function is made once per spawn
     return async (state: S | undefined, msg: unknown, ctx: { recovering?: boolean; self: unknown; persist: (e: E | EventBatch<E>, tags: string[], writes: readonly RecordWrite[]) => Promise<void> }) => {
@@ -165,41 +184,53 @@ export class ActorHost {
         }
         repaired = true;
       }
+      if ((command as unknown) === WAKE) {
+        dispatch(sender, { ok: true, state: current } satisfies Reply<S>);
+        return current;
+      }
       const decision = behavior.decide(current, command);
       if (!Array.isArray(decision)) {
         dispatch(sender, { ok: false, rejection: decision as Rejection } satisfies Reply<S>);
         return current;
       }
       const events = decision as readonly E[];
+      const id = key.slice(behavior.type.length + 1);
+      const writes: RecordWrite[] = [];
       let next = current;
+      for (const event of events) {
+        next = behavior.fold(next, event);
+        writes.push(...behavior.readModel(next, event));
+      }
+      const intents = behavior.effects?.(next, events, command, current) ?? [];
+      if (events.length === 0) {
+        dispatch(sender, { ok: true, state: next } satisfies Reply<S>);
+        host.outbox.now(behavior.type, id, intents, next);
+        return next;
+      }
+      const seq = (host.engine.seqs.get(key) ?? 0) + 1;
       try {
-        if (events.length === 1) {
-          next = behavior.fold(current, events[0]!);
-          await ctx.persist(events[0]!, [], behavior.readModel(next, events[0]!));
-        } else if (events.length > 1) {
-          // One journal entry and one commit for the whole decision: a reader of the read models
-          // never sees part of it (a failed output on a job still processing), nor does a crash.
-          const writes: RecordWrite[] = [];
-          for (const event of events) {
-            next = behavior.fold(next, event);
-            writes.push(...behavior.readModel(next, event));
-          }
-          await ctx.persist({ [BATCH]: events } satisfies EventBatch<E>, [], lastWriteWins(writes));
-        }
+        await host.outbox.beforeAppend(behavior.type, id, seq);
+      } catch (e) {
+        host.log.error({ err: e, entity: key }, "outbox marker not written; command refused");
+        dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: "the write did not complete; retry" } } satisfies Reply<S>);
+        return current;
+      }
+      try {
+        // One journal entry and one commit for the whole decision: a reader of the read models
+        // never sees part of it (a failed output on a job still processing), nor does a crash.
+        const entry = events.length === 1 && intents.length === 0 ? events[0]! : ({ [BATCH]: events, ...(intents.length > 0 ? { [INTENTS_FIELD]: intents } : {}) } satisfies EventBatch<E>);
+        await ctx.persist(entry, [], lastWriteWins(writes));
       } catch (e) {
         // A failed or fenced write leaves this copy's sequence unknown: drop it, recover on next use.
         host.log.error({ err: e, entity: key }, "persist failed; actor evicted");
         host.refs.delete(key);
         dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: "the write did not complete; retry" } } satisfies Reply<S>);
         setImmediate(() => stop(ctx.self));
+        if (intents.length > 0) host.outbox.uncertain(behavior.type, id);
         return current;
       }
       dispatch(sender, { ok: true, state: next } satisfies Reply<S>);
-      try {
-        host.afterPersist(behavior.type, key.slice(behavior.type.length + 1), next, decision as readonly E[], command);
-      } catch (e) {
-        host.log.error({ err: e, entity: key }, "side effect after persist failed");
-      }
+      if (intents.length > 0) host.outbox.appended(behavior.type, id, seq, intents, next);
       return next;
     };
   }

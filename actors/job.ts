@@ -6,11 +6,17 @@ import { Code } from "@connectrpc/connect";
 import { OutputSpecSchema } from "../src/gen/media/v1/job_pb.js";
 import { sortKey } from "../src/pagination.js";
 import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS } from "../src/pricing.js";
-import { isJobErrorCode, JOB_ERROR_CODES, TERMINAL, type EncodeTask, type Failure, type FeeState, type JobCommand, type JobEvent, type JobRecord, type JobState, type JobStatus, type OutputState, type ProbeData } from "../src/job-messages.js";
+import { isJobErrorCode, JOB_ERROR_CODES, TERMINAL, type EncodeTask, type JobSignal, type Failure, type FeeState, type JobCommand, type JobEvent, type JobRecord, type JobState, type JobStatus, type OutputState, type ProbeData } from "../src/job-messages.js";
 import type { OriginRecord } from "../src/origins.js";
 import type { RecordWrite } from "../src/store/port.js";
 import type { Decision, EntityBehavior } from "./host.js";
-import { jobLedgerEvents, ledgerWrites } from "./ledger.js";
+import type { Bus } from "../src/bus/port.js";
+import type { Topics } from "../src/bus/topics.js";
+import type { Store } from "../src/store/port.js";
+import { fanOut } from "./fanout.js";
+import { jobLedgerEvents, ledgerWrites, type EventRecord } from "./ledger.js";
+import type { IntentHandlers } from "./outbox.js";
+import { publishUpdate } from "./updates.js";
 
 export const JOBS = "jobs";
 /** Non-terminal jobs, one partition: what an actor host resumes after it takes partitions over. */
@@ -198,7 +204,22 @@ export function processingFee(id: string): FeeState {
   return { id, type: "processing", description: "Processing fee", rateMicros: PROCESSING_FEE_MICROS, quantity: 1, voided: false };
 }
 
-export const JobBehavior: EntityBehavior<JobState, JobCommand, JobEvent> = {
+export type LegacyEvent = "job.completed" | "job.failed" | "job.progress" | "job.canceled" | "output.completed" | "output.failed";
+export interface LegacyPost {
+  readonly event: LegacyEvent;
+  readonly outputId?: string;
+  readonly at: number;
+}
+
+/** The effects of a job change, each run by the outbox at least once (see jobEffects). */
+export type JobIntent =
+  | { readonly kind: "update" }
+  | { readonly kind: "task"; readonly task: EncodeTask["kind"] }
+  | { readonly kind: "stop" }
+  | { readonly kind: "fanout"; readonly events: readonly EventRecord[] }
+  | { readonly kind: "legacy"; readonly posts: readonly LegacyPost[] };
+
+export const JobBehavior: EntityBehavior<JobState, JobCommand, JobEvent, JobIntent> = {
   type: "job",
   initial: {},
   decide,
@@ -220,16 +241,110 @@ export const JobBehavior: EntityBehavior<JobState, JobCommand, JobEvent> = {
     const ledger = jobLedgerEvents(state.job!, event).flatMap(ledgerWrites);
     return [...(event.type === "created" || event.type === "settled" ? writes : writes.slice(0, 1)), ...ledger];
   },
+  effects: (state, events, command, before) => jobEffects(state, events, command, before),
 };
 
-/** The task a job needs now, if any: after create (probe) and once processing (encode). */
-export function taskFor(job: JobRecord, events: readonly JobEvent[] | "recovered"): EncodeTask | undefined {
-  if (events === "recovered") {
-    if (job.status === "pending" || job.status === "probing") return { kind: "probe", job };
-    if (job.status === "processing") return { kind: "encode", job };
+/** The task a job needs now, after a change or when it is resumed: probe first, encode once processing. */
+export function taskFor(job: JobRecord, events: readonly JobEvent[] | "resumed"): EncodeTask["kind"] | undefined {
+  if (events === "resumed") {
+    if (job.status === "pending" || job.status === "probing") return "probe";
+    if (job.status === "processing") return "encode";
     return undefined;
   }
-  if (events.some((e) => e.type === "created")) return { kind: "probe", job };
-  if (job.status === "processing" && events.some((e) => e.type === "probed" || e.type === "confirmed")) return { kind: "encode", job };
+  if (events.some((e) => e.type === "created")) return "probe";
+  if (job.status === "processing" && events.some((e) => e.type === "probed" || e.type === "confirmed")) return "encode";
   return undefined;
+}
+
+/** Legacy webhook events of a job change; partial jobs did not finish all outputs, so they are job.failed. */
+function legacyPosts(job: JobRecord, event: JobEvent): LegacyPost[] {
+  const at = "at" in event ? event.at : job.updatedAt;
+  switch (event.type) {
+    case "output_progress":
+      return [{ event: "job.progress", at }];
+    case "output_completed":
+      return [{ event: "output.completed", outputId: event.outputId, at }];
+    case "output_failed":
+      return [{ event: "output.failed", outputId: event.outputId, at }];
+    case "settled":
+      return [{ event: job.status === "completed" ? "job.completed" : job.status === "canceled" ? "job.canceled" : "job.failed", at }];
+    default:
+      return [];
+  }
+}
+
+/**
+ * What a job change calls for, in this order: its new state to Watch subscribers, the next task to
+ * the encoders, a stop to the encoder of a canceled job, its ledger events to the app's webhook
+ * endpoints, and its legacy webhook posts. A resume asks only for the task the job is waiting on.
+ */
+export function jobEffects(state: JobState, events: readonly JobEvent[], command: JobCommand, before: JobState): JobIntent[] {
+  const job = state.job;
+  if (!job) return [];
+  if (command.type === "resume") {
+    const task = taskFor(job, "resumed");
+    return task ? [{ kind: "task", task }] : [];
+  }
+  if (events.length === 0) return [];
+  const intents: JobIntent[] = [{ kind: "update" }];
+  const task = taskFor(job, events);
+  if (task) intents.push({ kind: "task", task });
+  // Every other end is reported by the encoder itself; a cancel must reach the one running the job.
+  if (command.type === "cancel") intents.push({ kind: "stop" });
+  // Ledger events freeze the job as it was right after the event that produced them.
+  const ledger: EventRecord[] = [];
+  let step = before;
+  for (const event of events) {
+    step = JobBehavior.fold(step, event);
+    ledger.push(...jobLedgerEvents(step.job!, event));
+  }
+  if (ledger.length > 0) intents.push({ kind: "fanout", events: ledger });
+  const posts = events.flatMap((e) => legacyPosts(job, e));
+  if (posts.length > 0) intents.push({ kind: "legacy", posts });
+  return intents;
+}
+
+const json = new TextEncoder();
+const encoded = (value: unknown) => json.encode(JSON.stringify(value));
+
+/** A job as its updates carry it: origins without their sealed credentials. */
+export function withoutSecrets(job: JobRecord): JobRecord {
+  const bare = (o: OriginRecord | undefined) => o && { ...o, sealedCredentials: "" };
+  return { ...job, ...(job.inputOrigin ? { inputOrigin: bare(job.inputOrigin) } : {}), ...(job.inputUrlOrigin ? { inputUrlOrigin: bare(job.inputUrlOrigin) } : {}), ...(job.outputOrigin ? { outputOrigin: bare(job.outputOrigin) } : {}) };
+}
+
+export interface JobEffectDeps {
+  readonly bus: Bus;
+  readonly topics: Topics;
+  readonly store: Store;
+  /** Records (and arms) the legacy webhook posts of a job change. */
+  readonly legacy: (job: JobRecord, seq: number, posts: readonly LegacyPost[]) => Promise<void>;
+}
+
+/** How each job intent is carried out; the outbox runs them at least once, and each is idempotent. */
+export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, JobState> {
+  return {
+    // Subscribers order updates by version and drop what they have shown.
+    update: async (_intent, { id, state }) => {
+      if (state.job) await publishUpdate(d.bus, d.topics, { type: JobBehavior.type, id, version: state.job.version, state: { job: withoutSecrets(state.job) } });
+    },
+    // A task that arrives twice starts a second attempt, and the job counts only the latest.
+    task: async (intent, { id }) => {
+      const task: EncodeTask = { kind: intent.task, jobId: id };
+      await d.bus.publish(d.topics.encode, [{ key: id, value: encoded(task) }]);
+    },
+    stop: async (_intent, { id }) => {
+      const signal: JobSignal = { jobId: id, signal: "stop" };
+      await d.bus.publish(d.topics.signals, [{ key: id, value: encoded(signal) }]);
+    },
+    // Endpoints enqueue an event once. A recovered entry writes its ledger rows again: the write
+    // that followed its append may not have happened.
+    fanout: async (intent, { recovered }) => {
+      if (recovered) await d.store.commit({ writes: intent.events.flatMap(ledgerWrites) });
+      await fanOut(d.store, d.bus, d.topics, intent.events);
+    },
+    legacy: async (intent, { state, seq }) => {
+      if (state.job) await d.legacy(state.job, seq, intent.posts);
+    },
+  };
 }

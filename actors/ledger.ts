@@ -1,7 +1,7 @@
 // The event ledger: every event an entity change produces, recorded once with an id derived from
 // what happened (so writing it again is no change), frozen at emit time. Job events are written
 // by the JobActor in the same commit as the job event they follow from; a fan-out row beside each
-// marks it for delivery to the app's webhook endpoints until that is done.
+// marks it for delivery to the app's webhook endpoints until the job's fan-out intent has run.
 import { createHash } from "node:crypto";
 import { sortKey } from "../src/pagination.js";
 import type { RecordWrite } from "../src/store/port.js";
@@ -10,9 +10,8 @@ import type { JobEvent, JobRecord } from "../src/job-messages.js";
 export const EVENTS = "events";
 /** Synthetic events of SendTestWebhook (ids evt_test_…): delivered like others, never listed. */
 export const TEST_EVENTS = "test_events";
-/** Events whose fan-out to endpoints is not yet done, one partition. */
+/** Events whose fan-out to endpoints is not yet done (pending_webhooks counts their subscribers). */
 export const EVENT_FANOUT = "event_fanout";
-export const FANOUT_PARTITION = "all";
 
 /** The one API version of this build; endpoints pin it and every event freezes it. */
 export const API_VERSION = "2026-11-01";
@@ -79,6 +78,6 @@ export function ledgerWrites(e: EventRecord): RecordWrite[] {
   const sort = sortKey(e.createdAt, e.id);
   return [
     { table: EVENTS, id: e.id, value: e, partition: e.appId, sort },
-    { table: EVENT_FANOUT, id: e.id, value: { eventId: e.id, appId: e.appId, type: e.type, createdAt: e.createdAt }, partition: FANOUT_PARTITION, sort },
+    { table: EVENT_FANOUT, id: e.id, value: { eventId: e.id, appId: e.appId, type: e.type, createdAt: e.createdAt } },
   ];
 }

@@ -1,6 +1,6 @@
-// Entity updates: after a change is durable, the actor host publishes the entity's new state on
-// topic "updates"; every gateway (Watch streams) and encoder node (cancellations) reads all of it
-// through its own one-member group, from the end of the log.
+// Entity updates: an entity's `update` intent publishes its new state (without secrets) on topic
+// "updates"; every gateway (Watch streams) reads all of it through its own one-member group, from
+// the end of the log.
 import type { Bus, Consumer } from "../src/bus/port.js";
 import { randomToken } from "../src/ids.js";
 import type { Logger } from "../src/log.js";
@@ -25,7 +25,6 @@ type Listener = (update: EntityUpdate) => void;
 
 export class UpdatesHub {
   private readonly listeners = new Map<string, Set<Listener>>();
-  private readonly everything = new Set<Listener>();
   private consumer: Consumer | undefined;
 
   constructor(
@@ -53,7 +52,6 @@ export class UpdatesHub {
           this.log.warn({ err: e }, "unreadable update skipped");
           return;
         }
-        for (const l of this.everything) l(update);
         for (const l of this.listeners.get(`${update.type}:${update.id}`) ?? []) l(update);
       },
     });
@@ -74,11 +72,5 @@ export class UpdatesHub {
       set.delete(listener);
       if (set.size === 0) this.listeners.delete(key);
     };
-  }
-
-  /** Every update (encoder nodes watch for cancellations of what they run). */
-  subscribeAll(listener: Listener): () => void {
-    this.everything.add(listener);
-    return () => this.everything.delete(listener);
   }
 }

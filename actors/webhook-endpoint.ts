@@ -318,7 +318,10 @@ function deliveryWrites(d: DeliveryRecord): RecordWrite[] {
   ];
 }
 
-export const WebhookEndpointBehavior: EntityBehavior<EndpointState, EndpointCommand, EndpointEvent> = {
+/** The effect of an endpoint change: its open deliveries (re)armed on the host that owns it. */
+export type EndpointIntent = { readonly kind: "deliveries" };
+
+export const WebhookEndpointBehavior: EntityBehavior<EndpointState, EndpointCommand, EndpointEvent, EndpointIntent> = {
   type: "webhook_endpoint",
   initial: { open: {}, recentEvents: [], consecutiveFailedAttempts: 0, consecutiveExhausted: 0, testTimes: [] },
   decide,
@@ -342,4 +345,5 @@ export const WebhookEndpointBehavior: EntityBehavior<EndpointState, EndpointComm
         return [endpointRow];
     }
   },
+  effects: (state, events, command) => (state.endpoint && (events.length > 0 || command.type === "resume") ? [{ kind: "deliveries" }] : []),
 };

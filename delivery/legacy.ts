@@ -1,27 +1,33 @@
 // Legacy webhooks: the app-level `webhook` object and the per-job `webhook_url`. Bodies are
 // `{event, job_id, app_id, timestamp, data}`; with an app secret, X-Webhook-Signature carries the
 // lowercase hex HMAC-SHA256 of the raw body. A failed post (non-2xx or a 30 s timeout) is retried
-// after about 1 minute, 10 minutes and 1 hour, then the delivery is failed. Pending posts are rows
-// in the store, polled by the actor host that owns the job, so a restart loses none.
-import type { JobEvent, JobRecord } from "../actors/job.js";
+// after about 1 minute, 10 minutes and 1 hour, then the delivery is failed.
+//
+// A job's `legacy` intent becomes one row per post, created only if absent (its id derives from
+// the job, the journal entry, the event and the target), so an intent run twice posts once. A row
+// stays after its last attempt, as a tombstone, for as long as an intent could run again. The host
+// that owns the job arms a timer per open row; after a restart or a takeover it re-arms them from
+// its shards' rows.
+import { partitionFor } from "../src/bus/memory-bus.js";
+import type { JobRecord, LegacyPost } from "../actors/job.js";
 import { derivedId } from "../actors/ledger.js";
 import { messageToJson } from "../wire/codec.js";
 import { jobMessage } from "../wire/present-job.js";
 import { T, type AppRecord } from "../src/directory.js";
+import { VersionConflict } from "../src/errors.js";
 import { JobOutputSchema, JobSchema } from "../src/gen/media/v1/job_pb.js";
 import type { Logger } from "../src/log.js";
 import type { NetGuard } from "../src/net-guard.js";
 import { sortKey } from "../src/pagination.js";
 import type { SecretBox } from "../src/secrets.js";
-import type { RecordWrite, Store } from "../src/store/port.js";
+import type { Store } from "../src/store/port.js";
 import { LEGACY_RETRY_DELAYS_MS, LEGACY_TIMEOUT_MS } from "../src/webhooks/schedule.js";
 import { legacySignature } from "../src/webhooks/sign.js";
 import { postJson } from "../src/webhooks/transport.js";
 
 export const LEGACY_DELIVERIES = "legacy_deliveries";
-const PARTITION = "all";
-
-export type LegacyEvent = "job.completed" | "job.failed" | "job.progress" | "job.canceled" | "output.completed" | "output.failed";
+/** How long a settled row is kept: longer than any outbox entry can wait to run again. */
+const TOMBSTONE_MS = 7 * 24 * 3_600_000;
 
 interface LegacyDelivery {
   readonly id: string;
@@ -34,70 +40,114 @@ interface LegacyDelivery {
   readonly attempts: number;
   readonly dueAt: number;
   readonly createdAt: number;
+  /** Delivered, or failed after its retries: kept only so a repeated intent finds it. */
+  readonly settled?: true;
 }
 
-/** Legacy events of a job change; partial jobs did not finish all outputs, so they are job.failed. */
-function legacyEvents(job: JobRecord, event: JobEvent): { event: LegacyEvent; outputId?: string }[] {
-  switch (event.type) {
-    case "output_progress":
-      return [{ event: "job.progress" }];
-    case "output_completed":
-      return [{ event: "output.completed", outputId: event.outputId }];
-    case "output_failed":
-      return [{ event: "output.failed", outputId: event.outputId }];
-    case "settled":
-      return [{ event: job.status === "completed" ? "job.completed" : job.status === "canceled" ? "job.canceled" : "job.failed" }];
-    default:
-      return [];
-  }
+export interface LegacyOptions {
+  readonly partitions: number;
+  readonly retryScale: number;
 }
 
-/** The rows of the legacy posts a job change calls for: to the app's webhook and the job's webhook_url. */
-export async function legacyWrites(store: Store, job: JobRecord, events: readonly JobEvent[]): Promise<RecordWrite[]> {
-  const happened = events.flatMap((e) => legacyEvents(job, e).map((l) => ({ ...l, at: "at" in e ? e.at : Date.now() })));
-  if (happened.length === 0) return [];
-  const app = (await store.get<AppRecord>(T.apps, job.appId))?.value;
-  // Most jobs have no legacy target: render nothing for their progress.
-  if (!app?.webhook && job.webhookUrl === "") return [];
-  const message = jobMessage(job);
-  const writes: RecordWrite[] = [];
-  for (const h of happened) {
-    const output = h.outputId ? message.outputs.find((o) => o.id === h.outputId) : undefined;
-    const data = output ? messageToJson(JobOutputSchema, output) : messageToJson(JobSchema, message);
-    const body = JSON.stringify({ event: h.event, job_id: job.id, app_id: job.appId, timestamp: new Date(h.at).toISOString(), data });
-    const targets: { url: string; sealedSecret?: string }[] = [];
-    if (app?.webhook && app.webhook.events.includes(h.event)) targets.push({ url: app.webhook.url, ...(app.webhook.sealedSecret ? { sealedSecret: app.webhook.sealedSecret } : {}) });
-    if (job.webhookUrl !== "") targets.push({ url: job.webhookUrl });
-    for (const t of targets) {
-      const id = derivedId("lwh_", `${job.id}:${job.version}:${h.event}:${h.outputId ?? ""}:${t.url}`);
-      const row: LegacyDelivery = { id, jobId: job.id, url: t.url, body, attempts: 0, dueAt: h.at, createdAt: h.at, ...(t.sealedSecret ? { sealedSecret: t.sealedSecret } : {}) };
-      writes.push({ table: LEGACY_DELIVERIES, id, value: row, partition: PARTITION, sort: sortKey(h.at, id) });
+export class LegacyPoster {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Rows being posted: a resume meanwhile must not arm them again. */
+  private readonly inflight = new Set<string>();
+  private stopped = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly guard: NetGuard,
+    private readonly box: SecretBox,
+    private readonly log: Logger,
+    private readonly options: LegacyOptions,
+  ) {}
+
+  /** The rows of a job change's posts, to the app's webhook and the job's webhook_url; each armed. */
+  async record(job: JobRecord, seq: number, posts: readonly LegacyPost[]): Promise<void> {
+    const app = (await this.store.get<AppRecord>(T.apps, job.appId))?.value;
+    // Most jobs have no legacy target: render nothing for their progress.
+    if (!app?.webhook && job.webhookUrl === "") return;
+    const message = jobMessage(job);
+    const partition = this.partitionOf(job.id);
+    for (const p of posts) {
+      const output = p.outputId ? message.outputs.find((o) => o.id === p.outputId) : undefined;
+      const data = output ? messageToJson(JobOutputSchema, output) : messageToJson(JobSchema, message);
+      const body = JSON.stringify({ event: p.event, job_id: job.id, app_id: job.appId, timestamp: new Date(p.at).toISOString(), data });
+      const targets: { url: string; sealedSecret?: string }[] = [];
+      if (app?.webhook && app.webhook.events.includes(p.event)) targets.push({ url: app.webhook.url, ...(app.webhook.sealedSecret ? { sealedSecret: app.webhook.sealedSecret } : {}) });
+      if (job.webhookUrl !== "") targets.push({ url: job.webhookUrl });
+      for (const t of targets) {
+        const id = derivedId("lwh_", `${job.id}:${seq}:${p.event}:${p.outputId ?? ""}:${t.url}`);
+        const row: LegacyDelivery = { id, jobId: job.id, url: t.url, body, attempts: 0, dueAt: p.at, createdAt: p.at, ...(t.sealedSecret ? { sealedSecret: t.sealedSecret } : {}) };
+        try {
+          await this.store.commit({ writes: [{ table: LEGACY_DELIVERIES, id, value: row, partition, sort: sortKey(p.at, id), expectedVersion: 0 }] });
+        } catch (e) {
+          if (e instanceof VersionConflict) continue; // recorded before: this intent ran already
+          throw e;
+        }
+        this.arm(row);
+      }
     }
   }
-  return writes;
-}
 
-/**
- * Posts the due legacy deliveries of the jobs this host owns; retries or fails the ones that fail.
- * Posts run in the background; `inflight` keeps a slow receiver's row from being posted twice.
- */
-export async function pollLegacy(store: Store, guard: NetGuard, box: SecretBox, owns: (key: string) => boolean, inflight: Set<string>, retryScale: number, log: Logger): Promise<void> {
-  const page = await store.scan<LegacyDelivery>(LEGACY_DELIVERIES, PARTITION, { limit: 200, filter: (d) => d.dueAt <= Date.now() && !inflight.has(d.id) && owns(`job:${d.jobId}`) });
-  for (const { value: d } of page.items) {
-    inflight.add(d.id);
-    void (async () => {
-      const secret = d.sealedSecret ? box.decrypt(d.sealedSecret) : undefined;
-      const result = await postJson(guard, d.url, d.body, secret ? { "X-Webhook-Signature": legacySignature(secret, d.body) } : {}, { timeoutMs: LEGACY_TIMEOUT_MS });
-      const attempts = d.attempts + 1;
-      if (result.ok || attempts > LEGACY_RETRY_DELAYS_MS.length) {
-        if (!result.ok) log.warn({ job_id: d.jobId, url: d.url, error: result.errorMessage }, "legacy webhook failed after its retries");
-        await store.commit({ writes: [{ table: LEGACY_DELIVERIES, id: d.id, value: null }] });
-        return;
+  /** Arms the open rows of the jobs in these shards (after a start or a takeover). */
+  async resume(shards: readonly number[]): Promise<void> {
+    for (const shard of shards) {
+      let before: string | undefined;
+      for (;;) {
+        const page = await this.store.scan<LegacyDelivery>(LEGACY_DELIVERIES, `s${shard}`, { limit: 500, ...(before !== undefined ? { before } : {}), filter: (d) => !d.settled });
+        for (const { value } of page.items) this.arm(value);
+        if (!page.more) break;
+        before = page.items.at(-1)!.sort;
       }
-      const next: LegacyDelivery = { ...d, attempts, dueAt: Date.now() + Math.round(LEGACY_RETRY_DELAYS_MS[attempts - 1]! * retryScale) };
-      await store.commit({ writes: [{ table: LEGACY_DELIVERIES, id: d.id, value: next, partition: PARTITION, sort: sortKey(d.createdAt, d.id) }] });
-    })()
-      .catch((e: unknown) => log.warn({ err: e, job_id: d.jobId }, "legacy webhook not recorded"))
-      .finally(() => inflight.delete(d.id));
+    }
+  }
+
+  /** Disarms every timer: another host owns these jobs now (or this one stops). */
+  clear(): void {
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.clear();
+  }
+
+  private partitionOf(jobId: string): string {
+    return `s${partitionFor(`job:${jobId}`, this.options.partitions)}`;
+  }
+
+  private arm(d: LegacyDelivery): void {
+    if (this.stopped || this.timers.has(d.id) || this.inflight.has(d.id)) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(d.id);
+      this.inflight.add(d.id);
+      void this.post(d)
+        .catch((e: unknown) => this.log.warn({ err: e, job_id: d.jobId }, "legacy webhook not recorded"))
+        .finally(() => this.inflight.delete(d.id));
+    }, Math.max(0, d.dueAt - Date.now()));
+    timer.unref();
+    this.timers.set(d.id, timer);
+  }
+
+  private async post(d: LegacyDelivery): Promise<void> {
+    const secret = d.sealedSecret ? this.box.decrypt(d.sealedSecret) : undefined;
+    const result = await postJson(this.guard, d.url, d.body, secret ? { "X-Webhook-Signature": legacySignature(secret, d.body) } : {}, { timeoutMs: LEGACY_TIMEOUT_MS });
+    if (this.stopped) return;
+    const attempts = d.attempts + 1;
+    const partition = this.partitionOf(d.jobId);
+    const sort = sortKey(d.createdAt, d.id);
+    if (result.ok || attempts > LEGACY_RETRY_DELAYS_MS.length) {
+      if (!result.ok) this.log.warn({ job_id: d.jobId, url: d.url, error: result.errorMessage }, "legacy webhook failed after its retries");
+      const done: LegacyDelivery = { ...d, attempts, settled: true };
+      await this.store.commit({ writes: [{ table: LEGACY_DELIVERIES, id: d.id, value: done, partition, sort, expiresAt: Date.now() + TOMBSTONE_MS }] });
+      return;
+    }
+    const next: LegacyDelivery = { ...d, attempts, dueAt: Date.now() + Math.round(LEGACY_RETRY_DELAYS_MS[attempts - 1]! * this.options.retryScale) };
+    await this.store.commit({ writes: [{ table: LEGACY_DELIVERIES, id: d.id, value: next, partition, sort }] });
+    this.inflight.delete(d.id);
+    this.arm(next);
   }
 }

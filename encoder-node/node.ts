@@ -13,7 +13,7 @@ import type { Topics } from "../src/bus/topics.js";
 import type { Config } from "../src/config.js";
 import { OutputSpecSchema, ThumbnailSpecSchema } from "../src/gen/media/v1/job_pb.js";
 import { randomToken } from "../src/ids.js";
-import { isJobErrorCode, TERMINAL, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobState } from "../src/job-messages.js";
+import { isJobErrorCode, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../src/job-messages.js";
 import type { Logger } from "../src/log.js";
 import type { NetGuard } from "../src/net-guard.js";
 import { openOriginBlob, originKey } from "../src/origins.js";
@@ -30,8 +30,8 @@ export interface EncoderDeps {
   readonly topics: Topics;
   /** Sends a report to the job's actor, wherever it lives, and resolves with its reply. */
   readonly report: (jobId: string, command: JobCommand) => Promise<Reply<JobState>>;
-  /** Calls `listener` with every job's state after each change; returns the unsubscribe. */
-  readonly watchJobs: (listener: (state: JobState) => void) => () => void;
+  /** Sends a report that needs no reply (progress). */
+  readonly notify: (jobId: string, command: JobCommand) => Promise<void>;
   readonly box: SecretBox;
   readonly guard: NetGuard;
   readonly config: Config;
@@ -92,13 +92,18 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   await mkdir(workRoot, { recursive: true });
   const running = new Map<string, AbortController>();
 
-  // A canceled (or otherwise ended) job stops its ffmpeg at once: the update is the signal.
-  const unsubscribe = d.watchJobs((state) => {
-    const job = state.job;
-    if (job && TERMINAL.has(job.status)) running.get(job.id)?.abort();
+  // A canceled job stops its ffmpeg at once.
+  const signals: Consumer = await d.bus.consume({
+    topic: d.topics.signals,
+    group: `${d.topics.signals}-${randomToken(12)}`,
+    fromLatest: true,
+    handler: async (m) => {
+      const signal = JSON.parse(decoder.decode(m.value)) as JobSignal;
+      if (signal.signal === "stop") running.get(signal.jobId)?.abort();
+    },
   });
 
-  const ask = async (job: JobRecord, command: JobCommand): Promise<JobRecord | undefined> => {
+  const ask = async (job: Pick<JobRecord, "id">, command: JobCommand): Promise<JobRecord | undefined> => {
     const reply = await d.report(job.id, command);
     // A job that does not exist will never take the task: drop it. Anything else is retried.
     if (!reply.ok && reply.rejection.code === Code.NotFound) return undefined;
@@ -107,7 +112,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   };
   /** Progress is advisory: a lost report is replaced by the next one. */
   const tell = (job: JobRecord, command: JobCommand) => {
-    d.report(job.id, command).catch((e: unknown) => d.log.warn({ err: e, job_id: job.id }, "progress report lost"));
+    d.notify(job.id, command).catch((e: unknown) => d.log.warn({ err: e, job_id: job.id }, "progress report lost"));
   };
 
   const inputFile = (job: JobRecord) => path.join(workRoot, job.id, "input");
@@ -137,7 +142,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   async function runProbe(task: EncodeTask, signal: AbortSignal): Promise<void> {
     const attempt = randomToken(12);
     const started = Date.now();
-    const job = await ask(task.job, { type: "probe_started", attempt, at: started });
+    const job = await ask({ id: task.jobId }, { type: "probe_started", attempt, at: started });
     if (!job || job.status !== "probing" || job.attempt !== attempt) return;
     let file: string;
     try {
@@ -168,7 +173,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   async function runEncode(task: EncodeTask, signal: AbortSignal): Promise<void> {
     const attempt = randomToken(12);
     const started = Date.now();
-    const job = await ask(task.job, { type: "encode_started", attempt, at: started });
+    const job = await ask({ id: task.jobId }, { type: "encode_started", attempt, at: started });
     if (!job || job.status !== "processing" || job.attempt !== attempt) return;
     let file: string;
     let input: ProbeResult;
@@ -252,17 +257,17 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       const run = queue.then(async () => {
         const task = JSON.parse(decoder.decode(m.value)) as EncodeTask;
         const controller = new AbortController();
-        running.set(task.job.id, controller);
+        running.set(task.jobId, controller);
         try {
           if (task.kind === "probe") await runProbe(task, controller.signal);
           else await runEncode(task, controller.signal);
         } catch (e) {
-          d.log.error({ err: e, job_id: task.job.id, kind: task.kind }, "encode task failed");
+          d.log.error({ err: e, job_id: task.jobId, kind: task.kind }, "encode task failed");
           throw e;
         } finally {
-          running.delete(task.job.id);
+          running.delete(task.jobId);
           // The input stays for the encode task after a probe; an ended job needs nothing.
-          if (task.kind === "encode" || controller.signal.aborted) await rm(path.join(workRoot, task.job.id), { recursive: true, force: true });
+          if (task.kind === "encode" || controller.signal.aborted) await rm(path.join(workRoot, task.jobId), { recursive: true, force: true });
         }
       });
       queue = run.catch(() => undefined);
@@ -273,7 +278,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
 
   return {
     async stop() {
-      unsubscribe();
+      await signals.stop();
       for (const c of running.values()) c.abort();
       await consumer.stop();
     },

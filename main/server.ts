@@ -4,15 +4,14 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key.js";
-import { ownedKeys, serveCommands, CommandClient, topicsFor, type EntityCommands, type Topics } from "../actors/commands.js";
-import { ActorHost, type AfterPersist, type EntityBehavior } from "../actors/host.js";
-import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, JOBS, taskFor, type JobCommand, type JobEvent, type JobRecord, type JobState } from "../actors/job.js";
-import { publishUpdate, UpdatesHub } from "../actors/updates.js";
-import { jobLedgerEvents } from "../actors/ledger.js";
-import { WebhookEndpointBehavior, type EndpointCommand, type EndpointState } from "../actors/webhook-endpoint.js";
+import { ownedKeys, serveCommands, CommandClient, topicsFor, type EntityCommands } from "../actors/commands.js";
+import { ActorHost, type EntityBehavior } from "../actors/host.js";
+import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, jobIntentHandlers, JOBS, type JobRecord } from "../actors/job.js";
+import { Relay, type Intent } from "../actors/outbox.js";
+import { UpdatesHub } from "../actors/updates.js";
+import { WebhookEndpointBehavior, type EndpointIntent, type EndpointState } from "../actors/webhook-endpoint.js";
 import { Deliverer } from "../delivery/deliverer.js";
-import { fanOut, sweepFanout } from "../actors/fanout.js";
-import { legacyWrites, pollLegacy } from "../delivery/legacy.js";
+import { LegacyPoster } from "../delivery/legacy.js";
 import { startEncoderNode, type EncoderNode } from "../encoder-node/node.js";
 import { NetGuard } from "../src/net-guard.js";
 import { createHandlers } from "../gateway/router.js";
@@ -93,19 +92,14 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
 }
 
 /** The actors this build has; commands for any other type are refused. */
-const BEHAVIORS = [ApiKeyBehavior, JobBehavior, WebhookEndpointBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown>[];
-
-/** A job that has not changed for this long while it should be moving has lost its task. */
-const STALL_MS = 60_000;
+const BEHAVIORS = [ApiKeyBehavior, JobBehavior, WebhookEndpointBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown, Intent>[];
 
 /**
- * Re-dispatches the tasks of this host's jobs that stalled: an actor host that died between a
- * persist and its task's publish, or a publish that failed, leaves a job nobody works on. Encoders
- * report at least every second, so a minute of silence means no task is running; a re-dispatched
- * task that does run twice is a new attempt, and the job counts only the latest one.
+ * The embedded bus lives in this process: a restart loses the tasks it held. So an embedded host
+ * hands the task of each of its unfinished jobs out again once, at start (a task that runs twice
+ * is a second attempt, and the job counts only the latest). Kafka keeps tasks; a cluster does not.
  */
-async function resumeStalledJobs(store: Store, host: ActorHost, owned: readonly number[], partitions: number, log: Logger): Promise<void> {
-  if (owned.length === 0) return;
+async function redispatchAfterRestart(store: Store, host: ActorHost, owned: readonly number[], partitions: number, log: Logger): Promise<void> {
   const mine = ownedKeys(owned, partitions);
   let before: string | undefined;
   for (;;) {
@@ -114,8 +108,8 @@ async function resumeStalledJobs(store: Store, host: ActorHost, owned: readonly 
       const id = row.value.jobId;
       if (!mine(`${JobBehavior.type}:${id}`)) continue;
       const job = (await store.get<JobRecord>(JOBS, id))?.value;
-      if (!job || job.status === "awaiting_confirmation" || Date.now() - job.updatedAt < STALL_MS) continue;
-      log.warn({ job_id: id, status: job.status }, "job stalled; dispatching its task again");
+      if (!job || job.status === "awaiting_confirmation") continue;
+      log.info({ job_id: id, status: job.status }, "handing the task of an unfinished job out again after a restart");
       await host.ask(JobBehavior, id, { type: "resume" });
     }
     if (!page.more) return;
@@ -130,46 +124,6 @@ export interface Roles {
 }
 
 export const ALL_ROLES: Roles = { gateway: true, actorHost: true, encoderNode: true };
-
-const encoder = new TextEncoder();
-
-/**
- * Side effects of a job change, after it is durable: its new state on "updates" (Watch streams,
- * cancellations) and, when the change calls for one, an encode task on "encode".
- */
-function jobEffects(bus: Bus, topics: Topics, store: Store, log: Logger): AfterPersist {
-  return (type, id, state, events, command) => {
-    if (type !== JobBehavior.type) return;
-    const job = (state as JobState).job;
-    if (!job) return;
-    const resumed = (command as JobCommand).type === "resume";
-    if (events.length === 0 && !resumed) return;
-    if (events.length > 0) {
-      publishUpdate(bus, topics, { type, id, version: job.version, state }).catch((e: unknown) => log.warn({ err: e, job_id: id }, "job update not published"));
-      // Ledger events were committed with the change; hand them to the app's webhook endpoints.
-      const ledger = (events as readonly JobEvent[]).flatMap((e) => jobLedgerEvents(job, e));
-      if (ledger.length > 0) fanOut(store, bus, topics, ledger).catch((e: unknown) => log.warn({ err: e, job_id: id }, "event fan-out deferred to the sweep"));
-      legacyWrites(store, job, events as readonly JobEvent[])
-        .then((writes) => (writes.length > 0 ? store.commit({ writes }) : undefined))
-        .catch((e: unknown) => log.warn({ err: e, job_id: id }, "legacy webhooks not recorded"));
-    }
-    const task = taskFor(job, resumed ? "recovered" : (events as readonly JobEvent[]));
-    if (task) {
-      bus
-        .publish(topics.encode, [{ key: id, value: encoder.encode(JSON.stringify(task)) }])
-        .catch((e: unknown) => log.error({ err: e, job_id: id, kind: task.kind }, "encode task not published"));
-    }
-  };
-}
-
-/** After an endpoint's change (or a resume), its open deliveries are (re)armed on this host. */
-function endpointEffects(deliverer: () => Deliverer | undefined): AfterPersist {
-  return (type, _id, state, events, command) => {
-    if (type !== WebhookEndpointBehavior.type) return;
-    if (events.length === 0 && (command as EndpointCommand).type !== "resume") return;
-    deliverer()?.schedule(state as EndpointState);
-  };
-}
 
 async function openInfrastructure(config: Config, log: Logger): Promise<{ store: Store; bus: Bus }> {
   if (config.mode === "embedded") {
@@ -208,6 +162,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     { topic: topics.replies, partitions: 4 },
     { topic: topics.encode, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
     { topic: topics.updates, partitions: 4 },
+    { topic: topics.signals, partitions: 4 },
   ]);
   const box = new SecretBox(ensureServerSecret(config));
   // One guard per process, so its checks and its connection pools are shared by every role.
@@ -215,72 +170,64 @@ export async function startServer(config: Config, log: Logger = createLogger(con
 
   let actorHost: ActorHost | undefined;
   let commandConsumer: Consumer | undefined;
-  let sweeper: NodeJS.Timeout | undefined;
-  let stopDeliverer: () => void = () => undefined;
-  let legacyPoller: NodeJS.Timeout | undefined;
+  let stopEffects: () => void = () => undefined;
   if (roles.actorHost) {
-    let deliverer: Deliverer | undefined;
-    const jobs = jobEffects(bus, topics, store, log);
-    const endpoints = endpointEffects(() => deliverer);
-    actorHost = new ActorHost(store, log, 10_000, (...args) => {
-      jobs(...args);
-      endpoints(...args);
-    });
-    const host = actorHost;
-    deliverer = new Deliverer(store, host, box, guard, log, config.webhooks);
-    stopDeliverer = () => deliverer?.stop();
-    const delivery = deliverer;
     const partitions = config.mode === "embedded" ? 4 : config.cluster.commandPartitions;
-    let owned: readonly number[] = [];
-    const sweep = () => {
-      resumeStalledJobs(store, host, owned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "stalled-job sweep failed"));
-      sweepFanout(store, bus, topics, owned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "fan-out sweep failed"));
+    // Effects leave the actors as intents journaled with their events; the relay carries them out.
+    const relay = new Relay(store, log, { partitions });
+    const host = new ActorHost(store, log, 10_000, relay);
+    actorHost = host;
+    const byType = new Map(BEHAVIORS.map((b) => [b.type, b]));
+    relay.attach((type, id) => host.wake(byType.get(type)!, id));
+    const deliverer = new Deliverer(store, host, box, guard, log, config.webhooks);
+    const legacy = new LegacyPoster(store, guard, box, log, { partitions, retryScale: config.webhooks.retryScale });
+    relay.register(JobBehavior.type, jobIntentHandlers({ bus, topics, store, legacy: (job, seq, posts) => legacy.record(job, seq, posts) }));
+    relay.register<EndpointIntent, EndpointState>(WebhookEndpointBehavior.type, { deliveries: async (_intent, { state }) => deliverer.schedule(state) });
+    stopEffects = () => {
+      relay.stop();
+      deliverer.stop();
+      legacy.stop();
     };
-    commandConsumer = await serveCommands(bus, topics, actorHost, BEHAVIORS, log, (assigned) => {
-      owned = assigned;
-      // Another host may have owned these endpoints: its timers are its own; arm ours from the store.
-      delivery.clear();
-      delivery.resume(assigned, partitions).catch((e: unknown) => log.warn({ err: e }, "webhook deliveries not resumed"));
-      sweep();
+    let started = false;
+    commandConsumer = await serveCommands(bus, topics, host, BEHAVIORS, log, (assigned) => {
+      relay.assign(assigned);
+      // Another host may have owned these entities: its timers are its own; arm ours from the store.
+      deliverer.clear();
+      deliverer.resume(assigned, partitions).catch((e: unknown) => log.warn({ err: e }, "webhook deliveries not resumed"));
+      legacy.clear();
+      legacy.resume(assigned).catch((e: unknown) => log.warn({ err: e }, "legacy webhooks not resumed"));
+      if (config.mode === "embedded" && !started && assigned.length > 0) {
+        started = true;
+        redispatchAfterRestart(store, host, assigned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "unfinished jobs not handed out again"));
+      }
     });
-    sweeper = setInterval(sweep, STALL_MS);
-    const legacyInflight = new Set<string>();
-    legacyPoller = setInterval(() => {
-      pollLegacy(store, guard, box, ownedKeys(owned, partitions), legacyInflight, config.webhooks.retryScale, log).catch((e: unknown) => log.warn({ err: e }, "legacy webhook poll failed"));
-    }, 1000);
-    legacyPoller.unref();
-    sweeper.unref();
     log.info({ mode: config.mode }, "actor host ready");
   }
   const stopActors = async () => {
-    clearInterval(sweeper);
-    clearInterval(legacyPoller);
-    stopDeliverer();
+    stopEffects();
     await commandConsumer?.stop();
     actorHost?.stop();
   };
 
-  // Gateways and encoder nodes send commands and follow updates; a lone actor host does neither.
+  // Gateways and encoder nodes send commands, gateways follow updates; a lone actor host does neither.
   let commands: CommandClient | undefined;
   let updates: UpdatesHub | undefined;
   if (roles.gateway || roles.encoderNode) {
     commands = new CommandClient(bus, topics);
     await commands.start();
+  }
+  if (roles.gateway) {
     updates = new UpdatesHub(bus, topics, log);
     await updates.start();
   }
   let encoderNode: EncoderNode | undefined;
   if (roles.encoderNode) {
     const client = commands!;
-    const hub = updates!;
     encoderNode = await startEncoderNode({
       bus,
       topics,
       report: (jobId, command) => client.ask(JobBehavior, jobId, command),
-      watchJobs: (listener) =>
-        hub.subscribeAll((u) => {
-          if (u.type === JobBehavior.type) listener(u.state as JobState);
-        }),
+      notify: (jobId, command) => client.tell(JobBehavior, jobId, command),
       box,
       guard,
       config,

@@ -176,5 +176,18 @@ export type JobEvent =
   /** Terminal: the status reached and the money settled, decided once. */
   | { readonly type: "settled"; readonly at: number; readonly status: JobStatus; readonly failure?: Failure; readonly encodeDurationMs?: number };
 
-/** Work an actor hands to encoder nodes after a change, or after recovery. */
-export type EncodeTask = { readonly kind: "probe" | "encode"; readonly job: JobRecord };
+/**
+ * Work a job hands to the encoder nodes: which step, of which job. The node learns the job itself
+ * from the reply to its first report (probe_started, encode_started), which also makes it the
+ * job's current attempt.
+ */
+export interface EncodeTask {
+  readonly kind: "probe" | "encode";
+  readonly jobId: string;
+}
+
+/** Sent on the signals topic when a job ends: the node running it stops. */
+export interface JobSignal {
+  readonly jobId: string;
+  readonly signal: "stop";
+}

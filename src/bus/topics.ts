@@ -9,8 +9,10 @@ export interface Topics {
   /** Encode tasks keyed by job id, consumed by the encoder nodes' group. */
   readonly encode: string;
   readonly encoders: string;
-  /** Entity snapshots after each change; every gateway and encoder node reads all of it. */
+  /** Entity states after each change, without secrets; every gateway reads all of it (Watch). */
   readonly updates: string;
+  /** Small signals to whoever runs a job (a cancel's stop), keyed by job id; every encoder node reads them. */
+  readonly signals: string;
 }
 
 export function topicsFor(prefix: string): Topics {
@@ -21,5 +23,6 @@ export function topicsFor(prefix: string): Topics {
     encode: `${prefix}.encode`,
     encoders: `${prefix}.encoders`,
     updates: `${prefix}.updates`,
+    signals: `${prefix}.signals`,
   };
 }

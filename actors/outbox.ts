@@ -1,0 +1,359 @@
+// The outbox: every effect of a decision (a task for the encoders, an update for Watch, a ledger
+// fan-out, a legacy post, a message to another entity) is an intent, journaled in the same entry
+// as the events that caused it, so one atomic append commits both. After the append the host hands
+// the entry to this relay, which runs its intents in order, per entity, at least once: a handler
+// that fails is retried until it succeeds or the entity moves to another host.
+//
+// A relay that dies leaves entries whose intents may not have run. Its successor finds them by a
+// marker (table "outbox", partitioned by command shard): written before the first append with
+// intents of an entity and kept while the entity is busy, it holds the seq up to which intents are
+// known to have run. On takeover the relay loads its shards' markers before any append in them,
+// wakes each marked entity (which rewrites its read models) and runs the intents of every entry
+// after the marker's seq. The marker goes once the entity has been idle and caught up for a while.
+// Consumers are idempotent, so an intent that runs twice (after a crash) changes nothing twice.
+import { partitionFor } from "../src/bus/memory-bus.js";
+import type { Logger } from "../src/log.js";
+import type { Store } from "../src/store/port.js";
+
+export interface Intent {
+  readonly kind: string;
+}
+
+export interface IntentContext<S> {
+  readonly type: string;
+  readonly id: string;
+  /** The entity's state after the entry (live), or its current state (recovered). */
+  readonly state: S;
+  /** The journal entry that carried the intent. */
+  readonly seq: number;
+  /** Run again from the journal after a crash or a failed write: the effect may already have happened. */
+  readonly recovered: boolean;
+}
+
+/** One handler per kind of an entity's intents: a mapped type, so a missing kind does not compile. */
+export type IntentHandlers<I extends Intent, S> = { readonly [K in I["kind"]]: (intent: Extract<I, { kind: K }>, ctx: IntentContext<S>) => Promise<void> };
+
+/** What the actor host tells its outbox; the default one does nothing (hosts in unit specs). */
+export interface Outbox {
+  /** Before an append whose entry carries intents: after a crash, a relay will find the entity. */
+  beforeAppend(type: string, id: string, seq: number): Promise<void>;
+  /** The entry is durable: run its intents. */
+  appended(type: string, id: string, seq: number, intents: readonly Intent[], state: unknown): void;
+  /** A command that appended nothing still asked for these (a resume): run them now, unjournaled. */
+  now(type: string, id: string, intents: readonly Intent[], state: unknown): void;
+  /** The append failed and may have landed anyway: read the journal to find out. */
+  uncertain(type: string, id: string): void;
+}
+
+export const NO_OUTBOX: Outbox = {
+  beforeAppend: () => Promise.resolve(),
+  appended: () => undefined,
+  now: () => undefined,
+  uncertain: () => undefined,
+};
+
+/** The journal entry of a decision: its events and, when it has any, its intents. */
+export const EVENTS_FIELD = "__events";
+export const INTENTS_FIELD = "__intents";
+
+export const OUTBOX = "outbox";
+interface Marker {
+  readonly type: string;
+  readonly id: string;
+  /** Intents of entries up to this seq have run. */
+  readonly relayed: number;
+}
+
+interface Pending {
+  readonly seq: number;
+  readonly intents: readonly Intent[];
+  readonly state: unknown;
+  readonly recovered: boolean;
+  /** Intents of this entry already run (a retry resumes after them). */
+  done: number;
+}
+
+interface Entity {
+  readonly type: string;
+  readonly id: string;
+  readonly key: string;
+  readonly shard: number;
+  marked: boolean;
+  /** Highest seq whose intents have all run; -1 when unknown (never seen on this host). */
+  relayed: number;
+  /** Entries waiting, ascending by seq; unjournaled ones (seq -1) run in arrival order. */
+  queue: Pending[];
+  draining: boolean;
+  appending: number;
+  /** Relayed entries since the marker last recorded `relayed`. */
+  unrecorded: number;
+  /** Marker writes and deletes of this entity, one after another. */
+  markerOp: Promise<void>;
+  /** Resolved once a recovery has queued the journal's pending entries. */
+  ready: Promise<void>;
+  idle: NodeJS.Timeout | undefined;
+  dropped: boolean;
+}
+
+export interface RelayOptions {
+  /** Command partitions: an entity's shard is its command key's partition. */
+  readonly partitions: number;
+  /** An idle, caught-up entity loses its marker after this long. */
+  readonly idleMs?: number;
+  /** A failed handler is tried again after this long, doubling up to 5 s. */
+  readonly retryMs?: number;
+  /** Record `relayed` on the marker after this many entries (fewer intents run again after a crash). */
+  readonly recordEvery?: number;
+}
+
+type Erased = (intent: Intent, ctx: IntentContext<unknown>) => Promise<void>;
+
+export class Relay implements Outbox {
+  private readonly entities = new Map<string, Entity>();
+  private readonly shards = new Map<number, Promise<void>>();
+  private readonly handlers = new Map<string, Erased>();
+  private owned = new Set<number>();
+  private wake: ((type: string, id: string) => Promise<unknown>) | undefined;
+  private stopped = false;
+  private readonly idleMs: number;
+  private readonly retryMs: number;
+  private readonly recordEvery: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    private readonly options: RelayOptions,
+  ) {
+    this.idleMs = options.idleMs ?? 5_000;
+    this.retryMs = options.retryMs ?? 100;
+    this.recordEvery = options.recordEvery ?? 50;
+  }
+
+  /** The handlers of one entity type's intents. */
+  register<I extends Intent, S>(type: string, handlers: IntentHandlers<I, S>): void {
+    const table = handlers as unknown as Readonly<Record<string, Erased>>;
+    this.handlers.set(type, (intent, ctx) => {
+      const handler = table[intent.kind];
+      if (!handler) throw new Error(`no handler for ${type} intent ${intent.kind}`);
+      return handler(intent, ctx);
+    });
+  }
+
+  /** How the relay brings an entity to life after a crash (its state, read models rewritten). */
+  attach(wake: (type: string, id: string) => Promise<unknown>): void {
+    this.wake = wake;
+  }
+
+  /** The shards this host now owns: entities of others are dropped, new ones are recovered. */
+  assign(shards: readonly number[]): void {
+    const next = new Set(shards);
+    for (const [key, e] of this.entities) {
+      if (next.has(e.shard)) continue;
+      e.dropped = true;
+      clearTimeout(e.idle);
+      this.entities.delete(key);
+    }
+    for (const shard of [...this.shards.keys()]) if (!next.has(shard)) this.shards.delete(shard);
+    this.owned = next;
+    for (const shard of next) void this.loaded(shard);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const e of this.entities.values()) clearTimeout(e.idle);
+  }
+
+  async beforeAppend(type: string, id: string, seq: number): Promise<void> {
+    const e = await this.entity(type, id);
+    e.appending++;
+    clearTimeout(e.idle);
+    // Never seen, or retired: everything before this entry has run.
+    if (e.relayed < 0) e.relayed = seq - 1;
+    if (e.marked) return;
+    e.marked = true;
+    try {
+      await this.writeMarker(e, e.relayed);
+    } catch (err) {
+      e.marked = false;
+      e.appending--;
+      throw err;
+    }
+  }
+
+  appended(type: string, id: string, seq: number, intents: readonly Intent[], state: unknown): void {
+    const e = this.entities.get(`${type}:${id}`);
+    if (!e) return; // its shard moved away while the append ran: the new owner recovers it
+    e.appending--;
+    if (e.relayed < 0) e.relayed = seq - 1;
+    insert(e.queue, { seq, intents, state, recovered: false, done: 0 });
+    void this.drain(e);
+  }
+
+  now(type: string, id: string, intents: readonly Intent[], state: unknown): void {
+    if (intents.length === 0) return;
+    void this.entity(type, id).then((e) => {
+      e.queue.push({ seq: -1, intents, state, recovered: false, done: 0 });
+      return this.drain(e);
+    });
+  }
+
+  uncertain(type: string, id: string): void {
+    const e = this.entities.get(`${type}:${id}`);
+    if (!e) return;
+    e.appending = Math.max(0, e.appending - 1);
+    this.recover(e);
+  }
+
+  // ── internals ──
+
+  private async entity(type: string, id: string): Promise<Entity> {
+    const key = `${type}:${id}`;
+    const shard = partitionFor(key, this.options.partitions);
+    await this.loaded(shard);
+    let e = this.entities.get(key);
+    if (!e) {
+      e = { type, id, key, shard, marked: false, relayed: -1, queue: [], draining: false, appending: 0, unrecorded: 0, markerOp: Promise.resolve(), ready: Promise.resolve(), idle: undefined, dropped: false };
+      this.entities.set(key, e);
+    }
+    return e;
+  }
+
+  /** The shard's markers, read once before anything in it is appended; their entities are recovered. */
+  private loaded(shard: number): Promise<void> {
+    let p = this.shards.get(shard);
+    if (p) return p;
+    p = this.load(shard).catch((err: unknown) => {
+      this.shards.delete(shard);
+      throw err;
+    });
+    this.shards.set(shard, p);
+    return p;
+  }
+
+  private async load(shard: number): Promise<void> {
+    const found: Marker[] = [];
+    let before: string | undefined;
+    for (;;) {
+      const page = await this.store.scan<Marker>(OUTBOX, partitionName(shard), { limit: 500, ...(before !== undefined ? { before } : {}) });
+      found.push(...page.items.map((r) => r.value));
+      if (!page.more) break;
+      before = page.items.at(-1)!.sort;
+    }
+    for (const m of found) {
+      const key = `${m.type}:${m.id}`;
+      if (this.entities.has(key)) continue;
+      const e: Entity = { type: m.type, id: m.id, key, shard, marked: true, relayed: m.relayed, queue: [], draining: false, appending: 0, unrecorded: 0, markerOp: Promise.resolve(), ready: Promise.resolve(), idle: undefined, dropped: false };
+      this.entities.set(key, e);
+      this.recover(e);
+    }
+    if (found.length > 0) this.log.info({ shard, entities: found.length }, "outbox: relaying what the previous owner may not have");
+  }
+
+  /** Wakes the entity and queues every journal entry after `relayed` that carries intents. */
+  private recover(e: Entity): void {
+    e.ready = (async () => {
+      for (let delay = this.retryMs; !e.dropped && !this.stopped; delay = Math.min(delay * 2, 5_000)) {
+        try {
+          const state = await this.wake?.(e.type, e.id);
+          const entries = await this.store.events(e.key, Math.max(0, e.relayed));
+          for (const entry of entries) {
+            const intents = intentsOf(entry.data);
+            if (intents.length > 0) insert(e.queue, { seq: entry.seq, intents, state, recovered: true, done: 0 });
+            else if (entry.seq === e.relayed + 1) e.relayed = entry.seq;
+          }
+          return;
+        } catch (err) {
+          this.log.warn({ err, entity: e.key }, "outbox: recovery failed; trying again");
+          await sleep(delay);
+        }
+      }
+    })();
+    void this.drain(e);
+  }
+
+  private async drain(e: Entity): Promise<void> {
+    if (e.draining) return;
+    e.draining = true;
+    try {
+      await e.ready;
+      while (e.queue.length > 0 && !e.dropped && !this.stopped) {
+        const item = e.queue[0]!;
+        if (item.seq < 0 || item.seq > e.relayed) {
+          for (; item.done < item.intents.length; item.done++) {
+            if (!(await this.run(e, item, item.intents[item.done]!))) return;
+          }
+          if (item.seq >= 0) {
+            e.relayed = item.seq;
+            e.unrecorded++;
+          }
+        }
+        e.queue.shift();
+      }
+      if (e.unrecorded >= this.recordEvery && e.marked) void this.writeMarker(e, e.relayed);
+    } finally {
+      e.draining = false;
+    }
+    if (e.queue.length > 0) {
+      void this.drain(e); // queued while the last handler ran
+      return;
+    }
+    clearTimeout(e.idle);
+    e.idle = setTimeout(() => this.retire(e), this.idleMs);
+    e.idle.unref();
+  }
+
+  /** Runs one intent until it succeeds; false when the entity left this host first. */
+  private async run(e: Entity, item: Pending, intent: Intent): Promise<boolean> {
+    const handler = this.handlers.get(e.type);
+    for (let delay = this.retryMs; ; delay = Math.min(delay * 2, 5_000)) {
+      if (e.dropped || this.stopped) return false;
+      try {
+        if (!handler) throw new Error(`no intent handlers for ${e.type}`);
+        await handler(intent, { type: e.type, id: e.id, state: item.state, seq: item.seq, recovered: item.recovered });
+        return true;
+      } catch (err) {
+        this.log.warn({ err, entity: e.key, intent: intent.kind }, "outbox: intent failed; trying again");
+        await sleep(delay);
+      }
+    }
+  }
+
+  /** An idle entity whose intents have all run loses its marker. */
+  private retire(e: Entity): void {
+    if (e.dropped || this.stopped || e.draining || e.appending > 0 || e.queue.length > 0 || !e.marked) return;
+    e.marked = false;
+    e.unrecorded = 0;
+    e.markerOp = e.markerOp
+      .then(() => this.store.commit({ writes: [{ table: OUTBOX, id: e.key, value: null }] }))
+      .catch((err: unknown) => this.log.warn({ err, entity: e.key }, "outbox: marker not removed (it is relayed again after a restart)"));
+    void e.markerOp.then(() => {
+      if (!e.marked && e.appending === 0 && e.queue.length === 0 && this.entities.get(e.key) === e) this.entities.delete(e.key);
+    });
+  }
+
+  private writeMarker(e: Entity, relayed: number): Promise<void> {
+    const value: Marker = { type: e.type, id: e.id, relayed };
+    e.unrecorded = 0;
+    const op = e.markerOp.then(() => this.store.commit({ writes: [{ table: OUTBOX, id: e.key, value, partition: partitionName(e.shard), sort: e.key }] }));
+    e.markerOp = op.catch(() => undefined);
+    return op;
+  }
+}
+
+const partitionName = (shard: number) => `s${shard}`;
+
+function intentsOf(data: unknown): readonly Intent[] {
+  if (typeof data !== "object" || data === null) return [];
+  const intents = (data as Record<string, unknown>)[INTENTS_FIELD];
+  return Array.isArray(intents) ? (intents as Intent[]) : [];
+}
+
+/** Into the queue by seq; an entry already queued (live and recovered both) is kept once. */
+function insert(queue: Pending[], item: Pending): void {
+  if (item.seq >= 0 && queue.some((p) => p.seq === item.seq)) return;
+  let at = queue.length;
+  while (at > 0 && queue[at - 1]!.seq > item.seq && item.seq >= 0) at--;
+  queue.splice(at, 0, item);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
