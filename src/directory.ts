@@ -1,7 +1,10 @@
 // The directory: organizations, apps, users and memberships as versioned store records.
-// Every change is a conditional write on the record's version; uniqueness (organization slug,
-// user email) is a conditional insert in the same atomic batch.
+// Every change is a conditional write on the record's version. Uniqueness (organization slug, user
+// email) is a claim written before the record it names (claims.ts): a claim whose record is missing
+// is an orphan, absent to lookups, and a create takes it over once its grace has passed.
+import { setTimeout as sleep } from "node:timers/promises";
 import { Code } from "@connectrpc/connect";
+import { inGrace, type ClaimStamp } from "./claims.js";
 import { alreadyExists, apiError, notFound, VersionConflict } from "./errors.js";
 import { newId, Prefix } from "./ids.js";
 import { sortKey } from "./pagination.js";
@@ -95,6 +98,16 @@ export interface IdentityClaims {
 }
 
 const membershipId = (orgId: string, userId: string) => `${orgId}:${userId}`;
+const slugTakenError = (slug: string) => alreadyExists(`organization slug "${slug}" is taken`, "slug");
+/** Tries of a first login while a concurrent one holds the email and writes its user. */
+const PROVISION_ATTEMPTS = 5;
+
+interface SlugClaim extends ClaimStamp {
+  readonly organizationId: string;
+}
+interface EmailClaim extends ClaimStamp {
+  readonly userId: string;
+}
 
 export class Directory {
   constructor(private readonly store: Store) {}
@@ -106,13 +119,13 @@ export class Directory {
   }
 
   /** Read, change and write back conditionally, retrying a lost race a few times. */
-  private async change<T>(table: string, id: string, what: string, fn: (current: T) => T, extra: (next: T) => RecordWrite[] = () => []): Promise<T> {
+  private async change<T>(table: string, id: string, what: string, fn: (current: T) => T): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const current = await this.store.get<T>(table, id);
       if (!current) throw notFound(what, id);
       const next = fn(current.value);
       try {
-        await this.store.commit({ writes: [{ table, id, value: next, expectedVersion: current.version }, ...extra(next)] });
+        await this.store.commit({ writes: [{ table, id, value: next, expectedVersion: current.version }] });
         return next;
       } catch (e) {
         if (!(e instanceof VersionConflict) || attempt >= 4) throw e;
@@ -123,23 +136,34 @@ export class Directory {
   // ── organizations ──
 
   async slugTaken(slug: string): Promise<boolean> {
-    return (await this.store.get(T.orgSlugs, slug)) !== undefined;
+    return (await this.slugClaimVersion(slug)) === undefined;
+  }
+
+  /** The version a new claim of the slug must replace (0 when unclaimed), or undefined while the slug is held. */
+  private async slugClaimVersion(slug: string): Promise<number | undefined> {
+    const claim = await this.store.get<SlugClaim>(T.orgSlugs, slug);
+    if (!claim) return 0;
+    if (inGrace(claim) || (await this.organization(claim.value.organizationId))) return undefined;
+    return claim.version;
   }
 
   async createOrganization(owner: UserRecord, input: { name: string; slug: string; billingEmail?: string }): Promise<OrganizationRecord> {
+    const claimed = await this.slugClaimVersion(input.slug);
+    if (claimed === undefined) throw slugTakenError(input.slug);
     const now = Date.now();
     const org: OrganizationRecord = { id: newId(Prefix.organization), name: input.name, slug: input.slug, status: "active", createdAt: now, updatedAt: now, ...(input.billingEmail ? { billingEmail: input.billingEmail } : {}) };
     const membership: MembershipRecord = { id: newId(Prefix.membership), organizationId: org.id, userId: owner.id, role: "owner", isActive: true, createdAt: now, updatedAt: now };
     try {
       await this.store.commit({
         writes: [
-          { table: T.orgSlugs, id: org.slug, value: { organizationId: org.id }, expectedVersion: 0 },
+          { table: T.orgSlugs, id: org.slug, value: { organizationId: org.id, createdAt: now } satisfies SlugClaim, expectedVersion: claimed },
+          // The owner's membership before the organization, so no organization is left without one.
+          ...this.membershipWrites(membership).map((w) => ({ ...w, expectedVersion: 0 })),
           { table: T.organizations, id: org.id, value: org, expectedVersion: 0 },
-          ...this.membershipWrites(membership),
         ],
       });
     } catch (e) {
-      if (e instanceof VersionConflict) throw alreadyExists(`organization slug "${org.slug}" is taken`, "slug");
+      if (e instanceof VersionConflict) throw slugTakenError(org.slug);
       throw e;
     }
     return org;
@@ -192,27 +216,48 @@ export class Directory {
     return (await this.store.get<UserRecord>(T.users, id))?.value;
   }
 
+  /** An orphan email claim (its user missing) reads as absent. */
   async userByEmail(email: string): Promise<UserRecord | undefined> {
-    const link = await this.store.get<{ userId: string }>(T.userEmails, email.toLowerCase());
-    return link ? this.user(link.value.userId) : undefined;
+    const claim = await this.store.get<EmailClaim>(T.userEmails, email.toLowerCase());
+    return claim && this.user(claim.value.userId);
   }
 
   /** First login creates the user (pending unless pre-approved); later logins sync the identity. */
   async provision(claims: IdentityClaims, approved: boolean): Promise<UserRecord> {
     const email = claims.email.toLowerCase();
-    const existing = await this.userByEmail(email);
-    const now = Date.now();
-    if (existing) {
-      const lastLoginStale = existing.lastLoginAt === undefined || now - existing.lastLoginAt > 60_000;
-      const synced = existing.emailVerified === claims.emailVerified && !lastLoginStale && !(approved && existing.approvalStatus === "pending");
-      if (synced) return existing;
-      return this.changeUser(existing.id, (u) => ({
-        ...u,
-        emailVerified: claims.emailVerified,
-        lastLoginAt: now,
-        ...(approved && u.approvalStatus === "pending" ? { approvalStatus: "approved" as const, approvalDecidedAt: now, approvalDecidedBy: u.id } : {}),
-      }));
+    for (let attempt = 1; ; attempt++) {
+      const claim = await this.store.get<EmailClaim>(T.userEmails, email);
+      const existing = claim && (await this.user(claim.value.userId));
+      if (existing) return this.syncLogin(existing, claims, approved);
+      if (!claim || !inGrace(claim)) {
+        try {
+          return await this.createUser(email, claims, approved, claim?.version ?? 0);
+        } catch (e) {
+          if (!(e instanceof VersionConflict)) throw e;
+        }
+      }
+      // A concurrent first login holds the email and is writing its user.
+      if (attempt >= PROVISION_ATTEMPTS) throw apiError(Code.Aborted, "another sign-in with this email is in progress; retry");
+      await sleep(25 * attempt);
     }
+  }
+
+  private async syncLogin(existing: UserRecord, claims: IdentityClaims, approved: boolean): Promise<UserRecord> {
+    const now = Date.now();
+    const lastLoginStale = existing.lastLoginAt === undefined || now - existing.lastLoginAt > 60_000;
+    const synced = existing.emailVerified === claims.emailVerified && !lastLoginStale && !(approved && existing.approvalStatus === "pending");
+    if (synced) return existing;
+    return this.changeUser(existing.id, (u) => ({
+      ...u,
+      emailVerified: claims.emailVerified,
+      lastLoginAt: now,
+      ...(approved && u.approvalStatus === "pending" ? { approvalStatus: "approved" as const, approvalDecidedAt: now, approvalDecidedBy: u.id } : {}),
+    }));
+  }
+
+  /** Claims the email (replacing an orphan claim at claimVersion), then writes the user. */
+  private async createUser(email: string, claims: IdentityClaims, approved: boolean, claimVersion: number): Promise<UserRecord> {
+    const now = Date.now();
     const user: UserRecord = {
       id: newId(Prefix.user),
       email,
@@ -227,18 +272,13 @@ export class Directory {
       ...(claims.pictureUrl ? { pictureUrl: claims.pictureUrl } : {}),
     };
     const approvedUser: UserRecord = approved ? { ...user, approvalDecidedAt: now, approvalDecidedBy: user.id } : user;
-    try {
-      await this.store.commit({
-        writes: [
-          { table: T.userEmails, id: email, value: { userId: user.id }, expectedVersion: 0 },
-          { table: T.users, id: user.id, value: approvedUser, expectedVersion: 0 },
-        ],
-      });
-      return approvedUser;
-    } catch (e) {
-      if (e instanceof VersionConflict) return (await this.userByEmail(email))!; // a concurrent first login won
-      throw e;
-    }
+    await this.store.commit({
+      writes: [
+        { table: T.userEmails, id: email, value: { userId: user.id, createdAt: now } satisfies EmailClaim, expectedVersion: claimVersion },
+        { table: T.users, id: user.id, value: approvedUser, expectedVersion: 0 },
+      ],
+    });
+    return approvedUser;
   }
 
   changeUser(id: string, fn: (u: UserRecord) => UserRecord): Promise<UserRecord> {
@@ -264,7 +304,8 @@ export class Directory {
     const out: { org: OrganizationRecord; membership: MembershipRecord }[] = [];
     for (const link of links.items) {
       const org = await this.organization(link.value.organizationId);
-      const membership = (await this.store.get<MembershipRecord>(T.memberships, membershipId(link.value.organizationId, userId)))?.value;
+      // The membership decides: changeMembership writes the link after it, so a link can lag.
+      const membership = await this.membership(link.value.organizationId, userId);
       if (org && membership) out.push({ org, membership });
     }
     return out;

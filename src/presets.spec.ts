@@ -6,6 +6,7 @@ import path from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, Code } from "@connectrpc/connect";
 import { beforeEach, describe, expect, it } from "vitest";
+import { CLAIM_GRACE_MS } from "./claims.js";
 import { EncodingMode, OutputSpecSchema, OutputType } from "./gen/media/v1/job_pb.js";
 import { AudioCodec as A, BitrateMode, Container, ContentType, DeliveryFormat, QualityTier, SegmentFormat, VideoCodec } from "./gen/media/v1/preset_pb.js";
 import {
@@ -14,6 +15,7 @@ import {
   checkSlug,
   findPresetBySlug,
   insertPreset,
+  PRESET_SLUGS,
   plainAudio,
   plainVideo,
   presetToOutputSpec,
@@ -281,6 +283,30 @@ describe("stored presets", () => {
     expect((await findPresetBySlug(store, "app_a", "web_v2"))?.id).toBe(second.id);
     const other = await insertPreset(store, record({ slug: "other" }));
     expect(await codeOf(changePreset(store, other.id, (p) => ({ ...p, slug: "web_v2" })))).toBe("AlreadyExists");
+  });
+
+  it("treats a slug link whose preset does not hold the slug as absent, and lets a new preset take it over after the grace", async () => {
+    const link = (slug: string, value: Record<string, unknown>) => store.commit({ writes: [{ table: PRESET_SLUGS, id: `app_a:${slug}`, value, expectedVersion: 0 }] });
+    const old = Date.now() - CLAIM_GRACE_MS - 1;
+    // Left by creates that died after claiming: one preset never written, one from before links were stamped.
+    await link("gone", { presetId: "pst_gone", createdAt: old });
+    await link("legacy", { presetId: "pst_gone" });
+    // Left by a rename whose preset write lost a race: the preset still has its old slug.
+    const kept = await insertPreset(store, record({ slug: "kept" }));
+    await link("renamed", { presetId: kept.id, createdAt: old });
+    for (const slug of ["gone", "legacy", "renamed"]) {
+      expect(await findPresetBySlug(store, "app_a", slug)).toBeUndefined();
+      const taker = await insertPreset(store, record({ slug }));
+      expect((await findPresetBySlug(store, "app_a", slug))?.id).toBe(taker.id);
+      expect(await store.get(PRESET_SLUGS, `app_a:${slug}`)).toMatchObject({ version: 2 });
+    }
+    expect((await findPresetBySlug(store, "app_a", "kept"))?.id).toBe(kept.id);
+
+    // Inside the grace the writer may still be at work: the slug stays taken, though nothing resolves.
+    await link("fresh", { presetId: "pst_writing", createdAt: Date.now() });
+    expect(await findPresetBySlug(store, "app_a", "fresh")).toBeUndefined();
+    expect(await codeOf(insertPreset(store, record({ slug: "fresh" })))).toBe("AlreadyExists");
+    expect(await codeOf(changePreset(store, kept.id, (p) => ({ ...p, slug: "fresh" })))).toBe("AlreadyExists");
   });
 
   it("resolves a job output naming a preset, request fields first", async () => {

@@ -1,6 +1,7 @@
 // Presets: an app's custom presets as versioned store records, the read-only system catalog served
 // from code, the rules a preset's settings obey, and the expansion of a preset into a job output.
 import { clone, create, type Message } from "@bufbuild/protobuf";
+import { inGrace, type ClaimStamp } from "./claims.js";
 import { AUDIO_NAMES, AUDIO_RULES, CODEC_RULES, CONTAINER_CODECS, RESOLUTIONS, videoCodecName, type CodecRules, type VideoCodecName } from "./codec-rules.js";
 import { alreadyExists, notFound, VersionConflict } from "./errors.js";
 import { AudioTrackSchema, EncodingMode, OutputSpecSchema, OutputType, VideoVariantSchema, type OutputSpec, type VideoVariant } from "./gen/media/v1/job_pb.js";
@@ -32,7 +33,7 @@ import type { RecordWrite, Store, StoredRecord } from "./store/port.js";
 import type { Check } from "./validation.js";
 
 export const PRESETS = "presets";
-/** `${appId}:${slug}` → the preset holding the slug; claimed with a conditional write. */
+/** `${appId}:${slug}` → the preset holding the slug; a claim (claims.ts) written before the preset. */
 export const PRESET_SLUGS = "preset_slugs";
 
 export const PRESET_LIMITS = { slugMin: 3, slugMax: 64, name: 128, description: 1024 } as const;
@@ -457,10 +458,16 @@ export async function resolveOutputSpec(store: Store, appId: string, spec: Outpu
 
 // ───────────────────────────── store ─────────────────────────────
 
-interface SlugLink {
+interface SlugLink extends ClaimStamp {
   readonly presetId: string;
 }
 const slugKey = (appId: string, slug: string) => `${appId}:${slug}`;
+
+/** The preset a slug link leads to, if that preset holds the slug; else the link is an orphan. */
+async function holderOf(store: Store, appId: string, slug: string, link: StoredRecord<SlugLink>): Promise<PresetRecord | undefined> {
+  const p = (await store.get<PresetRecord>(PRESETS, link.value.presetId))?.value;
+  return p?.appId === appId && p.slug === slug ? p : undefined;
+}
 
 /** A system preset, or a stored one of any app (callers check visibility). */
 export async function findPreset(store: Store, id: string): Promise<AnyPreset | undefined> {
@@ -472,7 +479,7 @@ export async function findPresetBySlug(store: Store, appId: string, slug: string
   const sys = SYSTEM_BY_SLUG.get(slug);
   if (sys) return sys;
   const link = await store.get<SlugLink>(PRESET_SLUGS, slugKey(appId, slug));
-  return link && (await store.get<PresetRecord>(PRESETS, link.value.presetId))?.value;
+  return link && holderOf(store, appId, slug, link);
 }
 
 /** The app's presets that are not archived, newest first. */
@@ -481,21 +488,22 @@ export async function appPresets(store: Store, appId: string): Promise<readonly 
 }
 
 // An archived preset keeps its slug link, so jobs naming the slug hear "preset is archived", until a
-// new preset claims the slug; a live holder makes the slug taken.
+// new preset claims the slug; a live holder makes the slug taken, and so does an orphan link in its
+// grace (its preset may still be being written).
 async function claimSlug(store: Store, appId: string, slug: string, presetId: string) {
   if (SYSTEM_BY_SLUG.has(slug)) throw alreadyExists(`slug "${slug}" belongs to a system preset`, "slug");
   const id = slugKey(appId, slug);
   const held = await store.get<SlugLink>(PRESET_SLUGS, id);
   if (held && held.value.presetId !== presetId) {
-    const holder = (await store.get<PresetRecord>(PRESETS, held.value.presetId))?.value;
-    if (holder && holder.archivedAt === undefined) throw alreadyExists(`preset slug "${slug}" is taken in this app`, "slug");
+    const holder = await holderOf(store, appId, slug, held);
+    if (holder ? holder.archivedAt === undefined : inGrace(held)) throw alreadyExists(`preset slug "${slug}" is taken in this app`, "slug");
   }
-  return { table: PRESET_SLUGS, id, value: { presetId } satisfies SlugLink, expectedVersion: held?.version ?? 0 };
+  return { table: PRESET_SLUGS, id, value: { presetId, createdAt: Date.now() } satisfies SlugLink, expectedVersion: held?.version ?? 0 };
 }
 
 const presetWrite = (p: PresetRecord, expectedVersion: number) => ({ table: PRESETS, id: p.id, value: p, partition: p.appId, sort: sortKey(p.createdAt, p.id), expectedVersion });
 
-/** Stores a new preset and claims its slug in one conditional batch; a lost race is already_exists. */
+/** Claims the slug, then stores the new preset; a lost race is already_exists. */
 export async function insertPreset(store: Store, p: PresetRecord): Promise<PresetRecord> {
   const slug = await claimSlug(store, p.appId, p.slug, p.id);
   try {
@@ -507,7 +515,11 @@ export async function insertPreset(store: Store, p: PresetRecord): Promise<Prese
   return p;
 }
 
-/** Read, change and write back conditionally (moving the slug when it changes), retrying a lost race. */
+/**
+ * Read, change and write back conditionally, retrying a lost race. A new slug is claimed before the
+ * preset is written and the old link dropped after it; a link left by a failure between those is an
+ * orphan, since its preset no longer (or not yet) holds that slug.
+ */
 export async function changePreset(store: Store, id: string, fn: (current: PresetRecord) => PresetRecord): Promise<PresetRecord> {
   for (let attempt = 0; ; attempt++) {
     const current = await store.get<PresetRecord>(PRESETS, id);
@@ -515,7 +527,7 @@ export async function changePreset(store: Store, id: string, fn: (current: Prese
     const next = { ...fn(current.value), updatedAt: Date.now() };
     const writes: RecordWrite[] = [presetWrite(next, current.version)];
     if (next.slug !== current.value.slug) {
-      writes.push(await claimSlug(store, next.appId, next.slug, next.id));
+      writes.unshift(await claimSlug(store, next.appId, next.slug, next.id));
       const old = await store.get<SlugLink>(PRESET_SLUGS, slugKey(next.appId, current.value.slug));
       if (old?.value.presetId === id) writes.push({ table: PRESET_SLUGS, id: old.id, value: null, expectedVersion: old.version });
     }

@@ -1,7 +1,5 @@
 // Cassandra adapter of the store port (cluster mode). Schema: infra/cql/*.cql.
 //
-// Same contract as the FileStore (the reference), with these Cassandra-specific rules:
-//
 // Journal. A batch's events for one key are one single-partition lightweight transaction
 // (INSERT ... IF NOT EXISTS; a conditional BATCH when there are several), so a stale owner that
 // writes a sequence number that already exists fails. Before it, the key's last seq is read and
@@ -17,37 +15,30 @@
 // entry, value and version denormalised) is kept in step: the old (part, sort) row is deleted
 // when a write moves or deletes a record.
 //
-// commit(batch) is NOT one atomic operation here: Cassandra cannot make a conditional batch that
-// spans partitions. Instead:
-//   0. Read: the last seq of every event key and the current row of every record written.
-//      Every condition is checked against that state (as the FileStore does, against the state
-//      before the batch); a failure throws VersionConflict and nothing is written.
-//   1. Conditional parts, in order, each its own LWT (LOCAL_SERIAL; SERIAL with consistency
-//      "global"; the commit at LOCAL_QUORUM / QUORUM): the events of each key,
-//      then each conditionally written record (all writes of one record in the batch collapse
-//      into one compare-and-set of the final state). A compare-and-set that loses to a
-//      concurrent change re-reads at SERIAL and retries while the condition still holds. An LWT
-//      whose outcome is unknown (timeout, lost connection) is resolved by a SERIAL read.
-//      If a condition fails (or an error remains), the steps already applied in this batch are
-//      undone, newest first, each itself conditional on still holding what this batch wrote
-//      (events deleted; inserted records deleted; updated or deleted records restored to the
-//      exact previous row and version), and commit rejects with the VersionConflict (or error).
-//   2. The unconditional record writes and all record_index changes, as logged batches
-//      (atomic among themselves through the batchlog; split into several batches above ~40 kB,
-//      Cassandra's batch size limit; a single record larger than that is written statement by
-//      statement). These writes are idempotent and retried once; if they still fail, step 1 is
-//      undone as above and commit rejects. A batch that timed out after reaching the batchlog
-//      counts as written (Cassandra replays it).
-// So conditions are checked, and claimed, before anything unconditional is written, and a
-// rejected commit leaves no trace except for other readers during the few milliseconds between
-// a step and its undo (they can see a uniqueness claim, or an event, that then disappears).
-// Limits (documented, accepted): a crash of this process, or a lost connection, between steps
-// can leave part of a batch applied — e.g. an organization-slug claim without its organization,
-// an event without its read-model rows, or an index row missing — and nothing repairs it
-// automatically; undoing an event after another writer already appended behind it (only a
-// stale owner can) leaves a gap. Concurrent unconditional writes to one record are last-write-
-// wins and can give two writes the same version. Non-LWT writes use server-side timestamps so
-// they order consistently with LWT (ballot) timestamps; that assumes synchronised server clocks.
+// commit(batch) applies the port's steps (port.ts) one after another, each its own write:
+//   0. Read the last seq of every event key and the current row of every record written, and check
+//      every condition against that state (as the FileStore does); a failure throws VersionConflict
+//      and nothing is written.
+//   1. a. The events of each key, one lightweight transaction each (LOCAL_SERIAL; SERIAL with
+//      consistency "global"; the commit at LOCAL_QUORUM / QUORUM).
+//      b. Each conditionally written record, in the order records first appear in the batch: one
+//      compare-and-set of its final state (all its writes in the batch collapse into one), then its
+//      record_index change. A compare-and-set that loses to a concurrent change re-reads at SERIAL
+//      and retries while the condition still holds; one whose outcome is unknown (timeout, lost
+//      connection) is resolved by a SERIAL read.
+//   2. The unconditional record writes with their record_index changes.
+//   Writes without a condition (2, and the index changes of 1b) go as logged batches, each atomic
+//   through the batchlog (a new one above ~40 kB, Cassandra's batch size limit; a single record
+//   larger than that statement by statement). They are idempotent and retried once; one that timed
+//   out after reaching the batchlog counts as written (Cassandra replays it).
+// A failed step rejects the commit (VersionConflict when a condition lost a race, else the error);
+// the steps after it do not run and those before it stay. A crash or a lost connection between
+// steps leaves such a prefix too: events without their read-model rows, a uniqueness claim without
+// the record it names, a record whose index row is missing or stale. Nothing here repairs it;
+// callers are written to tolerate it.
+// Concurrent unconditional writes to one record are last-write-wins and can give two writes the
+// same version. Non-LWT writes use server-side timestamps so they order consistently with LWT
+// (ballot) timestamps; that assumes synchronised server clocks.
 // Scans read the whole index partition (driver paging, 500 rows a page) for the total, applying
 // expiry and the filter client-side; sort keys compare in UTF-8 byte order (same as JavaScript's
 // for ASCII keys).
@@ -121,9 +112,12 @@ interface RecordPlan {
   after: State;
 }
 
-type Step =
-  | { readonly kind: "events"; readonly key: string; readonly events: readonly JournalEvent[]; readonly data: readonly string[] }
-  | { readonly kind: "record"; readonly plan: RecordPlan };
+/** The events of one key in a batch, with their data as stored. */
+interface EventsStep {
+  readonly key: string;
+  readonly events: readonly JournalEvent[];
+  readonly data: readonly string[];
+}
 
 interface Statement {
   readonly query: string;
@@ -301,35 +295,19 @@ export class CassandraStore implements Store {
     for (const plan of plans.values()) plan.after = fold(plan.before, plan.writes, now);
     await this.afterPrecheck();
 
-    // 1. The conditional parts, in order; undo what this batch applied when one fails.
-    const done: Step[] = [];
-    const steps: Step[] = [
-      ...[...byKey.entries()].map(([key, list]): Step => ({ kind: "events", key, events: list, data: list.map((e) => json(e.data)) })),
-      ...[...plans.values()].filter((p) => p.expected !== undefined).map((plan): Step => ({ kind: "record", plan })),
-    ];
-    for (const step of steps) {
-      try {
-        if (step.kind === "events") await this.appendEvents(client, step);
-        else await this.compareAndSet(step.plan);
-        done.push(step);
-      } catch (e) {
-        // An unresolved error may have applied the step: undo it too (the undo is conditional).
-        if (!(e instanceof VersionConflict)) done.push(step);
-        throw await this.undo(done, e);
+    // 1. The events, then each compare-and-set and its index change; a failure keeps what came before.
+    for (const [key, list] of byKey) await this.appendEvents(client, { key, events: list, data: list.map((e) => json(e.data)) });
+    const unconditional: RecordPlan[] = [];
+    for (const plan of plans.values()) {
+      if (plan.expected === undefined) {
+        unconditional.push(plan);
+        continue;
       }
+      await this.compareAndSet(plan);
+      await this.writeLogged(client, [plan]);
     }
-
-    // 2. Unconditional writes and every index change, as logged batches (idempotent: one retry).
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.writeUnconditional(client, [...plans.values()]);
-        return;
-      } catch (e) {
-        if (isBatchlogged(e)) return; // in the batchlog: Cassandra replays it; the commit holds
-        if (attempt < 2 && this.client) continue;
-        throw await this.undo(done, e);
-      }
-    }
+    // 2. The unconditional writes with their index changes.
+    await this.writeLogged(client, unconditional);
   }
 
   async events(key: string, afterSeq: number): Promise<readonly JournalEvent[]> {
@@ -370,7 +348,7 @@ export class CassandraStore implements Store {
     return row ? num(row["seq"]) : 0;
   }
 
-  private async appendEvents(client: Client, step: Extract<Step, { kind: "events" }>): Promise<void> {
+  private async appendEvents(client: Client, step: EventsStep): Promise<void> {
     const statements = step.events.map((e, i): Statement => ({ query: this.q.journalInsert, params: [e.key, e.seq, step.data[i], e.createdAt] }));
     const first = step.events[0]!;
     for (let attempt = 1; ; attempt++) {
@@ -389,7 +367,7 @@ export class CassandraStore implements Store {
   }
 
   /** After an LWT with an unknown outcome: true if ours is in, false if another writer's is, undefined if neither. */
-  private async resolveEvents(step: Extract<Step, { kind: "events" }>): Promise<boolean | undefined> {
+  private async resolveEvents(step: EventsStep): Promise<boolean | undefined> {
     const first = step.events[0]!;
     const last = step.events.at(-1)!;
     const rs = await this.open_().execute(this.q.journalRange, [step.key, first.seq, last.seq], { consistency: this.serial });
@@ -438,7 +416,20 @@ export class CassandraStore implements Store {
       : { query: this.q.recordDeleteIfAbsent, params: [table, id] };
   }
 
-  private async writeUnconditional(client: Client, plans: readonly RecordPlan[]): Promise<void> {
+  /** Writes as logged batches: idempotent, so retried once; one that reached the batchlog holds. */
+  private async writeLogged(client: Client, plans: readonly RecordPlan[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.writeRows(client, plans);
+      } catch (e) {
+        if (isBatchlogged(e)) return; // Cassandra replays it
+        if (attempt >= 2 || !this.client) throw e;
+      }
+    }
+  }
+
+  /** The plans' unconditional record writes and every index change they make. */
+  private async writeRows(client: Client, plans: readonly RecordPlan[]): Promise<void> {
     const now = Date.now();
     const groups: Statement[][] = [];
     for (const { table, id, before, after, expected } of plans) {
@@ -477,41 +468,6 @@ export class CassandraStore implements Store {
       bytes += size;
     }
     await flush();
-  }
-
-  /** Undoes applied steps, newest first, each conditional on still holding what this batch wrote. */
-  private async undo(done: readonly Step[], cause: unknown): Promise<unknown> {
-    const client = this.client;
-    const failures: unknown[] = [];
-    for (const step of [...done].reverse()) {
-      try {
-        if (!client) throw new Error("store closed during commit");
-        if (step.kind === "events") {
-          await this.run(
-            client,
-            step.events.map((e, i) => ({ query: this.q.journalUndo, params: [e.key, e.seq, step.data[i], e.createdAt] })),
-            { serial: true },
-          );
-          continue;
-        }
-        const { table, id, before, after } = step.plan;
-        const now = Date.now();
-        if (!after && !before) continue;
-        const statement: Statement = !after
-          ? { query: this.q.recordPutIfAbsent, params: [ttlOf(before!.expiresAt, now), before!.version, before!.part, before!.sort, before!.value, before!.expiresAt, table, id] }
-          : before
-            ? { query: this.q.recordRestoreIfOurs, params: [ttlOf(before.expiresAt, now), before.version, before.part, before.sort, before.value, before.expiresAt, table, id, after.version, after.value] }
-            : { query: this.q.recordDeleteIfOurs, params: [table, id, after.version, after.value] };
-        await client.execute(statement.query, statement.params, { serialConsistency: this.serial });
-      } catch (e) {
-        failures.push(e);
-      }
-    }
-    if (failures.length === 0) return cause;
-    return new Error(
-      `commit failed (${cause instanceof Error ? cause.message : String(cause)}) and undoing its applied steps failed too; part of the batch may remain`,
-      { cause: failures[0] },
-    );
   }
 
   /** One statement, or a logged batch (a conditional one when the statements carry IF). */
@@ -718,7 +674,6 @@ function queries(ks: string) {
   return {
     journalLast: `SELECT seq FROM ${ks}.journal WHERE key = ? ORDER BY seq DESC LIMIT 1`,
     journalInsert: `INSERT INTO ${ks}.journal (key, seq, data, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`,
-    journalUndo: `DELETE FROM ${ks}.journal WHERE key = ? AND seq = ? IF data = ? AND created_at = ?`,
     journalRead: `SELECT seq, data, created_at FROM ${ks}.journal WHERE key = ? AND seq > ?`,
     journalRange: `SELECT seq, data, created_at FROM ${ks}.journal WHERE key = ? AND seq >= ? AND seq <= ?`,
     snapshotGet: `SELECT seq, data, created_at FROM ${ks}.snapshots WHERE key = ?`,
@@ -730,8 +685,6 @@ function queries(ks: string) {
     recordPutIfState: `UPDATE ${ks}.records ${set} IF ${state}`,
     recordDeleteIfAbsent: `DELETE FROM ${ks}.records WHERE tbl = ? AND id = ? IF version = null`,
     recordDeleteIfState: `DELETE FROM ${ks}.records WHERE tbl = ? AND id = ? IF ${state}`,
-    recordRestoreIfOurs: `UPDATE ${ks}.records ${set} IF version = ? AND value = ?`,
-    recordDeleteIfOurs: `DELETE FROM ${ks}.records WHERE tbl = ? AND id = ? IF version = ? AND value = ?`,
     indexPut: `UPDATE ${ks}.record_index USING TTL ? SET version = ?, value = ?, expires_at = ? WHERE tbl = ? AND part = ? AND sort = ? AND id = ?`,
     indexDelete: `DELETE FROM ${ks}.record_index WHERE tbl = ? AND part = ? AND sort = ? AND id = ?`,
     indexScan: `SELECT sort, id, version, value, expires_at FROM ${ks}.record_index WHERE tbl = ? AND part = ?`,

@@ -1,5 +1,24 @@
 // The store port: an event journal with snapshots for persistent actors, and versioned records
 // with ordered partitions for read models, uniqueness and idempotency. One contract, several adapters.
+//
+// A commit is a sequence of steps, not one transaction (Cassandra cannot make a conditional batch
+// across partitions), so it promises only this, and callers may rely on nothing more:
+//   1. Conditions are checked before anything is written: each event key's events must continue its
+//      last seq exactly, and each expectedVersion must match. A condition that fails at that check
+//      rejects with VersionConflict and writes nothing.
+//   2. The events of one key are appended atomically, fenced by sequence number: a stale writer of
+//      an existing seq fails with VersionConflict.
+//   3. Each record write is atomic for its record; one with expectedVersion is a compare-and-set.
+//   4. Steps apply in this order: the events (key by key), then the conditional record writes in
+//      batch order, then the unconditional record writes; each record's index change goes with its
+//      write. When a step fails (a concurrent writer won a compare-and-set, an error, a crash), the
+//      steps before it stay applied and those after it are not; commit rejects. Nothing is undone.
+//      A caller that needs "B only if A" writes A (the claim, the event) before B and tolerates A
+//      without B.
+//   5. get reads the last applied write of a record; scan reads the index, written with (Cassandra:
+//      right after) the record, so a scan may briefly miss a record being written or show its
+//      previous row (for good, if the writer crashed in between, until the record is written again).
+// The FileStore applies a whole batch or nothing; that is more than the port promises.
 
 export interface StoredRecord<T = unknown> {
   readonly id: string;
@@ -69,7 +88,13 @@ export interface Store {
   close(): Promise<void>;
   health(): Promise<StoreHealth>;
   get<T>(table: string, id: string): Promise<StoredRecord<T> | undefined>;
-  /** Atomic and durable when it resolves; rejects with VersionConflict when a condition fails. */
+  /**
+   * Durable when it resolves. Checks every condition first (a failure there writes nothing), then
+   * appends the events (atomic and seq-fenced per key), then makes the conditional record writes in
+   * batch order (compare-and-sets), then the unconditional ones, each with its index change. A step
+   * that fails (a lost compare-and-set, an error, a crash) keeps the steps before it and skips the
+   * rest, with no undo, and commit rejects (VersionConflict for a lost condition). See 1–5 above.
+   */
   commit(batch: Batch): Promise<void>;
   events(key: string, afterSeq: number): Promise<readonly JournalEvent[]>;
   latestSnapshot(key: string): Promise<Snapshot | undefined>;

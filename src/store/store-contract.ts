@@ -7,8 +7,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { VersionConflict } from "../errors.js";
 import type { JournalEvent, Store } from "./port.js";
 
-/** An opened store; reopen, when given, closes it and opens a new one over the same data. */
-export type ContractStore = Store & { reopen?: () => Promise<Store> };
+/**
+ * An opened store. reopen, when given, closes it and opens a new one over the same data. race, when
+ * given, runs a racing writer between the next commit's checks and its first write (a store that
+ * applies a batch whole, like the FileStore, has no such moment).
+ */
+export type ContractStore = Store & { reopen?: () => Promise<Store>; race?: (racer: () => Promise<void>) => void };
 
 const unique = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
 const event = (key: string, seq: number, data: unknown = seq): JournalEvent => ({ key, seq, data, createdAt: 1_700_000_000_000 + seq });
@@ -84,7 +88,7 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       expect((await s.events(b, 600)).map((e) => e.seq)).toEqual(Array.from({ length: 21 }, (_, i) => 601 + i));
     });
 
-    it("conditional record writes: 0 means absent, n means at version n; batches are all or nothing", async () => {
+    it("conditional record writes: 0 means absent, n means at version n; a condition failing at the check writes nothing", async () => {
       const s = await fresh();
       const t = unique("t");
       await s.commit({ writes: [{ table: t, id: "a", value: { n: 1 }, expectedVersion: 0 }] });
@@ -99,7 +103,7 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       expect(await s.get(t, "missing")).toBeUndefined();
     });
 
-    it("a batch whose later condition fails leaves nothing behind: no event, no claim, no unconditional write", async () => {
+    it("a condition failing at the check writes nothing: no event, no claim, no unconditional write", async () => {
       const s = await fresh();
       const [claims, rows, k] = [unique("claims"), unique("rows"), unique("k")];
       await s.commit({ events: [event(k, 1)], writes: [{ table: rows, id: "owner", value: { v: 1 }, partition: "p", sort: "s1", expectedVersion: 0 }] });
@@ -118,12 +122,42 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       expect(await s.get(rows, "owner")).toMatchObject({ value: { v: 2 }, version: 2 });
       expect((await s.events(k, 0)).map((e) => e.seq)).toEqual([1]);
       expect((await s.scan(rows, "p", { limit: 10 })).items.map((r) => r.id)).toEqual(["owner"]);
-      // The same batch with the right version goes through whole.
+      // A gap in the events fails at the check too, before any record is written.
+      await expect(s.commit({ ...failing, events: [event(k, 3)], writes: failing.writes.slice(0, 2) })).rejects.toBeInstanceOf(VersionConflict);
+      expect(await s.get(claims, "slug")).toBeUndefined();
+      expect(await s.get(rows, "existing")).toBeUndefined();
+      // The same batch with the right version goes through.
       await s.commit({ ...failing, writes: failing.writes.map((w) => (w.id === "owner" ? { ...w, expectedVersion: 2 } : w)) });
       expect(await s.get(claims, "slug")).toMatchObject({ version: 1 });
       expect(await s.get(rows, "owner")).toMatchObject({ value: { v: 3 }, version: 3 });
       expect((await s.events(k, 0)).map((e) => e.seq)).toEqual([1, 2]);
       expect((await s.scan(rows, "p", { limit: 10 })).items.map((r) => r.id)).toEqual(["existing", "owner"]);
+    });
+
+    it("steps apply in order (events, conditional writes in batch order, unconditional writes): a failed one keeps those before it", async (ctx) => {
+      const s = await fresh();
+      if (!s.race) return ctx.skip();
+      const [claims, rows, k] = [unique("claims"), unique("rows"), unique("k")];
+      await s.commit({ events: [event(k, 1)], writes: [{ table: rows, id: "owner", value: { v: 1 }, partition: "p", sort: "1" }] });
+      // Every condition holds when checked; a racing writer then changes "owner" before its compare-and-set.
+      s.race(() => s.commit({ writes: [{ table: rows, id: "owner", value: { v: "racer" }, expectedVersion: 1 }] }));
+      await expect(
+        s.commit({
+          events: [event(k, 2)],
+          writes: [
+            { table: rows, id: "loose", value: 1, partition: "p", sort: "5" }, // unconditional: last, whatever its place
+            { table: claims, id: "first", value: { owner: "me" }, expectedVersion: 0 },
+            { table: rows, id: "owner", value: { v: 2 }, expectedVersion: 1 }, // loses the race
+            { table: claims, id: "second", value: { owner: "me" }, expectedVersion: 0 },
+          ],
+        }),
+      ).rejects.toBeInstanceOf(VersionConflict);
+      expect((await s.events(k, 0)).map((e) => e.seq)).toEqual([1, 2]);
+      expect(await s.get(claims, "first")).toMatchObject({ value: { owner: "me" }, version: 1 });
+      expect(await s.get(rows, "owner")).toMatchObject({ value: { v: "racer" }, version: 2 });
+      expect(await s.get(claims, "second")).toBeUndefined();
+      expect(await s.get(rows, "loose")).toBeUndefined();
+      expect((await s.scan(rows, "p", { limit: 10 })).items.map((r) => [r.id, r.version])).toEqual([["owner", 2]]);
     });
 
     it("versions count every write; unconditional writes keep partition and sort unless given; deletes", async () => {

@@ -1,6 +1,6 @@
 // The store contract against a real Cassandra (infra/cassandra.sh), plus what only this adapter
-// has: schema migrations, connection errors named by setting, and the undo of a batch whose
-// condition fails after earlier conditions were applied.
+// has: schema migrations, connection errors named by setting, and what a commit that fails after
+// its checks leaves (the steps before the failure, index rows included).
 // Starts Cassandra when it is not running (and stops it again afterwards unless
 // MEDIA_TEST_KEEP_CASSANDRA=1); uses a fresh random keyspace, dropped at the end.
 import { execFile } from "node:child_process";
@@ -77,6 +77,9 @@ async function contractStore(): Promise<ContractStore> {
       await s.close();
       return contractStore();
     },
+    race: (racer: () => Promise<void>) => {
+      s.interfere = racer;
+    },
   });
 }
 
@@ -129,74 +132,56 @@ describe("CassandraStore", () => {
     );
   });
 
-  it("undoes an applied uniqueness claim and an update when a later condition loses a race", async () => {
+  it("keeps the event, an earlier claim and the earlier records' index rows when a later compare-and-set loses a race", async () => {
     const s = await openStore();
     const other = await openStore();
     try {
-      const [claims, rows] = [unique("claims"), unique("rows")];
-      await s.commit({ writes: [{ table: rows, id: "owner", value: { v: 1 }, partition: "p", sort: "1" }, { table: rows, id: "kept", value: { k: 1 }, partition: "p", sort: "2" }] });
-      // Both conditions hold when checked; a racing writer changes "owner" before its compare-and-set.
-      s.interfere = () => other.commit({ writes: [{ table: rows, id: "owner", value: { v: "racer" }, expectedVersion: 1 }] });
-      await expect(
-        s.commit({
-          writes: [
-            { table: claims, id: "slug", value: { owner: "me" }, expectedVersion: 0 },
-            { table: rows, id: "kept", value: { k: 2 }, sort: "9", expectedVersion: 1 },
-            { table: rows, id: "loose", value: 1, partition: "p", sort: "5" },
-            { table: rows, id: "owner", value: { v: 2 }, expectedVersion: 1 },
-          ],
-        }),
-      ).rejects.toBeInstanceOf(VersionConflict);
-      expect(await s.get(claims, "slug")).toBeUndefined();
-      expect(await s.get(rows, "kept")).toEqual({ id: "kept", version: 1, partition: "p", sort: "2", value: { k: 1 }, expiresAt: 0 });
-      expect(await s.get(rows, "loose")).toBeUndefined();
-      expect(await s.get(rows, "owner")).toMatchObject({ value: { v: "racer" }, version: 2 });
-      expect((await s.scan(rows, "p", { limit: 10 })).items.map((r) => [r.id, r.version])).toEqual([["kept", 1], ["owner", 2]]);
-      // The claim is free again.
-      await other.commit({ writes: [{ table: claims, id: "slug", value: { owner: "other" }, expectedVersion: 0 }] });
-      expect(await s.get(claims, "slug")).toMatchObject({ value: { owner: "other" }, version: 1 });
-    } finally {
-      await s.close();
-      await other.close();
-    }
-  });
-
-  it("undoes an applied event and a delete when a later condition loses a race", async () => {
-    const s = await openStore();
-    const other = await openStore();
-    try {
-      const [rows, k] = [unique("rows"), unique("k")];
-      await s.commit({ events: [{ key: k, seq: 1, data: "one", createdAt: 1 }], writes: [{ table: rows, id: "gone", value: "g", partition: "p", sort: "1" }, { table: rows, id: "r", value: 1 }] });
-      s.interfere = () => other.commit({ writes: [{ table: rows, id: "r", value: "racer" }] });
+      const [claims, rows, k] = [unique("claims"), unique("rows"), unique("k")];
+      await s.commit({
+        events: [{ key: k, seq: 1, data: "one", createdAt: 1 }],
+        writes: [
+          { table: rows, id: "gone", value: "g", partition: "p", sort: "1" },
+          { table: rows, id: "moved", value: "m", partition: "p", sort: "2" },
+          { table: rows, id: "r", value: 1 },
+        ],
+      });
+      s.interfere = () => other.commit({ writes: [{ table: rows, id: "r", value: "racer", expectedVersion: 1 }] });
       await expect(
         s.commit({
           events: [{ key: k, seq: 2, data: "two", createdAt: 2 }],
           writes: [
+            { table: claims, id: "slug", value: { owner: "me" }, expectedVersion: 0 },
             { table: rows, id: "gone", value: null, expectedVersion: 1 },
-            { table: rows, id: "r", value: 2, expectedVersion: 1 },
+            { table: rows, id: "moved", value: "m2", sort: "9", expectedVersion: 1 },
+            { table: rows, id: "r", value: 2, expectedVersion: 1 }, // loses the race
+            { table: rows, id: "loose", value: 1, partition: "p", sort: "5" },
           ],
         }),
       ).rejects.toBeInstanceOf(VersionConflict);
-      expect((await s.events(k, 0)).map((e) => e.data)).toEqual(["one"]);
-      expect(await s.get(rows, "gone")).toEqual({ id: "gone", version: 1, partition: "p", sort: "1", value: "g", expiresAt: 0 });
-      expect((await s.scan(rows, "p", { limit: 10 })).items.map((r) => r.id)).toEqual(["gone"]);
-      // The sequence number is free again for the rightful owner.
-      await s.commit({ events: [{ key: k, seq: 2, data: "two again", createdAt: 3 }] });
-      expect((await s.events(k, 0)).map((e) => e.data)).toEqual(["one", "two again"]);
+      expect((await s.events(k, 0)).map((e) => e.data)).toEqual(["one", "two"]);
+      expect(await s.get(claims, "slug")).toMatchObject({ value: { owner: "me" }, version: 1 });
+      expect(await s.get(rows, "gone")).toBeUndefined();
+      expect(await s.get(rows, "moved")).toEqual({ id: "moved", version: 2, partition: "p", sort: "9", value: "m2", expiresAt: 0 });
+      expect(await s.get(rows, "r")).toMatchObject({ value: "racer", version: 2 });
+      expect(await s.get(rows, "loose")).toBeUndefined();
+      // Each applied record's index row was written right after it, before the failed step.
+      expect((await s.scan(rows, "p", { limit: 10 })).items.map((r) => [r.id, r.sort, r.version])).toEqual([["moved", "9", 2]]);
+      // The sequence number is taken: the next writer continues after it.
+      await expect(s.commit({ events: [{ key: k, seq: 2, data: "again", createdAt: 3 }] })).rejects.toBeInstanceOf(VersionConflict);
     } finally {
       await s.close();
       await other.close();
     }
   });
 
-  it("undoes the conditional steps when the unconditional writes fail", async () => {
+  it("keeps the applied steps and rejects with the error when a later write fails", async () => {
     const s = await openStore();
     const admin = new cassandra.Client({ contactPoints: [CONTACT], localDataCenter: "datacenter1" });
     await admin.connect();
     try {
       const [rows, claims, k] = [unique("rows"), unique("claims"), unique("k")];
       await s.commit({ events: [{ key: k, seq: 1, data: 1, createdAt: 1 }], writes: [{ table: rows, id: "a", value: "a1", partition: "p", sort: "1" }] });
-      // The index table disappears between the conditional steps' checks and the unconditional step.
+      // The index table disappears between the checks and the first write: "a"'s index change fails.
       s.interfere = async () => void (await admin.execute(`DROP TABLE ${KEYSPACE}.record_index`, [], { readTimeout: 60_000 }));
       const failed = await s
         .commit({
@@ -213,9 +198,9 @@ describe("CassandraStore", () => {
       for (const statement of renderCql(readFileSync(path.join(ROOT, "infra/cql/001_init.cql"), "utf8"), { keyspace: KEYSPACE, replication: "{}" })) {
         if (/record_index/.test(statement)) await admin.execute(statement, [], { readTimeout: 60_000 });
       }
-      expect((await s.events(k, 0)).map((e) => e.seq)).toEqual([1]);
-      expect(await s.get(claims, "c")).toBeUndefined();
-      expect(await s.get(rows, "a")).toMatchObject({ value: "a1", version: 1 });
+      expect((await s.events(k, 0)).map((e) => e.seq)).toEqual([1, 2]);
+      expect(await s.get(claims, "c")).toMatchObject({ value: "mine", version: 1 });
+      expect(await s.get(rows, "a")).toMatchObject({ value: "a2", version: 2 });
       expect(await s.get(rows, "b")).toBeUndefined();
     } finally {
       await s.close();
