@@ -6,8 +6,8 @@ import path from "node:path";
 import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key.js";
 import { ownedKeys, serveCommands, CommandClient, topicsFor, type EntityCommands } from "../actors/commands.js";
 import { ActorHost, type EntityBehavior } from "../actors/host.js";
-import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, jobIntentHandlers, JOBS, type JobRecord } from "../actors/job.js";
-import { Relay, type Intent } from "../actors/outbox.js";
+import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, jobIntentHandlers, JOBS, TERMINAL, type JobRecord } from "../actors/job.js";
+import { Relay, type Intent, type Outbox } from "../actors/outbox.js";
 import { UpdatesHub } from "../actors/updates.js";
 import { WebhookEndpointBehavior, type EndpointIntent, type EndpointState } from "../actors/webhook-endpoint.js";
 import { Deliverer } from "../delivery/deliverer.js";
@@ -117,6 +117,30 @@ async function redispatchAfterRestart(store: Store, host: ActorHost, owned: read
   }
 }
 
+/**
+ * Fault injection for the outbox's crash test (MEDIA_FAILPOINT, a comma list): kill -9 this process
+ * right after a job entry is durable and before any of its intents runs. "job-encode-task": the
+ * entry hands the job to the encoders; "job-settled": the entry ends the job.
+ */
+function withFailpoints(outbox: Outbox, failpoints: readonly string[]): Outbox {
+  if (failpoints.length === 0) return outbox;
+  const hit = (type: string, intents: readonly Intent[], state: unknown): boolean => {
+    if (type !== JobBehavior.type) return false;
+    const job = (state as { job?: JobRecord }).job;
+    if (failpoints.includes("job-encode-task") && intents.some((i) => i.kind === "task" && (i as { task?: string }).task === "encode")) return true;
+    return failpoints.includes("job-settled") && job !== undefined && TERMINAL.has(job.status);
+  };
+  return {
+    beforeAppend: (type, id, seq) => outbox.beforeAppend(type, id, seq),
+    appended: (type, id, seq, intents, state) => {
+      if (hit(type, intents, state)) process.kill(process.pid, "SIGKILL");
+      outbox.appended(type, id, seq, intents, state);
+    },
+    now: (type, id, intents, state) => outbox.now(type, id, intents, state),
+    uncertain: (type, id) => outbox.uncertain(type, id),
+  };
+}
+
 export interface Roles {
   readonly gateway: boolean;
   readonly actorHost: boolean;
@@ -175,7 +199,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     const partitions = config.mode === "embedded" ? 4 : config.cluster.commandPartitions;
     // Effects leave the actors as intents journaled with their events; the relay carries them out.
     const relay = new Relay(store, log, { partitions });
-    const host = new ActorHost(store, log, 10_000, relay);
+    const failpoints = (process.env.MEDIA_FAILPOINT ?? "").split(",").filter((f) => f !== "");
+    const host = new ActorHost(store, log, 10_000, withFailpoints(relay, failpoints));
     actorHost = host;
     const byType = new Map(BEHAVIORS.map((b) => [b.type, b]));
     relay.attach((type, id) => host.wake(byType.get(type)!, id));
