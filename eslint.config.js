@@ -1,7 +1,9 @@
 // Lint: a few rules that catch real bugs and keep the layers pointing one way, not style.
 // Layers, bottom to top (a folder imports only from folders below it):
 //   src/ (shared kernel) ← actors/ ← wire/ ← gateway/, delivery/ ← main/ (composition root)
-//   src/ ← encoder-node/ ← main/
+//   src/, actors/job/messages.ts ← encoder-node/ ← main/
+// One folder per entity under actors/ (job/, webhook-endpoint/, api-key/); an entity's messages
+// file is its protocol, which the encoder nodes speak too.
 // test/ and bin/ may import anything.
 import { defineConfig } from "eslint/config";
 import tseslint from "typescript-eslint";
@@ -37,7 +39,9 @@ export default defineConfig(
             zone("./wire", ["./main", "./gateway", "./delivery", "./encoder-node"], "wire/ (records to wire messages) imports only src/ and actors/"),
             zone("./gateway", ["./main", "./delivery", "./encoder-node"], "gateway/ imports only src/, actors/ and wire/"),
             zone("./delivery", ["./main", "./gateway", "./encoder-node"], "delivery/ imports only src/, actors/ and wire/"),
-            zone("./encoder-node", ["./main", "./gateway", "./delivery", "./wire", "./actors"], "encoder-node/ imports only the kernel (src/): tasks and reports are kernel messages"),
+            zone("./encoder-node", ["./main", "./gateway", "./delivery", "./wire"], "encoder-node/ imports only the kernel (src/) and the job's messages"),
+            { target: "./encoder-node", from: "./actors", except: ["./job/messages.ts"], message: "encoder-node/ speaks the job's messages (actors/job/messages.ts), nothing else of the actors" },
+            zone("./actors/job/messages.ts", ["./actors/host.ts", "./actors/outbox.ts", "./actors/commands.ts", "./actors/updates.ts", "./actors/ledger.ts", "./actors/job/job.ts", "./actors/webhook-endpoint", "./actors/api-key"], "an entity's messages import only the kernel"),
           ],
         },
       ],

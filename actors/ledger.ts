@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { sortKey } from "../src/pagination.js";
 import type { RecordWrite } from "../src/store/port.js";
-import type { JobEvent, JobRecord } from "../src/job-messages.js";
+import type { JobEvent, JobRecord } from "./job/messages.js";
 
 export const EVENTS = "events";
 /** Synthetic events of SendTestWebhook (ids evt_test_…): delivered like others, never listed. */

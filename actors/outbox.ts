@@ -131,6 +131,7 @@ export class Relay implements Outbox {
 
   /** The handlers of one entity type's intents. */
   register<I extends Intent, S>(type: string, handlers: IntentHandlers<I, S>): void {
+    // Intents come back from the journal as plain data: here their type is taken on trust, once.
     const table = handlers as unknown as Readonly<Record<string, Erased>>;
     this.handlers.set(type, (intent, ctx) => {
       const handler = table[intent.kind];

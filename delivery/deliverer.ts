@@ -5,7 +5,7 @@
 // the host resumes every open delivery from the store (PENDING_DELIVERIES).
 import type { ActorHost } from "../actors/host.js";
 import { EVENTS, TEST_EVENTS, type EventRecord } from "../actors/ledger.js";
-import { activeSecrets, PENDING_DELIVERIES, PENDING_PARTITION, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../actors/webhook-endpoint.js";
+import { activeSecrets, PENDING_DELIVERIES, PENDING_PARTITION, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../actors/webhook-endpoint/webhook-endpoint.js";
 import { envelope } from "../wire/present-webhook.js";
 import { ownedKeys } from "../actors/commands.js";
 import type { Logger } from "../src/log.js";

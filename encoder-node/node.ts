@@ -13,7 +13,7 @@ import type { Topics } from "../src/bus/topics.js";
 import type { Config } from "../src/config.js";
 import { OutputSpecSchema, ThumbnailSpecSchema } from "../src/gen/media/v1/job_pb.js";
 import { randomToken } from "../src/ids.js";
-import { isJobErrorCode, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../src/job-messages.js";
+import { isJobErrorCode, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../actors/job/messages.js";
 import type { Logger } from "../src/log.js";
 import type { NetGuard } from "../src/net-guard.js";
 import { openOriginBlob, originKey } from "../src/origins.js";

@@ -4,7 +4,7 @@
 import { execFile } from "node:child_process";
 import { MediaError } from "./media-errors.js";
 
-import type { ProbeResult } from "../src/job-messages.js";
+import type { ProbeResult } from "../actors/job/messages.js";
 
 export type { ProbeResult };
 

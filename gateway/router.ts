@@ -32,7 +32,7 @@ import { originService } from "./services/origin.js";
 import { presetService } from "./services/preset.js";
 import { jobService } from "./services/job.js";
 import { webhookService } from "./services/webhook.js";
-import type { ApiKeyRecord } from "../actors/api-key.js";
+import type { ApiKeyRecord } from "../actors/api-key/api-key.js";
 
 /** Services whose capability arrives in a later issue: every method answers unimplemented. */
 const LATER: readonly { service: DescService; capability: string; resource: (typeof SCOPE_RESOURCES)[number] }[] = [

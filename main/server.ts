@@ -3,13 +3,13 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key.js";
+import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key/api-key.js";
 import { ownedKeys, serveCommands, CommandClient, topicsFor, type EntityCommands } from "../actors/commands.js";
 import { ActorHost, type EntityBehavior } from "../actors/host.js";
-import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, jobIntentHandlers, JOBS, TERMINAL, type JobRecord } from "../actors/job.js";
+import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, jobIntentHandlers, JOBS, TERMINAL, type JobRecord } from "../actors/job/job.js";
 import { Relay, type Intent, type Outbox } from "../actors/outbox.js";
 import { UpdatesHub } from "../actors/updates.js";
-import { WebhookEndpointBehavior, type EndpointIntent, type EndpointState } from "../actors/webhook-endpoint.js";
+import { WebhookEndpointBehavior, type EndpointIntent, type EndpointState } from "../actors/webhook-endpoint/webhook-endpoint.js";
 import { Deliverer } from "../delivery/deliverer.js";
 import { LegacyPoster } from "../delivery/legacy.js";
 import { startEncoderNode, type EncoderNode } from "../encoder-node/node.js";

@@ -7,40 +7,34 @@ import { VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { PROCESSING_FEE_MICROS } from "../src/pricing.js";
 import { jobMessage } from "./present-job.js";
 import type { Rejection } from "../actors/host.js";
-import { JobBehavior, processingFee, type JobCommand, type JobRecord, type JobState, type ProbeData } from "../actors/job.js";
+import { JobBehavior, type JobCommand, type JobRecord, type JobRequest, type JobState, type ProbeData } from "../actors/job/job.js";
 
 const spec = (resolution: string) =>
   toJson(OutputSpecSchema, create(OutputSpecSchema, { type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution }] })) as JsonValue;
 
-function newJob(over: Partial<JobRecord> = {}): JobRecord {
-  return {
-    id: "job_1",
+const output = (id: string, resolution: string) => ({ id, spec: spec(resolution) as { [field: string]: JsonValue }, pathTemplate: "", vars: { format: "mp4", codec: "h264", resolution, quality: "standard" } });
+
+/** A Create of a two-output job, as the gateway sends it. */
+function createJob(over: Partial<JobRequest> = {}): JobCommand {
+  const request: JobRequest = {
     appId: "app_1",
     organizationId: "org_1",
-    version: 1,
     inputUrl: "https://example.test/in.mp4",
     inputPath: "",
     inputVideoId: "",
-    status: "pending",
-    progress: 0,
     priority: "standard",
-    outputs: [
-      { id: "out_a", spec: spec("720p"), status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix: "job_1/out_a" },
-      { id: "out_b", spec: spec("480p"), status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix: "job_1/out_b" },
-    ],
+    outputs: [output("out_a", "720p"), output("out_b", "480p")],
     thumbnails: [],
-    thumbnailResults: [],
-    fees: [processingFee("fee_1")],
     webhookUrl: "",
     metadata: {},
-    thumbnailPrefix: "job_1/thumbnails",
+    outputPathTemplate: "",
     delayedStart: false,
+    idempotencyKey: "",
     bodyHash: "h1",
-    encoderStarted: false,
-    createdAt: 1000,
-    updatedAt: 1000,
+    feeId: "fee_1",
     ...over,
   };
+  return { type: "create", id: "job_1", at: 1000, request };
 }
 
 const probe: ProbeData = {
@@ -63,7 +57,7 @@ function run(state: JobState, ...commands: JobCommand[]): JobState {
 
 const at = 2000;
 const started = (delayed = false) =>
-  run({}, { type: "create", job: newJob({ delayedStart: delayed }) }, { type: "probe_started", attempt: "p1", at }, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 });
+  run({}, createJob({ delayedStart: delayed }), { type: "probe_started", attempt: "p1", at }, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 });
 
 /** Every wire amount equals the sum of its lines, exactly. */
 function expectLinesSum(job: JobRecord) {
@@ -77,15 +71,28 @@ function expectLinesSum(job: JobRecord) {
 }
 
 describe("JobActor", () => {
+  it("Create decides the job: outputs under the origin's base path and template, the fee, pending", () => {
+    const origin = { basePath: "media/", pathTemplate: "{date}/{job_id}/{resolution}" } as JobRequest["outputOrigin"];
+    const s = run({}, createJob({ outputOrigin: origin }));
+    expect(s.job!.status).toBe("pending");
+    expect(s.job!.outputs.map((o) => o.keyPrefix)).toEqual(["media/1970-01-01/job_1/720p", "media/1970-01-01/job_1/480p"]);
+    expect(s.job!.outputs.map((o) => (o.spec as { effectivePathTemplate: string }).effectivePathTemplate)).toEqual(["{date}/{job_id}/{resolution}", "{date}/{job_id}/{resolution}"]);
+    expect(s.job!.thumbnailPrefix).toBe("media/job_1/thumbnails");
+    expect(s.job!.fees.map((f) => f.id)).toEqual(["fee_1"]);
+    // Two outputs that land in one place are refused, naming the second.
+    const clash = JobBehavior.decide({}, createJob({ outputPathTemplate: "{job_id}" })) as Rejection;
+    expect(clash.violations).toEqual([{ field: "outputs[1].path_template", description: "resolves to the same location as outputs[0] (job_1); add {output_id} or {resolution}" }]);
+  });
+
   it("a reused idempotency key returns the job for the same body and refuses a different one", () => {
-    const s = run({}, { type: "create", job: newJob() });
-    expect(JobBehavior.decide(s, { type: "create", job: newJob() })).toEqual([]);
-    const refused = JobBehavior.decide(s, { type: "create", job: newJob({ bodyHash: "h2" }) }) as Rejection;
+    const s = run({}, createJob());
+    expect(JobBehavior.decide(s, createJob())).toEqual([]);
+    const refused = JobBehavior.decide(s, createJob({ bodyHash: "h2" })) as Rejection;
     expect(refused.violations?.[0]?.field).toBe("idempotency_key");
   });
 
   it("estimates after probing and hides outputs until then", () => {
-    const created = run({}, { type: "create", job: newJob() });
+    const created = run({}, createJob());
     const before = jobMessage(created.job!);
     expect(before.outputs).toEqual([]);
     expect(before.totalEstimatedCost).toBeUndefined();
@@ -143,7 +150,7 @@ describe("JobActor", () => {
   });
 
   it("a probe failure fails the job with nothing charged", () => {
-    const s = run({}, { type: "create", job: newJob() }, { type: "probe_started", attempt: "p1", at }, { type: "probe_failed", attempt: "p1", at, failure: { code: "input_invalid", message: "not media" } });
+    const s = run({}, createJob(), { type: "probe_started", attempt: "p1", at }, { type: "probe_failed", attempt: "p1", at, failure: { code: "input_invalid", message: "not media" } });
     expect(s.job!.status).toBe("failed");
     expect(jobMessage(s.job!).totalActualCost).toBe(0);
   });

@@ -2,7 +2,7 @@
 // from the read model the actor keeps. The secret exists only in the Create response.
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { API_KEYS, ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key.js";
+import { API_KEYS, ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key/api-key.js";
 import type { Reply } from "../../actors/host.js";
 import { apiError, invalidField, permissionDenied } from "../../src/errors.js";
 import type { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";

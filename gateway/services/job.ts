@@ -3,7 +3,7 @@
 // encoder nodes do the rest. Reads come from the read model; Watch follows the updates topic.
 import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { JOBS, JobBehavior, processingFee, TERMINAL, type JobRecord, type JobState, type OutputState } from "../../actors/job.js";
+import { JOBS, JobBehavior, TERMINAL, type JobRecord, type JobRequest, type JobState, type OutputVars } from "../../actors/job/job.js";
 import type { Reply } from "../../actors/host.js";
 import type { EntityUpdate } from "../../actors/updates.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
@@ -38,7 +38,6 @@ import type { ServiceDeps } from "./deps.js";
 export const JOB_LIMITS = { outputs: 10, thumbnails: 5, idempotencyKey: 128, metadataEntries: 20, metadataKey: 64, metadataValue: 1024, template: 1024 } as const;
 /** Variables of a job's output path templates: an origin's, plus {format} and {quality}. */
 const TEMPLATE_VARIABLES = [...PATH_TEMPLATE_VARIABLES, "format", "quality"] as const;
-const DEFAULT_TEMPLATE = "{job_id}/{output_id}";
 
 function accepted(reply: Reply<JobState>): JobRecord {
   if (reply.ok && reply.state.job) return reply.state.job;
@@ -80,24 +79,11 @@ function templateViolations(check: Check, field: string, template: string): void
   if (template.split("/").some((s) => s === "..")) check.add(field, "must not contain .. segments");
 }
 
-/** The storage key prefix of one output: base path, then the template with its variables filled. */
-function resolveTemplate(template: string, vars: Record<(typeof TEMPLATE_VARIABLES)[number], string>): string {
-  return template.replace(/\{([a-z_]+)\}/g, (_, name: string) => vars[name as keyof typeof vars] ?? "");
-}
-
-const joinKey = (...parts: string[]) =>
-  parts
-    .flatMap((p) => p.split("/"))
-    .filter((p) => p !== "" && p !== ".")
-    .join("/");
-
-function templateVars(spec: OutputSpec, jobId: string, outputId: string, createdAt: number) {
+/** The template variables that follow from an output's spec (the job's actor adds its ids and date). */
+function templateVars(spec: OutputSpec): OutputVars {
   const v = spec.video[0];
   const resolution = v ? v.resolution || (v.width && v.height ? `${v.width}x${v.height}` : "source") : "audio";
   return {
-    job_id: jobId,
-    output_id: outputId,
-    date: new Date(createdAt).toISOString().slice(0, 10),
     format: enumWireName(OutputTypeSchema, spec.type),
     codec: v ? enumWireName(VideoCodecSchema, v.codec) : "audio",
     resolution,
@@ -215,56 +201,37 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
 
       // Hosted videos arrive with managed hosting; until then no vid_ id exists to read from.
       if (req.inputVideoId !== "") throw notFound("video", req.inputVideoId);
-      const hash = bodyHash(req);
       const id = req.idempotencyKey !== "" ? `${Prefix.job}${d.box.deriveToken(`job:${app.id}:${req.idempotencyKey}`, 20)}` : newId(Prefix.job);
-      const createdAt = Date.now();
-      const template = req.outputPathTemplate || outputOrigin?.pathTemplate || DEFAULT_TEMPLATE;
-      const basePath = outputOrigin?.basePath ?? "";
-      const prefixes = new Map<string, number>();
-      const outputs: OutputState[] = specs.map((spec, i) => {
-        const outputId = req.idempotencyKey !== "" ? `${Prefix.output}${d.box.deriveToken(`${id}:output:${i}`, 20)}` : newId(Prefix.output);
-        const effective = spec.pathTemplate || template;
-        const keyPrefix = joinKey(basePath, resolveTemplate(effective, templateVars(spec, id, outputId, createdAt)));
-        const clash = prefixes.get(keyPrefix);
-        if (clash !== undefined) check.add(`outputs[${i}].path_template`, `resolves to the same location as outputs[${clash}] (${keyPrefix}); add {output_id} or {resolution}`);
-        prefixes.set(keyPrefix, i);
-        const echoed = create(OutputSpecSchema, { ...requestedSpec(req.outputs[i]!, spec), effectivePathTemplate: effective });
-        return { id: outputId, spec: toJson(OutputSpecSchema, echoed) as JsonValue, status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix };
-      });
-      check.done();
-      const feeId = req.idempotencyKey !== "" ? `${Prefix.fee}${d.box.deriveToken(`${id}:fee`, 20)}` : newId(Prefix.fee);
-      const job: JobRecord = {
-        id,
+      const derived = (what: string, prefix: Prefix) => (req.idempotencyKey !== "" ? `${prefix}${d.box.deriveToken(`${id}:${what}`, 20)}` : newId(prefix));
+      const request: JobRequest = {
         appId: app.id,
         organizationId: app.organizationId,
-        version: 1,
         inputUrl: req.inputUrl,
         inputPath: req.inputPath,
         inputVideoId: req.inputVideoId,
         ...(inputOrigin ? { inputOrigin } : {}),
         ...(inputUrlOrigin ? { inputUrlOrigin } : {}),
         ...(outputOrigin ? { outputOrigin } : {}),
-        status: "pending",
-        progress: 0,
         priority: priority!,
-        outputs,
+        outputs: specs.map((spec, i) => ({
+          id: derived(`output:${i}`, Prefix.output),
+          spec: toJson(OutputSpecSchema, requestedSpec(req.outputs[i]!, spec)) as { [field: string]: JsonValue },
+          pathTemplate: spec.pathTemplate,
+          vars: templateVars(spec),
+        })),
         thumbnails: req.thumbnails.map((t) => toJson(ThumbnailSpecSchema, t) as JsonValue),
-        thumbnailResults: [],
-        fees: [processingFee(feeId)],
         webhookUrl: req.webhookUrl,
         metadata: { ...req.metadata },
-        ...(req.outputPathTemplate !== "" ? { outputPathTemplate: req.outputPathTemplate } : {}),
-        thumbnailPrefix: joinKey(basePath, id, "thumbnails"),
+        outputPathTemplate: req.outputPathTemplate,
         ...(req.clip ? { clip: { startSeconds: req.clip.startSeconds, endSeconds: req.clip.endSeconds } } : {}),
         delayedStart: req.delayedStart,
-        ...(req.idempotencyKey !== "" ? { idempotencyKey: req.idempotencyKey } : {}),
-        bodyHash: hash,
+        idempotencyKey: req.idempotencyKey,
+        bodyHash: bodyHash(req),
         ...(ctx.values.get(REQUEST_ID) ? { requestId: ctx.values.get(REQUEST_ID) } : {}),
-        encoderStarted: false,
-        createdAt,
-        updatedAt: createdAt,
+        feeId: derived("fee", Prefix.fee),
       };
-      return { job: jobMessage(accepted(await d.actors.ask(JobBehavior, id, { type: "create", job }))) };
+      // The job's actor decides the job from the request: its outputs' locations, its fee, its state.
+      return { job: jobMessage(accepted(await d.actors.ask(JobBehavior, id, { type: "create", id, at: Date.now(), request }))) };
     },
 
     async get(req, ctx) {

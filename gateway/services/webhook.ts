@@ -15,14 +15,14 @@ import {
   type DeliveryRecord,
   type EndpointRecord,
   type EndpointState,
-} from "../../actors/webhook-endpoint.js";
+} from "../../actors/webhook-endpoint/webhook-endpoint.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import { WebhookEndpointStatus, type WebhookService } from "../../src/gen/media/v1/webhook_pb.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
 import { NetGuard, NetGuardError } from "../../src/net-guard.js";
 import { sortKey } from "../../src/pagination.js";
 import { Check } from "../../src/validation.js";
-import { pendingWebhooks } from "../../actors/fanout.js";
+import { pendingWebhooks } from "../../actors/webhook-endpoint/fanout.js";
 import { newWebhookSecret } from "../../src/webhooks/sign.js";
 import { callerOf, type Caller } from "../access.js";
 import { DELIVERY_STATUS_NAMES, deliveryMessage, endpointMessage, eventMessage, healthMessage, sampleEventData } from "../../wire/present-webhook.js";

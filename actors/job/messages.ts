@@ -2,7 +2,7 @@
 // the events it folds, and the encode task it publishes. Here in the kernel because the actor host
 // and the encoder nodes both speak them, and neither imports the other.
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { OriginRecord } from "./origins.js";
+import type { OriginRecord } from "../../src/origins.js";
 
 export type JobStatus = "pending" | "probing" | "awaiting_confirmation" | "processing" | "completed" | "failed" | "canceled" | "partial";
 export type OutputStatus = "pending" | "processing" | "completed" | "failed" | "canceled";
@@ -147,21 +147,71 @@ export interface Failure {
   readonly message: string;
 }
 
-export type JobCommand =
-  | { readonly type: "create"; readonly job: JobRecord }
-  | { readonly type: "probe_started"; readonly attempt: string; readonly at: number }
-  | { readonly type: "probed"; readonly attempt: string; readonly at: number; readonly metadata: ProbeData; readonly durationMs: number }
-  | { readonly type: "probe_failed"; readonly attempt: string; readonly at: number; readonly failure: Failure }
-  | { readonly type: "confirm"; readonly at: number }
-  | { readonly type: "cancel"; readonly at: number }
-  | { readonly type: "encode_started"; readonly attempt: string; readonly at: number }
-  | { readonly type: "output_progress"; readonly attempt: string; readonly at: number; readonly outputId: string; readonly progress: number }
-  | { readonly type: "output_completed"; readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number }
-  | { readonly type: "output_failed"; readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure }
-  | { readonly type: "thumbnails_done"; readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] }
-  | { readonly type: "encode_finished"; readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure }
-  /** No change: brings a recovered actor to life so it re-dispatches its pending work. */
-  | { readonly type: "resume" };
+/** Template variables of an output path that follow from its spec alone. */
+export interface OutputVars {
+  readonly format: string;
+  readonly codec: string;
+  readonly resolution: string;
+  readonly quality: string;
+}
+
+/** One output of a Create request, its spec resolved (a preset filled in) and its id chosen. */
+export interface OutputRequest {
+  readonly id: string;
+  /** The OutputSpec echoed on the job (proto JSON): as requested, or as resolved from a preset. */
+  readonly spec: { readonly [field: string]: JsonValue };
+  /** The output's own path_template; "" for the job's, the origin's or the default. */
+  readonly pathTemplate: string;
+  readonly vars: OutputVars;
+}
+
+/**
+ * What JobService/Create asks for, validated and resolved at the gateway (origins and presets
+ * looked up, ids derived from the idempotency key); the job's actor decides the job from it.
+ */
+export interface JobRequest {
+  readonly appId: string;
+  readonly organizationId: string;
+  readonly inputUrl: string;
+  readonly inputPath: string;
+  readonly inputVideoId: string;
+  readonly inputOrigin?: OriginRecord;
+  readonly inputUrlOrigin?: OriginRecord;
+  readonly outputOrigin?: OriginRecord;
+  readonly priority: JobRecord["priority"];
+  readonly outputs: readonly OutputRequest[];
+  /** ThumbnailSpec proto JSON, as requested. */
+  readonly thumbnails: readonly JsonValue[];
+  readonly webhookUrl: string;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly outputPathTemplate: string;
+  readonly clip?: { readonly startSeconds: number; readonly endSeconds: number };
+  readonly delayedStart: boolean;
+  readonly idempotencyKey: string;
+  readonly bodyHash: string;
+  readonly requestId?: string;
+  readonly feeId: string;
+}
+
+/** The job's commands by type: what each carries. */
+export interface JobCommands {
+  readonly create: { readonly id: string; readonly at: number; readonly request: JobRequest };
+  readonly probe_started: { readonly attempt: string; readonly at: number };
+  readonly probed: { readonly attempt: string; readonly at: number; readonly metadata: ProbeData; readonly durationMs: number };
+  readonly probe_failed: { readonly attempt: string; readonly at: number; readonly failure: Failure };
+  readonly confirm: { readonly at: number };
+  readonly cancel: { readonly at: number };
+  readonly encode_started: { readonly attempt: string; readonly at: number };
+  readonly output_progress: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly progress: number };
+  readonly output_completed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number };
+  readonly output_failed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure };
+  readonly thumbnails_done: { readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] };
+  readonly encode_finished: { readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure };
+  /** No change: brings a recovered actor to life so it hands out the task it waits on. */
+  readonly resume: Readonly<Record<never, never>>;
+}
+export type JobCommandOf<K extends keyof JobCommands> = { readonly type: K } & JobCommands[K];
+export type JobCommand = { [K in keyof JobCommands]: JobCommandOf<K> }[keyof JobCommands];
 
 export type JobEvent =
   | { readonly type: "created"; readonly job: JobRecord }

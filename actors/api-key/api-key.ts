@@ -1,8 +1,8 @@
 // ApiKeyActor: one persistent actor per API key. The secret never reaches it, only its hash.
 import { Code } from "@connectrpc/connect";
-import { sortKey } from "../src/pagination.js";
-import type { RecordWrite } from "../src/store/port.js";
-import type { Decision, EntityBehavior } from "./host.js";
+import { sortKey } from "../../src/pagination.js";
+import type { RecordWrite } from "../../src/store/port.js";
+import type { Decision, EntityBehavior } from "../host.js";
 
 export interface ApiKeyRecord {
   readonly id: string;
@@ -35,10 +35,14 @@ export interface ApiKeyState {
   readonly key?: ApiKeyRecord;
 }
 
-export type ApiKeyCommand =
-  | { readonly type: "create"; readonly key: ApiKeyRecord }
-  | { readonly type: "revoke"; readonly at: number; readonly reason?: string }
-  | { readonly type: "touch"; readonly at: number };
+/** The key's commands by type: what each carries. */
+export interface ApiKeyCommands {
+  readonly create: { readonly key: ApiKeyRecord };
+  readonly revoke: { readonly at: number; readonly reason?: string };
+  readonly touch: { readonly at: number };
+}
+type CommandOf<K extends keyof ApiKeyCommands> = { readonly type: K } & ApiKeyCommands[K];
+export type ApiKeyCommand = { [K in keyof ApiKeyCommands]: CommandOf<K> }[keyof ApiKeyCommands];
 
 export type ApiKeyEvent =
   | { readonly type: "created"; readonly key: ApiKeyRecord }
@@ -55,7 +59,8 @@ export interface KeyByHash {
 /** The same read model listed by organization, for portal callers who list across apps. */
 export const ORG_API_KEYS = "org_api_keys";
 
-type Handlers = { [K in ApiKeyCommand["type"]]: (state: ApiKeyState, c: Extract<ApiKeyCommand, { type: K }>) => Decision<ApiKeyEvent> };
+/** One decision per command type: a mapped type, so each handler gets its own command's fields. */
+type Handlers = { readonly [K in keyof ApiKeyCommands]: (state: ApiKeyState, c: CommandOf<K>) => Decision<ApiKeyEvent> };
 
 const missing = { code: Code.NotFound, message: "API key not found" } as const;
 
@@ -73,10 +78,14 @@ const decideBy: Handlers = {
   touch: (state, c) => (!state.key || state.key.revokedAt !== undefined ? [] : [{ type: "used", at: c.at }]),
 };
 
+function decide<K extends keyof ApiKeyCommands>(state: ApiKeyState, command: CommandOf<K>): Decision<ApiKeyEvent> {
+  return decideBy[command.type](state, command);
+}
+
 export const ApiKeyBehavior: EntityBehavior<ApiKeyState, ApiKeyCommand, ApiKeyEvent> = {
   type: "api_key",
   initial: {},
-  decide: (state, command) => (decideBy[command.type] as (s: ApiKeyState, c: ApiKeyCommand) => Decision<ApiKeyEvent>)(state, command),
+  decide,
   fold(state, event) {
     switch (event.type) {
       case "created":

@@ -1,31 +1,32 @@
-// JobActor: one persistent actor per transcoding job. The gateway creates it; encoder nodes report
-// to it (probe, start, progress, outputs, finish) over the same command topic, so one writer owns
-// the job. Money is settled here, once, when the job reaches a terminal state.
+// JobActor: one persistent actor per transcoding job. Create decides the job from the request the
+// gateway validated; encoder nodes report to it (probe, start, progress, outputs, finish) over the
+// same command topic, so one writer owns the job. Money is settled here, once, when the job
+// reaches a terminal state. Its effects are intents (JobIntent), carried out by jobIntentHandlers.
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { OutputSpecSchema } from "../src/gen/media/v1/job_pb.js";
-import { sortKey } from "../src/pagination.js";
-import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS } from "../src/pricing.js";
-import { isJobErrorCode, JOB_ERROR_CODES, TERMINAL, type EncodeTask, type JobSignal, type Failure, type FeeState, type JobCommand, type JobEvent, type JobRecord, type JobState, type JobStatus, type OutputState, type ProbeData } from "../src/job-messages.js";
-import type { OriginRecord } from "../src/origins.js";
-import type { RecordWrite } from "../src/store/port.js";
-import type { Decision, EntityBehavior } from "./host.js";
-import type { Bus } from "../src/bus/port.js";
-import type { Topics } from "../src/bus/topics.js";
-import type { Store } from "../src/store/port.js";
-import { fanOut } from "./fanout.js";
-import { jobLedgerEvents, ledgerWrites, type EventRecord } from "./ledger.js";
-import type { IntentHandlers } from "./outbox.js";
-import { publishUpdate } from "./updates.js";
+import { OutputSpecSchema } from "../../src/gen/media/v1/job_pb.js";
+import { sortKey } from "../../src/pagination.js";
+import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS } from "../../src/pricing.js";
+import { isJobErrorCode, JOB_ERROR_CODES, TERMINAL, type EncodeTask, type JobSignal, type Failure, type FeeState, type JobCommand, type JobCommandOf, type JobCommands, type JobEvent, type JobRecord, type JobState, type JobStatus, type OutputState, type ProbeData } from "./messages.js";
+import type { OriginRecord } from "../../src/origins.js";
+import type { RecordWrite } from "../../src/store/port.js";
+import type { Decision, EntityBehavior } from "../host.js";
+import type { Bus } from "../../src/bus/port.js";
+import type { Topics } from "../../src/bus/topics.js";
+import type { Store } from "../../src/store/port.js";
+import { fanOut } from "../webhook-endpoint/fanout.js";
+import { jobLedgerEvents, ledgerWrites, type EventRecord } from "../ledger.js";
+import type { IntentHandlers } from "../outbox.js";
+import { publishUpdate } from "../updates.js";
 
 export const JOBS = "jobs";
 /** Non-terminal jobs, one partition: what an actor host resumes after it takes partitions over. */
 export const ACTIVE_JOBS = "active_jobs";
 export const ACTIVE_PARTITION = "all";
 
-// The job's records and messages live in the kernel (encoder nodes speak them too); re-exported for this actor's users.
-export { isJobErrorCode, JOB_ERROR_CODES, TERMINAL } from "../src/job-messages.js";
-export type { JobStatus, OutputStatus, JobErrorCode, ProbeResult, ProbeData, OutputState, FeeState, ThumbnailResultData, JobRecord, JobState, Failure, JobCommand, JobEvent, EncodeTask } from "../src/job-messages.js";
+// The job's records and messages are its protocol (encoder nodes speak them too); re-exported for this actor's users.
+export { isJobErrorCode, JOB_ERROR_CODES, TERMINAL } from "./messages.js";
+export type { JobStatus, OutputStatus, JobErrorCode, ProbeResult, ProbeData, OutputState, FeeState, ThumbnailResultData, JobRecord, JobState, Failure, JobCommand, JobEvent, EncodeTask, JobRequest, OutputRequest, OutputVars } from "./messages.js";
 
 const missing = { code: Code.NotFound, message: "job not found" } as const;
 /** A running encode without progress still records a change this often (see the stall sweep). */
@@ -60,33 +61,46 @@ function settle(job: JobRecord, at: number, failure?: Failure, encodeDurationMs?
   return { type: "settled", at, status, ...(because ? { failure: because } : {}), ...(encodeDurationMs !== undefined ? { encodeDurationMs } : {}) };
 }
 
-type Handlers = { [K in JobCommand["type"]]: (job: JobRecord, c: Extract<JobCommand, { type: K }>) => Decision<JobEvent> };
+/** One decision per command type: a mapped type, so each handler gets its own command's fields. */
+type Handlers = { readonly [K in keyof JobCommands]: (state: JobState, c: JobCommandOf<K>) => Decision<JobEvent> };
+
+/** A command for a job that exists. */
+const onJob =
+  <K extends keyof JobCommands>(decide: (job: JobRecord, c: JobCommandOf<K>) => Decision<JobEvent>) =>
+  (state: JobState, c: JobCommandOf<K>): Decision<JobEvent> =>
+    state.job ? decide(state.job, c) : missing;
 
 const fromCurrentAttempt = (job: JobRecord, attempt: string) => job.attempt === attempt;
 
-const decideBy: Omit<Handlers, "create"> = {
+const decideBy: Handlers = {
+  // The id derives from the idempotency key: a second create reaches the same actor.
+  create: (state, c) => {
+    if (!state.job) return created(c);
+    if (state.job.bodyHash === c.request.bodyHash) return [];
+    return { code: Code.AlreadyExists, message: "idempotency_key was used for a different request body", violations: [{ field: "idempotency_key", description: "already used with a different request body" }] };
+  },
   // A redelivered probe task (its node died) starts a new attempt; the old one's reports are ignored.
-  probe_started: (job, c) => (job.status === "pending" || job.status === "probing" ? [{ type: "probe_started", attempt: c.attempt, at: c.at }] : []),
-  probed: (job, c) => {
+  probe_started: onJob((job, c) => (job.status === "pending" || job.status === "probing" ? [{ type: "probe_started", attempt: c.attempt, at: c.at }] : [])),
+  probed: onJob((job, c) => {
     if (job.status !== "probing" || !fromCurrentAttempt(job, c.attempt)) return [];
     return [{ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(job, c.metadata) }];
-  },
-  probe_failed: (job, c) => (job.status === "probing" && fromCurrentAttempt(job, c.attempt) ? [settle(job, c.at, c.failure)] : []),
-  confirm: (job, c) => {
+  }),
+  probe_failed: onJob((job, c) => (job.status === "probing" && fromCurrentAttempt(job, c.attempt) ? [settle(job, c.at, c.failure)] : [])),
+  confirm: onJob((job, c) => {
     if (job.status !== "awaiting_confirmation") {
       return { code: Code.FailedPrecondition, message: `job ${job.id} is ${job.status}; only a job awaiting_confirmation can be confirmed` };
     }
     return [{ type: "confirmed", at: c.at }];
-  },
-  cancel: (job, c) => {
+  }),
+  cancel: onJob((job, c) => {
     if (isTerminal(job)) return { code: Code.FailedPrecondition, message: `job ${job.id} is already ${job.status}` };
     return [{ type: "settled", at: c.at, status: "canceled" }];
-  },
-  encode_started: (job, c) => {
+  }),
+  encode_started: onJob((job, c) => {
     if (job.status !== "processing") return [];
     return [{ type: "encode_started", attempt: c.attempt, at: c.at }];
-  },
-  output_progress: (job, c) => {
+  }),
+  output_progress: onJob((job, c) => {
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt)) return [];
     const o = job.outputs.find((x) => x.id === c.outputId);
     const progress = Math.max(0, Math.min(99, Math.floor(c.progress)));
@@ -94,19 +108,19 @@ const decideBy: Omit<Handlers, "create"> = {
     // No change is news only as a sign of life: once in a while, so the stall sweep sees the encode.
     if (progress <= o.progress && c.at - job.updatedAt < KEEPALIVE_MS) return [];
     return [{ type: "output_progress", at: c.at, outputId: c.outputId, progress: Math.max(progress, o.progress) }];
-  },
-  output_completed: (job, c) => {
+  }),
+  output_completed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || !o || o.status === "completed") return [];
     return [{ type: "output_completed", at: c.at, outputId: c.outputId, url: c.url, sizeBytes: c.sizeBytes }];
-  },
-  output_failed: (job, c) => {
+  }),
+  output_failed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || !o || o.status === "completed" || o.status === "failed") return [];
     return [{ type: "output_failed", at: c.at, outputId: c.outputId, failure: c.failure }];
-  },
-  thumbnails_done: (job, c) => (job.status === "processing" && fromCurrentAttempt(job, c.attempt) ? [{ type: "thumbnails_done", at: c.at, results: c.results }] : []),
-  encode_finished: (job, c) => {
+  }),
+  thumbnails_done: onJob((job, c) => (job.status === "processing" && fromCurrentAttempt(job, c.attempt) ? [{ type: "thumbnails_done", at: c.at, results: c.results }] : [])),
+  encode_finished: onJob((job, c) => {
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt)) return [];
     // Outputs the encoder did not report on failed with the job-level failure.
     const open = job.outputs.filter((o) => o.status === "pending" || o.status === "processing");
@@ -114,19 +128,76 @@ const decideBy: Omit<Handlers, "create"> = {
     const events: JobEvent[] = open.map((o) => ({ type: "output_failed", at: c.at, outputId: o.id, failure: failure! }));
     const after = events.reduce((j, e) => foldJob(j, e), job);
     return [...events, settle(after, c.at, failure, c.durationMs)];
-  },
-  resume: () => [],
+  }),
+  resume: onJob(() => []),
 };
 
-function decide(state: JobState, command: JobCommand): Decision<JobEvent> {
-  if (command.type === "create") {
-    // The id derives from the idempotency key: a second create reaches the same actor.
-    if (!state.job) return [{ type: "created", job: command.job }];
-    if (state.job.bodyHash === command.job.bodyHash) return [];
-    return { code: Code.AlreadyExists, message: "idempotency_key was used for a different request body", violations: [{ field: "idempotency_key", description: "already used with a different request body" }] };
-  }
-  if (!state.job) return missing;
-  return (decideBy[command.type] as (j: JobRecord, c: JobCommand) => Decision<JobEvent>)(state.job, command);
+function decide<K extends keyof JobCommands>(state: JobState, command: JobCommandOf<K>): Decision<JobEvent> {
+  return decideBy[command.type](state, command);
+}
+
+const DEFAULT_TEMPLATE = "{job_id}/{output_id}";
+/** Key parts joined with single slashes, without empty or "." segments. */
+const joinKey = (...parts: string[]) =>
+  parts
+    .flatMap((p) => p.split("/"))
+    .filter((p) => p !== "" && p !== ".")
+    .join("/");
+
+/**
+ * The job a Create request makes: each output's files go under the origin's base path, then its
+ * template (its own, else the job's, else the origin's, else the default) with the variables
+ * filled; two outputs may not resolve to the same place.
+ */
+function created(c: JobCommandOf<"create">): Decision<JobEvent> {
+  const r = c.request;
+  const template = r.outputPathTemplate || r.outputOrigin?.pathTemplate || DEFAULT_TEMPLATE;
+  const basePath = r.outputOrigin?.basePath ?? "";
+  const date = new Date(c.at).toISOString().slice(0, 10);
+  const prefixes = new Map<string, number>();
+  const violations: { field: string; description: string }[] = [];
+  const outputs = r.outputs.map((o, i): OutputState => {
+    const effective = o.pathTemplate || template;
+    const vars: Record<string, string> = { ...o.vars, job_id: c.id, output_id: o.id, date };
+    const keyPrefix = joinKey(basePath, effective.replace(/\{([a-z_]+)\}/g, (_, name: string) => vars[name] ?? ""));
+    const clash = prefixes.get(keyPrefix);
+    if (clash !== undefined) violations.push({ field: `outputs[${i}].path_template`, description: `resolves to the same location as outputs[${clash}] (${keyPrefix}); add {output_id} or {resolution}` });
+    prefixes.set(keyPrefix, i);
+    return { id: o.id, spec: { ...o.spec, effectivePathTemplate: effective }, status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix };
+  });
+  if (violations.length > 0) return { code: Code.InvalidArgument, message: violations.map((v) => `${v.field}: ${v.description}`).join("; "), violations };
+  const job: JobRecord = {
+    id: c.id,
+    appId: r.appId,
+    organizationId: r.organizationId,
+    version: 1,
+    inputUrl: r.inputUrl,
+    inputPath: r.inputPath,
+    inputVideoId: r.inputVideoId,
+    ...(r.inputOrigin ? { inputOrigin: r.inputOrigin } : {}),
+    ...(r.inputUrlOrigin ? { inputUrlOrigin: r.inputUrlOrigin } : {}),
+    ...(r.outputOrigin ? { outputOrigin: r.outputOrigin } : {}),
+    status: "pending",
+    progress: 0,
+    priority: r.priority,
+    outputs,
+    thumbnails: r.thumbnails,
+    thumbnailResults: [],
+    fees: [processingFee(r.feeId)],
+    webhookUrl: r.webhookUrl,
+    metadata: r.metadata,
+    ...(r.outputPathTemplate !== "" ? { outputPathTemplate: r.outputPathTemplate } : {}),
+    thumbnailPrefix: joinKey(basePath, c.id, "thumbnails"),
+    ...(r.clip ? { clip: r.clip } : {}),
+    delayedStart: r.delayedStart,
+    ...(r.idempotencyKey !== "" ? { idempotencyKey: r.idempotencyKey } : {}),
+    bodyHash: r.bodyHash,
+    ...(r.requestId ? { requestId: r.requestId } : {}),
+    encoderStarted: false,
+    createdAt: c.at,
+    updatedAt: c.at,
+  };
+  return [{ type: "created", job }];
 }
 
 function patchOutput(job: JobRecord, id: string, patch: (o: OutputState) => OutputState): readonly OutputState[] {

@@ -4,10 +4,10 @@
 // deliverer on the same actor host); their outcomes come back as commands, so every change of a
 // delivery is journaled and a restart resumes from the journal.
 import { Code } from "@connectrpc/connect";
-import { sortKey } from "../src/pagination.js";
-import type { RecordWrite } from "../src/store/port.js";
-import { MAX_ATTEMPTS, shouldAutoDisable } from "../src/webhooks/schedule.js";
-import type { Decision, EntityBehavior } from "./host.js";
+import { sortKey } from "../../src/pagination.js";
+import type { RecordWrite } from "../../src/store/port.js";
+import { MAX_ATTEMPTS, shouldAutoDisable } from "../../src/webhooks/schedule.js";
+import type { Decision, EntityBehavior } from "../host.js";
 
 export const WEBHOOK_ENDPOINTS = "webhook_endpoints";
 /** Deliveries by endpoint (ListWebhookDeliveries) and by event (pending_webhooks, ResendEvent). */
