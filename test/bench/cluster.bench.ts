@@ -5,6 +5,9 @@
 //   - APIKeyService/Get at 200 requests/s evenly spaced (open loop, one request every 5 ms)
 //   - APIKeyService/Get at max throughput (32 connections, 5 s)
 //   - APIKeyService/Create at max throughput (16 connections, 5 s, a unique name per request)
+//   - JobService/Create at max throughput (8 connections, 5 s; an output origin on MinIO, an input
+//     the network guard refuses, so each job's probe fails at once where an encoder runs): the
+//     path through the outbox (marker, intents, relay)
 // then one request at a time: 300 Gets, 300 Creates and 300 Revokes per target; and, in this
 // process, the raw Kafka publish→consume round trip (KafkaBus, a fresh topic) and the latency of
 // one Cassandra row read (CassandraStore.get) — the two things a cluster request is made of.
@@ -30,6 +33,7 @@ import { KafkaBus } from "../../src/bus/kafka-bus.js";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
 import { call, freePort, freshKeyspace, readBootstrap, ROOT, spawnServer, tempDataDir, type ChildServer } from "../harness.js";
+import { makeTestCa, startMinio, type MinioPeer } from "../peers.js";
 
 // ── settings ──
 
@@ -45,6 +49,7 @@ const WARMUP = num("BENCH_WARMUP", 5);
 const RATE_CONNECTIONS = 10;
 const GET_CONNECTIONS = 32;
 const CREATE_CONNECTIONS = 16;
+const JOB_CONNECTIONS = 8;
 const GOAL_P99_MS = 20;
 /** The bench measures the service, not the rate limiter (gateway.bench.ts measures that). */
 const LIMITS_OFF = { MEDIA_RATE_LIMIT_KEY: "off", MEDIA_RATE_LIMIT_ANONYMOUS: "off", MEDIA_RATE_LIMIT_HEALTH: "off" };
@@ -165,6 +170,8 @@ interface Target {
   readonly bases: readonly string[];
   readonly auth: Record<string, string>;
   readonly keyId: string;
+  /** An output origin on MinIO, for job creates. */
+  readonly originId: string;
   /** Processes of this target, by role, for CPU accounting. */
   readonly pids: Readonly<Record<string, readonly number[]>>;
   readonly agent: http.Agent;
@@ -175,7 +182,11 @@ interface Target {
 
 const JSON_HEADERS = { "content-type": "application/json" };
 
-async function prepare(name: TargetName, base: string, dataDir: string): Promise<{ auth: Record<string, string>; keyId: string }> {
+/** MinIO for the job creates' output origin, and what the targets need to reach it. */
+let minio: MinioPeer | undefined;
+let storageEnv: Record<string, string> = {};
+
+async function prepare(name: TargetName, base: string, dataDir: string): Promise<{ auth: Record<string, string>; keyId: string; originId: string }> {
   const boot = readBootstrap(dataDir);
   const created = await call(base, "APIKeyService/Create", { name: "bench target" }, { bearer: boot.api_key, org: boot.organization_id });
   if (created.status !== 200) throw new Error(`${name}: APIKeyService/Create answered ${created.status}: ${JSON.stringify(created.body)}`);
@@ -183,23 +194,26 @@ async function prepare(name: TargetName, base: string, dataDir: string): Promise
   const keyId = created.body.api_key.id as string;
   const probe = await call(base, "APIKeyService/Get", JSON.stringify({ id: keyId }), { headers: auth });
   if (probe.status !== 200) throw new Error(`${name}: APIKeyService/Get answered ${probe.status}: ${JSON.stringify(probe.body)}`);
-  return { auth, keyId };
+  const origin = await call(base, "OriginService/Create", { name: "bench out", permissions: ["write"], s3: { bucket: "bench-out", region: "us-east-1", credentials: { access_key_id: minio!.admin.accessKeyId, secret_access_key: minio!.admin.secretAccessKey } } }, { bearer: boot.api_key, org: boot.organization_id });
+  if (origin.status !== 200) throw new Error(`${name}: OriginService/Create answered ${origin.status}: ${JSON.stringify(origin.body)}`);
+  return { auth, keyId, originId: origin.body.origin.id as string };
 }
 
 async function startEmbedded(): Promise<Target> {
   const dataDir = tempDataDir();
-  const server: ChildServer = await spawnServer(dataDir, freePort(), { MEDIA_LOG_LEVEL: "warn", ...LIMITS_OFF });
+  const server: ChildServer = await spawnServer(dataDir, freePort(), { MEDIA_LOG_LEVEL: "warn", ...LIMITS_OFF, ...storageEnv });
   const stop = async () => {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    const { auth, keyId } = await prepare("embedded", server.base, dataDir);
+    const { auth, keyId, originId } = await prepare("embedded", server.base, dataDir);
     return {
       name: "embedded",
       bases: [server.base],
       auth,
       keyId,
+      originId,
       pids: { server: [server.child.pid!] },
       agent: new http.Agent({ keepAlive: true, maxSockets: RATE_CONNECTIONS }),
       assertAlive() {
@@ -219,6 +233,7 @@ async function startCluster(keyspace: string): Promise<Target & { cluster: Local
   for (let i = 1; i < GATEWAYS; i++) freePort(); // the other gateways take the ports after basePort
   const env: Record<string, string> = {
     ...LIMITS_OFF,
+    ...storageEnv,
     MEDIA_MODE: "cluster",
     MEDIA_DATA_DIR: dataDir,
     MEDIA_HTTP_HOST: "127.0.0.1",
@@ -234,13 +249,14 @@ async function startCluster(keyspace: string): Promise<Target & { cluster: Local
   };
   try {
     const bases = cluster.gateways.map((g) => `http://127.0.0.1:${g.port}`);
-    const { auth, keyId } = await prepare("cluster", bases[0]!, dataDir);
+    const { auth, keyId, originId } = await prepare("cluster", bases[0]!, dataDir);
     const all = [...cluster.gateways, ...cluster.actorHosts];
     return {
       name: "cluster",
       bases,
       auth,
       keyId,
+      originId,
       cluster,
       pids: { gateway: cluster.gateways.map((g) => g.child.pid!), "actor host": cluster.actorHosts.map((a) => a.child.pid!) },
       agent: new http.Agent({ keepAlive: true, maxSockets: RATE_CONNECTIONS }),
@@ -525,6 +541,9 @@ async function main(): Promise<void> {
       `note: ${cpus.length} cores (${cpus[0]?.model ?? "?"}) shared by the load generator (this process), Kafka, Cassandra and every Node process.\n\n`,
   );
   const startedInfra = ensureInfra();
+  const ca = makeTestCa();
+  minio = await startMinio(ca, ["bench-out"]);
+  storageEnv = { MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_TLS_CA_FILE: ca.caFile, MEDIA_S3_ENDPOINT: minio.endpoint };
   const keyspace = freshKeyspace();
   const targets: Target[] = [];
   const watch = watchInterference(() => new Set(targets.flatMap((t) => Object.values(t.pids).flat())));
@@ -538,12 +557,15 @@ async function main(): Promise<void> {
     process.stdout.write(`cluster: gateways ${targets[1]!.bases.join(", ")}, keyspace ${keyspace} (started in ${((Date.now() - t0) / 1000).toFixed(1)} s)\n\n`);
 
     const getBody = (t: Target) => JSON.stringify({ id: t.keyId });
+    // 192.0.2.0/24 is documentation space: the network guard refuses it without a connection.
+    const jobBody = (t: Target) => JSON.stringify({ input_url: "https://192.0.2.10/in.mp4", output_origin_id: t.originId, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }] });
 
     // Warm-up: JIT (the gateways' and the JVMs'), connection pools, prepared statements, the actor of the target key.
     process.stdout.write(`warm-up: ${WARMUP} s of Get and ${WARMUP} s of Create per target\n`);
     for (const t of targets) {
       await load(t, { route: "APIKeyService/Get", body: getBody(t), connections: GET_CONNECTIONS, duration: WARMUP });
       await load(t, { route: "APIKeyService/Create", requests: createRequests(), connections: CREATE_CONNECTIONS, duration: WARMUP });
+      await load(t, { route: "JobService/Create", body: jobBody(t), connections: JOB_CONNECTIONS, duration: WARMUP });
       await sequential(t, "APIKeyService/Get", Array.from({ length: 50 }, () => getBody(t)));
     }
 
@@ -573,6 +595,7 @@ async function main(): Promise<void> {
       paced: `Get @${RATE}/s evenly paced`,
       getMax: `Get max (${GET_CONNECTIONS} conn)`,
       createMax: `Create max (${CREATE_CONNECTIONS} conn)`,
+      jobCreateMax: `Job create max (${JOB_CONNECTIONS} conn)`,
       seqGet: "Get, one at a time",
       seqCreate: "Create, one at a time",
       seqRevoke: "Revoke, one at a time",
@@ -584,6 +607,7 @@ async function main(): Promise<void> {
         add(M.paced, t, await paced(t, "APIKeyService/Get", getBody(t), RATE, RATE_DURATION));
         add(M.getMax, t, await load(t, { route: "APIKeyService/Get", body: getBody(t), connections: GET_CONNECTIONS, duration: DURATION }));
         add(M.createMax, t, await load(t, { route: "APIKeyService/Create", requests: createRequests(), connections: CREATE_CONNECTIONS, duration: DURATION }));
+        add(M.jobCreateMax, t, await load(t, { route: "JobService/Create", body: jobBody(t), connections: JOB_CONNECTIONS, duration: DURATION }));
       }
     }
 
@@ -718,6 +742,7 @@ async function main(): Promise<void> {
       await t.stop().catch((e: unknown) => process.stderr.write(`stopping ${t.name}: ${String(e)}\n`));
     }
     await dropKeyspace(keyspace).catch((e: unknown) => process.stderr.write(`dropping keyspace ${keyspace}: ${String(e)}\n`));
+    await minio?.stop();
     for (const name of startedInfra.reverse()) {
       if (existsSync(script(name))) execFileSync("bash", [script(name), "down"], { stdio: "inherit" });
     }
