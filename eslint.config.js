@@ -41,7 +41,7 @@ export default defineConfig(
             zone("./delivery", ["./main", "./gateway", "./encoder-node"], "delivery/ imports only src/, actors/ and wire/"),
             zone("./encoder-node", ["./main", "./gateway", "./delivery", "./wire"], "encoder-node/ imports only the kernel (src/) and the job's messages"),
             { target: "./encoder-node", from: "./actors", except: ["./job/messages.ts"], message: "encoder-node/ speaks the job's messages (actors/job/messages.ts), nothing else of the actors" },
-            zone("./actors/job/messages.ts", ["./actors/host.ts", "./actors/outbox.ts", "./actors/commands.ts", "./actors/updates.ts", "./actors/ledger.ts", "./actors/job/job.ts", "./actors/webhook-endpoint", "./actors/api-key"], "an entity's messages import only the kernel"),
+            zone("./actors/job/messages.ts", ["./actors/host.ts", "./actors/outbox.ts", "./actors/commands.ts", "./actors/ledger.ts", "./actors/job/job.ts", "./actors/webhook-endpoint", "./actors/api-key"], "an entity's messages import only the kernel"),
           ],
         },
       ],

@@ -17,7 +17,7 @@ import type { Store } from "../../src/store/port.js";
 import { fanOut } from "../webhook-endpoint/fanout.js";
 import { jobLedgerEvents, ledgerWrites, type EventRecord } from "../ledger.js";
 import type { IntentHandlers } from "../outbox.js";
-import { publishUpdate } from "../updates.js";
+import { publishUpdate } from "../commands.js";
 
 export const JOBS = "jobs";
 /** Non-terminal jobs, one partition: what an actor host resumes after it takes partitions over. */

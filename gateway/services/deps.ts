@@ -1,6 +1,6 @@
 // What the service handlers are given: the ports and shared pieces, never transport types.
 import type { EntityCommands } from "../../actors/commands.js";
-import type { UpdatesHub } from "../../actors/updates.js";
+import type { UpdatesHub } from "../../actors/commands.js";
 import type { Bus } from "../../src/bus/port.js";
 import type { Config } from "../../src/config.js";
 import type { Directory } from "../../src/directory.js";

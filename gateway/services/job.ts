@@ -5,7 +5,7 @@ import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { JOBS, JobBehavior, TERMINAL, type JobRecord, type JobRequest, type JobState, type OutputVars } from "../../actors/job/job.js";
 import type { Reply } from "../../actors/host.js";
-import type { EntityUpdate } from "../../actors/updates.js";
+import type { EntityUpdate } from "../../actors/commands.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import {
   CreateJobRequestSchema,
