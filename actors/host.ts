@@ -150,9 +150,9 @@ export class ActorHost {
     }
   }
 
-  /** Drops every cached actor; each recovers from the store on its next command. */
-  evictAll(): void {
-    for (const key of [...this.refs.keys()]) this.evict(key);
+  /** Drops the cached actors whose keys match; each recovers from the store on its next command. */
+  evictWhere(match: (key: string) => boolean): void {
+    for (const key of [...this.refs.keys()]) if (match(key)) this.evict(key);
   }
 
   stop(): void {

@@ -83,8 +83,12 @@ export class LegacyPoster {
         try {
           await this.store.commit({ writes: [{ table: LEGACY_DELIVERIES, id, value: row, partition, sort: sortKey(p.at, id), expectedVersion: 0 }] });
         } catch (e) {
-          if (e instanceof VersionConflict) continue; // recorded before: this intent ran already
-          throw e;
+          if (!(e instanceof VersionConflict)) throw e;
+          // Recorded before: this intent ran already, on a host that may have died before posting,
+          // and before the row's index entry was written (so a resume's scan would not find it).
+          const existing = (await this.store.get<LegacyDelivery>(LEGACY_DELIVERIES, id))?.value;
+          if (existing && !existing.settled) this.arm(existing);
+          continue;
         }
         this.arm(row);
       }

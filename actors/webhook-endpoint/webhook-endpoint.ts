@@ -329,7 +329,9 @@ export const WebhookEndpointBehavior: EntityBehavior<EndpointState, EndpointComm
   repair(state): RecordWrite[] {
     const e = state.endpoint;
     if (!e) return [];
-    return [{ table: WEBHOOK_ENDPOINTS, id: e.id, value: e, partition: e.appId, sort: sortKey(e.createdAt, e.id) }, ...Object.values(state.open).flatMap(deliveryWrites)];
+    // The last attempt's rows too: a host that died right after journaling it had not written them.
+    const settled = state.lastSettled && !state.open[state.lastSettled.id] ? deliveryWrites(state.lastSettled) : [];
+    return [{ table: WEBHOOK_ENDPOINTS, id: e.id, value: e, partition: e.appId, sort: sortKey(e.createdAt, e.id) }, ...Object.values(state.open).flatMap(deliveryWrites), ...settled];
   },
   readModel(state, ev) {
     const e = state.endpoint!;

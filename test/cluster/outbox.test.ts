@@ -4,8 +4,9 @@
 // encoders (probed), then, in its successor, after the entry that ends the job. A third host
 // takes over. Then every effect still happened: the encode task, the Watch update of the end (on
 // the updates topic, which only the relay publishes), the ledger deliveries to a signed endpoint
-// and the legacy posts to the app's webhook and the job's webhook_url, each once where the
-// contract says once.
+// and the legacy posts to the app's webhook and the job's webhook_url: one ledger event and one
+// delivery each, and each post once unless the host that made it was killed before it could
+// record the answer (webhooks are at least once).
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -29,6 +30,7 @@ let web: HttpsPeer;
 let cluster: LocalCluster | undefined;
 let consumer: kafkajs.Consumer | undefined;
 const receivers: RecordingReceiver[] = [];
+const spawned: ClusterProcess[] = [];
 let passed = false;
 
 beforeAll(async () => {
@@ -39,6 +41,10 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
+  if (!passed && cluster) {
+    for (const p of [...cluster.actorHosts, ...spawned, ...cluster.encoderNodes, ...cluster.gateways]) console.log(`── ${p.role}-${p.index} ──\n${p.output().slice(-6000)}`);
+    for (const [i, r] of receivers.entries()) console.log(`receiver ${i}: ${r.requests.map((q) => `${(q.json as any)?.type ?? (q.json as any)?.event} ${q.behaviour}`).join(", ")}`);
+  }
   await consumer?.disconnect();
   await cluster?.stop();
   await Promise.all(receivers.map((r) => r.stop()));
@@ -62,6 +68,7 @@ describe("outbox across kill -9 of the actor host", () => {
       MEDIA_S3_ENDPOINT: minio.endpoint,
       MEDIA_WEBHOOK_RETRY_SCALE: "0.001",
       MEDIA_FAILPOINT: "job-encode-task,job-settled",
+      MEDIA_LOG_LEVEL: process.env.MEDIA_TEST_LOG_LEVEL ?? "warn",
     });
     const basePort = freePort();
     cluster = await launchCluster({ gateways: 1, actorHosts: 1, encoderNodes: 1, basePort, env });
@@ -98,28 +105,48 @@ describe("outbox across kill -9 of the actor host", () => {
 
     // Its successor runs the task the crash left behind; the encode ends, and it dies in turn.
     const second = await cluster.spawn("actor-host");
+    spawned.push(second);
     await until("the encode task, published by the successor", async () => (seen.some((m) => m.topic === topics.encode && m.value.jobId === job.id && m.value.kind === "encode") ? true : undefined), 120_000);
     await killed(second, "the second actor host to die after the settled entry");
     expect(seen.some((m) => m.topic === topics.updates && m.value.id === job.id && m.value.state.job.status === "completed")).toBe(false);
     expect(endpointHook.requests.some((r) => (r.json as any)?.type === "job.succeeded")).toBe(false);
 
     // The third host finds the settled entry by its outbox marker and runs its intents.
-    await cluster.spawn("actor-host");
+    spawned.push(await cluster.spawn("actor-host"));
     const done = await until("the job's end on the updates topic", async () => seen.find((m) => m.topic === topics.updates && m.value.id === job.id && m.value.state.job.status === "completed"), 120_000);
     // Updates carry no credentials.
     expect(done.value.state.job.outputOrigin.sealedCredentials).toBe("");
-    await until("job.succeeded at the endpoint", async () => (endpointHook.requests.some((r) => (r.json as any)?.type === "job.succeeded") ? true : undefined), 60_000);
-    await until("job.completed at both legacy hooks", async () => (appHook.requests.some((r) => (r.json as any)?.event === "job.completed") && jobHook.requests.some((r) => (r.json as any)?.event === "job.completed") ? true : undefined), 60_000);
+    const got = (hook: RecordingReceiver, field: "type" | "event", name: string) => hook.requests.some((r) => (r.json as any)?.[field] === name);
+    await until("job.succeeded and output.ready at the endpoint", async () => (got(endpointHook, "type", "job.succeeded") && got(endpointHook, "type", "output.ready") ? true : undefined), 60_000);
+    for (const hook of [appHook, jobHook]) {
+      await until("job.completed and output.completed at the legacy hooks", async () => (got(hook, "event", "job.completed") && got(hook, "event", "output.completed") ? true : undefined), 60_000);
+    }
     // A moment more for duplicates, which must not come.
     await new Promise((r) => setTimeout(r, 3000));
-    const types = (hook: RecordingReceiver, field: "type" | "event") => hook.requests.map((r) => (r.json as any)?.[field] as string);
-    expect(types(endpointHook, "type").sort()).toEqual(["job.succeeded", "output.ready"]);
+    const count = (hook: RecordingReceiver, field: "type" | "event", name: string) => hook.requests.filter((r) => (r.json as any)?.[field] === name).length;
+    // The end's effects ran only on the third host: each once. Output effects ran on the second,
+    // and a post it made but had not yet journaled when it was killed is made again (webhooks
+    // are at least once; Webhook-Id and the legacy body's job_id and event let receivers drop it).
+    expect(count(endpointHook, "type", "job.succeeded")).toBe(1);
+    expect(count(endpointHook, "type", "output.ready")).toBeGreaterThanOrEqual(1);
+    expect(count(endpointHook, "type", "output.ready")).toBeLessThanOrEqual(2);
+    expect(endpointHook.requests).toHaveLength(count(endpointHook, "type", "job.succeeded") + count(endpointHook, "type", "output.ready"));
     expect(endpointHook.requests.every((r) => r.verified)).toBe(true);
-    expect(types(appHook, "event").sort()).toEqual(["job.completed", "output.completed"]);
+    // One delivery per event and endpoint however often the fan-out ran, each succeeded.
+    // (An outcome is journaled just after the receiver answers.)
+    const statuses = async () => (await ok(call(base, "WebhookService/ListWebhookDeliveries", { endpoint_id: endpoint.endpoint.id }, key))).deliveries.map((d: any) => d.status as string);
+    await until("both deliveries recorded as succeeded", async () => ((await statuses()).every((st: string) => st === "succeeded") ? true : undefined), 30_000).catch(async (e: unknown) => {
+      console.log(JSON.stringify((await call(base, "WebhookService/ListWebhookDeliveries", { endpoint_id: endpoint.endpoint.id }, key)).body, null, 1));
+      throw e;
+    });
+    expect(await statuses()).toEqual(["succeeded", "succeeded"]);
+    expect(count(appHook, "event", "job.completed")).toBe(1);
+    expect(count(appHook, "event", "output.completed")).toBeGreaterThanOrEqual(1);
+    expect(count(appHook, "event", "output.completed")).toBeLessThanOrEqual(2);
     expect(appHook.requests.every((r) => r.legacyVerified)).toBe(true);
-    const perJob = types(jobHook, "event");
-    expect(perJob.filter((e) => e === "job.completed")).toHaveLength(1);
-    expect(perJob.filter((e) => e === "output.completed")).toHaveLength(1);
+    expect(count(jobHook, "event", "job.completed")).toBe(1);
+    expect(count(jobHook, "event", "output.completed")).toBeGreaterThanOrEqual(1);
+    expect(count(jobHook, "event", "output.completed")).toBeLessThanOrEqual(2);
 
     const after = await ok(call(base, "JobService/Get", { id: job.id }, key));
     expect(after.job.status).toBe("completed");
