@@ -1,6 +1,7 @@
 // Walks every response message of the contract and checks the spec's JSON emission rules, both
 // for an empty message and for one with every field set, so a new field cannot break them.
-import { create, ScalarType, type DescField, type DescMessage, type DescService } from "@bufbuild/protobuf";
+import { create, createFileRegistry, ScalarType, type DescField, type DescFile, type DescMessage, type DescService, type Message } from "@bufbuild/protobuf";
+import { FieldDescriptorProto_Label, FieldDescriptorProto_Type, FieldOptions_JSType, FileDescriptorProtoSchema, file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import * as apiKey from "../src/gen/media/v1/api_key_pb.js";
 import * as app from "../src/gen/media/v1/app_pb.js";
@@ -12,7 +13,7 @@ import * as preset from "../src/gen/media/v1/preset_pb.js";
 import * as user from "../src/gen/media/v1/user_pb.js";
 import * as video from "../src/gen/media/v1/video_pb.js";
 import * as webhook from "../src/gen/media/v1/webhook_pb.js";
-import { isNullWhenUnset, readJson, writeJson } from "./codec.js";
+import { enumWireName, isNullWhenUnset, isOmittedWhenUnset, readJson, writeJson } from "./codec.js";
 
 const services: DescService[] = [
   apiKey.APIKeyService, app.AppService, health.HealthService, job.JobService, organization.OrganizationService,
@@ -169,5 +170,345 @@ describe("spec JSON reading", () => {
   it("refuses malformed timestamps", () => {
     const read = readJson(apiKey.CreateApiKeyRequestSchema, JSON.stringify({ name: "a", expires_at: "tomorrow" }));
     expect(read.ok ? [] : read.violations.map((v) => v.field)).toEqual(["expires_at"]);
+  });
+});
+
+// ───────────── every field kind, on a message built for the test ─────────────
+// The contract has no uint32, uint64, bytes, float or jstype=JS_STRING fields, yet the codec reads
+// them; this file descriptor has one field of each kind, so their rules are tested too.
+const T = FieldDescriptorProto_Type;
+const scalarField = (name: string, number: number, type: FieldDescriptorProto_Type, extra: Record<string, unknown> = {}) => ({ name, number, type, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: name.replace(/_(.)/g, (_, c: string) => c.toUpperCase()), ...extra });
+const typed = (name: string, number: number, type: FieldDescriptorProto_Type, typeName: string, repeated = false) =>
+  scalarField(name, number, type, { typeName, ...(repeated ? { label: FieldDescriptorProto_Label.REPEATED } : {}) });
+const mapEntry = (name: string, value: Record<string, unknown>) => ({
+  name,
+  field: [scalarField("key", 1, T.STRING), { ...value, name: "value", number: 2, jsonName: "value" }],
+  options: { mapEntry: true },
+});
+const testFile = create(FileDescriptorProtoSchema, {
+  name: "codec_test.proto",
+  package: "codectest",
+  syntax: "proto3",
+  dependency: ["google/protobuf/timestamp.proto", "google/protobuf/duration.proto"],
+  // A digit before a capital in the enum name: the prefix of "Test2Color" is TEST2_COLOR_.
+  enumType: [{ name: "Test2Color", value: [{ name: "TEST2_COLOR_UNSPECIFIED", number: 0 }, { name: "TEST2_COLOR_DARK_RED", number: 1 }, { name: "OTHER", number: 2 }] }],
+  messageType: [
+    { name: "Inner", field: [scalarField("name", 1, T.STRING)] },
+    {
+      name: "All",
+      field: [
+        scalarField("s", 1, T.STRING),
+        scalarField("b", 2, T.BOOL),
+        scalarField("i32", 3, T.INT32),
+        scalarField("si32", 4, T.SINT32),
+        scalarField("sf32", 5, T.SFIXED32),
+        scalarField("u32", 6, T.UINT32),
+        scalarField("f32", 7, T.FIXED32),
+        scalarField("i64", 8, T.INT64),
+        scalarField("u64", 9, T.UINT64),
+        scalarField("si64", 10, T.SINT64),
+        scalarField("f64", 11, T.FIXED64),
+        scalarField("sf64", 12, T.SFIXED64),
+        scalarField("d", 13, T.DOUBLE),
+        scalarField("f", 14, T.FLOAT),
+        scalarField("by", 15, T.BYTES),
+        scalarField("i64s", 16, T.INT64, { options: { jstype: FieldOptions_JSType.JS_STRING } }),
+        typed("color", 17, T.ENUM, ".codectest.Test2Color"),
+        typed("colors", 18, T.ENUM, ".codectest.Test2Color", true),
+        scalarField("tags", 19, T.STRING, { label: FieldDescriptorProto_Label.REPEATED }),
+        typed("inners", 20, T.MESSAGE, ".codectest.Inner", true),
+        typed("counts", 21, T.MESSAGE, ".codectest.All.CountsEntry", true),
+        typed("color_map", 22, T.MESSAGE, ".codectest.All.ColorMapEntry", true),
+        typed("inner_map", 23, T.MESSAGE, ".codectest.All.InnerMapEntry", true),
+        typed("inner", 24, T.MESSAGE, ".codectest.Inner"),
+        typed("at", 25, T.MESSAGE, ".google.protobuf.Timestamp"),
+        typed("took", 26, T.MESSAGE, ".google.protobuf.Duration"),
+        scalarField("a", 27, T.STRING, { oneofIndex: 0 }),
+        scalarField("n", 28, T.INT32, { oneofIndex: 0 }),
+        scalarField("maybe", 29, T.STRING, { oneofIndex: 1, proto3Optional: true }),
+        { ...typed("opt_inner", 30, T.MESSAGE, ".codectest.Inner"), oneofIndex: 2, proto3Optional: true },
+        { ...typed("opt_color", 31, T.ENUM, ".codectest.Test2Color"), oneofIndex: 3, proto3Optional: true },
+      ],
+      oneofDecl: [{ name: "pick" }, { name: "_maybe" }, { name: "_opt_inner" }, { name: "_opt_color" }],
+      nestedType: [
+        mapEntry("CountsEntry", scalarField("value", 2, T.INT32)),
+        mapEntry("ColorMapEntry", typed("value", 2, T.ENUM, ".codectest.Test2Color")),
+        mapEntry("InnerMapEntry", typed("value", 2, T.MESSAGE, ".codectest.Inner")),
+      ],
+    },
+  ],
+});
+const wkt: Record<string, DescFile> = { "google/protobuf/timestamp.proto": file_google_protobuf_timestamp, "google/protobuf/duration.proto": file_google_protobuf_duration };
+const All = createFileRegistry(testFile, (name) => wkt[name]).getMessage("codectest.All")!;
+
+const read = (json: unknown, desc: DescMessage = All) => readJson<Message>(desc, JSON.stringify(json));
+const faults = (json: unknown, desc: DescMessage = All) => {
+  const r = read(json, desc);
+  return r.ok ? [] : r.violations;
+};
+/** What reading `json` gives back on the wire: the read value as the codec writes it. */
+const echo = (json: unknown, desc: DescMessage = All) => {
+  const r = read(json, desc);
+  if (!r.ok) throw new Error(JSON.stringify(r.violations));
+  return JSON.parse(writeJson(desc, r.message)) as Record<string, unknown>;
+};
+
+describe("null means unset (survivor 9: `if (value === null) continue` removed)", () => {
+  it("reads null as the default for every field kind of the contract's requests", () => {
+    const r = read({ name: null, description: null, expires_at: null, app_id: null, scopes: null }, apiKey.CreateApiKeyRequestSchema);
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(JSON.parse(writeJson(apiKey.CreateApiKeyRequestSchema, r.message))).toEqual({ name: "", app_id: "", scopes: [] });
+    expect(faults({ include_revoked: null, pagination: null }, apiKey.ListApiKeysRequestSchema)).toEqual([]);
+    expect(faults({ status: null, pagination: { limit: null, offset: null } }, user.ListUsersRequestSchema)).toEqual([]);
+  });
+
+  it("reads null as unset for scalars, enums, lists, maps, messages, timestamps and oneof members", () => {
+    const nulls = Object.fromEntries(All.fields.map((f) => [f.name, null]));
+    expect(echo(nulls)).toEqual(JSON.parse(writeJson(All, create(All))));
+    // A null oneof member does not occupy the oneof.
+    expect(echo({ a: null, n: 3 })).toMatchObject({ n: 3 });
+    expect(echo({ a: null, n: 3 })).not.toHaveProperty("a");
+  });
+
+  it("null inside a list or map is not unset: it is a value of the wrong type", () => {
+    expect(faults({ tags: ["x", null] })).toEqual([{ field: "tags[1]", description: "must be a string" }]);
+    expect(faults({ counts: { k: null } })).toEqual([{ field: "counts.k", description: "must be an integer" }]);
+  });
+});
+
+describe("type checks name the field (survivor 9: a scalar's typeof check made always true)", () => {
+  it.each([
+    ["s", 5, "must be a string"],
+    ["s", { x: 1 }, "must be a string"],
+    ["s", true, "must be a string"],
+    ["s", ["x"], "must be a string"],
+    ["b", 1, "must be a boolean"],
+    ["b", "true", "must be a boolean"],
+    ["b", { x: 1 }, "must be a boolean"],
+    ["d", "1.5", "must be a number"],
+    ["f", true, "must be a number"],
+    ["by", 5, "must be base64"],
+    ["by", "not base64!", "must be base64"],
+    ["i32", 1.5, "must be an integer"],
+    ["i32", "1.5", "must be an integer"],
+    ["i32", "1e3", "must be an integer"],
+    ["i32", true, "must be an integer"],
+    ["i64", { x: 1 }, "must be an integer"],
+    ["i64", "12a", "must be an integer"],
+    ["color", 1, "must be a string"],
+    ["inner", "x", "must be a JSON object"],
+    ["inner", [], "must be a JSON object"],
+    ["tags", "x", "must be an array"],
+    ["counts", [], "must be a JSON object"],
+    ["counts", "x", "must be a JSON object"],
+  ])("%s: %j is refused (%s)", (field, value, description) => {
+    expect(faults({ [field]: value })).toEqual([{ field, description }]);
+  });
+
+  it("refuses numbers and objects for the contract's string and bool fields, naming each", () => {
+    expect(faults({ name: 5, description: { text: "x" } }, apiKey.CreateApiKeyRequestSchema)).toEqual([
+      { field: "name", description: "must be a string" },
+      { field: "description", description: "must be a string" },
+    ]);
+    expect(faults({ include_revoked: 1 }, apiKey.ListApiKeysRequestSchema)).toEqual([{ field: "include_revoked", description: "must be a boolean" }]);
+    expect(faults({ include_revoked: {} }, apiKey.ListApiKeysRequestSchema)).toEqual([{ field: "include_revoked", description: "must be a boolean" }]);
+    expect(faults({ pagination: { cursor: 7 } }, apiKey.ListApiKeysRequestSchema)).toEqual([{ field: "pagination.cursor", description: "must be a string" }]);
+  });
+
+  it("paths name list items and map entries", () => {
+    expect(faults({ inners: [{ name: "a" }, { name: 1 }], inner_map: { k: { name: 2 } }, color_map: { c: "mauve" }, colors: ["dark_red", 3] }).map((v) => v.field)).toEqual([
+      "inners[1].name",
+      "inner_map.k.name",
+      "color_map.c",
+      "colors[1]",
+    ]);
+  });
+
+  it("reads a body that is empty, not JSON, or not an object", () => {
+    expect(readJson(All, "").ok).toBe(true);
+    expect(readJson(All, "  \n").ok).toBe(true);
+    const bad = readJson(All, "{nope");
+    expect(bad.ok ? [] : bad.violations.map((v) => [v.field, v.description.startsWith("body is not valid JSON: ")])).toEqual([["", true]]);
+    for (const body of ["[]", "3", '"x"', "null"]) expect(faults(JSON.parse(body)), body).toEqual([{ field: "body", description: "must be a JSON object" }]);
+  });
+
+  it("accepts the JSON (camelCase) name as well as the proto name, and refuses unknown fields", () => {
+    expect(echo({ colorMap: { c: "other" }, i64s: 1 })).toMatchObject({ color_map: { c: "other" }, i64s: 1 });
+    expect(faults({ inner: { name: "x", nope: 1 } })).toEqual([{ field: "inner.nope", description: "unknown field" }]);
+    // A fault under a camelCase key is reported under the proto name.
+    expect(faults({ colorMap: { c: 1 } })).toEqual([{ field: "color_map.c", description: "must be a string" }]);
+  });
+
+  it("refuses two members of one oneof", () => {
+    expect(faults({ a: "x", n: 1 })).toEqual([{ field: "n", description: "only one of a, n may be set" }]);
+    expect(echo({ n: 0 })).toMatchObject({ n: 0 });
+  });
+});
+
+describe("enums", () => {
+  it("reads wire names and canonical proto names, writes wire names", () => {
+    expect(echo({ color: "dark_red", colors: ["TEST2_COLOR_DARK_RED", "other", "OTHER"], color_map: { x: "dark_red" } })).toMatchObject({
+      color: "dark_red",
+      colors: ["dark_red", "other", "other"],
+      color_map: { x: "dark_red" },
+    });
+    expect(faults({ color: "purple" })).toEqual([{ field: "color", description: 'unknown value "purple"; expected one of dark_red, other' }]);
+    expect(faults({ color: "DARK_RED" })).toHaveLength(1); // the prefix-less upper-case form is neither name
+  });
+
+  it("writes an unknown enum number as unspecified", () => {
+    expect(enumWireName(All.field.color!.enum!, 99)).toBe("unspecified");
+    expect(JSON.parse(writeJson(All, create(All, { color: 99 } as never)))).toMatchObject({ color: "unspecified" });
+  });
+});
+
+describe("integer ranges (survivor 10)", () => {
+  it.each([
+    ["i32", -2147483648, 2147483647],
+    ["si32", -2147483648, 2147483647],
+    ["sf32", -2147483648, 2147483647],
+    ["u32", 0, 4294967295],
+    ["f32", 0, 4294967295],
+  ])("%s takes %d to %d and refuses one past either end", (field, min, max) => {
+    expect(echo({ [field]: min })).toMatchObject({ [field]: min });
+    expect(echo({ [field]: max })).toMatchObject({ [field]: max });
+    expect(echo({ [field]: String(max) })).toMatchObject({ [field]: max });
+    const description = `must be an integer between ${min} and ${max}`;
+    expect(faults({ [field]: min - 1 })).toEqual([{ field, description }]);
+    expect(faults({ [field]: max + 1 })).toEqual([{ field, description }]);
+    expect(faults({ [field]: String(min - 1) })).toEqual([{ field, description }]);
+  });
+
+  it("refuses a negative uint64 and fixed64, as number or string", () => {
+    for (const field of ["u64", "f64"]) {
+      expect(faults({ [field]: -1 })).toEqual([{ field, description: "must be an integer" }]);
+      expect(faults({ [field]: "-1" })).toEqual([{ field, description: "must be an integer" }]);
+      expect(echo({ [field]: 0 })).toMatchObject({ [field]: 0 });
+    }
+    for (const field of ["i64", "si64", "sf64"]) expect(echo({ [field]: -5368709120 })).toMatchObject({ [field]: -5368709120 });
+  });
+
+  it("takes 64-bit integers up to 2^53 - 1 and refuses what a JSON number cannot hold exactly", () => {
+    expect(echo({ i64: Number.MAX_SAFE_INTEGER, u64: "9007199254740991" })).toMatchObject({ i64: Number.MAX_SAFE_INTEGER, u64: Number.MAX_SAFE_INTEGER });
+    expect(faults({ i64: "9007199254740992" })).toEqual([{ field: "i64", description: "must be an integer" }]);
+    expect(faults({ si64: -Number.MAX_SAFE_INTEGER - 2 })).toEqual([{ field: "si64", description: "must be an integer" }]);
+  });
+
+  it("keeps a jstype=JS_STRING int64 as a string in the message and a number on the wire", () => {
+    const r = read({ i64s: "5368709120", i64: "5368709120" });
+    expect(r.ok && (r.message as unknown as { i64s: unknown; i64: unknown })).toEqual(expect.objectContaining({ i64s: "5368709120", i64: 5368709120n }));
+    expect(echo({ i64s: 5368709120 })).toMatchObject({ i64s: 5368709120 });
+  });
+
+  it("ints in maps and lists are range-checked too", () => {
+    expect(faults({ counts: { a: 1, b: 2147483648 } })).toEqual([{ field: "counts.b", description: "must be an integer between -2147483648 and 2147483647" }]);
+  });
+});
+
+describe("floating point, bytes and well-known types", () => {
+  it("writes non-finite doubles as strings and reads finite numbers back", () => {
+    expect(JSON.parse(writeJson(All, create(All, { d: Number.NaN, f: Number.POSITIVE_INFINITY } as never)))).toMatchObject({ d: "NaN", f: "Infinity" });
+    expect(JSON.parse(writeJson(All, create(All, { d: Number.NEGATIVE_INFINITY } as never)))).toMatchObject({ d: "-Infinity" });
+    expect(echo({ d: -0.25, f: 1.5 })).toMatchObject({ d: -0.25, f: 1.5 });
+  });
+
+  it("refuses a number JSON reads as infinite", () => {
+    const r = readJson(All, '{"d": 1e999}');
+    expect(r.ok ? [] : r.violations).toEqual([{ field: "d", description: "must be a number" }]);
+  });
+
+  it("reads standard and URL-safe base64, writes standard base64", () => {
+    expect(echo({ by: "AQID/w==" })).toMatchObject({ by: "AQID/w==" });
+    expect(echo({ by: "AQID_w" })).toMatchObject({ by: "AQID/w==" });
+    expect(echo({ by: "" })).toMatchObject({ by: "" });
+    expect(faults({ by: "AQ===" })).toEqual([{ field: "by", description: "must be base64" }]);
+  });
+
+  it("passes other google.protobuf types to the protobuf JSON mapping, naming the field on error", () => {
+    expect(echo({ took: "1.5s" })).toMatchObject({ took: "1.500s" });
+    const bad = faults({ took: "soon" });
+    expect(bad.map((v) => v.field)).toEqual(["took"]);
+    expect(bad[0]!.description).toMatch(/duration/i);
+  });
+});
+
+describe("timestamps (survivor 10: sub-second precision)", () => {
+  const at = (text: string) => {
+    const r = read({ at: text });
+    if (!r.ok) throw new Error(JSON.stringify(r.violations));
+    const ts = (r.message as unknown as { at: { seconds: bigint; nanos: number } }).at;
+    return [ts.seconds, ts.nanos] as const;
+  };
+
+  it.each([
+    ["2026-01-31T12:00:00Z", 0],
+    ["2026-01-31T12:00:00.5Z", 500_000_000],
+    ["2026-01-31T12:00:00.05Z", 50_000_000],
+    ["2026-01-31T12:00:00.123Z", 123_000_000],
+    ["2026-01-31T12:00:00.123456Z", 123_456_000],
+    ["2026-01-31T12:00:00.123456789Z", 123_456_789],
+    ["2026-01-31T12:00:00.000000001Z", 1],
+    ["2026-01-31T12:00:00.999999999Z", 999_999_999],
+  ])("reads %s to the nanosecond", (text, nanos) => {
+    expect(at(text)).toEqual([1_769_860_800n, nanos]);
+  });
+
+  it("reads offsets, lower-case separators and times before 1970", () => {
+    expect(at("2026-01-31T14:00:00.25+02:00")).toEqual([1_769_860_800n, 250_000_000]);
+    expect(at("2026-01-31T10:30:00-01:30")).toEqual([1_769_860_800n, 0]);
+    expect(at("2026-01-31t12:00:00z")).toEqual([1_769_860_800n, 0]);
+    expect(at("1969-12-31T23:59:59.5Z")).toEqual([-1n, 500_000_000]);
+  });
+
+  it("writes milliseconds, flooring finer fractions, so what it writes reads back unchanged", () => {
+    const write = (seconds: bigint, nanos: number) => (JSON.parse(writeJson(All, create(All, { at: { seconds, nanos } } as never))) as { at: string }).at;
+    expect(write(1_769_860_800n, 500_000_000)).toBe("2026-01-31T12:00:00.500Z");
+    expect(write(1_769_860_800n, 123_456_789)).toBe("2026-01-31T12:00:00.123Z");
+    expect(write(1_769_860_800n, 999_999_999)).toBe("2026-01-31T12:00:00.999Z");
+    expect(write(-1n, 500_000_000)).toBe("1969-12-31T23:59:59.500Z");
+    for (const text of ["2026-01-31T12:00:00.500Z", "2026-01-31T12:00:00.123Z", "2026-01-31T12:00:00.001Z", "1969-12-31T23:59:59.500Z"]) {
+      expect(echo({ at: text }).at).toBe(text);
+    }
+    expect(JSON.parse(writeJson(All, create(All)))).toMatchObject({ at: null, inner: null });
+  });
+
+  it.each(["2026-01-31", "2026-01-31T12:00:00", "2026-01-31 12:00:00Z", "2026-01-31T12:00:00.Z", "2026-01-31T12:00:00.1234567890Z", "2026-01-31T12:00:00+0200", "2026-13-01T00:00:00Z", "x2026-01-31T12:00:00Z", "2026-01-31T12:00:00Zx"])(
+    "refuses %s",
+    (text) => {
+      expect(faults({ at: text })).toEqual([{ field: "at", description: "must be an RFC 3339 timestamp, e.g. 2026-01-31T12:00:00Z" }]);
+    },
+  );
+
+  it("refuses a timestamp that is not a string", () => {
+    expect(faults({ at: 1_769_860_800 })).toEqual([{ field: "at", description: "must be an RFC 3339 timestamp, e.g. 2026-01-31T12:00:00Z" }]);
+    expect(faults({ at: { seconds: 1 } }).map((v) => v.field)).toEqual(["at"]);
+  });
+});
+
+describe("writing", () => {
+  it("writes every scalar kind at its default, and omits an unset optional", () => {
+    const json = JSON.parse(writeJson(All, create(All))) as Record<string, unknown>;
+    expect(json).toMatchObject({ s: "", b: false, i32: 0, u32: 0, i64: 0, u64: 0, i64s: 0, d: 0, f: 0, by: "", color: "unspecified", colors: [], tags: [], inners: [], counts: {}, color_map: {}, inner_map: {} });
+    expect(json).not.toHaveProperty("maybe");
+    expect(json).not.toHaveProperty("a");
+    expect(echo({ maybe: "" })).toMatchObject({ maybe: "" });
+  });
+
+  it("writes what it reads for lists and maps of every kind", () => {
+    const value = { tags: ["a", "b"], inners: [{ name: "x" }], counts: { a: 1 }, color_map: { a: "other" }, inner_map: { a: { name: "y" } }, u64: 5368709120, s: "é", b: true };
+    expect(echo(value)).toMatchObject(value);
+  });
+
+  it("isOmittedWhenUnset: only proto3 optional fields outside real oneofs", () => {
+    const omitted = All.fields.filter(isOmittedWhenUnset).map((f) => f.name);
+    expect(omitted).toEqual(["maybe", "opt_inner", "opt_color"]);
+    const json = JSON.parse(writeJson(All, create(All))) as Record<string, unknown>;
+    for (const name of omitted) expect(json).not.toHaveProperty(name);
+    expect(echo({ opt_inner: {}, opt_color: "unspecified" })).toMatchObject({ opt_inner: { name: "" }, opt_color: "unspecified" });
+  });
+
+  it("writes the cost totals the spec shows as \"number or null\" as null when unset", () => {
+    expect(JSON.parse(writeJson(job.CostBreakdownSchema, create(job.CostBreakdownSchema)))).toEqual({ lines: [], total_estimated_cost: null, total_actual_cost: null });
+    expect(JSON.parse(writeJson(job.CostBreakdownSchema, create(job.CostBreakdownSchema, { totalActualCost: 0 })))).toMatchObject({ total_estimated_cost: null, total_actual_cost: 0 });
   });
 });

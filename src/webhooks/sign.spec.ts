@@ -52,6 +52,81 @@ describe("Media-Signature", () => {
     expect(verifyMediaSignature(`t=${t}, v0=abc, v1=${flipped}, v1=${v1}`, body, secretA, 300, t)).toBe(true);
   });
 
+  it("returns false for every malformed header and never throws (a missing or repeated header included)", () => {
+    const v1 = mediaSignature([secretA], body, t).split("v1=")[1]!;
+    const malformed: [string, unknown][] = [
+      ["empty", ""],
+      ["only commas and equals", ",,=,="],
+      ["garbage", "not a signature"],
+      ["control characters", "\u0000\uffff\ud800"],
+      ["missing t=", `v1=${v1}`],
+      ["t= without a value", `t=,v1=${v1}`],
+      ["non-numeric t", `t=abc,v1=${v1}`],
+      ["negative t", `t=-${t},v1=${v1}`],
+      ["fractional t", `t=${t}.5,v1=${v1}`],
+      ["exponent t", `t=1.75e9,v1=${v1}`],
+      ["non-ASCII digits in t", `t=١٧٥٠٠٠٠٠٠٠,v1=${v1}`],
+      ["missing v1", `t=${t}`],
+      ["v1= without a value", `t=${t},v1=`],
+      ["odd-length hex", `t=${t},v1=${v1.slice(1)}`],
+      ["hex one digit long", `t=${t},v1=${v1}0`],
+      ["hex one byte short", `t=${t},v1=${v1.slice(2)}`],
+      ["hex one byte long", `t=${t},v1=${v1}00`],
+      ["non-hex of the right length", `t=${t},v1=${"g".repeat(64)}`],
+      ["base64 instead of hex", `t=${t},v1=${Buffer.from(v1, "hex").toString("base64")}`],
+      ["key without =", `t${t},v1${v1}`],
+      ["huge t", `t=${"9".repeat(100_000)},v1=${v1}`],
+      ["huge v1", `t=${t},v1=${"a".repeat(1_000_000)}`],
+      ["huge header of junk", "x=y,".repeat(250_000)],
+      ["many wrong v1", `t=${t},${`v1=${"0".repeat(64)},`.repeat(10_000)}`],
+      ["missing header", undefined],
+      ["null header", null],
+      ["repeated header (array)", [`t=${t},v1=${v1}`, `t=${t},v1=${v1}`]],
+      ["a number", 42],
+    ];
+    for (const [what, header] of malformed) {
+      let result: unknown;
+      expect(() => (result = verifyMediaSignature(header as string, body, secretA, 300, t)), what).not.toThrow();
+      expect(result, what).toBe(false);
+    }
+  });
+
+  it("takes at most 12 digits of t, so no other spelling of a time is signed (mutant: the t pattern loosened)", () => {
+    // Each header is correctly signed for its own t string: only the t rule can refuse it.
+    const signedFor = (tText: string) => `t=${tText},v1=${createHmac("sha256", secretA).update(`${tText}.${body}`).digest("hex")}`;
+    expect(verifyMediaSignature(signedFor(String(t)), body, secretA, 300, t)).toBe(true);
+    expect(verifyMediaSignature(signedFor("999999999999"), body, secretA, 300, 999_999_999_999)).toBe(true);
+    // The same instant spelt in 13 digits, with a sign, with a fraction.
+    for (const tText of [`000${t}`, `+${t}`, `${t}.0`, `${t}e0`]) {
+      expect(verifyMediaSignature(signedFor(tText), body, secretA, 300, t), tText).toBe(false);
+    }
+    expect(verifyMediaSignature(signedFor("0"), body, secretA, 300, 0)).toBe(true);
+  });
+
+  it("accepts upper-case hex, and the tolerance edge in the past too", () => {
+    const header = mediaSignature([secretA], body, t);
+    expect(verifyMediaSignature(header.toUpperCase().replace("T=", "t=").replace("V1=", "v1="), body, secretA, 300, t)).toBe(true);
+    expect(verifyMediaSignature(header, body, secretA, 300, t - 300)).toBe(true);
+    expect(verifyMediaSignature(header, body, secretA, 0, t)).toBe(true);
+    expect(verifyMediaSignature(header, body, secretA, 0, t + 0.5)).toBe(false);
+    expect(verifyMediaSignature(header, body, secretA, Number.NaN, t)).toBe(false);
+  });
+
+  it("defaults to a 300 s tolerance around the current time", () => {
+    const now = Date.now() / 1000;
+    expect(verifyMediaSignature(mediaSignature([secretA], body, now - 290), body, secretA)).toBe(true);
+    expect(verifyMediaSignature(mediaSignature([secretA], body, now + 290), body, secretA)).toBe(true);
+    expect(verifyMediaSignature(mediaSignature([secretA], body, now - 310), body, secretA)).toBe(false);
+    expect(verifyMediaSignature(mediaSignature([secretA], body, now + 310), body, secretA)).toBe(false);
+  });
+
+  it("signs only unix times", () => {
+    expect(mediaSignature([secretA], body, 0)).toMatch(/^t=0,v1=[0-9a-f]{64}$/);
+    for (const bad of [-1, -0.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => mediaSignature([secretA], body, bad), String(bad)).toThrow(new RangeError(`signature timestamp ${bad} is not a unix time`));
+    }
+  });
+
   it("floors a fractional timestamp into the signed string", () => {
     expect(mediaSignature([secretA], body, t + 0.9)).toBe(mediaSignature([secretA], body, t));
     expect(() => mediaSignature([], body, t)).toThrow(/at least one secret/);

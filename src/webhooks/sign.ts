@@ -29,14 +29,17 @@ export function mediaSignature(secrets: readonly string[], rawBody: string, time
  * of `${t}.${body}` with its secret, compare it in constant time against each v1, and refuse a
  * timestamp more than `toleranceSeconds` away from `nowSeconds` (either way: a clock ahead of
  * ours is as suspect as a replay). Unknown schemes (v0, v2…) are ignored, as theirs do.
+ * Any header, even a missing or repeated one (a Node header value may be undefined or an array),
+ * gives false rather than an exception: a receiver answers 400, not 500.
  */
 export function verifyMediaSignature(
-  header: string,
+  header: string | readonly string[] | null | undefined,
   rawBody: string,
   secret: string,
   toleranceSeconds = DEFAULT_TOLERANCE_SECONDS,
   nowSeconds = Date.now() / 1000,
 ): boolean {
+  if (typeof header !== "string") return false;
   let t: string | undefined;
   const candidates: string[] = [];
   for (const part of header.split(",")) {
