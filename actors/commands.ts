@@ -129,23 +129,17 @@ export async function serveCommands(
   actors: ActorHost,
   behaviors: readonly EntityBehavior<unknown, unknown, unknown, Intent>[],
   log: Logger,
-  partitions: number,
   onAssigned: (partitions: readonly number[]) => void = () => undefined,
 ): Promise<Consumer> {
   const byType = new Map(behaviors.map((b) => [b.type, b]));
-  let owned = new Set<number>();
   return bus.consume({
     topic: topics.commands,
     group: topics.actorHosts,
-    // Another host may have owned the newly assigned entities: drop their cached actors, so they
-    // recover from the store. Entities this host kept stay: evicting one while its command runs
-    // would let a new incarnation, recovered before that command's append, write stale read models.
-    onAssigned: (assigned) => {
-      const fresh = new Set(assigned.filter((p) => !owned.has(p)));
-      owned = new Set(assigned);
-      actors.evictWhere((key) => fresh.has(partitionFor(key, partitions)));
-      log.info({ partitions: assigned }, "command partitions assigned");
-      onAssigned(assigned);
+    // Another host may have owned these entities: drop every cached actor and recover from the store.
+    onAssigned: (partitions) => {
+      actors.evictAll();
+      log.info({ partitions }, "command partitions assigned");
+      onAssigned(partitions);
     },
     handler: async (m) => {
       const envelope = decode<CommandEnvelope>(m.value);

@@ -150,9 +150,9 @@ export class ActorHost {
     }
   }
 
-  /** Drops the cached actors whose keys match; each recovers from the store on its next command. */
-  evictWhere(match: (key: string) => boolean): void {
-    for (const key of [...this.refs.keys()]) if (match(key)) this.evict(key);
+  /** Drops every cached actor; each recovers from the store on its next command. */
+  evictAll(): void {
+    for (const key of [...this.refs.keys()]) this.evict(key);
   }
 
   stop(): void {
@@ -209,7 +209,7 @@ export class ActorHost {
       }
       const seq = (host.engine.seqs.get(key) ?? 0) + 1;
       try {
-        await host.outbox.beforeAppend(behavior.type, id, seq);
+        if (intents.length > 0) await host.outbox.beforeAppend(behavior.type, id, seq);
       } catch (e) {
         host.log.error({ err: e, entity: key }, "outbox marker not written; command refused");
         dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: "the write did not complete; retry" } } satisfies Reply<S>);

@@ -172,8 +172,14 @@ export class Relay implements Outbox {
     if (e.relayed < 0) e.relayed = seq - 1;
     if (e.marked) return;
     e.marked = true;
+    const write = this.writeMarker(e, e.relayed);
+    // A store that makes commits durable in order needs no wait: the append comes after the marker.
+    if (this.store.orderedCommits) {
+      write.catch((err: unknown) => this.log.warn({ err, entity: e.key }, "outbox: marker not written"));
+      return;
+    }
     try {
-      await this.writeMarker(e, e.relayed);
+      await write;
     } catch (err) {
       e.marked = false;
       e.appending--;

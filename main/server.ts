@@ -213,7 +213,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       legacy.stop();
     };
     let started = false;
-    commandConsumer = await serveCommands(bus, topics, host, BEHAVIORS, log, partitions, (assigned) => {
+    commandConsumer = await serveCommands(bus, topics, host, BEHAVIORS, log, (assigned) => {
       relay.assign(assigned);
       // Another host may have owned these entities: its timers are its own; arm ours from the store.
       deliverer.clear();

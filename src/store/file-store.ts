@@ -35,6 +35,8 @@ function lowerBound(list: readonly { sort: string }[], sort: string): number {
 }
 
 export class FileStore implements Store {
+  /** One log, appended and synced in commit order. */
+  readonly orderedCommits = true;
   private readonly records = new Map<string, Map<string, StoredRecord>>();
   /** table \0 partition → sort keys with ids, ascending. */
   private readonly partitions = new Map<string, { sort: string; id: string }[]>();

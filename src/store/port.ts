@@ -84,6 +84,11 @@ export interface StoreHealth {
 }
 
 export interface Store {
+  /**
+   * True when commits become durable in the order they were issued (one log): a commit issued
+   * after another is durable only if the earlier one is, so a writer need not wait for the first.
+   */
+  readonly orderedCommits?: boolean;
   open(): Promise<void>;
   close(): Promise<void>;
   health(): Promise<StoreHealth>;
