@@ -9,8 +9,10 @@ import { AudioCodec, QualityTier, VideoCodec } from "./gen/media/v1/preset_pb.js
 import {
   amountMicros,
   AUDIO_ONLY_MICROS_PER_MINUTE,
+  CURRENCY,
   eur,
   fpsBucket,
+  MICROS_PER_EUR,
   outputRateIfKnown,
   outputRateMicrosPerMinute,
   PriceUnknown,
@@ -56,6 +58,16 @@ describe("the table", () => {
   it("is what the README's Pricing section shows", () => {
     const readme = readFileSync(path.join(import.meta.dirname, "..", "README.md"), "utf8");
     expect(readme).toContain(pricingMarkdown());
+    // Whole lines from first to last, so a table cut short is not a smaller match.
+    const lines = pricingMarkdown().split("\n");
+    expect(lines[0]).toBe("| per minute, standard tier, ≤ 30 fps | ≤ 480p | ≤ 720p | ≤ 1080p | ≤ 1440p | ≤ 2160p | ≤ 4320p |");
+    expect(lines.at(-1)).toBe("Audio-only output: €0.001 per minute. Processing fee: €0.01 per job.");
+    expect(lines).toHaveLength(16);
+  });
+
+  it("is in EUR, a million micro-EUR each", () => {
+    expect(CURRENCY).toBe("EUR");
+    expect(MICROS_PER_EUR).toBe(1_000_000);
   });
 });
 
@@ -163,5 +175,109 @@ describe("amounts", () => {
     const lines = [amountMicros(9_000, 61_234), amountMicros(6_000, 61_234), PROCESSING_FEE_MICROS];
     const total = lines.reduce((a, b) => a + b, 0);
     expect(eur(total)).toBe(Number(`0.${String(total).padStart(6, "0")}`));
+  });
+});
+
+describe("bucket edges", () => {
+  it("holds a frame in a bucket up to its long-side and short-side limits, and no further", () => {
+    // Long side limits 1024, 1280, 1920, 2560, 4096 with a short side that fits the smallest bucket.
+    expect([1024, 1025, 1280, 1281, 1920, 1921, 2560, 2561, 4096, 4097].map((w) => resolutionBucket(w, 400))).toEqual(["480p", "720p", "720p", "1080p", "1080p", "1440p", "1440p", "2160p", "2160p", "4320p"]);
+    // Short side limits 576, 720, 1080, 1440, 2160 on square frames, where the short side decides.
+    expect([576, 577, 720, 721, 1080, 1081, 1440, 1441, 2160, 2161].map((s) => resolutionBucket(s, s))).toEqual(["480p", "720p", "720p", "1080p", "1080p", "1440p", "1440p", "2160p", "2160p", "4320p"]);
+  });
+
+  it("prices a square or portrait frame by its short side too: 1440x1440 is 1440p, not 1080p", () => {
+    expect(resolutionBucket(1440, 1440)).toBe("1440p");
+    expect(resolutionBucket(1080, 1080)).toBe("1080p");
+    expect(resolutionBucket(1080, 1440)).toBe("1080p");
+    expect(resolutionBucket(1440, 1920)).toBe("1440p");
+    expect(resolutionBucket(2160, 3840)).toBe("2160p");
+    expect(resolutionBucket(3000, 3000)).toBe("4320p");
+    expect(resolutionBucket(4096, 4096)).toBe("4320p");
+    expect(variantRateMicrosPerMinute(variant({ codec: VideoCodec.H264, width: 1440, height: 1440 }), undefined)).toBe(18_000);
+  });
+
+  it("counts a side of 0 as unknown: the other side decides", () => {
+    expect(resolutionBucket(1920, 0)).toBe("1080p");
+    expect(resolutionBucket(0, 1280)).toBe("720p");
+    expect(resolutionBucket(0, 0)).toBe("480p");
+  });
+});
+
+describe("a variant with one side", () => {
+  const hd = { width: 1920, height: 1080, frameRate: 30 };
+  const portrait = { width: 1080, height: 1920, frameRate: 30 };
+  const bucketOf = (init: { width?: number; height?: number }, input: { width: number; height: number; frameRate: number } | undefined) =>
+    variantRateMicrosPerMinute(variant({ codec: VideoCodec.H264, ...init }), input);
+
+  it("given a height, takes its width from the input's aspect: a 1080-high variant of a 16:9 input is 1080p", () => {
+    expect(bucketOf({ height: 1080 }, hd)).toBe(9_000);
+    expect(bucketOf({ height: 720 }, hd)).toBe(6_000);
+    expect(bucketOf({ height: 1440 }, hd)).toBe(18_000); // 2560x1440
+    expect(bucketOf({ height: 1920 }, portrait)).toBe(9_000); // 1080x1920
+    expect(bucketOf({ height: 1080 }, { width: 1440, height: 1080, frameRate: 30 })).toBe(9_000); // 1440x1080
+    expect(bucketOf({ height: 1080 }, { width: 4096, height: 1080, frameRate: 30 })).toBe(30_000); // 4096x1080: 2160p by its long side
+  });
+
+  it("given a width, takes its height from the input's aspect", () => {
+    expect(bucketOf({ width: 1920 }, hd)).toBe(9_000);
+    expect(bucketOf({ width: 1080 }, portrait)).toBe(9_000); // 1080x1920
+    expect(bucketOf({ width: 1440 }, { width: 1440, height: 1440, frameRate: 30 })).toBe(18_000); // 1440x1440
+    expect(bucketOf({ width: 1280 }, { width: 1280, height: 2560, frameRate: 30 })).toBe(18_000); // 1280x2560
+  });
+
+  it("without an input size, a height is a landscape short side and a width a long side", () => {
+    for (const input of [undefined, { width: 0, height: 0, frameRate: 30 }, { width: 1920, height: 0, frameRate: 30 }, { width: 0, height: 1080, frameRate: 30 }]) {
+      expect(bucketOf({ height: 1080 }, input), JSON.stringify(input)).toBe(9_000);
+      expect(bucketOf({ height: 2400 }, input), JSON.stringify(input)).toBe(90_000);
+      expect(bucketOf({ width: 1280 }, input), JSON.stringify(input)).toBe(6_000);
+      expect(bucketOf({ width: 1921 }, input), JSON.stringify(input)).toBe(18_000);
+    }
+  });
+
+  it("with an input but no size of its own, is the input's frame", () => {
+    expect(bucketOf({}, portrait)).toBe(9_000);
+    expect(bucketOf({}, { width: 1440, height: 1440, frameRate: 30 })).toBe(18_000);
+  });
+});
+
+describe("codecs, tiers and unknown prices", () => {
+  it("maps every priced codec and every tier, standard for an unknown tier", () => {
+    const rate = (codec: VideoCodec, quality?: QualityTier) => variantRateMicrosPerMinute(variant({ codec, resolution: "720p", ...(quality !== undefined ? { quality } : {}) }), undefined);
+    expect([VideoCodec.H264, VideoCodec.H265, VideoCodec.VP9, VideoCodec.AV1].map((c) => rate(c))).toEqual([6_000, 12_000, 9_600, 24_000]);
+    expect([QualityTier.UNSPECIFIED, QualityTier.ECONOMY, QualityTier.STANDARD, QualityTier.PREMIUM].map((q) => rate(VideoCodec.H264, q))).toEqual([6_000, 4_500, 6_000, 9_000]);
+    expect(rate(VideoCodec.H264, 99 as QualityTier)).toBe(6_000);
+  });
+
+  it("says why a price is unknown, and that retrying will not help", () => {
+    expect(() => variantRateMicrosPerMinute(variant({ codec: VideoCodec.AV1 }), undefined)).toThrow("price unknown: the variant has no resolution and there is no input to take it from");
+    expect(() => variantRateMicrosPerMinute(variant({ resolution: "720p" }), fhd30)).toThrow("price unknown: the variant has no codec");
+    const e = new PriceUnknown("why");
+    expect([e.name, e.message, e.retryable]).toEqual(["PriceUnknown", "price unknown: why", false]);
+    expect(variantRateIfKnown(variant({ resolution: "720p" }), fhd30)).toBeUndefined();
+    expect(variantRateIfKnown(variant({ codec: VideoCodec.H264, resolution: "720p" }), undefined)).toBe(6_000);
+  });
+
+  it("an output is unknown if any of its variants is, and sums them otherwise", () => {
+    const known = { codec: VideoCodec.H264, resolution: "720p" };
+    const unknown = { codec: VideoCodec.H264 };
+    expect(outputRateIfKnown(create(OutputSpecSchema, { video: [known, unknown] }), undefined)).toBeUndefined();
+    expect(outputRateIfKnown(create(OutputSpecSchema, { video: [unknown, known] }), undefined)).toBeUndefined();
+    expect(outputRateIfKnown(create(OutputSpecSchema, { video: [known, known] }), undefined)).toBe(12_000);
+    expect(outputRateIfKnown(create(OutputSpecSchema, { audio: [{ codec: AudioCodec.AAC, bitrateKbps: 96 }] }), undefined)).toBe(AUDIO_ONLY_MICROS_PER_MINUTE);
+    expect(() => outputRateMicrosPerMinute(create(OutputSpecSchema, { video: [known, unknown] }), undefined)).toThrow(PriceUnknown);
+  });
+});
+
+describe("amount limits", () => {
+  it("refuses rates that are not whole and non-negative, negative durations and amounts past exact numbers, saying which", () => {
+    expect(amountMicros(9_000, 0)).toBe(0);
+    expect(amountMicros(9_000, 0n)).toBe(0);
+    expect(() => amountMicros(-1, 60_000)).toThrow("rate must be a whole, non-negative micro-EUR amount, got -1");
+    expect(() => amountMicros(Number.MAX_SAFE_INTEGER + 1, 60_000)).toThrow(RangeError);
+    expect(() => amountMicros(1, -1)).toThrow("duration must not be negative, got -1");
+    expect(() => amountMicros(1, -1n)).toThrow("duration must not be negative, got -1");
+    expect(() => amountMicros(Number.MAX_SAFE_INTEGER, 120_000)).toThrow("amount exceeds the exact range of a number");
+    expect(() => eur(Number.MAX_SAFE_INTEGER + 1)).toThrow(`micro-EUR amounts are whole numbers, got ${Number.MAX_SAFE_INTEGER + 1}`);
   });
 });

@@ -52,6 +52,7 @@ const TABLE: readonly PriceRow[] = PRICED_CODECS.flatMap((codec) =>
     TIERS.flatMap((tier) =>
       FPS_BUCKETS.map((fps): PriceRow => {
         const scaled = BASE[codec][resolution] * TIER_PERCENT[tier] * FPS_PERCENT[fps];
+        // Stryker disable next-line ConditionalExpression,StringLiteral: every BASE entry is a multiple of 8, so no cell leaves a fraction and the stop (and its message) is never reached; it guards edits to BASE
         if (scaled % 10_000 !== 0) throw new Error(`pricing: ${key(codec, resolution, tier, fps)} is not a whole micro-EUR`);
         return Object.freeze({ codec, resolution, tier, fps, microsPerMinute: scaled / 10_000 });
       }),
@@ -101,7 +102,8 @@ const SHORT_SIDE = [576, 720, 1080, 1440, 2160] as const;
 /** Bucket of a frame size; a side of 0 is unknown and does not count. */
 export function resolutionBucket(width: number, height: number): ResolutionBucket {
   const long = Math.max(width, height);
-  const short = width > 0 && height > 0 ? Math.min(width, height) : 0;
+  // An unknown side of 0 makes the short side 0, which every bucket holds: the long side decides.
+  const short = Math.min(width, height);
   const byLong = LONG_SIDE.findIndex((limit) => long <= limit);
   const byShort = SHORT_SIDE.findIndex((limit) => short <= limit);
   const index = Math.max(byLong === -1 ? 5 : byLong, byShort === -1 ? 5 : byShort);

@@ -1,0 +1,362 @@
+// The job actor's decisions and fold without I/O: Create, attempts, progress, and the money of each
+// outcome, with amounts computed from src/pricing.ts's table (H.264 standard ≤ 30 fps: 720p 6,000
+// and 480p 4,000 micro-EUR a minute; the processing fee 10,000).
+import { Code } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { OutputType } from "../../src/gen/media/v1/job_pb.js";
+import { AudioCodec, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
+import { PROCESSING_FEE_MICROS } from "../../src/pricing.js";
+import { at, createJob, decided, encodingJob, origin, output, probe, probedJob, rejected, run, specJson } from "./job.fixtures.js";
+import { estimateOutputs, foldJob, JOB_ERROR_CODES, JobBehavior, processingFee, type JobCommand, type JobRecord, type JobRequest, type JobState, type OutputState, type ProbeData } from "./job.js";
+
+const finish = (over: Partial<Extract<JobCommand, { type: "encode_finished" }>> = {}): JobCommand => ({ type: "encode_finished", attempt: "e1", at: 3000, durationMs: 1000, ...over });
+const completeOutput = (outputId: string, attempt = "e1"): JobCommand => ({ type: "output_completed", attempt, at, outputId, url: `s3://b/${outputId}.mp4`, sizeBytes: 10 });
+const failOutput = (outputId: string, attempt = "e1"): JobCommand => ({ type: "output_failed", attempt, at, outputId, failure: { code: "output_write_denied", message: "denied" } });
+const progress = (outputId: string, value: number, when = at, attempt = "e1"): JobCommand => ({ type: "output_progress", attempt, at: when, outputId, progress: value });
+const job = (s: JobState): JobRecord => {
+  if (!s.job) throw new Error("no job");
+  return s.job;
+};
+/** A state whose job is changed by hand: journals written by older builds, or cases no command reaches. */
+const edited = (s: JobState, patch: (j: JobRecord) => Partial<JobRecord>): JobState => ({ job: { ...job(s), ...patch(job(s)) } });
+const effectiveTemplate = (o: OutputState) => (o.spec !== null && typeof o.spec === "object" && !Array.isArray(o.spec) ? o.spec.effectivePathTemplate : undefined);
+const estimates = (s: JobState) => job(s).outputs.map((o) => o.estimateMicros);
+const actuals = (s: JobState) => job(s).outputs.map((o) => o.actualMicros);
+
+describe("estimates when probed", () => {
+  it("prices each output for the probed duration, in exact micro-EUR", () => {
+    const s = probedJob();
+    // 90 s: 720p 6,000 × 1.5 min and 480p 4,000 × 1.5 min.
+    expect(estimates(s)).toEqual([9_000, 6_000]);
+    expect(job(s)).toMatchObject({ status: "processing", probedAt: at, probeDurationMs: 5, inputMetadata: probe });
+  });
+
+  it("bills a clip: its start is taken off, its end cuts the input short, an end of 0 or past the input is the input's end", () => {
+    const clipped = (startSeconds: number, endSeconds: number) => estimates(probedJob({ clip: { startSeconds, endSeconds } }));
+    expect(clipped(10, 0)).toEqual([8_000, 5_333]); // 80 s; 5,333.3 rounds down
+    expect(clipped(10, 70)).toEqual([6_000, 4_000]); // 60 s
+    expect(clipped(0, 30)).toEqual([3_000, 2_000]); // 30 s
+    expect(clipped(0, 120)).toEqual([9_000, 6_000]); // past the end: 90 s
+    expect(clipped(10, 120)).toEqual([8_000, 5_333]);
+    expect(clipped(100, 0)).toEqual([0, 0]); // starts after the input ends
+    expect(clipped(60, 30)).toEqual([0, 0]); // ends before it starts
+  });
+
+  it("takes a variant's frame from the input, the audio rate for audio-only outputs, and 0 when video has no input to price from", () => {
+    const outputs = [
+      output("keep", "", { spec: specJson({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }) }),
+      output("sound", "", { spec: specJson({ type: OutputType.MP4, audio: [{ codec: AudioCodec.AAC, bitrateKbps: 128 }] }) }),
+    ];
+    const fhd60: ProbeData = { ...probe, video: { ...probe.video!, width: 1920, height: 1080, frameRate: 60 } };
+    // 1080p at 60 fps: 9,000 × 150 % = 13,500 a minute; audio 1,000 a minute; 90 s each.
+    expect(estimates(probedJob({ outputs }, fhd60))).toEqual([20_250, 1_500]);
+    const audioOnly: ProbeData = { format: "mp3", durationMs: 90_000, sizeBytes: 1, bitRate: 1, audio: { codec: "mp3", sampleRate: 44_100, channels: 2, channelLayout: "stereo", bitRate: 1 } };
+    expect(estimates(probedJob({ outputs }, audioOnly))).toEqual([0, 1_500]);
+    expect(estimateOutputs(job(run({}, createJob({ outputs }))), audioOnly)).toEqual([0, 1_500]);
+  });
+
+  it("the probed event carries the estimates and the fold gives each output its own", () => {
+    const s = run({}, createJob(), { type: "probe_started", attempt: "p1", at });
+    const events = decided(s, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 });
+    expect(events).toEqual([{ type: "probed", at, metadata: probe, durationMs: 5, estimates: [9_000, 6_000] }]);
+    // A journal whose probed event lacks an output's estimate folds it as 0.
+    expect(foldJob(job(s), { type: "probed", at, metadata: probe, durationMs: 5, estimates: [7] }).outputs.map((o) => o.estimateMicros)).toEqual([7, 0]);
+  });
+
+  it("delayed start waits for a confirmation, which only a job awaiting one takes", () => {
+    const s = probedJob({ delayedStart: true });
+    expect(job(s).status).toBe("awaiting_confirmation");
+    expect(estimates(s)).toEqual([9_000, 6_000]);
+    const confirmed = run(s, { type: "confirm", at: 5000 });
+    expect(job(confirmed)).toMatchObject({ status: "processing", confirmedAt: 5000, updatedAt: 5000 });
+    expect(rejected(confirmed, { type: "confirm", at })).toEqual({ code: Code.FailedPrecondition, message: "job job_1 is processing; only a job awaiting_confirmation can be confirmed" });
+  });
+});
+
+describe("attempts", () => {
+  it("a redelivered probe starts a new attempt and the old one's reports change nothing", () => {
+    const twice = run({}, createJob(), { type: "probe_started", attempt: "p1", at }, { type: "probe_started", attempt: "p2", at: 2500 });
+    expect(job(twice)).toMatchObject({ status: "probing", attempt: "p2", updatedAt: 2500, version: 3 });
+    expect(decided(twice, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })).toEqual([]);
+    expect(decided(twice, { type: "probe_failed", attempt: "p1", at, failure: { code: "input_invalid", message: "x" } })).toEqual([]);
+    expect(job(run(twice, { type: "probed", attempt: "p2", at, metadata: probe, durationMs: 5 })).status).toBe("processing");
+  });
+
+  it("a probe starts only a pending or probing job, and probe reports count only while probing", () => {
+    const s = probedJob();
+    expect(decided(s, { type: "probe_started", attempt: "p1", at })).toEqual([]);
+    expect(decided(probedJob({ delayedStart: true }), { type: "probe_started", attempt: "p9", at })).toEqual([]);
+    expect(decided(s, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })).toEqual([]);
+    expect(decided(s, { type: "probe_failed", attempt: "p1", at, failure: { code: "input_invalid", message: "x" } })).toEqual([]);
+    expect(decided(run({}, createJob()), { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })).toEqual([]);
+  });
+
+  it("encode reports count only from the current attempt of a processing job", () => {
+    const s = run(encodingJob(), { type: "encode_started", attempt: "e2", at: 2100 });
+    expect(job(s)).toMatchObject({ attempt: "e2", startedAt: at, updatedAt: 2100 });
+    for (const stale of [completeOutput("out_a"), failOutput("out_a"), progress("out_a", 50), finish(), { type: "thumbnails_done", attempt: "e1", at, results: [] } as const]) {
+      expect(decided(s, stale), stale.type).toEqual([]);
+    }
+    // Before any encoder started, nothing reports on a job that is not processing.
+    const waiting = probedJob({ delayedStart: true });
+    for (const early of [{ type: "encode_started", attempt: "e1", at } as const, completeOutput("out_a", "p1"), failOutput("out_a", "p1"), progress("out_a", 5, at, "p1"), finish({ attempt: "p1" }), { type: "thumbnails_done", attempt: "p1", at, results: [] } as const]) {
+      expect(decided(waiting, early), early.type).toEqual([]);
+    }
+  });
+
+  it("a new attempt keeps delivered outputs, keeps running ones' progress, and runs failed ones again", () => {
+    const s = run(encodingJob({ outputs: [output("out_a", "720p"), output("out_b", "480p"), output("out_c", "480p", { pathTemplate: "c" })] }), completeOutput("out_a"), progress("out_b", 40), progress("out_c", 30), failOutput("out_c"));
+    expect(job(s).outputs.map((o) => [o.status, o.progress])).toEqual([["completed", 100], ["processing", 40], ["failed", 30]]);
+    const again = run(s, { type: "encode_started", attempt: "e2", at: 2200 });
+    expect(job(again).outputs.map((o) => [o.status, o.progress])).toEqual([["completed", 100], ["processing", 40], ["processing", 0]]);
+    expect(job(again)).toMatchObject({ attempt: "e2", encoderStarted: true, startedAt: at });
+  });
+
+  it("thumbnails of the current attempt are kept", () => {
+    const result = { url: "s3://b/t.jpg", key: "t.jpg", mode: "interval", index: 0, thumbnailIndex: 0, format: "jpg", width: 320, height: 180, timeSeconds: 1, sizeBytes: 9 };
+    const s = run(encodingJob(), { type: "thumbnails_done", attempt: "e1", at: 2300, results: [result] });
+    expect(job(s)).toMatchObject({ thumbnailResults: [result], updatedAt: 2300 });
+  });
+});
+
+describe("progress", () => {
+  it("is floored, kept below 100 until the output is delivered, and the job's is the mean of its outputs", () => {
+    const s = run(encodingJob(), progress("out_a", 42.7));
+    expect(job(s).outputs.map((o) => o.progress)).toEqual([42, 0]);
+    expect(job(s).progress).toBe(21);
+    expect(job(run(s, progress("out_a", 150))).outputs[0]!.progress).toBe(99);
+    const done = run(encodingJob(), completeOutput("out_b"), progress("out_a", 33.9));
+    // A delivered output counts 100: (33 + 100) / 2 = 66.5, floored.
+    expect(job(done).progress).toBe(66);
+    expect(job(done).outputs[1]).toMatchObject({ status: "completed", progress: 100, outputUrl: "s3://b/out_b.mp4", sizeBytes: 10 });
+  });
+
+  it("no change is news only as a keep-alive, every 20 s, and progress never goes back", () => {
+    const s = run(encodingJob(), progress("out_a", 40, 10_000));
+    expect(decided(s, progress("out_a", 40, 29_999))).toEqual([]);
+    expect(decided(s, progress("out_a", 30, 29_999))).toEqual([]);
+    expect(decided(s, progress("out_a", 30, 30_000))).toEqual([{ type: "output_progress", at: 30_000, outputId: "out_a", progress: 40 }]);
+    expect(decided(s, progress("out_a", 41, 10_001))).toEqual([{ type: "output_progress", at: 10_001, outputId: "out_a", progress: 41 }]);
+    expect(decided(s, progress("out_a", -5, 30_000))).toEqual([{ type: "output_progress", at: 30_000, outputId: "out_a", progress: 40 }]);
+  });
+
+  it("ignores unknown and finished outputs", () => {
+    const s = run(encodingJob(), completeOutput("out_a"));
+    expect(decided(s, progress("out_x", 50))).toEqual([]);
+    expect(decided(s, progress("out_a", 50, 60_000))).toEqual([]);
+    expect(decided(s, completeOutput("out_a"))).toEqual([]);
+    expect(decided(s, completeOutput("out_x"))).toEqual([]);
+    expect(decided(s, failOutput("out_a"))).toEqual([]);
+    expect(decided(s, failOutput("out_x"))).toEqual([]);
+    const failed = run(s, failOutput("out_b"));
+    expect(decided(failed, failOutput("out_b"))).toEqual([]);
+    expect(decided(failed, progress("out_b", 50, 60_000))).toEqual([]);
+    expect(job(failed).outputs[1]).toMatchObject({ status: "failed", errorCode: "output_write_denied", errorMessage: "denied" });
+  });
+});
+
+describe("settlement", () => {
+  it("completed: each output at its estimate and the processing fee", () => {
+    const s = run(encodingJob(), completeOutput("out_a"), completeOutput("out_b"), finish());
+    expect(job(s)).toMatchObject({ status: "completed", progress: 100, completedAt: 3000, updatedAt: 3000, encodeDurationMs: 1000 });
+    expect(job(s).errorCode).toBeUndefined();
+    expect(actuals(s)).toEqual([9_000, 6_000]);
+    expect(job(s).fees).toEqual([{ ...processingFee("fee_1"), voided: false, actualMicros: PROCESSING_FEE_MICROS }]);
+  });
+
+  it("partial: the delivered output and the fee, with the failed output's error", () => {
+    const s = run(encodingJob(), completeOutput("out_a"), failOutput("out_b"), finish());
+    expect(job(s)).toMatchObject({ status: "partial", errorCode: "output_write_denied", errorMessage: "denied", progress: 50 });
+    expect(actuals(s)).toEqual([9_000, 0]);
+    expect(job(s).fees[0]).toMatchObject({ voided: false, actualMicros: PROCESSING_FEE_MICROS });
+  });
+
+  it("failed: nothing is charged and the fee is voided, even after an encoder started", () => {
+    const s = run(encodingJob(), finish({ failure: { code: "input_unreachable", message: "gone" } }));
+    expect(job(s)).toMatchObject({ status: "failed", errorCode: "input_unreachable", errorMessage: "gone" });
+    expect(job(s).outputs.map((o) => [o.status, o.errorCode])).toEqual([["failed", "input_unreachable"], ["failed", "input_unreachable"]]);
+    expect(actuals(s)).toEqual([0, 0]);
+    expect(job(s).fees).toEqual([{ ...processingFee("fee_1"), voided: true, actualMicros: 0 }]);
+  });
+
+  it("an encoder that finishes without reporting every output fails those with an internal error", () => {
+    const s = encodingJob();
+    const events = decided(s, finish());
+    const internal = { code: "internal", message: "the encoder finished without reporting every output" };
+    expect(events).toEqual([
+      { type: "output_failed", at: 3000, outputId: "out_a", failure: internal },
+      { type: "output_failed", at: 3000, outputId: "out_b", failure: internal },
+      { type: "settled", at: 3000, status: "failed", failure: internal, encodeDurationMs: 1000 },
+    ]);
+    // Outputs no encode_started ever moved from pending count as unreported too.
+    const pending = probedJob();
+    expect(decided(pending, finish({ attempt: "p1" })).map((e) => e.type)).toEqual(["output_failed", "output_failed", "settled"]);
+  });
+
+  it("explains a failure by the first failed output, its code's message when it kept none, else encode_failed", () => {
+    const s = run(encodingJob(), failOutput("out_a"), failOutput("out_b"));
+    const settledBy = (state: JobState) => decided(state, finish()).at(-1);
+    expect(settledBy(s)).toEqual({ type: "settled", at: 3000, status: "failed", failure: { code: "output_write_denied", message: "denied" }, encodeDurationMs: 1000 });
+    const noMessage = edited(s, (j) => ({ outputs: j.outputs.map(({ errorMessage: _, ...o }): OutputState => o) }));
+    expect(settledBy(noMessage)).toMatchObject({ failure: { code: "output_write_denied", message: JOB_ERROR_CODES.output_write_denied } });
+    const unknownCode = edited(s, (j) => ({ outputs: j.outputs.map((o) => ({ ...o, errorCode: "gremlins" })) }));
+    expect(settledBy(unknownCode)).toMatchObject({ failure: { code: "encode_failed", message: JOB_ERROR_CODES.encode_failed } });
+    const noCode = edited(s, (j) => ({ outputs: j.outputs.map(({ errorCode: _, ...o }): OutputState => o) }));
+    expect(settledBy(noCode)).toMatchObject({ failure: { code: "encode_failed", message: JOB_ERROR_CODES.encode_failed } });
+  });
+
+  it("charges every unit of a fee and nothing for a delivered output without an estimate", () => {
+    const s = edited(run(encodingJob(), completeOutput("out_a"), completeOutput("out_b")), (j) => ({
+      fees: [{ ...processingFee("fee_1"), quantity: 3 }],
+      outputs: j.outputs.map(({ estimateMicros: _, ...o }, i): OutputState => (i === 0 ? o : { ...o, estimateMicros: 6_000 })),
+    }));
+    const settled = run(s, finish());
+    expect(job(settled).fees[0]!.actualMicros).toBe(3 * PROCESSING_FEE_MICROS);
+    expect(actuals(settled)).toEqual([0, 6_000]);
+  });
+
+  it("a probe failure fails the job with the probe's error and charges nothing", () => {
+    const s = run({}, createJob(), { type: "probe_started", attempt: "p1", at }, { type: "probe_failed", attempt: "p1", at: 2500, failure: { code: "input_invalid", message: "not media" } });
+    expect(job(s)).toMatchObject({ status: "failed", errorCode: "input_invalid", errorMessage: "not media", completedAt: 2500, progress: 0 });
+    expect(job(s).outputs.map((o) => [o.status, o.actualMicros])).toEqual([["failed", 0], ["failed", 0]]);
+    expect(job(s).fees[0]).toMatchObject({ voided: true, actualMicros: 0 });
+    // No encode ran: the event and the job carry no encode duration at all.
+    expect("encodeDurationMs" in job(s)).toBe(false);
+    const probing = run({}, createJob(), { type: "probe_started", attempt: "p1", at });
+    const [settled] = decided(probing, { type: "probe_failed", attempt: "p1", at: 2500, failure: { code: "input_invalid", message: "not media" } });
+    expect(settled).toStrictEqual({ type: "settled", at: 2500, status: "failed", failure: { code: "input_invalid", message: "not media" } });
+  });
+
+  it("a job without outputs completes at 100", () => {
+    const s = run(run({}, createJob({ outputs: [] }), { type: "probe_started", attempt: "p1", at }, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 }), { type: "encode_started", attempt: "e1", at }, finish());
+    expect(job(s)).toMatchObject({ status: "completed", progress: 100 });
+  });
+});
+
+describe("cancel", () => {
+  it("before an encoder picked the job up voids everything; open outputs stop as canceled", () => {
+    for (const s of [run({}, createJob()), probedJob(), probedJob({ delayedStart: true })]) {
+      const canceled = run(s, { type: "cancel", at: 2600 });
+      expect(job(canceled)).toMatchObject({ status: "canceled", completedAt: 2600, progress: 0 });
+      expect(job(canceled).errorCode).toBeUndefined();
+      expect(job(canceled).outputs.map((o) => [o.status, o.actualMicros])).toEqual([["canceled", 0], ["canceled", 0]]);
+      expect(job(canceled).fees).toEqual([{ ...processingFee("fee_1"), voided: true, actualMicros: 0 }]);
+    }
+  });
+
+  it("after pickup charges the fee and the delivered outputs; the job's progress is where it stopped", () => {
+    const canceled = run(encodingJob(), completeOutput("out_a"), progress("out_b", 40), { type: "cancel", at: 2600 });
+    expect(job(canceled)).toMatchObject({ status: "canceled", progress: 70 });
+    expect(job(canceled).outputs.map((o) => [o.status, o.actualMicros])).toEqual([["completed", 9_000], ["canceled", 0]]);
+    expect(job(canceled).fees).toEqual([{ ...processingFee("fee_1"), voided: false, actualMicros: PROCESSING_FEE_MICROS }]);
+  });
+
+  it("an encoder's finish after the cancel changes nothing: still canceled, same money, no second settle", () => {
+    const canceled = run(encodingJob(), completeOutput("out_a"), { type: "cancel", at: 2600 });
+    expect(decided(canceled, finish())).toEqual([]);
+    expect(decided(canceled, finish({ failure: { code: "internal", message: "stopped" } }))).toEqual([]);
+    expect(decided(canceled, completeOutput("out_b"))).toEqual([]);
+    expect(run(canceled, finish(), completeOutput("out_b"), progress("out_b", 80, 90_000))).toEqual(canceled);
+    expect(job(canceled).fees[0]!.actualMicros).toBe(PROCESSING_FEE_MICROS);
+  });
+
+  it("a job that ended cannot be canceled", () => {
+    const done = run(encodingJob(), completeOutput("out_a"), completeOutput("out_b"), finish());
+    expect(rejected(done, { type: "cancel", at })).toEqual({ code: Code.FailedPrecondition, message: "job job_1 is already completed" });
+    expect(rejected(run(done), { type: "confirm", at }).code).toBe(Code.FailedPrecondition);
+  });
+
+  it("a job without outputs stops at progress 0", () => {
+    expect(job(run({}, createJob({ outputs: [] }), { type: "cancel", at })).progress).toBe(0);
+  });
+});
+
+describe("create", () => {
+  it("decides the whole record, with optional fields only when given", () => {
+    const s = run({}, createJob());
+    expect(job(s)).toEqual({
+      id: "job_1",
+      appId: "app_1",
+      organizationId: "org_1",
+      version: 1,
+      inputUrl: "https://example.test/in.mp4",
+      inputPath: "",
+      inputVideoId: "",
+      status: "pending",
+      progress: 0,
+      priority: "standard",
+      outputs: [
+        { id: "out_a", spec: { ...output("out_a", "720p").spec, effectivePathTemplate: "{job_id}/{output_id}" }, status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix: "job_1/out_a" },
+        { id: "out_b", spec: { ...output("out_b", "480p").spec, effectivePathTemplate: "{job_id}/{output_id}" }, status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix: "job_1/out_b" },
+      ],
+      thumbnails: [],
+      thumbnailResults: [],
+      fees: [processingFee("fee_1")],
+      webhookUrl: "",
+      metadata: {},
+      thumbnailPrefix: "job_1/thumbnails",
+      delayedStart: false,
+      bodyHash: "h1",
+      encoderStarted: false,
+      createdAt: 1000,
+      updatedAt: 1000,
+    });
+    expect(processingFee("fee_1")).toEqual({ id: "fee_1", type: "processing", description: "Processing fee", rateMicros: PROCESSING_FEE_MICROS, quantity: 1, voided: false });
+  });
+
+  it("keeps what the request gives", () => {
+    const o = origin({ basePath: "base" });
+    const over: Partial<JobRequest> = { inputOrigin: o, inputUrlOrigin: o, outputOrigin: o, outputPathTemplate: "{job_id}/{output_id}", clip: { startSeconds: 1, endSeconds: 2 }, idempotencyKey: "k", requestId: "req_1", metadata: { a: "b" }, webhookUrl: "https://hook.test", priority: "premium", delayedStart: true };
+    expect(job(run({}, createJob(over)))).toMatchObject({ ...over, thumbnailPrefix: "base/job_1/thumbnails" });
+  });
+
+  it("places outputs by their own template, else the job's, else the origin's, else the default, under the base path", () => {
+    const prefixes = (over: Partial<JobRequest>) => job(run({}, createJob(over, Date.UTC(2026, 10, 24, 23, 59)))).outputs.map((o) => o.keyPrefix);
+    expect(prefixes({ outputOrigin: origin({ basePath: "/media/./in//", pathTemplate: "{date}/{resolution}" }) })).toEqual(["media/in/2026-11-24/720p", "media/in/2026-11-24/480p"]);
+    expect(prefixes({ outputOrigin: origin({ basePath: "m", pathTemplate: "{date}/{resolution}" }), outputPathTemplate: "{job_id}/{codec}-{resolution}" })).toEqual(["m/job_1/h264-720p", "m/job_1/h264-480p"]);
+    const own = [output("out_a", "720p", { pathTemplate: "own/{output_id}/{quality}.{format}" }), output("out_b", "480p")];
+    expect(prefixes({ outputs: own, outputPathTemplate: "{job_id}/{resolution}" })).toEqual(["own/out_a/standard.mp4", "job_1/480p"]);
+    expect(job(run({}, createJob({ outputs: own }))).outputs.map(effectiveTemplate)).toEqual(["own/{output_id}/{quality}.{format}", "{job_id}/{output_id}"]);
+    // Unknown variables are empty; an output's vars cannot change the ids.
+    const sneaky = [output("out_a", "720p", { pathTemplate: "{nope}/{job_id}/{output_id}", vars: Object.assign({ format: "mp4", codec: "h264", resolution: "720p", quality: "standard" }, { job_id: "other" }) })];
+    expect(prefixes({ outputs: sneaky })).toEqual(["job_1/out_a"]);
+  });
+
+  it("refuses outputs that land in one place, naming each and the one it clashes with", () => {
+    const three = [output("out_a", "720p"), output("out_b", "480p"), output("out_c", "480p")];
+    const r = rejected({}, createJob({ outputs: three, outputPathTemplate: "{job_id}" }));
+    const clash = (i: number, with_: number) => ({ field: `outputs[${i}].path_template`, description: `resolves to the same location as outputs[${with_}] (job_1); add {output_id} or {resolution}` });
+    expect(r).toEqual({ code: Code.InvalidArgument, message: `${clash(1, 0).field}: ${clash(1, 0).description}; ${clash(2, 1).field}: ${clash(2, 1).description}`, violations: [clash(1, 0), clash(2, 1)] });
+  });
+
+  it("a reused idempotency key answers the same body with no change and refuses another", () => {
+    const s = run({}, createJob());
+    expect(decided(s, createJob())).toEqual([]);
+    expect(rejected(s, createJob({ bodyHash: "h2" }))).toEqual({ code: Code.AlreadyExists, message: "idempotency_key was used for a different request body", violations: [{ field: "idempotency_key", description: "already used with a different request body" }] });
+  });
+
+  it("every other command needs the job", () => {
+    const commands: JobCommand[] = [
+      { type: "probe_started", attempt: "p1", at },
+      { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 1 },
+      { type: "probe_failed", attempt: "p1", at, failure: { code: "internal", message: "x" } },
+      { type: "confirm", at },
+      { type: "cancel", at },
+      { type: "encode_started", attempt: "e1", at },
+      progress("out_a", 1),
+      completeOutput("out_a"),
+      failOutput("out_a"),
+      { type: "thumbnails_done", attempt: "e1", at, results: [] },
+      finish(),
+      { type: "resume" },
+    ];
+    for (const c of commands) expect(rejected({}, c), c.type).toEqual({ code: Code.NotFound, message: "job not found" });
+    expect(decided(probedJob(), { type: "resume" })).toEqual([]);
+  });
+
+  it("folds nothing into a job that does not exist, and counts every event it folds", () => {
+    expect(JobBehavior.fold({}, { type: "probe_started", attempt: "p1", at })).toEqual({ job: undefined });
+    const s = run({}, createJob(), { type: "probe_started", attempt: "p1", at: 1500 });
+    expect(job(s)).toMatchObject({ version: 2, updatedAt: 1500, attempt: "p1", status: "probing" });
+  });
+});

@@ -1,0 +1,36 @@
+// @ts-check
+// Mutation testing of the core (npm run test:mutation): the money, each entity's decide and fold,
+// the JSON codec and request validation, the network guard, paging, webhook signing and schedule.
+// Mutants run against the unit specs only (test/mutation/vitest.config.mjs). Results are kept in
+// test/mutation/stryker-incremental.json, checked in, so a run re-tests only what changed since.
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+const config = {
+  testRunner: "vitest",
+  vitest: { configFile: "test/mutation/vitest.config.mjs" },
+  checkers: ["typescript"],
+  tsconfigFile: "tsconfig.json",
+  mutate: [
+    "src/pricing.ts",
+    "actors/job/job.ts",
+    "actors/webhook-endpoint/webhook-endpoint.ts",
+    "actors/api-key/api-key.ts",
+    "wire/codec.ts",
+    "src/validation.ts",
+    "src/spec-check.ts",
+    "src/net-guard.ts",
+    "src/pagination.ts",
+    "src/webhooks/sign.ts",
+    "src/webhooks/schedule.ts",
+  ],
+  // Binaries, data and tool folders stay out of the sandbox copy.
+  ignorePatterns: ["/data", "/.infra", "/.cache", "/.venv-fuzz", "/test/fuzz/.bin", "/test/bench/results"],
+  incremental: true,
+  incrementalFile: "test/mutation/stryker-incremental.json",
+  reporters: ["clear-text", "json", "progress"],
+  clearTextReporter: { logTests: false, reportTests: false },
+  jsonReporter: { fileName: ".cache/stryker/mutation.json" },
+  // One test runner (and one checker): the machines running this have two cores.
+  concurrency: 1,
+  thresholds: { high: 85, low: 70, break: null },
+};
+export default config;
