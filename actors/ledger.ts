@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { sortKey } from "../src/pagination.js";
 import type { RecordWrite } from "../src/store/port.js";
 import type { JobEvent, JobRecord } from "./job/messages.js";
+import type { VideoRecord } from "./video/video.js";
 
 export const EVENTS = "events";
 /** Synthetic events of SendTestWebhook (ids evt_test_…): delivered like others, never listed. */
@@ -30,7 +31,7 @@ export interface EventRecord {
   readonly organizationId: string;
   readonly type: EventType;
   /** The resource as it was when the event happened (rendered as the API shows it), or a test event's sample data. */
-  readonly subject: { readonly kind: "job"; readonly job: JobRecord; readonly outputId?: string } | { readonly kind: "test"; readonly data: unknown };
+  readonly subject: { readonly kind: "job"; readonly job: JobRecord; readonly outputId?: string } | { readonly kind: "video"; readonly video: VideoRecord } | { readonly kind: "test"; readonly data: unknown };
   readonly requestId: string;
   readonly apiVersion: string;
   readonly createdAt: number;

@@ -13,6 +13,8 @@ import type { Topics } from "../src/bus/topics.js";
 import type { Config } from "../src/config.js";
 import { OutputSpecSchema, ThumbnailSpecSchema } from "../src/gen/media/v1/job_pb.js";
 import { randomToken } from "../src/ids.js";
+import { sourceKey } from "../src/hosting.js";
+import type { ManagedStorage } from "../src/managed-storage.js";
 import { isJobErrorCode, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../actors/job/messages.js";
 import type { Logger } from "../src/log.js";
 import type { NetGuard } from "../src/net-guard.js";
@@ -36,6 +38,8 @@ export interface EncoderDeps {
   readonly guard: NetGuard;
   readonly config: Config;
   readonly log: Logger;
+  /** Managed storage: hosted videos' sources in, managed jobs' outputs out. */
+  readonly managed: ManagedStorage;
 }
 
 export interface EncoderNode {
@@ -123,11 +127,20 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     if (existsSync(file)) return file;
     await mkdir(path.dirname(file), { recursive: true });
     const partial = `${file}.part`;
-    if (job.inputOrigin) {
+    if (job.inputVideoId) {
+      // A hosted video's source; a job that needs a deleted one says so.
+      try {
+        await d.managed.blob.getToFile(sourceKey(job.inputVideoId), partial);
+      } catch (e) {
+        if (e instanceof BlobError && e.kind === "not_found") throw new MediaError("input_unreachable", `the source file of ${job.inputVideoId} is not in managed storage (deleted, or never uploaded)`);
+        throw e;
+      }
+    } else if (job.inputOrigin) {
       const blob = openOriginBlob(job.inputOrigin, d.box, d.guard, d.config);
       await blob.getToFile(originKey(job.inputOrigin, job.inputPath), partial);
-    } else if (job.inputUrl.startsWith("https://")) {
-      await fetchUrlToFile(job.inputUrl, partial, d.guard);
+    } else if (job.inputUrl.startsWith("https://") || (job.managed && job.inputUrl.startsWith("http://"))) {
+      // Plain http only for URL ingest of hosted videos (the spec allows it there), still through the guard.
+      await fetchUrlToFile(job.inputUrl, partial, d.guard, { allowHttp: job.inputUrl.startsWith("http://") });
     } else if (job.inputUrlOrigin) {
       const { key } = parseStorageUrl(job.inputUrl);
       await openOriginBlob(job.inputUrlOrigin, d.box, d.guard, d.config).getToFile(key, partial);
@@ -135,6 +148,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       throw new MediaError("input_unreachable", `no way to read ${job.inputUrl || job.inputVideoId}`);
     }
     if (signal.aborted) throw new MediaError("canceled", "canceled");
+    // A hosted video ingested from a URL or a bucket keeps its source, as an upload does.
+    if (job.managed && !job.inputVideoId) await d.managed.blob.put(sourceKey(job.managed.videoId), partial);
     await rename(partial, file);
     return file;
   }
@@ -160,14 +175,18 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     }
   }
 
-  async function upload(blob: BlobStore, dir: string, prefix: string): Promise<number> {
+  /** Uploads a plan's files; their total size, and the size under each top folder (a rendition's, for HLS). */
+  async function upload(blob: BlobStore, dir: string, prefix: string): Promise<{ size: number; byFolder: Map<string, number> }> {
     let size = 0;
+    const byFolder = new Map<string, number>();
     for (const rel of await filesUnder(dir)) {
       const key = `${prefix}/${rel}`;
       const r = await blob.put(key, path.join(dir, rel), CONTENT_TYPES[path.extname(rel)] ?? "application/octet-stream");
       size += r.size;
+      const folder = rel.includes("/") ? rel.slice(0, rel.indexOf("/")) : "";
+      byFolder.set(folder, (byFolder.get(folder) ?? 0) + r.size);
     }
-    return size;
+    return { size, byFolder };
   }
 
   async function runEncode(task: EncodeTask, signal: AbortSignal): Promise<void> {
@@ -184,7 +203,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       if (!signal.aborted) await ask(job, { type: "encode_finished", attempt, at: Date.now(), durationMs: Date.now() - started, failure: failureOf(e, "input") });
       return;
     }
-    const blob = openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config);
+    const blob = job.managed ? d.managed.blob : openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config);
     const workDir = path.join(workRoot, job.id, attempt);
     let writeFailure: Failure | undefined;
     for (const output of job.outputs) {
@@ -207,13 +226,15 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
             }
           },
         });
-        let size: number;
+        let stored: { size: number; byFolder: Map<string, number> };
         try {
-          size = await upload(blob, plan.dir, output.keyPrefix);
+          stored = await upload(blob, plan.dir, output.keyPrefix);
         } catch (e) {
           throw new OutputWriteError(failureOf(e, "output"));
         }
-        await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: size });
+        // Renditions of a streaming output live in folders named after them (see plan.ts).
+        const renditions = (plan.renditions ?? []).map((r) => ({ name: r.name, codec: r.codec, width: r.width, height: r.height, sizeBytes: stored.byFolder.get(r.file.includes("/") ? r.file.slice(0, r.file.indexOf("/")) : "") ?? 0 }));
+        await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: stored.size, main: plan.main, renditions });
       } catch (e) {
         if (signal.aborted) return;
         const failure = e instanceof OutputWriteError ? e.failure : failureOf(e, "encode");

@@ -56,6 +56,9 @@ export const RULES: Readonly<Record<string, Rule>> = {
   "media.v1.AppService/Archive": portal("admin", true, true),
   "media.v1.AppService/EnableHosting": portal("admin", true, true),
 
+  // It issues fresh upload URLs: a write.
+  "media.v1.VideoService/ListUploadParts": write("videos"),
+
   "media.v1.APIKeyService/Create": write("api_keys", "admin"),
   "media.v1.APIKeyService/Get": read("api_keys"),
   "media.v1.APIKeyService/List": read("api_keys"),

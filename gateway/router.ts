@@ -32,12 +32,12 @@ import { originService } from "./services/origin.js";
 import { presetService } from "./services/preset.js";
 import { jobService } from "./services/job.js";
 import { webhookService } from "./services/webhook.js";
+import { videoService } from "./services/video.js";
+import type { Hosting } from "./hosting.js";
 import type { ApiKeyRecord } from "../actors/api-key/api-key.js";
 
 /** Services whose capability arrives in a later issue: every method answers unimplemented. */
-const LATER: readonly { service: DescService; capability: string; resource: (typeof SCOPE_RESOURCES)[number] }[] = [
-  { service: VideoService, capability: "Managed video hosting (VideoService)", resource: "videos" },
-];
+const LATER: readonly { service: DescService; capability: string; resource: (typeof SCOPE_RESOURCES)[number] }[] = [];
 
 /** Services whose methods follow the default rule of their resource: reads need :read, the rest :write. */
 const BY_RESOURCE: Readonly<Record<string, (typeof SCOPE_RESOURCES)[number]>> = {
@@ -45,6 +45,7 @@ const BY_RESOURCE: Readonly<Record<string, (typeof SCOPE_RESOURCES)[number]>> = 
   [PresetService.typeName]: "presets",
   [JobService.typeName]: "jobs",
   [WebhookService.typeName]: "webhooks",
+  [VideoService.typeName]: "videos",
   ...Object.fromEntries(LATER.map((l) => [l.service.typeName, l.resource])),
 };
 
@@ -61,6 +62,7 @@ export function ruleOf(service: string, method: string): Rule | undefined {
 }
 
 export interface RouterDeps extends ServiceDeps {
+  readonly hosting: Hosting;
   readonly sessions: SessionVerifier;
   readonly onKeyUsed: (key: ApiKeyRecord) => void;
 }
@@ -124,6 +126,7 @@ export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> 
   serve(PresetService, presetService(deps));
   serve(JobService, jobService(deps));
   serve(WebhookService, webhookService(deps));
+  serve(VideoService, videoService(deps));
   for (const later of LATER) {
     const impl: Record<string, () => never> = {};
     for (const m of later.service.methods) {

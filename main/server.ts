@@ -4,7 +4,8 @@ import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key/api-key.js";
-import { ownedKeys, serveCommands, CommandClient, topicsFor, UpdatesHub, type EntityCommands } from "../actors/commands.js";
+import { ownedKeys, serveCommands, CommandClient, tell, topicsFor, UpdatesHub, type EntityCommands } from "../actors/commands.js";
+import { jobOutcome, VideoBehavior, videoIntentHandlers } from "../actors/video/video.js";
 import { ActorHost, type EntityBehavior } from "../actors/host.js";
 import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, jobIntentHandlers, JOBS, TERMINAL, type JobRecord } from "../actors/job/job.js";
 import { Relay, type Intent, type Outbox } from "../actors/outbox.js";
@@ -14,6 +15,8 @@ import { LegacyPoster } from "../delivery/legacy.js";
 import { startEncoderNode, type EncoderNode } from "../encoder-node/node.js";
 import { NetGuard } from "../src/net-guard.js";
 import { createHandlers } from "../gateway/router.js";
+import { PublicAddress, type Hosting } from "../gateway/hosting.js";
+import { hostingRoutes } from "../gateway/hosting-edge.js";
 import { createContextValues } from "@connectrpc/connect";
 import { EdgeRouter } from "../gateway/edge.js";
 import { CLIENT_ADDRESS } from "../gateway/front.js";
@@ -22,6 +25,8 @@ import type { HostOptions, HostServer } from "../gateway/uws.js";
 import type { Config } from "../src/config.js";
 import { VersionConflict } from "../src/errors.js";
 import { Directory } from "../src/directory.js";
+import { newHosting } from "../src/hosting.js";
+import { openManagedStorage } from "../src/managed-storage.js";
 import { newId, Prefix, randomToken } from "../src/ids.js";
 import { SessionVerifier } from "../src/identity.js";
 import { createLogger, type Logger } from "../src/log.js";
@@ -79,7 +84,7 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
   const email = config.bootstrapEmail;
   const user = await directory.provision({ email, emailVerified: true, firstName: "Owner", lastName: "" }, true);
   const org = await directory.createOrganization(user, { name: "Default organization", slug: `default-${randomToken(6).toLowerCase()}` });
-  const app = await directory.createApp(org.id, { name: "Default app", hosting: true });
+  const app = await directory.createApp(org.id, { name: "Default app", hosting: newHosting(box) });
   const secret = `ak_${randomToken(KEY_SECRET_LENGTH)}`;
   const key = apiKeyRecord(secret, box.hashSecret(secret), { id: newId(Prefix.apiKey), appId: app.id, organizationId: org.id, name: "bootstrap", scopes: [], createdAt: Date.now() });
   const reply = await actors.ask(ApiKeyBehavior, key.id, { type: "create", key });
@@ -91,7 +96,7 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
 }
 
 /** The actors this build has; commands for any other type are refused. */
-const BEHAVIORS = [ApiKeyBehavior, JobBehavior, WebhookEndpointBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown, Intent>[];
+const BEHAVIORS = [ApiKeyBehavior, JobBehavior, VideoBehavior, WebhookEndpointBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown, Intent>[];
 
 /**
  * The embedded bus lives in this process: a restart loses the tasks it held. So an embedded host
@@ -190,6 +195,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const box = new SecretBox(ensureServerSecret(config));
   // One guard per process, so its checks and its connection pools are shared by every role.
   const guard = new NetGuard(config);
+  const managed = openManagedStorage(config, guard);
 
   let actorHost: ActorHost | undefined;
   let commandConsumer: Consumer | undefined;
@@ -205,7 +211,17 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     relay.attach((type, id) => host.wake(byType.get(type)!, id));
     const deliverer = new Deliverer(store, host, box, guard, log, config.webhooks);
     const legacy = new LegacyPoster(store, guard, box, log, { partitions, retryScale: config.webhooks.retryScale });
-    relay.register(JobBehavior.type, jobIntentHandlers({ bus, topics, store, legacy: (job, seq, posts) => legacy.record(job, seq, posts) }));
+    relay.register(
+      JobBehavior.type,
+      jobIntentHandlers({
+        bus,
+        topics,
+        store,
+        legacy: (job, seq, posts) => legacy.record(job, seq, posts),
+        video: (job) => tell(bus, topics, VideoBehavior, job.managed!.videoId, { type: "job_ended", outcome: jobOutcome(job) }),
+      }),
+    );
+    relay.register(VideoBehavior.type, videoIntentHandlers({ bus, topics, store, managed }));
     relay.register<EndpointIntent, EndpointState>(WebhookEndpointBehavior.type, { deliveries: async (_intent, { state }) => deliverer.schedule(state) });
     stopEffects = () => {
       relay.stop();
@@ -256,6 +272,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       guard,
       config,
       log,
+      managed,
     });
   }
   const stopClients = async () => {
@@ -293,7 +310,10 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     commands!.ask(ApiKeyBehavior, key.id, { type: "touch", at: now }).catch((e: unknown) => log.warn({ err: e, key_id: key.id }, "last_used_at not recorded"));
   };
 
-  const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, guard, log, sessions, onKeyUsed, updates: updates! });
+  // Upload URLs, the edge and the player page hang off the public URL, known once the port is.
+  const address = new PublicAddress(config.publicUrl);
+  const hosting: Hosting = { publicUrl: () => address.get(), managed };
+  const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, guard, log, sessions, onKeyUsed, updates: updates!, hosting });
   const hostOptions: HostOptions = {
     host: config.httpHost,
     port: config.httpPort,
@@ -301,8 +321,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     log,
     contextValues: (address) => createContextValues().set(CLIENT_ADDRESS, address),
   };
-  // The edge router's routes (uploads, playback, the player page) come with managed hosting.
-  const { server: http, host } = await listenHost(config.httpServer, { rpc: handlers, edge: new EdgeRouter([]) }, hostOptions, log);
+  const edge = new EdgeRouter(hostingRoutes({ store, directory, box, hosting }));
+  const { server: http, host } = await listenHost(config.httpServer, { rpc: handlers, edge }, hostOptions, log);
+  address.listening(http.port);
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host }, "media API listening");
   return {
     port: http.port,

@@ -63,6 +63,19 @@ export interface Config {
     /** GCS-compatible JSON API endpoint (MEDIA_GCS_API_ENDPOINT). */
     readonly gcsApiEndpoint: string | undefined;
   };
+  /**
+   * Where clients and viewers reach the gateways (MEDIA_PUBLIC_URL): upload URLs, the edge and the
+   * player page hang off it. Unset: http://localhost:<the port listened on>.
+   */
+  readonly publicUrl: string | undefined;
+  /**
+   * Managed storage of hosted videos: a local folder (MEDIA_MANAGED_DIR, default <data>/managed),
+   * or an S3-compatible bucket when MEDIA_MANAGED_S3_BUCKET is set (every process of a cluster
+   * must then use the same bucket).
+   */
+  readonly managed:
+    | { readonly kind: "local"; readonly dir: string }
+    | { readonly kind: "s3"; readonly bucket: string; readonly endpoint: string | undefined; readonly region: string; readonly accessKeyId: string; readonly secretAccessKey: string };
   /** Request rate limits of each gateway process; undefined switches a limit off. */
   readonly rateLimits: {
     /** Per API key, and per signed-in user of a portal session (MEDIA_RATE_LIMIT_KEY). */
@@ -116,6 +129,31 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** MEDIA_PUBLIC_URL: an http(s) URL, a path prefix allowed, kept without a trailing slash. */
+function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.MEDIA_PUBLIC_URL;
+  if (raw === undefined || raw === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError("MEDIA_PUBLIC_URL", `"${raw}" is not a URL`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw new ConfigError("MEDIA_PUBLIC_URL", `must be an http:// or https:// URL, got "${raw}"`);
+  if (url.search !== "" || url.hash !== "" || url.username !== "") throw new ConfigError("MEDIA_PUBLIC_URL", `must have no query, fragment or credentials, got "${raw}"`);
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+}
+
+function managedStorage(env: NodeJS.ProcessEnv): Config["managed"] {
+  const bucket = env.MEDIA_MANAGED_S3_BUCKET;
+  if (bucket === undefined || bucket === "") return { kind: "local", dir: path.resolve(env.MEDIA_MANAGED_DIR || path.join(env.MEDIA_DATA_DIR ?? "./data", "managed")) };
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new ConfigError("MEDIA_MANAGED_S3_BUCKET", `"${bucket}" is not a valid bucket name`);
+  const accessKeyId = env.MEDIA_MANAGED_S3_ACCESS_KEY_ID ?? "";
+  const secretAccessKey = env.MEDIA_MANAGED_S3_SECRET_ACCESS_KEY ?? "";
+  if (accessKeyId === "" || secretAccessKey === "") throw new ConfigError("MEDIA_MANAGED_S3_ACCESS_KEY_ID", "and MEDIA_MANAGED_S3_SECRET_ACCESS_KEY are required with MEDIA_MANAGED_S3_BUCKET");
+  return { kind: "s3", bucket, endpoint: endpoint(env, "MEDIA_MANAGED_S3_ENDPOINT"), region: env.MEDIA_MANAGED_S3_REGION || "us-east-1", accessKeyId, secretAccessKey };
 }
 
 /** An http(s) URL without path, query or credentials, kept without a trailing slash. */
@@ -246,6 +284,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     net: netSettings(env),
     webhooks: { timeoutMs: integer(env, "MEDIA_WEBHOOK_TIMEOUT_MS", 10_000, 100, 60_000), retryScale: retryScale(env) },
     storage: { s3Endpoint: endpoint(env, "MEDIA_S3_ENDPOINT"), gcsApiEndpoint: endpoint(env, "MEDIA_GCS_API_ENDPOINT") },
+    publicUrl: publicUrl(env),
+    managed: managedStorage(env),
     rateLimits: Object.freeze({
       key: ratePolicy(env, "MEDIA_RATE_LIMIT_KEY", "200/s,burst=400"),
       anonymous: ratePolicy(env, "MEDIA_RATE_LIMIT_ANONYMOUS", "20/s,burst=60"),

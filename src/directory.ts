@@ -2,6 +2,7 @@
 // Every change is a conditional write on the record's version. Uniqueness (organization slug, user
 // email) is a claim written before the record it names (claims.ts): a claim whose record is missing
 // is an orphan, absent to lookups, and a create takes it over once its grace has passed.
+import type { AppHostingRecord } from "./hosting.js";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code } from "@connectrpc/connect";
 import { inGrace, type ClaimStamp } from "./claims.js";
@@ -40,6 +41,8 @@ export interface AppRecord {
   readonly description?: string;
   readonly status: "active" | "archived";
   readonly hostingEnabledAt?: number;
+  /** Set with hostingEnabledAt: the CDN signing keys and the hosting settings. */
+  readonly hosting?: AppHostingRecord;
   readonly webhook?: AppWebhookRecord;
   readonly createdAt: number;
   readonly updatedAt: number;
@@ -179,7 +182,7 @@ export class Directory {
 
   // ── apps ──
 
-  async createApp(organizationId: string, input: { name: string; description?: string; webhook?: AppWebhookRecord; hosting?: boolean }): Promise<AppRecord> {
+  async createApp(organizationId: string, input: { name: string; description?: string; webhook?: AppWebhookRecord; hosting?: AppHostingRecord }): Promise<AppRecord> {
     const now = Date.now();
     const app: AppRecord = {
       id: newId(Prefix.app),
@@ -190,7 +193,7 @@ export class Directory {
       updatedAt: now,
       ...(input.description !== undefined ? { description: input.description } : {}),
       ...(input.webhook ? { webhook: input.webhook } : {}),
-      ...(input.hosting ? { hostingEnabledAt: now } : {}),
+      ...(input.hosting ? { hostingEnabledAt: now, hosting: input.hosting } : {}),
     };
     await this.store.commit({ writes: [{ table: T.apps, id: app.id, value: app, partition: organizationId, sort: sortKey(now, app.id), expectedVersion: 0 }] });
     return app;

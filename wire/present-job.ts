@@ -96,6 +96,7 @@ export function jobMessage(j: JobRecord, signed?: ReadonlyMap<string, string>): 
     inputOrigin: originRef(j.inputOrigin, j.inputPath),
     outputOrigin: originRef(j.outputOrigin, j.outputOrigin?.basePath ?? ""),
     inputVideoId: j.inputVideoId,
+    videoId: j.managed?.videoId,
     status: STATUS[j.status],
     progress: j.progress,
     priority: PRIORITY[j.priority],

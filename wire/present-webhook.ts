@@ -25,6 +25,7 @@ import {
 import { Prefix } from "../src/ids.js";
 import { messageToJson } from "./codec.js";
 import { jobMessage } from "./present-job.js";
+import { videoMessage } from "./present-video.js";
 import { ts } from "./present.js";
 
 // ───────────────────────────── endpoints ─────────────────────────────
@@ -124,6 +125,8 @@ export function deliveryMessage(d: DeliveryRecord): WebhookDelivery {
 export function eventData(e: EventRecord): unknown {
   const s = e.subject;
   if (s.kind === "test") return s.data;
+  // Video events carry the video without its per-request links (ARCHITECTURE, hosting decisions).
+  if (s.kind === "video") return messageToJson(VideoSchema, videoMessage(s.video));
   const job = jobMessage(s.job);
   if (!e.type.startsWith("output.")) return messageToJson(JobSchema, job);
   const jobJson = messageToJson(JobSchema, job) as { outputs: Record<string, unknown>[] };

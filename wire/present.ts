@@ -22,7 +22,9 @@ export function organizationMessage(o: OrganizationRecord): Organization {
   });
 }
 
-export function appMessage(a: AppRecord): App {
+/** An app as the API shows it; hosting defaults name the public URL the gateway is reached at. */
+export function appMessage(a: AppRecord, publicUrl = ""): App {
+  const publicHost = publicUrl === "" ? "" : new URL(publicUrl).host;
   return create(AppSchema, {
     id: a.id,
     organizationId: a.organizationId,
@@ -31,6 +33,15 @@ export function appMessage(a: AppRecord): App {
     status: a.status === "active" ? AppStatus.ACTIVE : AppStatus.ARCHIVED,
     hostingEnabled: a.hostingEnabledAt !== undefined,
     hostingEnabledAt: ts(a.hostingEnabledAt),
+    hosting: a.hosting && {
+      cdnHostname: a.hosting.cdnHostname || publicHost,
+      playerBaseUrl: a.hosting.playerBaseUrl || publicUrl,
+      deleteSourceAfterDays: a.hosting.deleteSourceAfterDays,
+      signingKeyHint: a.hosting.key.hint,
+      signingKeyCreatedAt: ts(a.hosting.key.createdAt),
+      previousSigningKeyExpiresAt: a.hosting.previous && a.hosting.previous.expiresAt > Date.now() ? ts(a.hosting.previous.expiresAt) : undefined,
+      defaultLadder: [...a.hosting.ladder],
+    },
     webhook: a.webhook && { url: a.webhook.url, events: [...a.webhook.events], hasSecret: a.webhook.sealedSecret !== undefined, secretHint: a.webhook.secretHint },
     createdAt: ts(a.createdAt),
     updatedAt: ts(a.updatedAt),

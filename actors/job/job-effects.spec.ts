@@ -175,7 +175,7 @@ describe("job intents carried out", () => {
     const store = new FileStore(mkdtempSync(path.join(tmpdir(), "job-intents-")));
     await store.open();
     const legacy: [string, number, readonly LegacyPost[]][] = [];
-    const handlers = jobIntentHandlers({ bus, topics, store, legacy: async (j, seq, posts) => void legacy.push([j.id, seq, posts]) });
+    const handlers = jobIntentHandlers({ bus, topics, store, legacy: async (j, seq, posts) => void legacy.push([j.id, seq, posts]), video: async () => undefined });
     return { bus, store, legacy, handlers };
   }
   const s = run({}, createJob({ outputOrigin: origin() }));

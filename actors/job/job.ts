@@ -5,6 +5,7 @@
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { OutputSpecSchema } from "../../src/gen/media/v1/job_pb.js";
+import { ladderOutputSpec, playPrefix } from "../../src/hosting.js";
 import { sortKey } from "../../src/pagination.js";
 import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS } from "../../src/pricing.js";
 import { isJobErrorCode, JOB_ERROR_CODES, TERMINAL, type EncodeTask, type JobSignal, type Failure, type FeeState, type JobCommand, type JobCommandOf, type JobCommands, type JobEvent, type JobRecord, type JobState, type JobStatus, type OutputState, type ProbeData } from "./messages.js";
@@ -83,6 +84,13 @@ const decideBy: Handlers = {
   probe_started: onJob((job, c) => (job.status === "pending" || job.status === "probing" ? [{ type: "probe_started", attempt: c.attempt, at: c.at }] : [])),
   probed: onJob((job, c) => {
     if (job.status !== "probing" || !fromCurrentAttempt(job, c.attempt)) return [];
+    // A managed job's auto ladder is decided from the source: its rungs, then its estimate.
+    const ladder = job.managed?.ladder;
+    if (ladder && job.outputs.length > 0) {
+      const spec = { ...(ladderOutputSpec(ladder, c.metadata.video, c.metadata.audio !== undefined) as Record<string, JsonValue>), effectivePathTemplate: (job.outputs[0]!.spec as Record<string, JsonValue>)["effectivePathTemplate"] ?? "" };
+      const resolved = { ...job, outputs: job.outputs.map((o, i) => (i === 0 ? { ...o, spec } : o)) };
+      return [{ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(resolved, c.metadata), specs: { 0: spec } }];
+    }
     return [{ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(job, c.metadata) }];
   }),
   probe_failed: onJob((job, c) => (job.status === "probing" && fromCurrentAttempt(job, c.attempt) ? [settle(job, c.at, c.failure)] : [])),
@@ -112,7 +120,7 @@ const decideBy: Handlers = {
   output_completed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || !o || o.status === "completed") return [];
-    return [{ type: "output_completed", at: c.at, outputId: c.outputId, url: c.url, sizeBytes: c.sizeBytes }];
+    return [{ type: "output_completed", at: c.at, outputId: c.outputId, url: c.url, sizeBytes: c.sizeBytes, ...(c.main !== undefined ? { main: c.main } : {}), ...(c.renditions ? { renditions: c.renditions } : {}) }];
   }),
   output_failed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
@@ -151,8 +159,9 @@ const joinKey = (...parts: string[]) =>
  */
 function created(c: JobCommandOf<"create">): Decision<JobEvent> {
   const r = c.request;
-  const template = r.outputPathTemplate || r.outputOrigin?.pathTemplate || DEFAULT_TEMPLATE;
-  const basePath = r.outputOrigin?.basePath ?? "";
+  // A managed job writes under its video's playable directory, one folder per output.
+  const template = r.outputPathTemplate || r.outputOrigin?.pathTemplate || (r.managed ? "{output_id}" : DEFAULT_TEMPLATE);
+  const basePath = r.managed ? playPrefix(r.managed.videoId) : (r.outputOrigin?.basePath ?? "");
   const date = new Date(c.at).toISOString().slice(0, 10);
   const prefixes = new Map<string, number>();
   const violations: { field: string; description: string }[] = [];
@@ -177,6 +186,7 @@ function created(c: JobCommandOf<"create">): Decision<JobEvent> {
     ...(r.inputOrigin ? { inputOrigin: r.inputOrigin } : {}),
     ...(r.inputUrlOrigin ? { inputUrlOrigin: r.inputUrlOrigin } : {}),
     ...(r.outputOrigin ? { outputOrigin: r.outputOrigin } : {}),
+    ...(r.managed ? { managed: r.managed } : {}),
     status: "pending",
     progress: 0,
     priority: r.priority,
@@ -220,7 +230,7 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
     case "probe_started":
       return { ...base, status: "probing", attempt: event.attempt };
     case "probed": {
-      const outputs = job.outputs.map((o, i) => ({ ...o, estimateMicros: event.estimates[i] ?? 0 }));
+      const outputs = job.outputs.map((o, i) => ({ ...o, ...(event.specs?.[i] !== undefined ? { spec: event.specs[i] } : {}), estimateMicros: event.estimates[i] ?? 0 }));
       return {
         ...base,
         status: job.delayedStart ? "awaiting_confirmation" : "processing",
@@ -245,7 +255,7 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
       return { ...base, outputs, progress: jobProgress(outputs) };
     }
     case "output_completed": {
-      const outputs = patchOutput(job, event.outputId, (o) => ({ ...o, status: "completed", progress: 100, outputUrl: event.url, sizeBytes: event.sizeBytes }));
+      const outputs = patchOutput(job, event.outputId, (o) => ({ ...o, status: "completed", progress: 100, outputUrl: event.url, sizeBytes: event.sizeBytes, ...(event.main !== undefined ? { main: event.main } : {}), ...(event.renditions ? { renditions: event.renditions } : {}) }));
       return { ...base, outputs, progress: jobProgress(outputs) };
     }
     case "output_failed":
@@ -288,7 +298,9 @@ export type JobIntent =
   | { readonly kind: "task"; readonly task: EncodeTask["kind"] }
   | { readonly kind: "stop" }
   | { readonly kind: "fanout"; readonly events: readonly EventRecord[] }
-  | { readonly kind: "legacy"; readonly posts: readonly LegacyPost[] };
+  | { readonly kind: "legacy"; readonly posts: readonly LegacyPost[] }
+  /** A managed job's end, told to its video. */
+  | { readonly kind: "video" };
 
 export const JobBehavior: EntityBehavior<JobState, JobCommand, JobEvent, JobIntent> = {
   type: "job",
@@ -372,6 +384,7 @@ export function jobEffects(state: JobState, events: readonly JobEvent[], command
   if (ledger.length > 0) intents.push({ kind: "fanout", events: ledger });
   const posts = events.flatMap((e) => legacyPosts(job, e));
   if (posts.length > 0) intents.push({ kind: "legacy", posts });
+  if (job.managed && events.some((e) => e.type === "settled")) intents.push({ kind: "video" });
   return intents;
 }
 
@@ -390,6 +403,8 @@ export interface JobEffectDeps {
   readonly store: Store;
   /** Records (and arms) the legacy webhook posts of a job change. */
   readonly legacy: (job: JobRecord, seq: number, posts: readonly LegacyPost[]) => Promise<void>;
+  /** Tells a managed job's video how the job ended (idempotent on the video's side). */
+  readonly video: (job: JobRecord) => Promise<void>;
 }
 
 /** How each job intent is carried out; the outbox runs them at least once, and each is idempotent. */
@@ -416,6 +431,9 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
     },
     legacy: async (intent, { state, seq }) => {
       if (state.job) await d.legacy(state.job, seq, intent.posts);
+    },
+    video: async (_intent, { state }) => {
+      if (state.job) await d.video(state.job);
     },
   };
 }

@@ -61,8 +61,28 @@ export interface OutputState {
   readonly errorMessage?: string;
   /** Key prefix of this output's files in the output origin. */
   readonly keyPrefix: string;
+  /** The main file (playlist, manifest or file) under keyPrefix, once completed. */
+  readonly main?: string;
+  /** What each video rendition became, once completed. */
+  readonly renditions?: readonly RenditionResult[];
   readonly estimateMicros?: number;
   readonly actualMicros?: number;
+}
+
+/** One encoded video rendition of an output, as the encoder reports it. */
+export interface RenditionResult {
+  readonly name: string;
+  readonly codec: "h264" | "h265" | "vp9" | "av1";
+  readonly width: number;
+  readonly height: number;
+  readonly sizeBytes: number;
+}
+
+/** A job that writes to managed hosting: its video, and the auto ladder's rungs when no preset was given. */
+export interface ManagedTarget {
+  readonly videoId: string;
+  /** Rung heights: output 0's spec is decided from the probed source (see ladderOutputSpec). */
+  readonly ladder?: readonly number[];
 }
 
 export interface FeeState {
@@ -101,6 +121,8 @@ export interface JobRecord {
   /** The app's origin whose credentials read an s3:// or gs:// input_url; never shown. */
   readonly inputUrlOrigin?: OriginRecord;
   readonly outputOrigin?: OriginRecord;
+  /** Set for managed jobs: outputs go to managed storage under the video's playable directory. */
+  readonly managed?: ManagedTarget;
   readonly status: JobStatus;
   readonly progress: number;
   readonly priority: "economy" | "standard" | "premium";
@@ -178,6 +200,7 @@ export interface JobRequest {
   readonly inputOrigin?: OriginRecord;
   readonly inputUrlOrigin?: OriginRecord;
   readonly outputOrigin?: OriginRecord;
+  readonly managed?: ManagedTarget;
   readonly priority: JobRecord["priority"];
   readonly outputs: readonly OutputRequest[];
   /** ThumbnailSpec proto JSON, as requested. */
@@ -203,7 +226,7 @@ export interface JobCommands {
   readonly cancel: { readonly at: number };
   readonly encode_started: { readonly attempt: string; readonly at: number };
   readonly output_progress: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly progress: number };
-  readonly output_completed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number };
+  readonly output_completed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[] };
   readonly output_failed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure };
   readonly thumbnails_done: { readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] };
   readonly encode_finished: { readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure };
@@ -216,11 +239,12 @@ export type JobCommand = { [K in keyof JobCommands]: JobCommandOf<K> }[keyof Job
 export type JobEvent =
   | { readonly type: "created"; readonly job: JobRecord }
   | { readonly type: "probe_started"; readonly attempt: string; readonly at: number }
-  | { readonly type: "probed"; readonly at: number; readonly metadata: ProbeData; readonly durationMs: number; readonly estimates: readonly number[] }
+  /** specs: outputs whose spec follows from the probe (a managed job's auto ladder), by index. */
+  | { readonly type: "probed"; readonly at: number; readonly metadata: ProbeData; readonly durationMs: number; readonly estimates: readonly number[]; readonly specs?: Readonly<Record<number, JsonValue>> }
   | { readonly type: "confirmed"; readonly at: number }
   | { readonly type: "encode_started"; readonly attempt: string; readonly at: number }
   | { readonly type: "output_progress"; readonly at: number; readonly outputId: string; readonly progress: number }
-  | { readonly type: "output_completed"; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number }
+  | { readonly type: "output_completed"; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[] }
   | { readonly type: "output_failed"; readonly at: number; readonly outputId: string; readonly failure: Failure }
   | { readonly type: "thumbnails_done"; readonly at: number; readonly results: readonly ThumbnailResultData[] }
   /** Terminal: the status reached and the money settled, decided once. */

@@ -2,11 +2,13 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { failedPrecondition } from "../../src/errors.js";
 import { T, type AppRecord, type AppWebhookRecord } from "../../src/directory.js";
-import type { AppService, AppWebhookInput } from "../../src/gen/media/v1/app_pb.js";
+import type { AppHostingInput, AppService, AppWebhookInput } from "../../src/gen/media/v1/app_pb.js";
 import { randomToken } from "../../src/ids.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf } from "../access.js";
-import { appMessage } from "../../wire/present.js";
+import { appMessage as present } from "../../wire/present.js";
+import { HOSTING_LIMITS, newHosting, rotateKey, type AppHostingRecord } from "../../src/hosting.js";
+import type { Hosting } from "../hosting.js";
 import { visibleApp } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 
@@ -38,7 +40,41 @@ function applyWebhook(d: ServiceDeps, current: AppWebhookRecord | undefined, w: 
   return secret ? { webhook, secret } : { webhook };
 }
 
-export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
+/** Hosting settings of an Update, checked; applied to the current settings. */
+function applyHosting(d: ServiceDeps, check: Check, current: AppHostingRecord | undefined, h: AppHostingInput): AppHostingRecord | undefined {
+  if (!current) {
+    check.add("hosting", "hosting is not enabled for this app; call EnableHosting first");
+    return undefined;
+  }
+  if (h.cdnHostname !== undefined && h.cdnHostname !== "" && !/^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(:\d{1,5})?$/i.test(h.cdnHostname)) check.add("hosting.cdn_hostname", "must be a host name, optionally with :port (no scheme or path)");
+  if (h.playerBaseUrl !== undefined && h.playerBaseUrl !== "") {
+    let ok = false;
+    try {
+      const u = new URL(h.playerBaseUrl);
+      ok = (u.protocol === "https:" || u.protocol === "http:") && u.search === "" && u.hash === "" && u.username === "";
+    } catch {
+      ok = false;
+    }
+    if (!ok) check.add("hosting.player_base_url", "must be an http(s) URL without query or fragment");
+  }
+  if (h.deleteSourceAfterDays !== undefined && (h.deleteSourceAfterDays < 0 || h.deleteSourceAfterDays > HOSTING_LIMITS.maxRetentionDays)) check.add("hosting.delete_source_after_days", `must be 0 (keep sources) to ${HOSTING_LIMITS.maxRetentionDays}`);
+  if (h.defaultLadder.length > HOSTING_LIMITS.ladderRungs) check.add("hosting.default_ladder", `at most ${HOSTING_LIMITS.ladderRungs} rungs`);
+  h.defaultLadder.forEach((r, i) => {
+    if (r < HOSTING_LIMITS.minRung || r > HOSTING_LIMITS.maxRung) check.add(`hosting.default_ladder[${i}]`, `must be a height from ${HOSTING_LIMITS.minRung} to ${HOSTING_LIMITS.maxRung}`);
+  });
+  let next: AppHostingRecord = {
+    ...current,
+    ...(h.cdnHostname !== undefined ? { cdnHostname: h.cdnHostname.toLowerCase() } : {}),
+    ...(h.playerBaseUrl !== undefined ? { playerBaseUrl: h.playerBaseUrl.replace(/\/+$/, "") } : {}),
+    ...(h.deleteSourceAfterDays !== undefined ? { deleteSourceAfterDays: h.deleteSourceAfterDays } : {}),
+    ...(h.defaultLadder.length > 0 ? { ladder: [...new Set(h.defaultLadder)].sort((a, b) => b - a) } : {}),
+  };
+  if (h.rotateSigningKey) next = rotateKey(d.box, next);
+  return next;
+}
+
+export function appService(d: ServiceDeps & { readonly hosting?: Hosting }): ServiceImpl<typeof AppService> {
+  const appMessage = (a: AppRecord) => present(a, d.hosting?.publicUrl() ?? "");
   return {
     async create(req, ctx) {
       const caller = callerOf(ctx.values);
@@ -60,11 +96,12 @@ export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
       const current = await visibleApp(d.directory, callerOf(ctx.values), req.id);
       const check = new Check().length("name", req.name, 1, LIMITS.name).length("description", req.description, 0, LIMITS.description);
       checkWebhook(check, req.webhook, false);
+      const hosting = req.hosting ? applyHosting(d, check, current.hosting, req.hosting) : undefined;
       check.done();
       if (current.status === "archived") throw failedPrecondition(`app ${current.id} is archived`);
       let secret: string | undefined;
       const app = await d.directory.changeApp(current.id, (a) => {
-        let next: AppRecord = { ...a, ...(req.name !== undefined ? { name: req.name } : {}), ...(req.description !== undefined ? { description: req.description } : {}) };
+        let next: AppRecord = { ...a, ...(req.name !== undefined ? { name: req.name } : {}), ...(req.description !== undefined ? { description: req.description } : {}), ...(hosting ? { hosting } : {}) };
         if (req.webhook) {
           const hook = applyWebhook(d, a.webhook, req.webhook);
           secret = hook.secret;
@@ -92,7 +129,8 @@ export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
     async enableHosting(req, ctx) {
       const current = await visibleApp(d.directory, callerOf(ctx.values), req.id);
       if (current.status === "archived") throw failedPrecondition(`app ${current.id} is archived`);
-      const app = current.hostingEnabledAt !== undefined ? current : await d.directory.changeApp(current.id, (a) => ({ ...a, hostingEnabledAt: a.hostingEnabledAt ?? Date.now() }));
+      // Enabling generates the CDN signing key; enabling again changes nothing.
+      const app = current.hosting !== undefined ? current : await d.directory.changeApp(current.id, (a) => (a.hosting ? a : { ...a, hostingEnabledAt: a.hostingEnabledAt ?? Date.now(), hosting: newHosting(d.box) }));
       return { app: appMessage(app) };
     },
   };

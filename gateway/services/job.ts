@@ -4,6 +4,7 @@
 import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { JOBS, JobBehavior, TERMINAL, type JobRecord, type JobRequest, type JobState, type OutputVars } from "../../actors/job/job.js";
+import { VIDEOS, VideoBehavior, type VideoRecord } from "../../actors/video/video.js";
 import type { Reply } from "../../actors/host.js";
 import type { EntityUpdate } from "../../actors/commands.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
@@ -140,7 +141,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       check.done();
       const app = await requireActingApp(d.directory, caller, req.appId);
       if (app.status !== "active") throw failedPrecondition(`app ${app.id} is archived`);
-      if (req.managed) throw failedPrecondition("managed hosting (managed: true) is not available in this build yet; deliver to an output origin with output_origin_id");
+      if (req.managed && !app.hosting) throw failedPrecondition(`managed: true needs hosting; app ${app.id} has none (AppService/EnableHosting)`);
 
       // Exactly one input.
       const inputs = [req.inputUrl !== "", req.inputOriginId !== "", req.inputVideoId !== ""].filter(Boolean).length;
@@ -162,7 +163,8 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       check.length("input_path", req.inputPath, 0, 1024);
       if (req.inputVideoId !== "") check.id("input_video_id", req.inputVideoId, Prefix.video);
       const inputOrigin = req.inputOriginId !== "" ? await usableOrigin(d, check, app, "input_origin_id", req.inputOriginId, "read") : undefined;
-      if (req.outputOriginId === "") check.add("output_origin_id", "is required unless managed is true");
+      if (req.outputOriginId === "" && !req.managed) check.add("output_origin_id", "is required unless managed is true");
+      if (req.outputOriginId !== "" && req.managed) check.add("output_origin_id", "is not combined with managed: managed outputs go to managed hosting");
       const outputOrigin = req.outputOriginId !== "" ? await usableOrigin(d, check, app, "output_origin_id", req.outputOriginId, "write") : undefined;
       let inputUrlOrigin: OriginRecord | undefined;
       if (inputUrl && inputUrl.protocol !== "https:" && check.violations.length === 0) {
@@ -199,8 +201,13 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       if (!priority) check.add("priority", "must be economy, standard or premium");
       check.done();
 
-      // Hosted videos arrive with managed hosting; until then no vid_ id exists to read from.
-      if (req.inputVideoId !== "") throw notFound("video", req.inputVideoId);
+      // A hosted video as input: the app's own, with its source still stored.
+      if (req.inputVideoId !== "") {
+        const input = (await d.store.get<VideoRecord>(VIDEOS, req.inputVideoId))?.value;
+        if (!input || input.appId !== app.id) throw notFound("video", req.inputVideoId);
+        if (input.sourceDeletedAt !== undefined) throw apiError(Code.FailedPrecondition, `video ${input.id}'s source was deleted`, [{ field: "input_video_id", description: "the video's source file was deleted (delete_source_after_days); pin sources with source_pinned to keep them" }]);
+        if (input.status === "uploading" || input.status === "deleted") throw apiError(Code.FailedPrecondition, `video ${input.id} is ${input.status}`, [{ field: "input_video_id", description: `the video is ${input.status}: it has no source to read` }]);
+      }
       const id = req.idempotencyKey !== "" ? `${Prefix.job}${d.box.deriveToken(`job:${app.id}:${req.idempotencyKey}`, 20)}` : newId(Prefix.job);
       const derived = (what: string, prefix: Prefix) => (req.idempotencyKey !== "" ? `${prefix}${d.box.deriveToken(`${id}:${what}`, 20)}` : newId(prefix));
       const request: JobRequest = {
@@ -212,6 +219,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         ...(inputOrigin ? { inputOrigin } : {}),
         ...(inputUrlOrigin ? { inputUrlOrigin } : {}),
         ...(outputOrigin ? { outputOrigin } : {}),
+        ...(req.managed ? { managed: { videoId: derived("video", Prefix.video) } } : {}),
         priority: priority!,
         outputs: specs.map((spec, i) => ({
           id: derived(`output:${i}`, Prefix.output),
@@ -230,8 +238,15 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         ...(ctx.values.get(REQUEST_ID) ? { requestId: ctx.values.get(REQUEST_ID) } : {}),
         feeId: derived("fee", Prefix.fee),
       };
+      const at = Date.now();
+      if (request.managed) {
+        // The video first, holding the job's request: it starts the job itself, so a crash between
+        // the two leaves a video whose outbox still creates its job.
+        await managedVideo(d, request, id, at);
+      }
       // The job's actor decides the job from the request: its outputs' locations, its fee, its state.
-      return { job: jobMessage(accepted(await d.actors.ask(JobBehavior, id, { type: "create", id, at: Date.now(), request }))) };
+      const job = accepted(await d.actors.ask(JobBehavior, id, { type: "create", id, at, request }));
+      return { job: jobMessage(job), ...(job.managed ? { videoId: job.managed.videoId } : {}) };
     },
 
     async get(req, ctx) {
@@ -292,6 +307,36 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       }
     },
   };
+}
+
+/** The video of a managed job (source job, processing), created once: a retried Create finds it. */
+async function managedVideo(d: ServiceDeps, request: JobRequest, jobId: string, at: number): Promise<void> {
+  const videoId = request.managed!.videoId;
+  const existing = (await d.store.get<VideoRecord>(VIDEOS, videoId))?.value;
+  if (existing) return;
+  const video: VideoRecord = {
+    id: videoId,
+    appId: request.appId,
+    organizationId: request.organizationId,
+    version: 1,
+    source: "job",
+    status: "processing",
+    visibility: "unlisted",
+    tags: [],
+    inputContentType: "",
+    jobId,
+    hoverPreviews: false,
+    jobRequest: request,
+    durationSeconds: 0,
+    renditions: [],
+    outputSizeBytes: 0,
+    ...(request.requestId ? { requestId: request.requestId } : {}),
+    createdAt: at,
+    updatedAt: at,
+    sourcePinned: false,
+  };
+  const reply = await d.actors.ask(VideoBehavior, videoId, { type: "create", video });
+  if (!reply.ok && reply.rejection.code !== Code.AlreadyExists) throw apiError(reply.rejection.code, reply.rejection.message, reply.rejection.violations);
 }
 
 /** The spec echoed on the job: the request as submitted, with what a preset filled in. */

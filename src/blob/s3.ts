@@ -46,7 +46,8 @@ const DENIALS: Readonly<Record<string, string>> = {
 };
 
 export class S3Blob implements BlobStore {
-  private readonly client: S3Client;
+  /** The SDK client, every connection through the guard (managed storage reuses it). */
+  readonly client: S3Client;
   private readonly where: string;
 
   constructor(
@@ -144,7 +145,8 @@ export class S3Blob implements BlobStore {
     return presignS3Get(this.location, key, expiresSeconds);
   }
 
-  private failure(e: unknown, key: string): BlobError {
+  /** An SDK failure on key as a BlobError. */
+  failure(e: unknown, key: string): BlobError {
     if (e instanceof BlobError) return e;
     const where = this.url(key);
     if (e instanceof S3ServiceException) {

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file media/v1/app.proto.
  */
 export const file_media_v1_app: GenFile = /*@__PURE__*/
-  fileDesc("ChJtZWRpYS92MS9hcHAucHJvdG8SCG1lZGlhLnYxIlIKCkFwcFdlYmhvb2sSCwoDdXJsGAEgASgJEhMKC3NlY3JldF9oaW50GAIgASgJEhIKCmhhc19zZWNyZXQYAyABKAgSDgoGZXZlbnRzGAQgAygJIpADCgNBcHASCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIjCgZzdGF0dXMYBSABKA4yEy5tZWRpYS52MS5BcHBTdGF0dXMSFwoPaG9zdGluZ19lbmFibGVkGAYgASgIEjYKEmhvc3RpbmdfZW5hYmxlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoHd2ViaG9vaxgIIAEoCzIULm1lZGlhLnYxLkFwcFdlYmhvb2sSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLYXJjaGl2ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQg4KDF9kZXNjcmlwdGlvbiJiCg9BcHBXZWJob29rSW5wdXQSCwoDdXJsGAEgASgJEg4KBmV2ZW50cxgCIAMoCRIXCg9nZW5lcmF0ZV9zZWNyZXQYAyABKAgSGQoRcmVnZW5lcmF0ZV9zZWNyZXQYBCABKAgidgoQQ3JlYXRlQXBwUmVxdWVzdBIMCgRuYW1lGAEgASgJEhgKC2Rlc2NyaXB0aW9uGAIgASgJSACIAQESKgoHd2ViaG9vaxgDIAEoCzIZLm1lZGlhLnYxLkFwcFdlYmhvb2tJbnB1dEIOCgxfZGVzY3JpcHRpb24iXwoRQ3JlYXRlQXBwUmVzcG9uc2USGgoDYXBwGAEgASgLMg0ubWVkaWEudjEuQXBwEhsKDndlYmhvb2tfc2VjcmV0GAIgASgJSACIAQFCEQoPX3dlYmhvb2tfc2VjcmV0IhsKDUdldEFwcFJlcXVlc3QSCgoCaWQYASABKAkiLAoOR2V0QXBwUmVzcG9uc2USGgoDYXBwGAEgASgLMg0ubWVkaWEudjEuQXBwIpABChBVcGRhdGVBcHBSZXF1ZXN0EgoKAmlkGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEioKB3dlYmhvb2sYBCABKAsyGS5tZWRpYS52MS5BcHBXZWJob29rSW5wdXRCBwoFX25hbWVCDgoMX2Rlc2NyaXB0aW9uIl8KEVVwZGF0ZUFwcFJlc3BvbnNlEhoKA2FwcBgBIAEoCzINLm1lZGlhLnYxLkFwcBIbCg53ZWJob29rX3NlY3JldBgCIAEoCUgAiAEBQhEKD193ZWJob29rX3NlY3JldCJcCg9MaXN0QXBwc1JlcXVlc3QSLwoKcGFnaW5hdGlvbhgBIAEoCzIbLm1lZGlhLnYxLlBhZ2luYXRpb25SZXF1ZXN0EhgKEGluY2x1ZGVfYXJjaGl2ZWQYAiABKAgiYQoQTGlzdEFwcHNSZXNwb25zZRIbCgRhcHBzGAEgAygLMg0ubWVkaWEudjEuQXBwEjAKCnBhZ2luYXRpb24YAiABKAsyHC5tZWRpYS52MS5QYWdpbmF0aW9uUmVzcG9uc2UiHwoRQXJjaGl2ZUFwcFJlcXVlc3QSCgoCaWQYASABKAkiMAoSQXJjaGl2ZUFwcFJlc3BvbnNlEhoKA2FwcBgBIAEoCzINLm1lZGlhLnYxLkFwcCIiChRFbmFibGVIb3N0aW5nUmVxdWVzdBIKCgJpZBgBIAEoCSIzChVFbmFibGVIb3N0aW5nUmVzcG9uc2USGgoDYXBwGAEgASgLMg0ubWVkaWEudjEuQXBwKlcKCUFwcFN0YXR1cxIaChZBUFBfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFQoRQVBQX1NUQVRVU19BQ1RJVkUQARIXChNBUFBfU1RBVFVTX0FSQ0hJVkVEEAIyowMKCkFwcFNlcnZpY2USQQoGQ3JlYXRlEhoubWVkaWEudjEuQ3JlYXRlQXBwUmVxdWVzdBobLm1lZGlhLnYxLkNyZWF0ZUFwcFJlc3BvbnNlEjgKA0dldBIXLm1lZGlhLnYxLkdldEFwcFJlcXVlc3QaGC5tZWRpYS52MS5HZXRBcHBSZXNwb25zZRJBCgZVcGRhdGUSGi5tZWRpYS52MS5VcGRhdGVBcHBSZXF1ZXN0GhsubWVkaWEudjEuVXBkYXRlQXBwUmVzcG9uc2USPQoETGlzdBIZLm1lZGlhLnYxLkxpc3RBcHBzUmVxdWVzdBoaLm1lZGlhLnYxLkxpc3RBcHBzUmVzcG9uc2USRAoHQXJjaGl2ZRIbLm1lZGlhLnYxLkFyY2hpdmVBcHBSZXF1ZXN0GhwubWVkaWEudjEuQXJjaGl2ZUFwcFJlc3BvbnNlElAKDUVuYWJsZUhvc3RpbmcSHi5tZWRpYS52MS5FbmFibGVIb3N0aW5nUmVxdWVzdBofLm1lZGlhLnYxLkVuYWJsZUhvc3RpbmdSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_media_v1_common]);
+  fileDesc("ChJtZWRpYS92MS9hcHAucHJvdG8SCG1lZGlhLnYxIlIKCkFwcFdlYmhvb2sSCwoDdXJsGAEgASgJEhMKC3NlY3JldF9oaW50GAIgASgJEhIKCmhhc19zZWNyZXQYAyABKAgSDgoGZXZlbnRzGAQgAygJIrcDCgNBcHASCgoCaWQYASABKAkSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARIjCgZzdGF0dXMYBSABKA4yEy5tZWRpYS52MS5BcHBTdGF0dXMSFwoPaG9zdGluZ19lbmFibGVkGAYgASgIEjYKEmhvc3RpbmdfZW5hYmxlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoHd2ViaG9vaxgIIAEoCzIULm1lZGlhLnYxLkFwcFdlYmhvb2sSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLYXJjaGl2ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKB2hvc3RpbmcYDCABKAsyFC5tZWRpYS52MS5BcHBIb3N0aW5nQg4KDF9kZXNjcmlwdGlvbiKQAgoKQXBwSG9zdGluZxIUCgxjZG5faG9zdG5hbWUYASABKAkSFwoPcGxheWVyX2Jhc2VfdXJsGAIgASgJEiAKGGRlbGV0ZV9zb3VyY2VfYWZ0ZXJfZGF5cxgDIAEoBRIYChBzaWduaW5nX2tleV9oaW50GAQgASgJEjoKFnNpZ25pbmdfa2V5X2NyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEkMKH3ByZXZpb3VzX3NpZ25pbmdfa2V5X2V4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDmRlZmF1bHRfbGFkZGVyGAcgAygFIucBCg9BcHBIb3N0aW5nSW5wdXQSGQoMY2RuX2hvc3RuYW1lGAEgASgJSACIAQESHAoPcGxheWVyX2Jhc2VfdXJsGAIgASgJSAGIAQESJQoYZGVsZXRlX3NvdXJjZV9hZnRlcl9kYXlzGAMgASgFSAKIAQESGgoScm90YXRlX3NpZ25pbmdfa2V5GAQgASgIEhYKDmRlZmF1bHRfbGFkZGVyGAUgAygFQg8KDV9jZG5faG9zdG5hbWVCEgoQX3BsYXllcl9iYXNlX3VybEIbChlfZGVsZXRlX3NvdXJjZV9hZnRlcl9kYXlzImIKD0FwcFdlYmhvb2tJbnB1dBILCgN1cmwYASABKAkSDgoGZXZlbnRzGAIgAygJEhcKD2dlbmVyYXRlX3NlY3JldBgDIAEoCBIZChFyZWdlbmVyYXRlX3NlY3JldBgEIAEoCCJ2ChBDcmVhdGVBcHBSZXF1ZXN0EgwKBG5hbWUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARIqCgd3ZWJob29rGAMgASgLMhkubWVkaWEudjEuQXBwV2ViaG9va0lucHV0Qg4KDF9kZXNjcmlwdGlvbiJfChFDcmVhdGVBcHBSZXNwb25zZRIaCgNhcHAYASABKAsyDS5tZWRpYS52MS5BcHASGwoOd2ViaG9va19zZWNyZXQYAiABKAlIAIgBAUIRCg9fd2ViaG9va19zZWNyZXQiGwoNR2V0QXBwUmVxdWVzdBIKCgJpZBgBIAEoCSIsCg5HZXRBcHBSZXNwb25zZRIaCgNhcHAYASABKAsyDS5tZWRpYS52MS5BcHAivAEKEFVwZGF0ZUFwcFJlcXVlc3QSCgoCaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAMgASgJSAGIAQESKgoHd2ViaG9vaxgEIAEoCzIZLm1lZGlhLnYxLkFwcFdlYmhvb2tJbnB1dBIqCgdob3N0aW5nGAUgASgLMhkubWVkaWEudjEuQXBwSG9zdGluZ0lucHV0QgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbiJfChFVcGRhdGVBcHBSZXNwb25zZRIaCgNhcHAYASABKAsyDS5tZWRpYS52MS5BcHASGwoOd2ViaG9va19zZWNyZXQYAiABKAlIAIgBAUIRCg9fd2ViaG9va19zZWNyZXQiXAoPTGlzdEFwcHNSZXF1ZXN0Ei8KCnBhZ2luYXRpb24YASABKAsyGy5tZWRpYS52MS5QYWdpbmF0aW9uUmVxdWVzdBIYChBpbmNsdWRlX2FyY2hpdmVkGAIgASgIImEKEExpc3RBcHBzUmVzcG9uc2USGwoEYXBwcxgBIAMoCzINLm1lZGlhLnYxLkFwcBIwCgpwYWdpbmF0aW9uGAIgASgLMhwubWVkaWEudjEuUGFnaW5hdGlvblJlc3BvbnNlIh8KEUFyY2hpdmVBcHBSZXF1ZXN0EgoKAmlkGAEgASgJIjAKEkFyY2hpdmVBcHBSZXNwb25zZRIaCgNhcHAYASABKAsyDS5tZWRpYS52MS5BcHAiIgoURW5hYmxlSG9zdGluZ1JlcXVlc3QSCgoCaWQYASABKAkiMwoVRW5hYmxlSG9zdGluZ1Jlc3BvbnNlEhoKA2FwcBgBIAEoCzINLm1lZGlhLnYxLkFwcCpXCglBcHBTdGF0dXMSGgoWQVBQX1NUQVRVU19VTlNQRUNJRklFRBAAEhUKEUFQUF9TVEFUVVNfQUNUSVZFEAESFwoTQVBQX1NUQVRVU19BUkNISVZFRBACMqMDCgpBcHBTZXJ2aWNlEkEKBkNyZWF0ZRIaLm1lZGlhLnYxLkNyZWF0ZUFwcFJlcXVlc3QaGy5tZWRpYS52MS5DcmVhdGVBcHBSZXNwb25zZRI4CgNHZXQSFy5tZWRpYS52MS5HZXRBcHBSZXF1ZXN0GhgubWVkaWEudjEuR2V0QXBwUmVzcG9uc2USQQoGVXBkYXRlEhoubWVkaWEudjEuVXBkYXRlQXBwUmVxdWVzdBobLm1lZGlhLnYxLlVwZGF0ZUFwcFJlc3BvbnNlEj0KBExpc3QSGS5tZWRpYS52MS5MaXN0QXBwc1JlcXVlc3QaGi5tZWRpYS52MS5MaXN0QXBwc1Jlc3BvbnNlEkQKB0FyY2hpdmUSGy5tZWRpYS52MS5BcmNoaXZlQXBwUmVxdWVzdBocLm1lZGlhLnYxLkFyY2hpdmVBcHBSZXNwb25zZRJQCg1FbmFibGVIb3N0aW5nEh4ubWVkaWEudjEuRW5hYmxlSG9zdGluZ1JlcXVlc3QaHy5tZWRpYS52MS5FbmFibGVIb3N0aW5nUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_media_v1_common]);
 
 /**
  * The legacy per-app webhook as the app exposes it; the secret itself is shown once.
@@ -118,6 +118,13 @@ export type App = Message<"media.v1.App"> & {
    * @generated from field: google.protobuf.Timestamp archived_at = 11;
    */
   archivedAt?: Timestamp | undefined;
+
+  /**
+   * null until hosting is enabled
+   *
+   * @generated from field: media.v1.AppHosting hosting = 12;
+   */
+  hosting?: AppHosting | undefined;
 };
 
 /**
@@ -126,6 +133,116 @@ export type App = Message<"media.v1.App"> & {
  */
 export const AppSchema: GenMessage<App> = /*@__PURE__*/
   messageDesc(file_media_v1_app, 1);
+
+/**
+ * Managed hosting settings of an app; the CDN signing key itself is never returned.
+ *
+ * @generated from message media.v1.AppHosting
+ */
+export type AppHosting = Message<"media.v1.AppHosting"> & {
+  /**
+   * Host (and port) of playback URLs: the CDN in front of the edge, or the public URL's host.
+   *
+   * @generated from field: string cdn_hostname = 1;
+   */
+  cdnHostname: string;
+
+  /**
+   * Base of embed URLs ({player_base_url}/v/{id}); default the public URL.
+   *
+   * @generated from field: string player_base_url = 2;
+   */
+  playerBaseUrl: string;
+
+  /**
+   * Days after which a video's source file is deleted; 0 keeps sources.
+   *
+   * @generated from field: int32 delete_source_after_days = 3;
+   */
+  deleteSourceAfterDays: number;
+
+  /**
+   * Last 4 characters of the current CDN signing key.
+   *
+   * @generated from field: string signing_key_hint = 4;
+   */
+  signingKeyHint: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp signing_key_created_at = 5;
+   */
+  signingKeyCreatedAt?: Timestamp | undefined;
+
+  /**
+   * Until then the previous key still verifies the URLs it signed; null without a previous key.
+   *
+   * @generated from field: google.protobuf.Timestamp previous_signing_key_expires_at = 6;
+   */
+  previousSigningKeyExpiresAt?: Timestamp | undefined;
+
+  /**
+   * Heights of the auto-profile ladder's rungs, tallest first (rungs taller than the source are skipped).
+   *
+   * @generated from field: repeated int32 default_ladder = 7;
+   */
+  defaultLadder: number[];
+};
+
+/**
+ * Describes the message media.v1.AppHosting.
+ * Use `create(AppHostingSchema)` to create a new message.
+ */
+export const AppHostingSchema: GenMessage<AppHosting> = /*@__PURE__*/
+  messageDesc(file_media_v1_app, 2);
+
+/**
+ * Only set fields apply.
+ *
+ * @generated from message media.v1.AppHostingInput
+ */
+export type AppHostingInput = Message<"media.v1.AppHostingInput"> & {
+  /**
+   * Host[:port]; empty resets to the public URL's host.
+   *
+   * @generated from field: optional string cdn_hostname = 1;
+   */
+  cdnHostname?: string | undefined;
+
+  /**
+   * http(s) URL; empty resets to the public URL.
+   *
+   * @generated from field: optional string player_base_url = 2;
+   */
+  playerBaseUrl?: string | undefined;
+
+  /**
+   * 0 to 3650; 0 keeps sources.
+   *
+   * @generated from field: optional int32 delete_source_after_days = 3;
+   */
+  deleteSourceAfterDays?: number | undefined;
+
+  /**
+   * A new signing key; the previous one keeps verifying for the token lifetime (6 h) and then stops.
+   *
+   * @generated from field: bool rotate_signing_key = 4;
+   */
+  rotateSigningKey: boolean;
+
+  /**
+   * 1 to 8 heights from 144 to 2160, replaces the ladder when non-empty.
+   *
+   * @generated from field: repeated int32 default_ladder = 5;
+   */
+  defaultLadder: number[];
+};
+
+/**
+ * Describes the message media.v1.AppHostingInput.
+ * Use `create(AppHostingInputSchema)` to create a new message.
+ */
+export const AppHostingInputSchema: GenMessage<AppHostingInput> = /*@__PURE__*/
+  messageDesc(file_media_v1_app, 3);
 
 /**
  * @generated from message media.v1.AppWebhookInput
@@ -165,7 +282,7 @@ export type AppWebhookInput = Message<"media.v1.AppWebhookInput"> & {
  * Use `create(AppWebhookInputSchema)` to create a new message.
  */
 export const AppWebhookInputSchema: GenMessage<AppWebhookInput> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 2);
+  messageDesc(file_media_v1_app, 4);
 
 /**
  * @generated from message media.v1.CreateAppRequest
@@ -196,7 +313,7 @@ export type CreateAppRequest = Message<"media.v1.CreateAppRequest"> & {
  * Use `create(CreateAppRequestSchema)` to create a new message.
  */
 export const CreateAppRequestSchema: GenMessage<CreateAppRequest> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 3);
+  messageDesc(file_media_v1_app, 5);
 
 /**
  * @generated from message media.v1.CreateAppResponse
@@ -220,7 +337,7 @@ export type CreateAppResponse = Message<"media.v1.CreateAppResponse"> & {
  * Use `create(CreateAppResponseSchema)` to create a new message.
  */
 export const CreateAppResponseSchema: GenMessage<CreateAppResponse> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 4);
+  messageDesc(file_media_v1_app, 6);
 
 /**
  * @generated from message media.v1.GetAppRequest
@@ -237,7 +354,7 @@ export type GetAppRequest = Message<"media.v1.GetAppRequest"> & {
  * Use `create(GetAppRequestSchema)` to create a new message.
  */
 export const GetAppRequestSchema: GenMessage<GetAppRequest> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 5);
+  messageDesc(file_media_v1_app, 7);
 
 /**
  * @generated from message media.v1.GetAppResponse
@@ -254,7 +371,7 @@ export type GetAppResponse = Message<"media.v1.GetAppResponse"> & {
  * Use `create(GetAppResponseSchema)` to create a new message.
  */
 export const GetAppResponseSchema: GenMessage<GetAppResponse> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 6);
+  messageDesc(file_media_v1_app, 8);
 
 /**
  * @generated from message media.v1.UpdateAppRequest
@@ -281,6 +398,13 @@ export type UpdateAppRequest = Message<"media.v1.UpdateAppRequest"> & {
    * @generated from field: media.v1.AppWebhookInput webhook = 4;
    */
   webhook?: AppWebhookInput | undefined;
+
+  /**
+   * hosting must be enabled
+   *
+   * @generated from field: media.v1.AppHostingInput hosting = 5;
+   */
+  hosting?: AppHostingInput | undefined;
 };
 
 /**
@@ -288,7 +412,7 @@ export type UpdateAppRequest = Message<"media.v1.UpdateAppRequest"> & {
  * Use `create(UpdateAppRequestSchema)` to create a new message.
  */
 export const UpdateAppRequestSchema: GenMessage<UpdateAppRequest> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 7);
+  messageDesc(file_media_v1_app, 9);
 
 /**
  * @generated from message media.v1.UpdateAppResponse
@@ -310,7 +434,7 @@ export type UpdateAppResponse = Message<"media.v1.UpdateAppResponse"> & {
  * Use `create(UpdateAppResponseSchema)` to create a new message.
  */
 export const UpdateAppResponseSchema: GenMessage<UpdateAppResponse> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 8);
+  messageDesc(file_media_v1_app, 10);
 
 /**
  * @generated from message media.v1.ListAppsRequest
@@ -332,7 +456,7 @@ export type ListAppsRequest = Message<"media.v1.ListAppsRequest"> & {
  * Use `create(ListAppsRequestSchema)` to create a new message.
  */
 export const ListAppsRequestSchema: GenMessage<ListAppsRequest> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 9);
+  messageDesc(file_media_v1_app, 11);
 
 /**
  * @generated from message media.v1.ListAppsResponse
@@ -354,7 +478,7 @@ export type ListAppsResponse = Message<"media.v1.ListAppsResponse"> & {
  * Use `create(ListAppsResponseSchema)` to create a new message.
  */
 export const ListAppsResponseSchema: GenMessage<ListAppsResponse> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 10);
+  messageDesc(file_media_v1_app, 12);
 
 /**
  * @generated from message media.v1.ArchiveAppRequest
@@ -371,7 +495,7 @@ export type ArchiveAppRequest = Message<"media.v1.ArchiveAppRequest"> & {
  * Use `create(ArchiveAppRequestSchema)` to create a new message.
  */
 export const ArchiveAppRequestSchema: GenMessage<ArchiveAppRequest> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 11);
+  messageDesc(file_media_v1_app, 13);
 
 /**
  * @generated from message media.v1.ArchiveAppResponse
@@ -388,7 +512,7 @@ export type ArchiveAppResponse = Message<"media.v1.ArchiveAppResponse"> & {
  * Use `create(ArchiveAppResponseSchema)` to create a new message.
  */
 export const ArchiveAppResponseSchema: GenMessage<ArchiveAppResponse> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 12);
+  messageDesc(file_media_v1_app, 14);
 
 /**
  * @generated from message media.v1.EnableHostingRequest
@@ -405,7 +529,7 @@ export type EnableHostingRequest = Message<"media.v1.EnableHostingRequest"> & {
  * Use `create(EnableHostingRequestSchema)` to create a new message.
  */
 export const EnableHostingRequestSchema: GenMessage<EnableHostingRequest> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 13);
+  messageDesc(file_media_v1_app, 15);
 
 /**
  * @generated from message media.v1.EnableHostingResponse
@@ -422,7 +546,7 @@ export type EnableHostingResponse = Message<"media.v1.EnableHostingResponse"> & 
  * Use `create(EnableHostingResponseSchema)` to create a new message.
  */
 export const EnableHostingResponseSchema: GenMessage<EnableHostingResponse> = /*@__PURE__*/
-  messageDesc(file_media_v1_app, 14);
+  messageDesc(file_media_v1_app, 16);
 
 /**
  * @generated from enum media.v1.AppStatus

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file media/v1/video.proto.
  */
 export const file_media_v1_video: GenFile = /*@__PURE__*/
-  fileDesc("ChRtZWRpYS92MS92aWRlby5wcm90bxIIbWVkaWEudjEimQEKCVJlbmRpdGlvbhIKCgJpZBgBIAEoCRISCgpyZXNvbHV0aW9uGAIgASgJEiMKBWNvZGVjGAMgASgOMhQubWVkaWEudjEuVmlkZW9Db2RlYxIUCgxiaXRyYXRlX2ticHMYBCABKAUSDQoFd2lkdGgYBSABKAUSDgoGaGVpZ2h0GAYgASgFEhIKCnNpemVfYnl0ZXMYByABKAMioQkKBVZpZGVvEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIOCgZhcHBfaWQYAyABKAkSJQoGc291cmNlGAQgASgOMhUubWVkaWEudjEuVmlkZW9Tb3VyY2USJQoGc3RhdHVzGAUgASgOMhUubWVkaWEudjEuVmlkZW9TdGF0dXMSLQoKdmlzaWJpbGl0eRgGIAEoDjIZLm1lZGlhLnYxLlZpZGVvVmlzaWJpbGl0eRISCgV0aXRsZRgHIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAggASgJSAGIAQESDAoEdGFncxgJIAMoCRIdChBpbnB1dF9zaXplX2J5dGVzGAogASgDSAKIAQESGgoSaW5wdXRfY29udGVudF90eXBlGAsgASgJEg4KBmpvYl9pZBgMIAEoCRITCgZwcmVzZXQYDSABKAlIA4gBARIZCgxwbGF5YmFja191cmwYDiABKAlIBIgBARIWCgllbWJlZF91cmwYDyABKAlIBYgBARIXCgplbWJlZF9jb2RlGBAgASgJSAaIAQESFwoKcG9zdGVyX3VybBgRIAEoCUgHiAEBEh4KEWhvdmVyX3ByZXZpZXdfdXJsGBIgASgJSAiIAQESIgoVaG92ZXJfcHJldmlld19tcDRfdXJsGBMgASgJSAmIAQESGAoQZHVyYXRpb25fc2Vjb25kcxgUIAEoARInCgpyZW5kaXRpb25zGBUgAygLMhMubWVkaWEudjEuUmVuZGl0aW9uEhkKEW91dHB1dF9zaXplX2J5dGVzGBYgASgDEhoKDWVuY29kaW5nX2Nvc3QYFyABKAFICogBARIuCgpjcmVhdGVkX2F0GBggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCghyZWFkeV9hdBgaIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIC4gBARIVCg1zb3VyY2VfcGlubmVkGBsgASgIEkkKIHNvdXJjZV9zY2hlZHVsZWRfZm9yX2RlbGV0aW9uX2F0GBwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgMiAEBEjoKEXNvdXJjZV9kZWxldGVkX2F0GB0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgNiAEBQggKBl90aXRsZUIOCgxfZGVzY3JpcHRpb25CEwoRX2lucHV0X3NpemVfYnl0ZXNCCQoHX3ByZXNldEIPCg1fcGxheWJhY2tfdXJsQgwKCl9lbWJlZF91cmxCDQoLX2VtYmVkX2NvZGVCDQoLX3Bvc3Rlcl91cmxCFAoSX2hvdmVyX3ByZXZpZXdfdXJsQhgKFl9ob3Zlcl9wcmV2aWV3X21wNF91cmxCEAoOX2VuY29kaW5nX2Nvc3RCCwoJX3JlYWR5X2F0QiMKIV9zb3VyY2Vfc2NoZWR1bGVkX2Zvcl9kZWxldGlvbl9hdEIUChJfc291cmNlX2RlbGV0ZWRfYXQivAEKFENyZWF0ZUZyb21VcmxSZXF1ZXN0Eg4KBmFwcF9pZBgBIAEoCRILCgN1cmwYAiABKAkSDQoFdGl0bGUYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEdGFncxgFIAMoCRItCgp2aXNpYmlsaXR5GAYgASgOMhkubWVkaWEudjEuVmlkZW9WaXNpYmlsaXR5Eg4KBnByZXNldBgHIAEoCRIWCg5ob3Zlcl9wcmV2aWV3cxgIIAEoCCI3ChVDcmVhdGVGcm9tVXJsUmVzcG9uc2USHgoFdmlkZW8YASABKAsyDy5tZWRpYS52MS5WaWRlbyLqAQoTQ3JlYXRlVXBsb2FkUmVxdWVzdBIOCgZhcHBfaWQYASABKAkSEAoIZmlsZW5hbWUYAiABKAkSFAoMY29udGVudF90eXBlGAMgASgJEhIKCnNpemVfYnl0ZXMYBCABKAMSDQoFdGl0bGUYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkSDAoEdGFncxgHIAMoCRItCgp2aXNpYmlsaXR5GAggASgOMhkubWVkaWEudjEuVmlkZW9WaXNpYmlsaXR5Eg4KBnByZXNldBgJIAEoCRIWCg5ob3Zlcl9wcmV2aWV3cxgKIAEoCCKBAQoUQ3JlYXRlVXBsb2FkUmVzcG9uc2USHgoFdmlkZW8YASABKAsyDy5tZWRpYS52MS5WaWRlbxISCgp1cGxvYWRfdXJsGAIgASgJEjUKEXVwbG9hZF9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI4ChNDb21wbGV0ZWRVcGxvYWRQYXJ0EhMKC3BhcnRfbnVtYmVyGAEgASgFEgwKBGV0YWcYAiABKAkiZAoVQ29tcGxldGVVcGxvYWRSZXF1ZXN0EgoKAmlkGAEgASgJEhEKCXVwbG9hZF9pZBgCIAEoCRIsCgVwYXJ0cxgDIAMoCzIdLm1lZGlhLnYxLkNvbXBsZXRlZFVwbG9hZFBhcnQiOAoWQ29tcGxldGVVcGxvYWRSZXNwb25zZRIeCgV2aWRlbxgBIAEoCzIPLm1lZGlhLnYxLlZpZGVvIqUCChxDcmVhdGVNdWx0aXBhcnRVcGxvYWRSZXF1ZXN0Eg4KBmFwcF9pZBgBIAEoCRIQCghmaWxlbmFtZRgCIAEoCRIUCgxjb250ZW50X3R5cGUYAyABKAkSEgoKc2l6ZV9ieXRlcxgEIAEoAxIcCg9wYXJ0X3NpemVfYnl0ZXMYBSABKANIAIgBARINCgV0aXRsZRgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRIMCgR0YWdzGAggAygJEi0KCnZpc2liaWxpdHkYCSABKA4yGS5tZWRpYS52MS5WaWRlb1Zpc2liaWxpdHkSDgoGcHJlc2V0GAogASgJEhYKDmhvdmVyX3ByZXZpZXdzGAsgASgIQhIKEF9wYXJ0X3NpemVfYnl0ZXMiNQoKVXBsb2FkUGFydBITCgtwYXJ0X251bWJlchgBIAEoBRISCgp1cGxvYWRfdXJsGAIgASgJIscBCh1DcmVhdGVNdWx0aXBhcnRVcGxvYWRSZXNwb25zZRIeCgV2aWRlbxgBIAEoCzIPLm1lZGlhLnYxLlZpZGVvEhEKCXVwbG9hZF9pZBgCIAEoCRIjCgVwYXJ0cxgDIAMoCzIULm1lZGlhLnYxLlVwbG9hZFBhcnQSFwoPcGFydF9zaXplX2J5dGVzGAQgASgDEjUKEXVwbG9hZF9leHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIdCg9HZXRWaWRlb1JlcXVlc3QSCgoCaWQYASABKAkiMgoQR2V0VmlkZW9SZXNwb25zZRIeCgV2aWRlbxgBIAEoCzIPLm1lZGlhLnYxLlZpZGVvIrMBChFMaXN0VmlkZW9zUmVxdWVzdBIWCglwYWdlX3NpemUYASABKAVIAIgBARISCgpwYWdlX3Rva2VuGAIgASgJEg4KBmFwcF9pZBgDIAEoCRIlCgZzdGF0dXMYBCABKA4yFS5tZWRpYS52MS5WaWRlb1N0YXR1cxItCgp2aXNpYmlsaXR5GAUgASgOMhkubWVkaWEudjEuVmlkZW9WaXNpYmlsaXR5QgwKCl9wYWdlX3NpemUiTgoSTGlzdFZpZGVvc1Jlc3BvbnNlEh8KBnZpZGVvcxgBIAMoCzIPLm1lZGlhLnYxLlZpZGVvEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLnAQoSVXBkYXRlVmlkZW9SZXF1ZXN0EgoKAmlkGAEgASgJEhIKBXRpdGxlGAIgASgJSACIAQESGAoLZGVzY3JpcHRpb24YAyABKAlIAYgBARIMCgR0YWdzGAQgAygJEhIKCmNsZWFyX3RhZ3MYBSABKAgSLQoKdmlzaWJpbGl0eRgGIAEoDjIZLm1lZGlhLnYxLlZpZGVvVmlzaWJpbGl0eRIaCg1zb3VyY2VfcGlubmVkGAcgASgISAKIAQFCCAoGX3RpdGxlQg4KDF9kZXNjcmlwdGlvbkIQCg5fc291cmNlX3Bpbm5lZCI1ChNVcGRhdGVWaWRlb1Jlc3BvbnNlEh4KBXZpZGVvGAEgASgLMg8ubWVkaWEudjEuVmlkZW8iHwoRV2F0Y2hWaWRlb1JlcXVlc3QSCgoCaWQYASABKAkiSAoSV2F0Y2hWaWRlb1Jlc3BvbnNlEhIKCmV2ZW50X3R5cGUYASABKAkSHgoFdmlkZW8YAiABKAsyDy5tZWRpYS52MS5WaWRlbyrJAQoLVmlkZW9TdGF0dXMSHAoYVklERU9fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWVklERU9fU1RBVFVTX1VQTE9BRElORxABEhsKF1ZJREVPX1NUQVRVU19QUk9DRVNTSU5HEAISFgoSVklERU9fU1RBVFVTX1JFQURZEAMSFgoSVklERU9fU1RBVFVTX0VSUk9SEAQSGQoVVklERU9fU1RBVFVTX0FSQ0hJVkVEEAUSGAoUVklERU9fU1RBVFVTX0RFTEVURUQQBiqNAQoPVmlkZW9WaXNpYmlsaXR5EiAKHFZJREVPX1ZJU0lCSUxJVFlfVU5TUEVDSUZJRUQQABIbChdWSURFT19WSVNJQklMSVRZX1BVQkxJQxABEh0KGVZJREVPX1ZJU0lCSUxJVFlfVU5MSVNURUQQAhIcChhWSURFT19WSVNJQklMSVRZX1BSSVZBVEUQAypaCgtWaWRlb1NvdXJjZRIcChhWSURFT19TT1VSQ0VfVU5TUEVDSUZJRUQQABIXChNWSURFT19TT1VSQ0VfVVBMT0FEEAESFAoQVklERU9fU09VUkNFX0pPQhACMvwECgxWaWRlb1NlcnZpY2USUAoNQ3JlYXRlRnJvbVVybBIeLm1lZGlhLnYxLkNyZWF0ZUZyb21VcmxSZXF1ZXN0Gh8ubWVkaWEudjEuQ3JlYXRlRnJvbVVybFJlc3BvbnNlEk0KDENyZWF0ZVVwbG9hZBIdLm1lZGlhLnYxLkNyZWF0ZVVwbG9hZFJlcXVlc3QaHi5tZWRpYS52MS5DcmVhdGVVcGxvYWRSZXNwb25zZRJTCg5Db21wbGV0ZVVwbG9hZBIfLm1lZGlhLnYxLkNvbXBsZXRlVXBsb2FkUmVxdWVzdBogLm1lZGlhLnYxLkNvbXBsZXRlVXBsb2FkUmVzcG9uc2USaAoVQ3JlYXRlTXVsdGlwYXJ0VXBsb2FkEiYubWVkaWEudjEuQ3JlYXRlTXVsdGlwYXJ0VXBsb2FkUmVxdWVzdBonLm1lZGlhLnYxLkNyZWF0ZU11bHRpcGFydFVwbG9hZFJlc3BvbnNlEjwKA0dldBIZLm1lZGlhLnYxLkdldFZpZGVvUmVxdWVzdBoaLm1lZGlhLnYxLkdldFZpZGVvUmVzcG9uc2USQQoETGlzdBIbLm1lZGlhLnYxLkxpc3RWaWRlb3NSZXF1ZXN0GhwubWVkaWEudjEuTGlzdFZpZGVvc1Jlc3BvbnNlEkUKBlVwZGF0ZRIcLm1lZGlhLnYxLlVwZGF0ZVZpZGVvUmVxdWVzdBodLm1lZGlhLnYxLlVwZGF0ZVZpZGVvUmVzcG9uc2USRAoFV2F0Y2gSGy5tZWRpYS52MS5XYXRjaFZpZGVvUmVxdWVzdBocLm1lZGlhLnYxLldhdGNoVmlkZW9SZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_timestamp, file_media_v1_preset]);
+  fileDesc("ChRtZWRpYS92MS92aWRlby5wcm90bxIIbWVkaWEudjEimQEKCVJlbmRpdGlvbhIKCgJpZBgBIAEoCRISCgpyZXNvbHV0aW9uGAIgASgJEiMKBWNvZGVjGAMgASgOMhQubWVkaWEudjEuVmlkZW9Db2RlYxIUCgxiaXRyYXRlX2ticHMYBCABKAUSDQoFd2lkdGgYBSABKAUSDgoGaGVpZ2h0GAYgASgFEhIKCnNpemVfYnl0ZXMYByABKAMioQkKBVZpZGVvEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIOCgZhcHBfaWQYAyABKAkSJQoGc291cmNlGAQgASgOMhUubWVkaWEudjEuVmlkZW9Tb3VyY2USJQoGc3RhdHVzGAUgASgOMhUubWVkaWEudjEuVmlkZW9TdGF0dXMSLQoKdmlzaWJpbGl0eRgGIAEoDjIZLm1lZGlhLnYxLlZpZGVvVmlzaWJpbGl0eRISCgV0aXRsZRgHIAEoCUgAiAEBEhgKC2Rlc2NyaXB0aW9uGAggASgJSAGIAQESDAoEdGFncxgJIAMoCRIdChBpbnB1dF9zaXplX2J5dGVzGAogASgDSAKIAQESGgoSaW5wdXRfY29udGVudF90eXBlGAsgASgJEg4KBmpvYl9pZBgMIAEoCRITCgZwcmVzZXQYDSABKAlIA4gBARIZCgxwbGF5YmFja191cmwYDiABKAlIBIgBARIWCgllbWJlZF91cmwYDyABKAlIBYgBARIXCgplbWJlZF9jb2RlGBAgASgJSAaIAQESFwoKcG9zdGVyX3VybBgRIAEoCUgHiAEBEh4KEWhvdmVyX3ByZXZpZXdfdXJsGBIgASgJSAiIAQESIgoVaG92ZXJfcHJldmlld19tcDRfdXJsGBMgASgJSAmIAQESGAoQZHVyYXRpb25fc2Vjb25kcxgUIAEoARInCgpyZW5kaXRpb25zGBUgAygLMhMubWVkaWEudjEuUmVuZGl0aW9uEhkKEW91dHB1dF9zaXplX2J5dGVzGBYgASgDEhoKDWVuY29kaW5nX2Nvc3QYFyABKAFICogBARIuCgpjcmVhdGVkX2F0GBggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCghyZWFkeV9hdBgaIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIC4gBARIVCg1zb3VyY2VfcGlubmVkGBsgASgIEkkKIHNvdXJjZV9zY2hlZHVsZWRfZm9yX2RlbGV0aW9uX2F0GBwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgMiAEBEjoKEXNvdXJjZV9kZWxldGVkX2F0GB0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgNiAEBQggKBl90aXRsZUIOCgxfZGVzY3JpcHRpb25CEwoRX2lucHV0X3NpemVfYnl0ZXNCCQoHX3ByZXNldEIPCg1fcGxheWJhY2tfdXJsQgwKCl9lbWJlZF91cmxCDQoLX2VtYmVkX2NvZGVCDQoLX3Bvc3Rlcl91cmxCFAoSX2hvdmVyX3ByZXZpZXdfdXJsQhgKFl9ob3Zlcl9wcmV2aWV3X21wNF91cmxCEAoOX2VuY29kaW5nX2Nvc3RCCwoJX3JlYWR5X2F0QiMKIV9zb3VyY2Vfc2NoZWR1bGVkX2Zvcl9kZWxldGlvbl9hdEIUChJfc291cmNlX2RlbGV0ZWRfYXQivAEKFENyZWF0ZUZyb21VcmxSZXF1ZXN0Eg4KBmFwcF9pZBgBIAEoCRILCgN1cmwYAiABKAkSDQoFdGl0bGUYAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSDAoEdGFncxgFIAMoCRItCgp2aXNpYmlsaXR5GAYgASgOMhkubWVkaWEudjEuVmlkZW9WaXNpYmlsaXR5Eg4KBnByZXNldBgHIAEoCRIWCg5ob3Zlcl9wcmV2aWV3cxgIIAEoCCI3ChVDcmVhdGVGcm9tVXJsUmVzcG9uc2USHgoFdmlkZW8YASABKAsyDy5tZWRpYS52MS5WaWRlbyLqAQoTQ3JlYXRlVXBsb2FkUmVxdWVzdBIOCgZhcHBfaWQYASABKAkSEAoIZmlsZW5hbWUYAiABKAkSFAoMY29udGVudF90eXBlGAMgASgJEhIKCnNpemVfYnl0ZXMYBCABKAMSDQoFdGl0bGUYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkSDAoEdGFncxgHIAMoCRItCgp2aXNpYmlsaXR5GAggASgOMhkubWVkaWEudjEuVmlkZW9WaXNpYmlsaXR5Eg4KBnByZXNldBgJIAEoCRIWCg5ob3Zlcl9wcmV2aWV3cxgKIAEoCCKBAQoUQ3JlYXRlVXBsb2FkUmVzcG9uc2USHgoFdmlkZW8YASABKAsyDy5tZWRpYS52MS5WaWRlbxISCgp1cGxvYWRfdXJsGAIgASgJEjUKEXVwbG9hZF9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI4ChNDb21wbGV0ZWRVcGxvYWRQYXJ0EhMKC3BhcnRfbnVtYmVyGAEgASgFEgwKBGV0YWcYAiABKAkiZAoVQ29tcGxldGVVcGxvYWRSZXF1ZXN0EgoKAmlkGAEgASgJEhEKCXVwbG9hZF9pZBgCIAEoCRIsCgVwYXJ0cxgDIAMoCzIdLm1lZGlhLnYxLkNvbXBsZXRlZFVwbG9hZFBhcnQiOAoWQ29tcGxldGVVcGxvYWRSZXNwb25zZRIeCgV2aWRlbxgBIAEoCzIPLm1lZGlhLnYxLlZpZGVvIqUCChxDcmVhdGVNdWx0aXBhcnRVcGxvYWRSZXF1ZXN0Eg4KBmFwcF9pZBgBIAEoCRIQCghmaWxlbmFtZRgCIAEoCRIUCgxjb250ZW50X3R5cGUYAyABKAkSEgoKc2l6ZV9ieXRlcxgEIAEoAxIcCg9wYXJ0X3NpemVfYnl0ZXMYBSABKANIAIgBARINCgV0aXRsZRgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRIMCgR0YWdzGAggAygJEi0KCnZpc2liaWxpdHkYCSABKA4yGS5tZWRpYS52MS5WaWRlb1Zpc2liaWxpdHkSDgoGcHJlc2V0GAogASgJEhYKDmhvdmVyX3ByZXZpZXdzGAsgASgIQhIKEF9wYXJ0X3NpemVfYnl0ZXMiNQoKVXBsb2FkUGFydBITCgtwYXJ0X251bWJlchgBIAEoBRISCgp1cGxvYWRfdXJsGAIgASgJIscBCh1DcmVhdGVNdWx0aXBhcnRVcGxvYWRSZXNwb25zZRIeCgV2aWRlbxgBIAEoCzIPLm1lZGlhLnYxLlZpZGVvEhEKCXVwbG9hZF9pZBgCIAEoCRIjCgVwYXJ0cxgDIAMoCzIULm1lZGlhLnYxLlVwbG9hZFBhcnQSFwoPcGFydF9zaXplX2J5dGVzGAQgASgDEjUKEXVwbG9hZF9leHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIdCg9HZXRWaWRlb1JlcXVlc3QSCgoCaWQYASABKAkiMgoQR2V0VmlkZW9SZXNwb25zZRIeCgV2aWRlbxgBIAEoCzIPLm1lZGlhLnYxLlZpZGVvIrMBChFMaXN0VmlkZW9zUmVxdWVzdBIWCglwYWdlX3NpemUYASABKAVIAIgBARISCgpwYWdlX3Rva2VuGAIgASgJEg4KBmFwcF9pZBgDIAEoCRIlCgZzdGF0dXMYBCABKA4yFS5tZWRpYS52MS5WaWRlb1N0YXR1cxItCgp2aXNpYmlsaXR5GAUgASgOMhkubWVkaWEudjEuVmlkZW9WaXNpYmlsaXR5QgwKCl9wYWdlX3NpemUiTgoSTGlzdFZpZGVvc1Jlc3BvbnNlEh8KBnZpZGVvcxgBIAMoCzIPLm1lZGlhLnYxLlZpZGVvEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSLnAQoSVXBkYXRlVmlkZW9SZXF1ZXN0EgoKAmlkGAEgASgJEhIKBXRpdGxlGAIgASgJSACIAQESGAoLZGVzY3JpcHRpb24YAyABKAlIAYgBARIMCgR0YWdzGAQgAygJEhIKCmNsZWFyX3RhZ3MYBSABKAgSLQoKdmlzaWJpbGl0eRgGIAEoDjIZLm1lZGlhLnYxLlZpZGVvVmlzaWJpbGl0eRIaCg1zb3VyY2VfcGlubmVkGAcgASgISAKIAQFCCAoGX3RpdGxlQg4KDF9kZXNjcmlwdGlvbkIQCg5fc291cmNlX3Bpbm5lZCI1ChNVcGRhdGVWaWRlb1Jlc3BvbnNlEh4KBXZpZGVvGAEgASgLMg8ubWVkaWEudjEuVmlkZW8iHwoRV2F0Y2hWaWRlb1JlcXVlc3QSCgoCaWQYASABKAkiSAoSV2F0Y2hWaWRlb1Jlc3BvbnNlEhIKCmV2ZW50X3R5cGUYASABKAkSHgoFdmlkZW8YAiABKAsyDy5tZWRpYS52MS5WaWRlbyIhChNBcmNoaXZlVmlkZW9SZXF1ZXN0EgoKAmlkGAEgASgJIjYKFEFyY2hpdmVWaWRlb1Jlc3BvbnNlEh4KBXZpZGVvGAEgASgLMg8ubWVkaWEudjEuVmlkZW8iIAoSRGVsZXRlVmlkZW9SZXF1ZXN0EgoKAmlkGAEgASgJIjUKE0RlbGV0ZVZpZGVvUmVzcG9uc2USHgoFdmlkZW8YASABKAsyDy5tZWRpYS52MS5WaWRlbyI3ChZMaXN0VXBsb2FkUGFydHNSZXF1ZXN0EgoKAmlkGAEgASgJEhEKCXVwbG9hZF9pZBgCIAEoCSJJChBTdG9yZWRVcGxvYWRQYXJ0EhMKC3BhcnRfbnVtYmVyGAEgASgFEhIKCnNpemVfYnl0ZXMYAiABKAMSDAoEZXRhZxgDIAEoCSK8AQoXTGlzdFVwbG9hZFBhcnRzUmVzcG9uc2USKgoGc3RvcmVkGAEgAygLMhoubWVkaWEudjEuU3RvcmVkVXBsb2FkUGFydBIlCgdtaXNzaW5nGAIgAygLMhQubWVkaWEudjEuVXBsb2FkUGFydBIXCg9wYXJ0X3NpemVfYnl0ZXMYAyABKAMSNQoRdXBsb2FkX2V4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKskBCgtWaWRlb1N0YXR1cxIcChhWSURFT19TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZWSURFT19TVEFUVVNfVVBMT0FESU5HEAESGwoXVklERU9fU1RBVFVTX1BST0NFU1NJTkcQAhIWChJWSURFT19TVEFUVVNfUkVBRFkQAxIWChJWSURFT19TVEFUVVNfRVJST1IQBBIZChVWSURFT19TVEFUVVNfQVJDSElWRUQQBRIYChRWSURFT19TVEFUVVNfREVMRVRFRBAGKo0BCg9WaWRlb1Zpc2liaWxpdHkSIAocVklERU9fVklTSUJJTElUWV9VTlNQRUNJRklFRBAAEhsKF1ZJREVPX1ZJU0lCSUxJVFlfUFVCTElDEAESHQoZVklERU9fVklTSUJJTElUWV9VTkxJU1RFRBACEhwKGFZJREVPX1ZJU0lCSUxJVFlfUFJJVkFURRADKloKC1ZpZGVvU291cmNlEhwKGFZJREVPX1NPVVJDRV9VTlNQRUNJRklFRBAAEhcKE1ZJREVPX1NPVVJDRV9VUExPQUQQARIUChBWSURFT19TT1VSQ0VfSk9CEAIy5QYKDFZpZGVvU2VydmljZRJQCg1DcmVhdGVGcm9tVXJsEh4ubWVkaWEudjEuQ3JlYXRlRnJvbVVybFJlcXVlc3QaHy5tZWRpYS52MS5DcmVhdGVGcm9tVXJsUmVzcG9uc2USTQoMQ3JlYXRlVXBsb2FkEh0ubWVkaWEudjEuQ3JlYXRlVXBsb2FkUmVxdWVzdBoeLm1lZGlhLnYxLkNyZWF0ZVVwbG9hZFJlc3BvbnNlElMKDkNvbXBsZXRlVXBsb2FkEh8ubWVkaWEudjEuQ29tcGxldGVVcGxvYWRSZXF1ZXN0GiAubWVkaWEudjEuQ29tcGxldGVVcGxvYWRSZXNwb25zZRJoChVDcmVhdGVNdWx0aXBhcnRVcGxvYWQSJi5tZWRpYS52MS5DcmVhdGVNdWx0aXBhcnRVcGxvYWRSZXF1ZXN0GicubWVkaWEudjEuQ3JlYXRlTXVsdGlwYXJ0VXBsb2FkUmVzcG9uc2USPAoDR2V0EhkubWVkaWEudjEuR2V0VmlkZW9SZXF1ZXN0GhoubWVkaWEudjEuR2V0VmlkZW9SZXNwb25zZRJBCgRMaXN0EhsubWVkaWEudjEuTGlzdFZpZGVvc1JlcXVlc3QaHC5tZWRpYS52MS5MaXN0VmlkZW9zUmVzcG9uc2USRQoGVXBkYXRlEhwubWVkaWEudjEuVXBkYXRlVmlkZW9SZXF1ZXN0Gh0ubWVkaWEudjEuVXBkYXRlVmlkZW9SZXNwb25zZRJECgVXYXRjaBIbLm1lZGlhLnYxLldhdGNoVmlkZW9SZXF1ZXN0GhwubWVkaWEudjEuV2F0Y2hWaWRlb1Jlc3BvbnNlMAESSAoHQXJjaGl2ZRIdLm1lZGlhLnYxLkFyY2hpdmVWaWRlb1JlcXVlc3QaHi5tZWRpYS52MS5BcmNoaXZlVmlkZW9SZXNwb25zZRJFCgZEZWxldGUSHC5tZWRpYS52MS5EZWxldGVWaWRlb1JlcXVlc3QaHS5tZWRpYS52MS5EZWxldGVWaWRlb1Jlc3BvbnNlElYKD0xpc3RVcGxvYWRQYXJ0cxIgLm1lZGlhLnYxLkxpc3RVcGxvYWRQYXJ0c1JlcXVlc3QaIS5tZWRpYS52MS5MaXN0VXBsb2FkUGFydHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_media_v1_preset]);
 
 /**
  * One stored rendition of a hosted video.
@@ -941,6 +941,167 @@ export const WatchVideoResponseSchema: GenMessage<WatchVideoResponse> = /*@__PUR
   messageDesc(file_media_v1_video, 19);
 
 /**
+ * @generated from message media.v1.ArchiveVideoRequest
+ */
+export type ArchiveVideoRequest = Message<"media.v1.ArchiveVideoRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message media.v1.ArchiveVideoRequest.
+ * Use `create(ArchiveVideoRequestSchema)` to create a new message.
+ */
+export const ArchiveVideoRequestSchema: GenMessage<ArchiveVideoRequest> = /*@__PURE__*/
+  messageDesc(file_media_v1_video, 20);
+
+/**
+ * @generated from message media.v1.ArchiveVideoResponse
+ */
+export type ArchiveVideoResponse = Message<"media.v1.ArchiveVideoResponse"> & {
+  /**
+   * @generated from field: media.v1.Video video = 1;
+   */
+  video?: Video | undefined;
+};
+
+/**
+ * Describes the message media.v1.ArchiveVideoResponse.
+ * Use `create(ArchiveVideoResponseSchema)` to create a new message.
+ */
+export const ArchiveVideoResponseSchema: GenMessage<ArchiveVideoResponse> = /*@__PURE__*/
+  messageDesc(file_media_v1_video, 21);
+
+/**
+ * @generated from message media.v1.DeleteVideoRequest
+ */
+export type DeleteVideoRequest = Message<"media.v1.DeleteVideoRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message media.v1.DeleteVideoRequest.
+ * Use `create(DeleteVideoRequestSchema)` to create a new message.
+ */
+export const DeleteVideoRequestSchema: GenMessage<DeleteVideoRequest> = /*@__PURE__*/
+  messageDesc(file_media_v1_video, 22);
+
+/**
+ * @generated from message media.v1.DeleteVideoResponse
+ */
+export type DeleteVideoResponse = Message<"media.v1.DeleteVideoResponse"> & {
+  /**
+   * @generated from field: media.v1.Video video = 1;
+   */
+  video?: Video | undefined;
+};
+
+/**
+ * Describes the message media.v1.DeleteVideoResponse.
+ * Use `create(DeleteVideoResponseSchema)` to create a new message.
+ */
+export const DeleteVideoResponseSchema: GenMessage<DeleteVideoResponse> = /*@__PURE__*/
+  messageDesc(file_media_v1_video, 23);
+
+/**
+ * @generated from message media.v1.ListUploadPartsRequest
+ */
+export type ListUploadPartsRequest = Message<"media.v1.ListUploadPartsRequest"> & {
+  /**
+   * Required.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Required; from CreateMultipartUpload.
+   *
+   * @generated from field: string upload_id = 2;
+   */
+  uploadId: string;
+};
+
+/**
+ * Describes the message media.v1.ListUploadPartsRequest.
+ * Use `create(ListUploadPartsRequestSchema)` to create a new message.
+ */
+export const ListUploadPartsRequestSchema: GenMessage<ListUploadPartsRequest> = /*@__PURE__*/
+  messageDesc(file_media_v1_video, 24);
+
+/**
+ * A part the store holds.
+ *
+ * @generated from message media.v1.StoredUploadPart
+ */
+export type StoredUploadPart = Message<"media.v1.StoredUploadPart"> & {
+  /**
+   * @generated from field: int32 part_number = 1;
+   */
+  partNumber: number;
+
+  /**
+   * @generated from field: int64 size_bytes = 2;
+   */
+  sizeBytes: bigint;
+
+  /**
+   * @generated from field: string etag = 3;
+   */
+  etag: string;
+};
+
+/**
+ * Describes the message media.v1.StoredUploadPart.
+ * Use `create(StoredUploadPartSchema)` to create a new message.
+ */
+export const StoredUploadPartSchema: GenMessage<StoredUploadPart> = /*@__PURE__*/
+  messageDesc(file_media_v1_video, 25);
+
+/**
+ * @generated from message media.v1.ListUploadPartsResponse
+ */
+export type ListUploadPartsResponse = Message<"media.v1.ListUploadPartsResponse"> & {
+  /**
+   * @generated from field: repeated media.v1.StoredUploadPart stored = 1;
+   */
+  stored: StoredUploadPart[];
+
+  /**
+   * Fresh URLs for every part not yet stored (or stored with the wrong size).
+   *
+   * @generated from field: repeated media.v1.UploadPart missing = 2;
+   */
+  missing: UploadPart[];
+
+  /**
+   * @generated from field: int64 part_size_bytes = 3;
+   */
+  partSizeBytes: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp upload_expires_at = 4;
+   */
+  uploadExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message media.v1.ListUploadPartsResponse.
+ * Use `create(ListUploadPartsResponseSchema)` to create a new message.
+ */
+export const ListUploadPartsResponseSchema: GenMessage<ListUploadPartsResponse> = /*@__PURE__*/
+  messageDesc(file_media_v1_video, 26);
+
+/**
  * @generated from enum media.v1.VideoStatus
  */
 export enum VideoStatus {
@@ -1132,6 +1293,36 @@ export const VideoService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchVideoRequestSchema;
     output: typeof WatchVideoResponseSchema;
+  },
+  /**
+   * Playback refused from now on (links absent, edge 403), storage kept; ready or error videos only.
+   *
+   * @generated from rpc media.v1.VideoService.Archive
+   */
+  archive: {
+    methodKind: "unary";
+    input: typeof ArchiveVideoRequestSchema;
+    output: typeof ArchiveVideoResponseSchema;
+  },
+  /**
+   * Removes the source and every rendition from storage; the record stays as a tombstone (status deleted).
+   *
+   * @generated from rpc media.v1.VideoService.Delete
+   */
+  delete: {
+    methodKind: "unary";
+    input: typeof DeleteVideoRequestSchema;
+    output: typeof DeleteVideoResponseSchema;
+  },
+  /**
+   * Resuming a multipart upload: which parts are stored, and fresh URLs for the others.
+   *
+   * @generated from rpc media.v1.VideoService.ListUploadParts
+   */
+  listUploadParts: {
+    methodKind: "unary";
+    input: typeof ListUploadPartsRequestSchema;
+    output: typeof ListUploadPartsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_media_v1_video, 0);

@@ -1,0 +1,223 @@
+// The hosting routes of the edge router, on every gateway: presigned uploads streamed into managed
+// storage (a whole file, or one part of a multipart upload), token-checked playback of a video's
+// playable directory (Bunny-compatible directory tokens in the path, so playlists' relative URIs
+// stay covered), and the player page with its token renewal.
+import type { VideoRecord } from "../actors/video/video.js";
+import { VIDEOS } from "../actors/video/video.js";
+import type { AppRecord, Directory } from "../src/directory.js";
+import { verifyDirectoryPath } from "../src/cdn-token.js";
+import { HOSTING_LIMITS, partsPrefix, sourceKey, verifyingKeys } from "../src/hosting.js";
+import type { SecretBox } from "../src/secrets.js";
+import type { Store } from "../src/store/port.js";
+import { EdgeError, fileResponse, parseRange, type EdgeRequest, type EdgeResponse, type EdgeRoute } from "./edge.js";
+import { uploadAllowed, videoLinks, type Hosting } from "./hosting.js";
+import { playerAssetRoutes, renderPlayerPage } from "./player.js";
+
+export interface HostingEdgeDeps {
+  readonly store: Store;
+  readonly directory: Directory;
+  readonly box: SecretBox;
+  readonly hosting: Hosting;
+}
+
+const CONTENT_TYPES: Record<string, string> = {
+  m3u8: "application/vnd.apple.mpegurl",
+  ts: "video/mp2t",
+  m4s: "video/iso.segment",
+  mp4: "video/mp4",
+  m4a: "audio/mp4",
+  mpd: "application/dash+xml",
+  vtt: "text/vtt",
+  jpg: "image/jpeg",
+  png: "image/png",
+  webp: "image/webp",
+};
+const contentTypeOf = (file: string) => CONTENT_TYPES[file.slice(file.lastIndexOf(".") + 1)] ?? "application/octet-stream";
+/** Segments and images never change under their name; playlists of a finished VOD neither, but stay short-lived. */
+const cacheControlOf = (file: string) => (file.endsWith(".m3u8") || file.endsWith(".mpd") ? "public, max-age=60" : "public, max-age=31536000, immutable");
+
+/** Videos and apps of recent requests: every segment would otherwise cost two store reads. */
+class RecentRecords {
+  private readonly entries = new Map<string, { at: number; video: VideoRecord | undefined; app: AppRecord | undefined }>();
+  constructor(
+    private readonly d: HostingEdgeDeps,
+    private readonly ttlMs = 5_000,
+  ) {}
+
+  async get(videoId: string): Promise<{ video: VideoRecord | undefined; app: AppRecord | undefined }> {
+    const now = Date.now();
+    const hit = this.entries.get(videoId);
+    if (hit && now - hit.at < this.ttlMs) return hit;
+    const video = (await this.d.store.get<VideoRecord>(VIDEOS, videoId))?.value;
+    const app = video ? await this.d.directory.app(video.appId) : undefined;
+    if (this.entries.size >= 10_000) this.entries.clear();
+    const entry = { at: now, video, app };
+    this.entries.set(videoId, entry);
+    return entry;
+  }
+}
+
+function json(status: number, value: unknown, header = new Headers()): EdgeResponse {
+  header.set("content-type", "application/json");
+  return { status, header, body: new TextEncoder().encode(JSON.stringify(value)) };
+}
+
+export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
+  const recent = new RecentRecords(d);
+  const managed = d.hosting.managed;
+
+  /** The video an upload URL is for, when the URL is genuine and the video still takes bytes. */
+  async function uploading(req: EdgeRequest, uploadId: string, part: number): Promise<VideoRecord> {
+    const id = req.params.id!;
+    const allowed = uploadAllowed(d.box, id, uploadId, part, req.query);
+    if (allowed !== "ok") throw new EdgeError(403, allowed === "expired" ? "the upload URL has expired; ask for a new one" : "the upload URL is not valid");
+    const video = (await d.store.get<VideoRecord>(VIDEOS, id))?.value;
+    if (!video?.upload) throw new EdgeError(404, "no such upload");
+    if (video.status !== "uploading") throw new EdgeError(409, `the video is ${video.status}; it takes no more bytes`);
+    return video;
+  }
+
+  const etag = (md5: string) => {
+    const header = new Headers();
+    header.set("etag", `"${md5}"`);
+    return header;
+  };
+
+  const routes: EdgeRoute[] = [
+    {
+      method: "PUT",
+      pattern: "/uploads/:id",
+      maxBodyBytes: HOSTING_LIMITS.uploadBytes,
+      handler: async (req) => {
+        const video = await uploading(req, "", 0);
+        if (video.upload!.kind !== "single") throw new EdgeError(409, "this video takes its file in parts: PUT each part to its own URL");
+        const declared = req.header.get("content-length");
+        if (declared !== null && Number(declared) !== video.upload!.sizeBytes) throw new EdgeError(400, `Content-Length ${declared} is not the ${video.upload!.sizeBytes} bytes declared at CreateUpload`);
+        const { md5 } = await managed.write(sourceKey(video.id), req.body, video.inputContentType || "application/octet-stream");
+        return { status: 200, header: etag(md5) };
+      },
+    },
+    {
+      method: "PUT",
+      pattern: "/uploads/:id/:upload/:part",
+      maxBodyBytes: HOSTING_LIMITS.uploadBytes,
+      handler: async (req) => {
+        const part = /^[1-9]\d{0,4}$/.test(req.params.part!) ? Number(req.params.part) : NaN;
+        if (!(part >= 1 && part <= HOSTING_LIMITS.maxParts)) throw new EdgeError(400, "the part number must be 1 to 10000");
+        const video = await uploading(req, req.params.upload!, part);
+        const upload = video.upload!;
+        if (upload.kind !== "multipart" || upload.uploadId !== req.params.upload) throw new EdgeError(404, "no such upload");
+        const count = Math.ceil(upload.sizeBytes / upload.partSizeBytes);
+        if (part > count) throw new EdgeError(400, `this upload has ${count} parts`);
+        const expected = part < count ? upload.partSizeBytes : upload.sizeBytes - upload.partSizeBytes * (count - 1);
+        const declared = req.header.get("content-length");
+        if (declared !== null && Number(declared) !== expected) throw new EdgeError(400, `part ${part} must be ${expected} bytes, not ${declared}`);
+        const stored = await managed.writePart(partsPrefix(video.id, upload.uploadId), part, limit(req.body, expected));
+        return { status: 200, header: etag(stored.md5) };
+      },
+    },
+    ...playerAssetRoutes(),
+    {
+      method: "GET",
+      pattern: "/v/:id",
+      handler: async (req) => {
+        const page = await playable(req.params.id!);
+        const header = new Headers();
+        header.set("content-type", "text/html; charset=utf-8");
+        header.set("cache-control", "no-store");
+        header.set("referrer-policy", "strict-origin-when-cross-origin");
+        const html = renderPlayerPage({
+          videoId: page.video.id,
+          title: page.video.title ?? "Video",
+          playbackUrl: page.links.playbackUrl!,
+          ...(page.links.posterUrl ? { posterUrl: page.links.posterUrl } : {}),
+          // Paths on the page's own origin: the player base may be another name for this gateway.
+          renewUrl: `/v/${page.video.id}/renew`,
+          assetBase: "/assets/player",
+        });
+        return { status: 200, header, body: new TextEncoder().encode(html) };
+      },
+    },
+    {
+      method: "GET",
+      pattern: "/v/:id/renew",
+      handler: async (req) => {
+        const page = await playable(req.params.id!);
+        const header = new Headers();
+        header.set("cache-control", "no-store");
+        return json(200, { playback_url: page.links.playbackUrl, ...(page.links.posterUrl ? { poster_url: page.links.posterUrl } : {}) }, header);
+      },
+    },
+    // Last: the token is the first path segment, so this pattern would take any GET.
+    {
+      method: "GET",
+      pattern: "/:token/*",
+      handler: async (req) => {
+        if (!req.params.token!.startsWith("bcdn_token=")) throw new EdgeError(404, "no such file");
+        // The video is named by the path; its app's keys decide whether the token is genuine.
+        const m = /^\/bcdn_token=[^/]*\/play\/(vid_[A-Za-z0-9]+)\//.exec(req.path);
+        if (!m) throw new EdgeError(403, "the token does not cover this path");
+        const { video, app } = await recent.get(m[1]!);
+        if (!video || !app?.hosting) throw new EdgeError(403, "the token does not cover this path");
+        const check = verifyDirectoryPath(req.path, verifyingKeys(d.box, app.hosting), Math.floor(Date.now() / 1000));
+        if (!check.ok) throw new EdgeError(403, `playback refused (${check.reason})`);
+        if (check.tokenPath !== `/play/${video.id}/`) throw new EdgeError(403, "the token does not cover this path");
+        if (video.status !== "ready") throw new EdgeError(403, `the video is ${video.status}`);
+        const key = check.filePath.slice(1);
+        const type = contentTypeOf(key);
+        const extra = new Headers();
+        extra.set("cache-control", cacheControlOf(key));
+        if (managed.localFile) return fileResponse(req, managed.localFile(key), type, extra);
+        return objectResponse(req, key, type, extra);
+      },
+    },
+  ];
+
+  /** A ready, non-private video and its links for the player (private and missing ones: 404). */
+  async function playable(id: string) {
+    if (!/^vid_[A-Za-z0-9]{1,64}$/.test(id)) throw new EdgeError(404, "no such video");
+    const video = (await d.store.get<VideoRecord>(VIDEOS, id))?.value;
+    const app = video && (await d.directory.app(video.appId));
+    if (!video || !app || video.visibility === "private" || video.status !== "ready") throw new EdgeError(404, "no such video");
+    const links = videoLinks(video, app, d.box, d.hosting.publicUrl());
+    if (!links.playbackUrl) throw new EdgeError(404, "no such video");
+    return { video, links };
+  }
+
+  /** An object of managed storage as an answer (S3): one range or the whole, validators, 304. */
+  async function objectResponse(req: EdgeRequest, key: string, contentType: string, extra: Headers): Promise<EdgeResponse> {
+    const info = await managed.stat(key);
+    if (!info) throw new EdgeError(404, "no such file");
+    const header = new Headers(extra);
+    header.set("accept-ranges", "bytes");
+    header.set("etag", info.etag);
+    header.set("last-modified", new Date(info.lastModified).toUTCString());
+    const match = req.header.get("if-none-match");
+    if (match !== null && match.split(",").some((t) => t.trim() === info.etag || t.trim() === "*")) return { status: 304, header };
+    header.set("content-type", contentType);
+    const ifRange = req.header.get("if-range");
+    const range = ifRange !== null && ifRange !== info.etag ? "whole" : parseRange(req.header.get("range"), info.size);
+    if (range === "unsatisfiable") {
+      header.set("content-range", `bytes */${info.size}`);
+      throw new EdgeError(416, `the range is outside the ${info.size} bytes of the file`, header);
+    }
+    const { start, end } = range === "whole" ? { start: 0, end: info.size - 1 } : range;
+    header.set("content-length", String(Math.max(0, end - start + 1)));
+    if (range !== "whole") header.set("content-range", `bytes ${start}-${end}/${info.size}`);
+    const status = range === "whole" ? 200 : 206;
+    if (req.method === "HEAD" || info.size === 0) return { status, header };
+    return { status, header, body: managed.read(key, start, end) };
+  }
+
+  return routes;
+}
+
+/** A part's body held to its size: a longer one is refused rather than stored. */
+async function* limit(body: AsyncIterable<Uint8Array>, max: number): AsyncIterable<Uint8Array> {
+  let read = 0;
+  for await (const chunk of body) {
+    read += chunk.byteLength;
+    if (read > max) throw new EdgeError(400, `the part is longer than its ${max} bytes`);
+    yield chunk;
+  }
+}
