@@ -6,6 +6,7 @@ import path from "node:path";
 import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key/api-key.js";
 import { ownedKeys, serveCommands, CommandClient, tell, topicsFor, UpdatesHub, type EntityCommands } from "../actors/commands.js";
 import { jobOutcome, VideoBehavior, videoIntentHandlers } from "../actors/video/video.js";
+import { SourceRetention } from "../actors/video/retention.js";
 import { ActorHost, type EntityBehavior } from "../actors/host.js";
 import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, jobIntentHandlers, JOBS, TERMINAL, type JobRecord } from "../actors/job/job.js";
 import { Relay, type Intent, type Outbox } from "../actors/outbox.js";
@@ -218,12 +219,18 @@ export async function startServer(config: Config, log: Logger = createLogger(con
         topics,
         store,
         legacy: (job, seq, posts) => legacy.record(job, seq, posts),
-        video: (job) => tell(bus, topics, VideoBehavior, job.managed!.videoId, { type: "job_ended", outcome: jobOutcome(job) }),
+        // The app's retention rule as it stands when the job ends decides when the source goes.
+        video: async (job) => {
+          const days = (await new Directory(store).app(job.appId))?.hosting?.deleteSourceAfterDays ?? 0;
+          await tell(bus, topics, VideoBehavior, job.managed!.videoId, { type: "job_ended", outcome: jobOutcome(job), retentionMs: days * config.sourceRetention.dayMs });
+        },
       }),
     );
     relay.register(VideoBehavior.type, videoIntentHandlers({ bus, topics, store, managed }));
     relay.register<EndpointIntent, EndpointState>(WebhookEndpointBehavior.type, { deliveries: async (_intent, { state }) => deliverer.schedule(state) });
+    const retention = new SourceRetention(store, host, log, { partitions, sweepMs: config.sourceRetention.sweepMs });
     stopEffects = () => {
+      retention.stop();
       relay.stop();
       deliverer.stop();
       legacy.stop();
@@ -231,6 +238,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     let started = false;
     commandConsumer = await serveCommands(bus, topics, host, BEHAVIORS, log, (assigned) => {
       relay.assign(assigned);
+      retention.assign(assigned);
       // Another host may have owned these entities: its timers are its own; arm ours from the store.
       deliverer.clear();
       deliverer.resume(assigned, partitions).catch((e: unknown) => log.warn({ err: e }, "webhook deliveries not resumed"));

@@ -76,6 +76,11 @@ export interface Config {
   readonly managed:
     | { readonly kind: "local"; readonly dir: string }
     | { readonly kind: "s3"; readonly bucket: string; readonly endpoint: string | undefined; readonly region: string; readonly accessKeyId: string; readonly secretAccessKey: string };
+  /**
+   * Length of the "day" of delete_source_after_days, and how often each actor host sweeps due
+   * sources (MEDIA_SOURCE_RETENTION_DAY_SECONDS shrinks the day for tests).
+   */
+  readonly sourceRetention: { readonly dayMs: number; readonly sweepMs: number };
   /** Request rate limits of each gateway process; undefined switches a limit off. */
   readonly rateLimits: {
     /** Per API key, and per signed-in user of a portal session (MEDIA_RATE_LIMIT_KEY). */
@@ -144,6 +149,11 @@ function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
   if (url.protocol !== "https:" && url.protocol !== "http:") throw new ConfigError("MEDIA_PUBLIC_URL", `must be an http:// or https:// URL, got "${raw}"`);
   if (url.search !== "" || url.hash !== "" || url.username !== "") throw new ConfigError("MEDIA_PUBLIC_URL", `must have no query, fragment or credentials, got "${raw}"`);
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+}
+
+function sourceRetention(env: NodeJS.ProcessEnv): Config["sourceRetention"] {
+  const daySeconds = integer(env, "MEDIA_SOURCE_RETENTION_DAY_SECONDS", 86_400, 1, 86_400);
+  return { dayMs: daySeconds * 1000, sweepMs: Math.min(60_000, Math.max(500, daySeconds * 100)) };
 }
 
 function managedStorage(env: NodeJS.ProcessEnv): Config["managed"] {
@@ -286,6 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     storage: { s3Endpoint: endpoint(env, "MEDIA_S3_ENDPOINT"), gcsApiEndpoint: endpoint(env, "MEDIA_GCS_API_ENDPOINT") },
     publicUrl: publicUrl(env),
     managed: managedStorage(env),
+    sourceRetention: sourceRetention(env),
     rateLimits: Object.freeze({
       key: ratePolicy(env, "MEDIA_RATE_LIMIT_KEY", "200/s,burst=400"),
       anonymous: ratePolicy(env, "MEDIA_RATE_LIMIT_ANONYMOUS", "20/s,burst=60"),

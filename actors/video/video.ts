@@ -120,7 +120,8 @@ export interface VideoCommands {
   readonly create: { readonly video: VideoRecord };
   /** The gateway verified the stored upload: the source is in place. */
   readonly complete_upload: { readonly at: number; readonly sizeBytes: number; readonly requestId?: string };
-  readonly job_ended: { readonly outcome: JobOutcome };
+  /** retentionMs: the app's delete_source_after_days when the job ended, in ms (0 keeps the source). */
+  readonly job_ended: { readonly outcome: JobOutcome; readonly retentionMs?: number };
   readonly update: { readonly at: number; readonly patch: VideoPatch; readonly deleteSourceAt?: number | null };
   readonly archive: { readonly at: number };
   readonly delete: { readonly at: number };
@@ -145,7 +146,6 @@ export type VideoIntent =
   | { readonly kind: "purge"; readonly what: "all" | "source" };
 
 const missing = { code: Code.NotFound, message: "video not found" } as const;
-const DAY_MS = 86_400_000;
 
 const refuse = (message: string, field?: string) => ({ code: Code.FailedPrecondition, message, ...(field ? { violations: [{ field, description: message }] } : {}) });
 
@@ -171,7 +171,9 @@ const HANDLERS: Handlers = {
     const v = state.video;
     // The job ends once; a repeated report, or one for another job, is no change.
     if (!v || v.status !== "processing" || v.jobId !== c.outcome.jobId) return [];
-    return [{ type: "ended", outcome: c.outcome }];
+    const ready = (c.outcome.status === "completed" || c.outcome.status === "partial") && c.outcome.playlistKey !== undefined;
+    const due = ready ? sourceDeletionAt(v, c.outcome.at, c.retentionMs ?? 0) : undefined;
+    return [{ type: "ended", outcome: c.outcome, ...(due !== undefined ? { sourceDeleteAt: due } : {}) }];
   },
   update: onVideo((v, c) => (v.status === "deleted" ? refuse(`video ${v.id} is deleted`) : [{ type: "updated", at: c.at, patch: c.patch, ...(c.deleteSourceAt !== undefined ? { deleteSourceAt: c.deleteSourceAt } : {}) }])),
   archive: onVideo((v, c) => {
@@ -192,9 +194,9 @@ function decide(state: VideoState, command: VideoCommand): Decision<VideoEvent> 
 }
 
 /** When the source of a video that became ready is deleted: its app's rule, unless pinned. */
-export function sourceDeletionAt(v: Pick<VideoRecord, "sourcePinned" | "sourceDeletedAt" | "source">, readyAt: number, days: number): number | undefined {
-  if (v.sourcePinned || v.sourceDeletedAt !== undefined || days <= 0 || v.source !== "upload") return undefined;
-  return readyAt + days * DAY_MS;
+export function sourceDeletionAt(v: Pick<VideoRecord, "sourcePinned" | "sourceDeletedAt">, readyAt: number, retentionMs: number): number | undefined {
+  if (v.sourcePinned || v.sourceDeletedAt !== undefined || retentionMs <= 0) return undefined;
+  return readyAt + retentionMs;
 }
 
 export function foldVideo(v: VideoRecord, e: VideoEvent): VideoRecord {
@@ -273,9 +275,18 @@ export function videoLedgerEvents(v: VideoRecord, e: VideoEvent): EventRecord[] 
   return [];
 }
 
-/** Rows of the video's read model: one per video, listed by app, newest first. */
-function videoRow(v: VideoRecord): RecordWrite {
-  return { table: VIDEOS, id: v.id, value: v, partition: v.appId, sort: sortKey(v.createdAt, v.id) };
+/** Sources due for deletion, one partition: what the retention sweep of each actor host reads. */
+export const SOURCE_DELETIONS = "source_deletions";
+export const SOURCE_DELETIONS_PARTITION = "all";
+
+/** Rows of the video's read model: one per video, listed by app, newest first; its pending source deletion. */
+function videoRows(v: VideoRecord): RecordWrite[] {
+  return [
+    { table: VIDEOS, id: v.id, value: v, partition: v.appId, sort: sortKey(v.createdAt, v.id) },
+    v.sourceScheduledForDeletionAt !== undefined
+      ? { table: SOURCE_DELETIONS, id: v.id, value: { videoId: v.id, due: v.sourceScheduledForDeletionAt }, partition: SOURCE_DELETIONS_PARTITION, sort: sortKey(v.sourceScheduledForDeletionAt, v.id) }
+      : { table: SOURCE_DELETIONS, id: v.id, value: null },
+  ];
 }
 
 export const VideoBehavior: EntityBehavior<VideoState, VideoCommand, VideoEvent, VideoIntent> = {
@@ -283,8 +294,8 @@ export const VideoBehavior: EntityBehavior<VideoState, VideoCommand, VideoEvent,
   initial: {},
   decide,
   fold: (state, event) => ({ video: state.video ? foldVideo(state.video, event) : event.type === "created" ? event.video : undefined }),
-  repair: (state) => (state.video ? [videoRow(state.video)] : []),
-  readModel: (state, event) => [videoRow(state.video!), ...videoLedgerEvents(state.video!, event).flatMap(ledgerWrites)],
+  repair: (state) => (state.video ? videoRows(state.video) : []),
+  readModel: (state, event) => [...videoRows(state.video!), ...videoLedgerEvents(state.video!, event).flatMap(ledgerWrites)],
   effects: (state, events, _command, before) => videoEffects(state, events, before),
 };
 

@@ -317,8 +317,8 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       // Pinning clears a pending source deletion; unpinning a ready video schedules it again.
       let deleteSourceAt: number | null | undefined;
       if (req.sourcePinned === true && video.sourceScheduledForDeletionAt !== undefined) deleteSourceAt = null;
-      if (req.sourcePinned === false && video.sourcePinned && video.readyAt !== undefined && video.sourceDeletedAt === undefined && video.source === "upload" && app.hosting!.deleteSourceAfterDays > 0) {
-        deleteSourceAt = video.readyAt + app.hosting!.deleteSourceAfterDays * 86_400_000;
+      if (req.sourcePinned === false && video.sourcePinned && video.readyAt !== undefined && video.sourceDeletedAt === undefined && app.hosting!.deleteSourceAfterDays > 0) {
+        deleteSourceAt = video.readyAt + app.hosting!.deleteSourceAfterDays * d.config.sourceRetention.dayMs;
       }
       const next = accepted(await d.actors.ask(VideoBehavior, video.id, { type: "update", at: Date.now(), patch, ...(deleteSourceAt !== undefined ? { deleteSourceAt } : {}) }));
       return { video: present(next, app) };

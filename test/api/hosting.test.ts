@@ -10,7 +10,8 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, ok, errorDetails, startHarness, type Auth, type Harness } from "../harness.js";
+import { call, ok, errorDetails, startHarness, TARGET, type Auth, type Harness } from "../harness.js";
+import { makeTestCa, startMinio, type MinioPeer } from "../peers.js";
 import { parseHlsMaster, parseHlsMedia } from "../media.js";
 import { stream } from "../watch.js";
 
@@ -68,11 +69,21 @@ async function walk(masterUrl: string): Promise<Map<string, Buffer>> {
 let dataDir: string;
 let web: Server;
 let webBase: string;
+let minio: MinioPeer | undefined;
+let env: Record<string, string>;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(path.join(tmpdir(), "hosting-data-"));
   // Loopback is allowed for the URL-ingest source below; other private addresses stay refused.
-  h = await startHarness({ MEDIA_NET_ALLOW: "127.0.0.1/32" }, dataDir);
+  // A retention "day" of 2 s, so delete_source_after_days can be watched.
+  env = { MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_SOURCE_RETENTION_DAY_SECONDS: "2" };
+  if (TARGET === "cluster") {
+    // A cluster's gateways share nothing but the store: managed storage is a bucket (MinIO).
+    const ca = makeTestCa();
+    minio = await startMinio(ca, ["managed"]);
+    env = { ...env, MEDIA_MANAGED_S3_BUCKET: "managed", MEDIA_MANAGED_S3_ENDPOINT: minio.endpoint, MEDIA_MANAGED_S3_ACCESS_KEY_ID: minio.admin.accessKeyId, MEDIA_MANAGED_S3_SECRET_ACCESS_KEY: minio.admin.secretAccessKey, MEDIA_TLS_CA_FILE: ca.caFile };
+  }
+  h = await startHarness(env, dataDir);
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
   work = mkdtempSync(path.join(tmpdir(), "hosting-"));
   clip = path.join(work, "clip.mp4");
@@ -95,6 +106,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.server.close();
   web?.close();
+  await minio?.stop();
 });
 
 describe("a single upload to a signed stream", () => {
@@ -125,7 +137,7 @@ describe("a single upload to a signed stream", () => {
     expect(video.ready_at).toEqual(expect.any(String));
     expect(video.playback_url).toMatch(/\/bcdn_token=HS256-[A-Za-z0-9_-]+&token_path=%2Fplay%2Fvid_[A-Za-z0-9]+%2F&expires=\d+\/play\/vid_[A-Za-z0-9]+\/out_[A-Za-z0-9]+\/index\.m3u8$/);
     expect(video.poster_url).toMatch(/\/thumbnails\/.+\.jpg$/);
-    expect(video.embed_url).toBe(`${h.base.replace("127.0.0.1", "localhost")}/v/${video.id}`);
+    expect(video.embed_url).toMatch(new RegExp(`^http://localhost:\\d+/v/${video.id}$`));
     expect(video.embed_code).toBe(
       `<div style="position:relative;padding-top:56.25%;"><iframe src="${video.embed_url}" title="Clip &quot;one&quot; &lt;b&gt;" loading="lazy" style="border:0;position:absolute;top:0;left:0;width:100%;height:100%;" allow="autoplay; fullscreen; picture-in-picture" allowfullscreen></iframe></div>`,
     );
@@ -305,9 +317,12 @@ describe("multipart uploads", () => {
       duplex: "half",
     } as RequestInit);
     await expect(interrupted).rejects.toThrow();
-    // The gateway restarts on the same data folder (and a new port).
-    await h.server.close();
-    h = await startHarness({ MEDIA_NET_ALLOW: "127.0.0.1/32" }, dataDir);
+    // Embedded: the gateway restarts on the same data folder (and a new port). Cluster: the
+    // calls below alternate between the two gateways, so the other one resumes it.
+    if (TARGET === "embedded") {
+      await h.server.close();
+      h = await startHarness(env, dataDir);
+    }
     const listed = await ok(call(h.base, "VideoService/ListUploadParts", { id: created.video.id, upload_id: created.upload_id }, key));
     expect(listed.stored.map((p: any) => [p.part_number, p.size_bytes, p.etag])).toEqual([[1, partSize, md5(slice(1))]]);
     expect(listed.missing.map((p: any) => p.part_number)).toEqual(numbers.slice(1));
@@ -371,4 +386,72 @@ describe("URL ingest, failures, managed jobs", () => {
     const missing = await call(h.base, "JobService/Create", { input_video_id: "vid_doesnotexist", managed: true, outputs: [{ type: "mp4", video: [{ codec: "h264" }] }] }, key);
     expect(missing.status).toBe(404);
   }, 180_000);
+});
+
+describe("the app's hosting settings", () => {
+  let owner: Auth;
+  beforeAll(async () => {
+    owner = { bearer: await h.token(h.boot.user_email), org: h.boot.organization_id };
+  });
+
+  it("Get shows the defaults and a key hint; Update checks and changes them", async () => {
+    const got = await ok(call(h.base, "AppService/Get", { id: h.boot.app_id }, owner));
+    expect(got.app.hosting).toMatchObject({ cdn_hostname: expect.stringMatching(/^localhost:\d+$/), player_base_url: expect.stringMatching(/^http:\/\/localhost:\d+$/), delete_source_after_days: 0, default_ladder: [1080, 720, 480, 360], previous_signing_key_expires_at: null });
+    expect(got.app.hosting.signing_key_hint).toHaveLength(4);
+    const bad = await call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { cdn_hostname: "https://cdn/x", player_base_url: "ftp://x", delete_source_after_days: -1, default_ladder: [100, 720] } }, owner);
+    expect(bad.status).toBe(400);
+    expect((await errorDetails(bad.body)).fieldViolations.map((v) => v.field).sort()).toEqual(["hosting.cdn_hostname", "hosting.default_ladder[0]", "hosting.delete_source_after_days", "hosting.player_base_url"]);
+    const cdn = await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { cdn_hostname: "cdn.example.com", player_base_url: "https://watch.example.com/" } }, owner));
+    expect(cdn.app.hosting).toMatchObject({ cdn_hostname: "cdn.example.com", player_base_url: "https://watch.example.com" });
+  });
+
+  it("links follow the CDN hostname and player base; a rotated key keeps issued URLs working", async () => {
+    const created = await uploadSingle(clip, { visibility: "public" });
+    await ok(call(h.base, "VideoService/CompleteUpload", { id: created.video.id }, key));
+    const { video } = await untilDone(created.video.id);
+    expect(video.playback_url).toMatch(/^http:\/\/cdn\.example\.com\/bcdn_token=/);
+    expect(video.embed_url).toBe(`https://watch.example.com/v/${video.id}`);
+    const reset = await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { cdn_hostname: "", player_base_url: "" } }, owner));
+    expect(reset.app.hosting.cdn_hostname).toMatch(/^localhost:/);
+    const before = (await ok(call(h.base, "VideoService/Get", { id: video.id }, key))).video.playback_url.replace("localhost", "127.0.0.1");
+    const hint = reset.app.hosting.signing_key_hint;
+    const rotated = await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { rotate_signing_key: true } }, owner));
+    expect(rotated.app.hosting.signing_key_hint).not.toBe(hint);
+    expect(Date.parse(rotated.app.hosting.previous_signing_key_expires_at) - Date.now()).toBeGreaterThan(5.9 * 3600_000);
+    await new Promise((r) => setTimeout(r, 5_500)); // the edge's record cache
+    const after = (await ok(call(h.base, "VideoService/Get", { id: video.id }, key))).video.playback_url.replace("localhost", "127.0.0.1");
+    expect(after).not.toBe(before);
+    expect((await fetch(before)).status).toBe(200);
+    expect((await fetch(after)).status).toBe(200);
+  }, 120_000);
+
+  it("delete_source_after_days schedules the source's deletion; pinning clears it; a deleted source is named", async () => {
+    await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { delete_source_after_days: 3 } }, owner));
+    const pinned = await uploadSingle(clip);
+    await ok(call(h.base, "VideoService/CompleteUpload", { id: pinned.video.id }, key));
+    const dropped = await uploadSingle(clip);
+    await ok(call(h.base, "VideoService/CompleteUpload", { id: dropped.video.id }, key));
+    const a = (await untilDone(pinned.video.id)).video;
+    const b = (await untilDone(dropped.video.id)).video;
+    // One "day" is 2 s here: 3 days after ready.
+    expect(Date.parse(a.source_scheduled_for_deletion_at) - Date.parse(a.ready_at)).toBe(6_000);
+    const pin = await ok(call(h.base, "VideoService/Update", { id: a.id, source_pinned: true }, key));
+    expect(pin.video.source_pinned).toBe(true);
+    expect(pin.video.source_scheduled_for_deletion_at).toBeUndefined();
+    await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { delete_source_after_days: 0 } }, owner));
+    let gone: any;
+    for (let i = 0; i < 40 && !gone?.source_deleted_at; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      gone = (await ok(call(h.base, "VideoService/Get", { id: b.id }, key))).video;
+    }
+    expect(gone.source_deleted_at).toEqual(expect.any(String));
+    expect(gone.source_scheduled_for_deletion_at).toBeUndefined();
+    expect(gone.status).toBe("ready"); // playback stays
+    expect((await fetch(gone.playback_url)).status).toBe(200);
+    const still = (await ok(call(h.base, "VideoService/Get", { id: a.id }, key))).video;
+    expect(still.source_deleted_at).toBeUndefined();
+    const job = await call(h.base, "JobService/Create", { input_video_id: b.id, managed: true, outputs: [{ type: "mp4", video: [{ codec: "h264" }] }] }, key);
+    expect(job.status).toBe(400);
+    expect((await errorDetails(job.body)).fieldViolations.map((v) => v.field)).toEqual(["input_video_id"]);
+  }, 120_000);
 });
