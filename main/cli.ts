@@ -1,9 +1,11 @@
-// The `media` command: `serve` runs the embedded service; `token --email` mints a development session.
+// The `media` command: `serve` runs the embedded service; `token --email` mints a development session;
+// `upload` and `videos` use the hosting API.
 import { ConfigError, loadConfig, type Config } from "../src/config.js";
 import { mintDevToken } from "../src/identity.js";
 import { createLogger } from "../src/log.js";
 import { launchCluster } from "./launcher.js";
 import { ALL_ROLES, startServer, type Roles } from "./server.js";
+import { upload, videos } from "./upload-cli.js";
 
 const USAGE = `usage: media <command>
   serve                  run every role in one process (embedded default; MEDIA_MODE=cluster for Kafka and Cassandra)
@@ -12,7 +14,12 @@ const USAGE = `usage: media <command>
   encoder-node           cluster mode: the encoder node role only (ffprobe and ffmpeg)
   cluster [--gateways N] [--actor-hosts M] [--encoder-nodes E] [--port P]
                          cluster mode on one machine: N gateways (ports P, P+1, ...), M actor hosts, E encoder nodes
-  token --email <addr>   mint a session token from the embedded development issuer`;
+  token --email <addr>   mint a session token from the embedded development issuer
+  upload FILE [--title T] [--visibility public|unlisted|private]
+                         upload a video (resumable), wait until it is ready, print its playback and embed URLs
+  videos                 list the app's hosted videos
+                         (upload and videos call MEDIA_API_URL with MEDIA_API_KEY and MEDIA_ORGANIZATION_ID,
+                         by default the embedded server of this data folder with its bootstrap key)`;
 
 function onSignals(stop: (signal: string) => Promise<void>): void {
   let stopping = false;
@@ -90,6 +97,12 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write((await mintDevToken(config, email)) + "\n");
       return;
     }
+    case "upload":
+      process.exitCode = await upload(config, rest);
+      return;
+    case "videos":
+      process.exitCode = await videos(config);
+      return;
     default:
       process.stderr.write(USAGE + "\n");
       process.exit(command ? 2 : 0);

@@ -455,3 +455,28 @@ describe("the app's hosting settings", () => {
     expect((await errorDetails(job.body)).fieldViolations.map((v) => v.field)).toEqual(["input_video_id"]);
   }, 120_000);
 });
+
+describe("the CLI", () => {
+  it("media upload: multipart with progress, interrupted, resumed, then the playback and embed URLs; media videos lists it", async () => {
+    const big = path.join(work, "cli.mp4");
+    await makeClip(big, 12, "1280x720");
+    const padded = path.join(work, "cli-padded.mp4");
+    writeFileSync(padded, Buffer.concat([readFileSync(big), Buffer.alloc(11 * 1024 * 1024)]));
+    const cliEnv = { ...process.env, MEDIA_API_URL: h.bases[0]!, MEDIA_API_KEY: h.boot.api_key, MEDIA_ORGANIZATION_ID: h.boot.organization_id, MEDIA_UPLOAD_STATE_DIR: path.join(work, "cli-state"), MEDIA_UPLOAD_PART_BYTES: String(5 * 1024 * 1024), MEDIA_LOG_LEVEL: "silent" };
+    const media = (args: string[], extra: Record<string, string> = {}) =>
+      run(process.execPath, [path.resolve("bin/media.js"), ...args], { env: { ...cliEnv, ...extra } }).then(
+        (r) => ({ code: 0, ...r }),
+        (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+      );
+    const first = await media(["upload", padded, "--title", "From the CLI"], { MEDIA_UPLOAD_STOP_AFTER_PARTS: "1" });
+    expect(first.code).toBe(3);
+    expect(first.stderr).toMatch(/\[#+ *\] \d+%/);
+    const second = await media(["upload", padded, "--title", "From the CLI"]);
+    expect(second.stderr).toMatch(/resuming vid_\w+: 1 parts stored, [2-9] to send/);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(/playback: http:\/\/\S+\/bcdn_token=HS256-/);
+    expect(second.stdout).toMatch(/embed: +http:\/\/\S+\/v\/vid_/);
+    const listed = await media(["videos"]);
+    expect(listed.stdout).toMatch(/vid_\w+ +ready .*From the CLI/);
+  }, 240_000);
+});

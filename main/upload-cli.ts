@@ -1,0 +1,170 @@
+// `media upload FILE` and `media videos`: the hosting API from a terminal. An upload goes in parts
+// (multipart, streamed from disk), shows a progress bar, survives an interrupt (the next run of the
+// same command asks which parts are stored and sends the rest), then follows the video until it is
+// ready and prints its playback and embed URLs.
+import { createHash } from "node:crypto";
+import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import path from "node:path";
+import type { Config } from "../src/config.js";
+
+interface Api {
+  readonly url: string;
+  readonly key: string;
+  readonly org: string;
+}
+
+/** Where to call: MEDIA_API_URL, MEDIA_API_KEY, MEDIA_ORGANIZATION_ID, else the embedded server's bootstrap.json. */
+function apiOf(config: Config, env: NodeJS.ProcessEnv): Api {
+  const file = path.join(config.dataDir, "bootstrap.json");
+  const boot = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { api_key: string; organization_id: string }) : undefined;
+  const url = (env.MEDIA_API_URL || config.publicUrl || `http://localhost:${config.httpPort}`).replace(/\/+$/, "");
+  const key = env.MEDIA_API_KEY || boot?.api_key;
+  const org = env.MEDIA_ORGANIZATION_ID || boot?.organization_id;
+  if (!key || !org) throw new Error(`no credentials: set MEDIA_API_KEY and MEDIA_ORGANIZATION_ID, or run next to the server's data folder (${file})`);
+  return { url, key, org };
+}
+
+async function rpc(api: Api, method: string, body: unknown): Promise<any> {
+  const res = await fetch(`${api.url}/media.v1.${method}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${api.key}`, "x-organization-id": api.org },
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as any;
+  if (res.status !== 200) throw new Error(`${method}: ${json.code}: ${json.message}`);
+  return json;
+}
+
+function flagValue(args: string[], name: string): string | undefined {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : undefined;
+}
+
+const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
+
+function progress(done: number, total: number, startedAt: number): void {
+  const width = 30;
+  const fraction = total === 0 ? 1 : done / total;
+  const filled = Math.round(fraction * width);
+  const rate = done / Math.max(0.001, (Date.now() - startedAt) / 1000);
+  const line = `[${"#".repeat(filled)}${" ".repeat(width - filled)}] ${Math.floor(fraction * 100)}%  ${mb(done)} of ${mb(total)}  ${mb(rate)}/s`;
+  process.stderr.write(process.stderr.isTTY ? `\r${line}` : `${line}\n`);
+}
+
+/** The state of an unfinished upload of a file, so a second run resumes it. */
+interface Pending {
+  readonly videoId: string;
+  readonly uploadId: string;
+  readonly size: number;
+  readonly mtimeMs: number;
+}
+
+function pendingFile(file: string, env: NodeJS.ProcessEnv): string {
+  const dir = env.MEDIA_UPLOAD_STATE_DIR || path.join(homedir(), ".cache", "media", "uploads");
+  mkdirSync(dir, { recursive: true });
+  return path.join(dir, `${createHash("sha256").update(path.resolve(file)).digest("hex").slice(0, 32)}.json`);
+}
+
+export async function upload(config: Config, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const file = args.find((a, i) => !a.startsWith("--") && (i === 0 || !args[i - 1]!.startsWith("--")));
+  if (!file || !existsSync(file)) {
+    process.stderr.write("usage: media upload FILE [--title T] [--visibility public|unlisted|private]\n");
+    return 2;
+  }
+  const api = apiOf(config, env);
+  const info = statSync(file);
+  const statePath = pendingFile(file, env);
+  let pending = existsSync(statePath) ? (JSON.parse(readFileSync(statePath, "utf8")) as Pending) : undefined;
+  if (pending && (pending.size !== info.size || pending.mtimeMs !== info.mtimeMs)) pending = undefined; // the file changed
+  const partSize = Number(env.MEDIA_UPLOAD_PART_BYTES || 16 * 1024 * 1024);
+
+  let videoId: string;
+  let uploadId: string;
+  let todo: { part_number: number; upload_url: string }[];
+  let stored = 0;
+  let partBytes: number;
+  if (pending) {
+    const listed = await rpc(api, "VideoService/ListUploadParts", { id: pending.videoId, upload_id: pending.uploadId });
+    videoId = pending.videoId;
+    uploadId = pending.uploadId;
+    todo = listed.missing;
+    partBytes = listed.part_size_bytes;
+    stored = info.size - todo.reduce((s, p) => s + Math.min(partBytes, info.size - (p.part_number - 1) * partBytes), 0);
+    process.stderr.write(`resuming ${videoId}: ${listed.stored.length} parts stored, ${todo.length} to send\n`);
+  } else {
+    const title = flagValue(args, "--title");
+    const visibility = flagValue(args, "--visibility");
+    const created = await rpc(api, "VideoService/CreateMultipartUpload", {
+      filename: path.basename(file),
+      content_type: contentTypeOf(file),
+      size_bytes: info.size,
+      part_size_bytes: Math.max(partSize, 5 * 1024 * 1024),
+      ...(title ? { title } : {}),
+      ...(visibility ? { visibility } : {}),
+    });
+    videoId = created.video.id;
+    uploadId = created.upload_id;
+    todo = created.parts;
+    partBytes = created.part_size_bytes;
+    writeFileSync(statePath, JSON.stringify({ videoId, uploadId, size: info.size, mtimeMs: info.mtimeMs } satisfies Pending));
+    process.stderr.write(`uploading ${path.basename(file)} as ${videoId} (${Math.ceil(info.size / partBytes)} parts)\n`);
+  }
+
+  const startedAt = Date.now();
+  let sent = 0;
+  const stopAfter = Number(env.MEDIA_UPLOAD_STOP_AFTER_PARTS || 0); // tests: an interrupt after N parts
+  for (const part of todo) {
+    const start = (part.part_number - 1) * partBytes;
+    const end = Math.min(info.size, start + partBytes) - 1;
+    const res = await fetch(part.upload_url, {
+      method: "PUT",
+      headers: { "content-length": String(end - start + 1) },
+      body: createReadStream(file, { start, end }) as unknown as BodyInit,
+      duplex: "half",
+    } as RequestInit);
+    if (res.status !== 200) throw new Error(`part ${part.part_number}: HTTP ${res.status} ${await res.text()}`);
+    stored += end - start + 1;
+    progress(stored, info.size, startedAt);
+    if (stopAfter > 0 && ++sent >= stopAfter) {
+      process.stderr.write("\ninterrupted; run the same command again to resume\n");
+      return 3;
+    }
+  }
+  if (process.stderr.isTTY) process.stderr.write("\n");
+  const listed = await rpc(api, "VideoService/ListUploadParts", { id: videoId, upload_id: uploadId });
+  const parts = listed.stored.map((p: { part_number: number; etag: string }) => ({ part_number: p.part_number, etag: p.etag }));
+  await rpc(api, "VideoService/CompleteUpload", { id: videoId, upload_id: uploadId, parts });
+  rmSync(statePath, { force: true });
+  process.stderr.write("uploaded; processing");
+  const video = await followUntilDone(api, videoId);
+  if (video.status !== "ready") {
+    process.stderr.write(`\n${videoId} failed: ${video.status}\n`);
+    return 1;
+  }
+  process.stderr.write(" ready\n");
+  process.stdout.write(`video:    ${video.id}\nplayback: ${video.playback_url ?? "(none: no signing key)"}\nembed:    ${video.embed_url ?? "(none: private)"}\n`);
+  return 0;
+}
+
+/** Polls the video (a dot per change of status) until it is no longer processing. */
+async function followUntilDone(api: Api, id: string): Promise<any> {
+  for (;;) {
+    const { video } = await rpc(api, "VideoService/Get", { id });
+    if (video.status !== "processing" && video.status !== "uploading") return video;
+    process.stderr.write(".");
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+export async function videos(config: Config, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const api = apiOf(config, env);
+  const { videos: list } = await rpc(api, "VideoService/List", { page_size: 50 });
+  for (const v of list as any[]) {
+    process.stdout.write(`${v.id}  ${v.status.padEnd(10)}  ${String(v.duration_seconds.toFixed(1)).padStart(7)} s  ${v.title ?? ""}\n`);
+  }
+  return 0;
+}
+
+const TYPES: Record<string, string> = { ".mp4": "video/mp4", ".mov": "video/quicktime", ".mkv": "video/x-matroska", ".webm": "video/webm", ".avi": "video/x-msvideo", ".ts": "video/mp2t" };
+const contentTypeOf = (file: string) => TYPES[path.extname(file).toLowerCase()] ?? "application/octet-stream";
