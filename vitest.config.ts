@@ -22,6 +22,7 @@ export default defineConfig({
       { test: { name: "fuzz", include: ["test/fuzz/**/*.test.ts"], ...slow } },
       { test: { name: "conformance", include: ["test/conformance/**/*.test.ts"], ...slow } },
       { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], ...slow } },
+      { test: { name: "browser", include: ["test/browser/**/*.test.ts"], ...slow } },
     ],
   },
 });

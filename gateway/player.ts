@@ -320,6 +320,7 @@ export function renderPlayerPage(p: PlayerPageInput): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp, false)}">
+<link rel="icon" href="data:,">
 <title>${escapeHtml(p.title)}</title>
 <style>${PAGE_STYLE}</style>
 <script type="application/json" id="player-config">${scriptJson(config)}</script>

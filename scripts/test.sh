@@ -12,6 +12,7 @@ command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if ((${#missing[@]})); then
   echo "installing ${missing[*]}"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null

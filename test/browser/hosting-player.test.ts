@@ -1,0 +1,67 @@
+// The whole product in a real browser: a file uploaded to the embedded server, transcoded by the
+// auto ladder on real ffmpeg, and its player page ({player_base}/v/{id}) opened in Debian's
+// Chromium, where playback must advance through the signed stream. A private video's page is 404.
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, ok, startHarness, type Auth, type Harness } from "../harness.js";
+import { stream } from "../watch.js";
+import { launchChromium, openPage, playbackAdvances, playerState } from "../browser.js";
+
+const run = promisify(execFile);
+let h: Harness;
+let key: Auth;
+let browser: Browser;
+let clip: string;
+
+async function readyVideo(visibility: string): Promise<any> {
+  const size = statSync(clip).size;
+  const created = await ok(call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "clip.mp4", content_type: "video/mp4", size_bytes: size, visibility, title: "Browser clip" }, key));
+  expect((await fetch(created.upload_url, { method: "PUT", body: readFileSync(clip) })).status).toBe(200);
+  await ok(call(h.base, "VideoService/CompleteUpload", { id: created.video.id }, key));
+  const r = await stream(h.base, "VideoService/Watch", { id: created.video.id }, key);
+  const video = r.messages.at(-1)!.body.video;
+  expect(video.status).toBe("ready");
+  return video;
+}
+
+beforeAll(async () => {
+  // The page is reached as a viewer would: the public URL names the gateway's own address.
+  h = await startHarness();
+  key = { bearer: h.boot.api_key, org: h.boot.organization_id };
+  clip = path.join(mkdtempSync(path.join(tmpdir(), "browser-clip-")), "clip.mp4");
+  await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=854x480:rate=25:duration=12", "-f", "lavfi", "-i", "sine=frequency=440:duration=12",
+    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", clip]);
+  browser = await launchChromium();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await h?.server.close();
+});
+
+describe("the player page of a hosted video", () => {
+  it("plays in Chromium: the page loads our own player over the signed stream and playback advances", async () => {
+    const video = await readyVideo("public");
+    const { page, status, log } = await openPage(browser, video.embed_url);
+    expect(status).toBe(200);
+    const reached = await playbackAdvances(page, 3, { timeoutMs: 60_000 });
+    expect(reached).toBeGreaterThan(3);
+    const state = await playerState(page);
+    expect(state.error).toBeNull();
+    expect(state.source).toContain("/bcdn_token=HS256-");
+    expect(log.cspViolations()).toEqual([]);
+    await page.close();
+  }, 180_000);
+
+  it("a private video's page is 404", async () => {
+    const video = await readyVideo("private");
+    const { page, status } = await openPage(browser, `${h.base.replace("127.0.0.1", "localhost")}/v/${video.id}`);
+    expect(status).toBe(404);
+    await page.close();
+  }, 180_000);
+});
