@@ -144,29 +144,28 @@ export function parseRange(header: string | null, size: number): RangeAnswer {
   return { start, end };
 }
 
+/** What an answer needs to know of a stored entity before reading it. */
+export interface EntityInfo {
+  readonly size: number;
+  readonly etag: string;
+  readonly lastModified: number;
+}
+
 /**
- * A file as an answer: 200 whole or 206 for one satisfiable range (416 otherwise), with
- * Content-Length, Accept-Ranges, Last-Modified and a weak ETag; If-None-Match answers 304, and
- * If-Range falls back to the whole file when the validator changed. The body streams from disk.
+ * A stored entity as an answer: 200 whole or 206 for one satisfiable range (416 otherwise), with
+ * Content-Length, Accept-Ranges, Last-Modified and its ETag; If-None-Match answers 304, and
+ * If-Range falls back to the whole entity when the validator changed. `read` streams bytes start..end.
  */
-export async function fileResponse(req: Pick<EdgeRequest, "header" | "method">, file: string, contentType: string, extra: Headers = new Headers()): Promise<EdgeResponse> {
-  let info;
-  try {
-    info = await stat(file);
-  } catch {
-    throw new EdgeError(404, "no such file");
-  }
-  if (!info.isFile()) throw new EdgeError(404, "no such file");
-  const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+export function entityResponse(req: Pick<EdgeRequest, "header" | "method">, info: EntityInfo, contentType: string, extra: Headers, read: (start: number, end: number) => AsyncIterable<Uint8Array>): EdgeResponse {
   const header = new Headers(extra);
   header.set("accept-ranges", "bytes");
-  header.set("etag", etag);
-  header.set("last-modified", info.mtime.toUTCString());
+  header.set("etag", info.etag);
+  header.set("last-modified", new Date(info.lastModified).toUTCString());
   const match = req.header.get("if-none-match");
-  if (match !== null && match.split(",").some((t) => t.trim() === etag || t.trim() === "*")) return { status: 304, header };
+  if (match !== null && match.split(",").some((t) => t.trim() === info.etag || t.trim() === "*")) return { status: 304, header };
   header.set("content-type", contentType);
   const ifRange = req.header.get("if-range");
-  const range = ifRange !== null && ifRange !== etag ? "whole" : parseRange(req.header.get("range"), info.size);
+  const range = ifRange !== null && ifRange !== info.etag ? "whole" : parseRange(req.header.get("range"), info.size);
   if (range === "unsatisfiable") {
     header.set("content-range", `bytes */${info.size}`);
     throw new EdgeError(416, `the range is outside the ${info.size} bytes of the file`, header);
@@ -176,7 +175,20 @@ export async function fileResponse(req: Pick<EdgeRequest, "header" | "method">, 
   if (range !== "whole") header.set("content-range", `bytes ${start}-${end}/${info.size}`);
   const status = range === "whole" ? 200 : 206;
   if (req.method === "HEAD" || info.size === 0) return { status, header };
-  return { status, header, body: createReadStream(file, { start, end, highWaterMark: 256 * 1024 }) };
+  return { status, header, body: read(start, end) };
+}
+
+/** A file as an answer (entityResponse), with a weak ETag from its size and mtime; the body streams from disk. */
+export async function fileResponse(req: Pick<EdgeRequest, "header" | "method">, file: string, contentType: string, extra: Headers = new Headers()): Promise<EdgeResponse> {
+  let info;
+  try {
+    info = await stat(file);
+  } catch {
+    throw new EdgeError(404, "no such file");
+  }
+  if (!info.isFile()) throw new EdgeError(404, "no such file");
+  const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+  return entityResponse(req, { size: info.size, etag, lastModified: info.mtimeMs }, contentType, extra, (start, end) => createReadStream(file, { start, end, highWaterMark: 256 * 1024 }));
 }
 
 /** An EdgeError (or anything else: 500) as the answer the client gets. */

@@ -9,7 +9,7 @@ import { verifyDirectoryPath } from "../src/cdn-token.js";
 import { HOSTING_LIMITS, partsPrefix, sourceKey, verifyingKeys } from "../src/hosting.js";
 import type { SecretBox } from "../src/secrets.js";
 import type { Store } from "../src/store/port.js";
-import { EdgeError, fileResponse, parseRange, type EdgeRequest, type EdgeResponse, type EdgeRoute } from "./edge.js";
+import { EdgeError, entityResponse, fileResponse, type EdgeRequest, type EdgeResponse, type EdgeRoute } from "./edge.js";
 import { uploadAllowed, videoLinks, type Hosting } from "./hosting.js";
 import { playerAssetRoutes, renderPlayerPage } from "./player.js";
 
@@ -184,29 +184,11 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
     return { video, links };
   }
 
-  /** An object of managed storage as an answer (S3): one range or the whole, validators, 304. */
+  /** An object of managed storage as an answer (S3): its ETag and ranges read from the bucket. */
   async function objectResponse(req: EdgeRequest, key: string, contentType: string, extra: Headers): Promise<EdgeResponse> {
     const info = await managed.stat(key);
     if (!info) throw new EdgeError(404, "no such file");
-    const header = new Headers(extra);
-    header.set("accept-ranges", "bytes");
-    header.set("etag", info.etag);
-    header.set("last-modified", new Date(info.lastModified).toUTCString());
-    const match = req.header.get("if-none-match");
-    if (match !== null && match.split(",").some((t) => t.trim() === info.etag || t.trim() === "*")) return { status: 304, header };
-    header.set("content-type", contentType);
-    const ifRange = req.header.get("if-range");
-    const range = ifRange !== null && ifRange !== info.etag ? "whole" : parseRange(req.header.get("range"), info.size);
-    if (range === "unsatisfiable") {
-      header.set("content-range", `bytes */${info.size}`);
-      throw new EdgeError(416, `the range is outside the ${info.size} bytes of the file`, header);
-    }
-    const { start, end } = range === "whole" ? { start: 0, end: info.size - 1 } : range;
-    header.set("content-length", String(Math.max(0, end - start + 1)));
-    if (range !== "whole") header.set("content-range", `bytes ${start}-${end}/${info.size}`);
-    const status = range === "whole" ? 200 : 206;
-    if (req.method === "HEAD" || info.size === 0) return { status, header };
-    return { status, header, body: managed.read(key, start, end) };
+    return entityResponse(req, info, contentType, extra, (start, end) => managed.read(key, start, end));
   }
 
   return routes;

@@ -7,55 +7,9 @@ import { VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { PROCESSING_FEE_MICROS } from "../src/pricing.js";
 import { jobMessage } from "./present-job.js";
 import type { Rejection } from "../actors/host.js";
-import { JobBehavior, type JobCommand, type JobRecord, type JobRequest, type JobState, type ProbeData } from "../actors/job/job.js";
+import { JobBehavior, type JobRecord, type JobRequest } from "../actors/job/job.js";
+import { at, createJob, probe, run } from "../actors/job/job.fixtures.js";
 
-const spec = (resolution: string) =>
-  toJson(OutputSpecSchema, create(OutputSpecSchema, { type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution }] })) as JsonValue;
-
-const output = (id: string, resolution: string) => ({ id, spec: spec(resolution) as { [field: string]: JsonValue }, pathTemplate: "", vars: { format: "mp4", codec: "h264", resolution, quality: "standard" } });
-
-/** A Create of a two-output job, as the gateway sends it. */
-function createJob(over: Partial<JobRequest> = {}): JobCommand {
-  const request: JobRequest = {
-    appId: "app_1",
-    organizationId: "org_1",
-    inputUrl: "https://example.test/in.mp4",
-    inputPath: "",
-    inputVideoId: "",
-    priority: "standard",
-    outputs: [output("out_a", "720p"), output("out_b", "480p")],
-    thumbnails: [],
-    webhookUrl: "",
-    metadata: {},
-    outputPathTemplate: "",
-    delayedStart: false,
-    idempotencyKey: "",
-    bodyHash: "h1",
-    feeId: "fee_1",
-    ...over,
-  };
-  return { type: "create", id: "job_1", at: 1000, request };
-}
-
-const probe: ProbeData = {
-  format: "mov,mp4",
-  durationMs: 90_000,
-  sizeBytes: 1_000_000,
-  bitRate: 2_000_000,
-  video: { codec: "h264", width: 1280, height: 720, frameRate: 30, bitRate: 1_800_000, pixelFormat: "yuv420p" },
-};
-
-/** Runs commands through decide and fold, as the actor host does; throws on a rejection. */
-function run(state: JobState, ...commands: JobCommand[]): JobState {
-  for (const c of commands) {
-    const d = JobBehavior.decide(state, c);
-    if (!Array.isArray(d)) throw new Error((d as Rejection).message);
-    state = d.reduce((s, e) => JobBehavior.fold(s, e), state);
-  }
-  return state;
-}
-
-const at = 2000;
 const started = (delayed = false) =>
   run({}, createJob({ delayedStart: delayed }), { type: "probe_started", attempt: "p1", at }, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 });
 
