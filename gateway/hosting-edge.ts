@@ -151,7 +151,7 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
     // Last: the token is the first path segment, so this pattern would take any GET.
     {
       method: "GET",
-      pattern: "/:token/*",
+      pattern: "/:token/play/*",
       handler: async (req) => {
         if (!req.params.token!.startsWith("bcdn_token=")) throw new EdgeError(404, "no such file");
         // The video is named by the path; its app's keys decide whether the token is genuine.
