@@ -1,6 +1,7 @@
 // @ts-check
 // Mutation testing of the core (npm run test:mutation): the money, each entity's decide and fold,
-// the JSON codec and request validation, the network guard, paging, webhook signing and schedule.
+// the JSON codec and request validation, the network guard, paging, webhook signing and schedule,
+// playback-token signing.
 // Mutants run against the unit specs only (test/mutation/vitest.config.mjs). Results are kept in
 // test/mutation/stryker-incremental.json, checked in, so a run re-tests only what changed since.
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
@@ -21,6 +22,8 @@ const config = {
     "src/pagination.ts",
     "src/webhooks/sign.ts",
     "src/webhooks/schedule.ts",
+    "src/cdn-token.ts",
+    "actors/video/video.ts",
   ],
   // Binaries, data and tool folders stay out of the sandbox copy.
   ignorePatterns: ["/data", "/.infra", "/.cache", "/.venv-fuzz", "/test/fuzz/.bin", "/test/bench/results"],

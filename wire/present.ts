@@ -22,9 +22,8 @@ export function organizationMessage(o: OrganizationRecord): Organization {
   });
 }
 
-/** An app as the API shows it; hosting defaults name the public URL the gateway is reached at. */
-export function appMessage(a: AppRecord, publicUrl = ""): App {
-  const publicHost = publicUrl === "" ? "" : new URL(publicUrl).host;
+/** An app as the API shows it. Hosting settings as stored: "" means the deployment's public URL. */
+export function appMessage(a: AppRecord): App {
   return create(AppSchema, {
     id: a.id,
     organizationId: a.organizationId,
@@ -34,8 +33,8 @@ export function appMessage(a: AppRecord, publicUrl = ""): App {
     hostingEnabled: a.hostingEnabledAt !== undefined,
     hostingEnabledAt: ts(a.hostingEnabledAt),
     hosting: a.hosting && {
-      cdnHostname: a.hosting.cdnHostname || publicHost,
-      playerBaseUrl: a.hosting.playerBaseUrl || publicUrl,
+      cdnHostname: a.hosting.cdnHostname,
+      playerBaseUrl: a.hosting.playerBaseUrl,
       deleteSourceAfterDays: a.hosting.deleteSourceAfterDays,
       signingKeyHint: a.hosting.key.hint,
       signingKeyCreatedAt: ts(a.hosting.key.createdAt),

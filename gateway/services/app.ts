@@ -6,9 +6,8 @@ import type { AppHostingInput, AppService, AppWebhookInput } from "../../src/gen
 import { randomToken } from "../../src/ids.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf } from "../access.js";
-import { appMessage as present } from "../../wire/present.js";
+import { appMessage } from "../../wire/present.js";
 import { HOSTING_LIMITS, newHosting, rotateKey, type AppHostingRecord } from "../../src/hosting.js";
-import type { Hosting } from "../hosting.js";
 import { visibleApp } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 
@@ -73,8 +72,7 @@ function applyHosting(d: ServiceDeps, check: Check, current: AppHostingRecord | 
   return next;
 }
 
-export function appService(d: ServiceDeps & { readonly hosting?: Hosting }): ServiceImpl<typeof AppService> {
-  const appMessage = (a: AppRecord) => present(a, d.hosting?.publicUrl() ?? "");
+export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
   return {
     async create(req, ctx) {
       const caller = callerOf(ctx.values);

@@ -141,14 +141,14 @@ export const AppSchema: GenMessage<App> = /*@__PURE__*/
  */
 export type AppHosting = Message<"media.v1.AppHosting"> & {
   /**
-   * Host (and port) of playback URLs: the CDN in front of the edge, or the public URL's host.
+   * Host (and port) of playback URLs: the CDN in front of the edge; empty: the public URL's host.
    *
    * @generated from field: string cdn_hostname = 1;
    */
   cdnHostname: string;
 
   /**
-   * Base of embed URLs ({player_base_url}/v/{id}); default the public URL.
+   * Base of embed URLs ({player_base_url}/v/{id}); empty: the public URL (MEDIA_PUBLIC_URL).
    *
    * @generated from field: string player_base_url = 2;
    */
