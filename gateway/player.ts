@@ -63,6 +63,7 @@ const PLAYER_JS = `"use strict";
   var probing = false;
   var failed = 0;
   var mediaRecovered = false;
+  var wantPlay = false;
   var loadWanted = false; // hls.js fetches segments only once the viewer presses play
   var manifestParsed = false;
   var resumeAt = -1;
@@ -106,7 +107,7 @@ const PLAYER_JS = `"use strict";
   function renew(after403) {
     if (renewing) return;
     if (after403 && ++failed > MAX_FAILED) {
-      fail("This video could not be loaded: access was refused.");
+      fail("This video could not be loaded.");
       return;
     }
     renewing = true;
@@ -134,7 +135,7 @@ const PLAYER_JS = `"use strict";
 
   function switchTo(url) {
     var at = video.currentTime;
-    var playing = !video.paused && !video.ended;
+    var playing = wantPlay && !video.ended;
     state.source = url;
     state.resumedAt = at;
     if (hls) {
@@ -239,6 +240,10 @@ const PLAYER_JS = `"use strict";
   }
 
   video.addEventListener("loadeddata", function () { failed = 0; });
+  // The viewer's intent, which a renewal keeps: Chromium pauses the element itself on a media error.
+  video.addEventListener("play", function () { wantPlay = true; });
+  video.addEventListener("pause", function () { if (!video.error) wantPlay = false; });
+  video.addEventListener("ended", function () { wantPlay = false; });
 
   var forced = new URLSearchParams(location.search).get("engine");
   var mse = typeof window.MediaSource === "function" && typeof window.MediaSource.isTypeSupported === "function";
