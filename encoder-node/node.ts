@@ -14,6 +14,7 @@ import type { Config } from "../src/config.js";
 import { OutputSpecSchema, ThumbnailSpecSchema } from "../src/gen/media/v1/job_pb.js";
 import { randomToken } from "../src/ids.js";
 import { sourceKey } from "../src/hosting.js";
+import { contentTypeOf } from "../src/content-types.js";
 import type { ManagedStorage } from "../src/managed-storage.js";
 import { isJobErrorCode, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../actors/job/messages.js";
 import type { Logger } from "../src/log.js";
@@ -48,21 +49,6 @@ export interface EncoderNode {
 
 const decoder = new TextDecoder();
 
-const CONTENT_TYPES: Record<string, string> = {
-  ".mp4": "video/mp4",
-  ".m4s": "video/iso.segment",
-  ".m4a": "audio/mp4",
-  ".webm": "video/webm",
-  ".mkv": "video/x-matroska",
-  ".mov": "video/quicktime",
-  ".ts": "video/mp2t",
-  ".m3u8": "application/vnd.apple.mpegurl",
-  ".mpd": "application/dash+xml",
-  ".vtt": "text/vtt",
-  ".jpg": "image/jpeg",
-  ".png": "image/png",
-  ".webp": "image/webp",
-};
 
 function failureOf(e: unknown, stage: "input" | "output" | "encode"): Failure {
   if (e instanceof MediaError) return { code: isJobErrorCode(e.code) ? e.code : "internal", message: e.message };
@@ -181,7 +167,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     const byFolder = new Map<string, number>();
     for (const rel of await filesUnder(dir)) {
       const key = `${prefix}/${rel}`;
-      const r = await blob.put(key, path.join(dir, rel), CONTENT_TYPES[path.extname(rel)] ?? "application/octet-stream");
+      const r = await blob.put(key, path.join(dir, rel), contentTypeOf(rel));
       size += r.size;
       const folder = rel.includes("/") ? rel.slice(0, rel.indexOf("/")) : "";
       byFolder.set(folder, (byFolder.get(folder) ?? 0) + r.size);
@@ -256,7 +242,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           const key = `${job.thumbnailPrefix}/${a.file}`;
           // A sprite's WebVTT index names its tiles by the image's file name: it goes beside it.
           for (const f of a.indexFile ? [a.file, a.indexFile] : [a.file]) {
-            await blob.put(`${job.thumbnailPrefix}/${f}`, path.join(dir, f), CONTENT_TYPES[path.extname(f)] ?? "application/octet-stream");
+            await blob.put(`${job.thumbnailPrefix}/${f}`, path.join(dir, f), contentTypeOf(f));
           }
           results.push({ url: blob.url(key), key, mode: a.mode, index: a.index, thumbnailIndex: a.thumbnailIndex, format: a.format, width: a.width, height: a.height, timeSeconds: a.timeSeconds, sizeBytes: a.sizeBytes });
         }

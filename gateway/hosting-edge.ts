@@ -7,6 +7,7 @@ import { VIDEOS } from "../actors/video/video.js";
 import type { AppRecord, Directory } from "../src/directory.js";
 import { verifyDirectoryPath } from "../src/cdn-token.js";
 import { HOSTING_LIMITS, partsPrefix, sourceKey, verifyingKeys } from "../src/hosting.js";
+import { contentTypeOf } from "../src/content-types.js";
 import type { SecretBox } from "../src/secrets.js";
 import type { Store } from "../src/store/port.js";
 import { EdgeError, entityResponse, fileResponse, type EdgeRequest, type EdgeResponse, type EdgeRoute } from "./edge.js";
@@ -20,38 +21,26 @@ export interface HostingEdgeDeps {
   readonly hosting: Hosting;
 }
 
-const CONTENT_TYPES: Record<string, string> = {
-  m3u8: "application/vnd.apple.mpegurl",
-  ts: "video/mp2t",
-  m4s: "video/iso.segment",
-  mp4: "video/mp4",
-  m4a: "audio/mp4",
-  mpd: "application/dash+xml",
-  vtt: "text/vtt",
-  jpg: "image/jpeg",
-  png: "image/png",
-  webp: "image/webp",
-};
-const contentTypeOf = (file: string) => CONTENT_TYPES[file.slice(file.lastIndexOf(".") + 1)] ?? "application/octet-stream";
 /** Segments and images never change under their name; playlists of a finished VOD neither, but stay short-lived. */
 const cacheControlOf = (file: string) => (file.endsWith(".m3u8") || file.endsWith(".mpd") ? "public, max-age=60" : "public, max-age=31536000, immutable");
 
 /** Videos and apps of recent requests: every segment would otherwise cost two store reads. */
 class RecentRecords {
-  private readonly entries = new Map<string, { at: number; video: VideoRecord | undefined; app: AppRecord | undefined }>();
+  private readonly entries = new Map<string, { at: number; video: VideoRecord | undefined; app: AppRecord | undefined; keys: string[] }>();
   constructor(
     private readonly d: HostingEdgeDeps,
     private readonly ttlMs = 5_000,
   ) {}
 
-  async get(videoId: string): Promise<{ video: VideoRecord | undefined; app: AppRecord | undefined }> {
+  /** The video, its app, and the keys its tokens may be signed with (decrypted once per entry). */
+  async get(videoId: string): Promise<{ video: VideoRecord | undefined; app: AppRecord | undefined; keys: string[] }> {
     const now = Date.now();
     const hit = this.entries.get(videoId);
     if (hit && now - hit.at < this.ttlMs) return hit;
     const video = (await this.d.store.get<VideoRecord>(VIDEOS, videoId))?.value;
     const app = video ? await this.d.directory.app(video.appId) : undefined;
     if (this.entries.size >= 10_000) this.entries.clear();
-    const entry = { at: now, video, app };
+    const entry = { at: now, video, app, keys: app?.hosting ? verifyingKeys(this.d.box, app.hosting, now) : [] };
     this.entries.set(videoId, entry);
     return entry;
   }
@@ -157,9 +146,9 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
         // The video is named by the path; its app's keys decide whether the token is genuine.
         const m = /^\/bcdn_token=[^/]*\/play\/(vid_[A-Za-z0-9]+)\//.exec(req.path);
         if (!m) throw new EdgeError(403, "the token does not cover this path");
-        const { video, app } = await recent.get(m[1]!);
-        if (!video || !app?.hosting) throw new EdgeError(403, "the token does not cover this path");
-        const check = verifyDirectoryPath(req.path, verifyingKeys(d.box, app.hosting), Math.floor(Date.now() / 1000));
+        const { video, keys } = await recent.get(m[1]!);
+        if (!video || keys.length === 0) throw new EdgeError(403, "the token does not cover this path");
+        const check = verifyDirectoryPath(req.path, keys, Math.floor(Date.now() / 1000));
         if (!check.ok) throw new EdgeError(403, `playback refused (${check.reason})`);
         if (check.tokenPath !== `/play/${video.id}/`) throw new EdgeError(403, "the token does not cover this path");
         if (video.status !== "ready") throw new EdgeError(403, `the video is ${video.status}`);

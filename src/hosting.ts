@@ -66,8 +66,7 @@ export function verifyingKeys(box: SecretBox, h: AppHostingRecord, now = Date.no
 
 /** The uploaded or fetched original: never under the playable directory. */
 export const sourceKey = (videoId: string) => `sources/${videoId}/source`;
-/** A stored part of a multipart upload. */
-export const partKey = (videoId: string, uploadId: string, part: number) => `uploads/${videoId}/${uploadId}/${String(part).padStart(5, "0")}`;
+/** Where the parts of a multipart upload are stored (each named by its number and MD5). */
 export const partsPrefix = (videoId: string, uploadId: string) => `uploads/${videoId}/${uploadId}`;
 /** The playable directory: renditions, playlists, poster, previews. One token covers it. */
 export const playPrefix = (videoId: string) => `play/${videoId}`;

@@ -56,17 +56,12 @@ const PART_NAME = /^(\d{5})\.([0-9a-f]{32})$/;
 /** Managed storage in a local folder. */
 export class LocalManagedStorage implements ManagedStorage {
   readonly blob: LocalBlob;
-  private readonly root: string;
-
   constructor(root: string) {
-    this.root = path.resolve(root);
-    this.blob = new LocalBlob(this.root);
+    this.blob = new LocalBlob(root);
   }
 
   localFile(key: string): string {
-    const segments = key.split("/");
-    if (key === "" || segments.some((s) => s === "" || s === "." || s === "..") || key.includes("\0") || key.includes("\\")) throw new BlobError("invalid", `"${key}" is not a valid storage key`);
-    return path.join(this.root, ...segments);
+    return this.blob.pathOf(key);
   }
 
   async write(key: string, body: AsyncIterable<Uint8Array>): Promise<{ size: number; md5: string }> {

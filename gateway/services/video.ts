@@ -15,7 +15,7 @@ import { PaginationRequestSchema } from "../../src/gen/media/v1/common_pb.js";
 import { OutputSpecSchema } from "../../src/gen/media/v1/job_pb.js";
 import { CreateUploadResponseSchema, VideoVisibility, WatchVideoResponseSchema, type CompleteUploadRequest, type Video, type VideoService } from "../../src/gen/media/v1/video_pb.js";
 import { HOSTING_LIMITS, hoverPreviewSpecs, ladderOutputSpec, partsPrefix, posterThumbnailSpec, sourceKey, UPLOAD_URL_SECONDS } from "../../src/hosting.js";
-import { Prefix } from "../../src/ids.js";
+import { newId, Prefix, randomToken } from "../../src/ids.js";
 import { resolveOutputSpec } from "../../src/presets.js";
 import type { Reply } from "../../src/replies.js";
 import { Check, LIMITS } from "../../src/validation.js";
@@ -25,7 +25,7 @@ import { requireActingApp, visible } from "../tenancy.js";
 import { VIDEO_STATUS_NAMES, VISIBILITY_NAMES, videoMessage } from "../../wire/present-video.js";
 import type { ServiceDeps } from "./deps.js";
 
-export const VIDEO_LIMITS = { title: 255, description: 2000, tags: 20, tag: 100, filename: 255, contentType: 255 } as const;
+export const VIDEO_LIMITS = { title: 255, description: 2000, tags: 20, tag: 100, filename: 255 } as const;
 const TERMINAL = new Set(["ready", "error", "archived", "deleted"]);
 const MIME = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(\s*;.*)?$/i;
 
@@ -112,7 +112,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
 
   async function createVideo(ctx: HandlerContext, app: AppRecord, r: Describing, how: { url?: string; upload?: Omit<UploadRecord, "expiresAt">; contentType?: string }, check: Check): Promise<VideoRecord> {
     const at = Date.now();
-    const id = `${Prefix.video}${d.box.deriveToken(`video:${app.id}:${at}:${Math.random()}`, 20)}`;
+    const id = newId(Prefix.video);
     const requestId = ctx.values.get(REQUEST_ID) || undefined;
     const job = await ingestJob(app, id, r, how.url ? { url: how.url } : {}, requestId, check);
     check.done();
@@ -207,7 +207,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       else if (size > 0 && Math.ceil(size / partSize) > HOSTING_LIMITS.maxParts) check.add("part_size_bytes", `makes more than ${HOSTING_LIMITS.maxParts} parts; use at least ${Math.ceil(size / HOSTING_LIMITS.maxParts)}`);
       check.done();
       const app = await hostingApp(caller, req.appId);
-      const uploadId = `upl_${d.box.deriveToken(`upload:${app.id}:${Date.now()}:${Math.random()}`, 20)}`;
+      const uploadId = `upl_${randomToken(20)}`;
       const video = await createVideo(ctx, app, req, { upload: { kind: "multipart", uploadId, filename: req.filename, sizeBytes: size, partSizeBytes: partSize }, contentType: req.contentType }, check);
       const expires = Math.floor(video.upload!.expiresAt / 1000);
       const count = Math.ceil(size / partSize);

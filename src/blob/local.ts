@@ -65,7 +65,8 @@ export class LocalBlob implements BlobStore {
     return pathToFileURL(this.pathOf(key)).href;
   }
 
-  private pathOf(key: string): string {
+  /** The file of a key; throws BlobError for a key that would leave the folder. */
+  pathOf(key: string): string {
     const segments = key.split("/");
     if (key === "" || key.startsWith("/") || segments.some((s) => s === "" || s === "." || s === "..") || key.includes("\0")) {
       throw new BlobError("invalid", `"${key}" is not a valid storage key`);
