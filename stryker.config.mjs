@@ -26,7 +26,7 @@ const config = {
     "actors/video/video.ts",
   ],
   // Binaries, data and tool folders stay out of the sandbox copy.
-  ignorePatterns: ["/data", "/.infra", "/.cache", "/.venv-fuzz", "/test/fuzz/.bin", "/test/bench/results"],
+  ignorePatterns: ["/data", "/.infra", "/.cache", "/.venv-fuzz", "/.venv-asr", "/test/fuzz/.bin", "/test/bench/results"],
   incremental: true,
   // Static mutants (module-level tables such as the price grid) would each re-run every spec: 16% of
   // the mutants, 86% of the time. They are left out; the tables are pinned by spec assertions instead.

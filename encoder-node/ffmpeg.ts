@@ -350,6 +350,17 @@ export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: Abor
       lines.push(`#EXT-X-MEDIA:${attrs.join(",")}`);
     }
   }
+  // Subtitle renditions: WebVTT playlists the players list beside the audio; captions carry Apple's accessibility characteristics.
+  const subtitles = m.subtitles ?? [];
+  for (const s of subtitles) {
+    const attrs = [`TYPE=SUBTITLES`, `GROUP-ID=${quoted(s.groupId)}`, `NAME=${quoted(s.name)}`];
+    if (s.language) attrs.push(`LANGUAGE=${quoted(s.language)}`);
+    attrs.push(`DEFAULT=${s.isDefault ? "YES" : "NO"}`, `AUTOSELECT=${s.isDefault || !s.forced ? "YES" : "NO"}`, `FORCED=${s.forced ? "YES" : "NO"}`);
+    if (s.captions) attrs.push(`CHARACTERISTICS=${quoted("public.accessibility.transcribes-spoken-dialog,public.accessibility.describes-music-and-sound")}`);
+    attrs.push(`URI=${quoted(s.playlist)}`);
+    lines.push(`#EXT-X-MEDIA:${attrs.join(",")}`);
+  }
+  const subtitleGroup = subtitles[0]?.groupId;
   const audioCodecs = [...new Set(audio.map((a) => a.codecs))];
   const audioPeak = Math.max(0, ...audio.map((a) => a.peak));
   const audioAverage = Math.max(0, ...audio.map((a) => a.average));
@@ -357,6 +368,7 @@ export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: Abor
     const codecs = [v.codecs, ...(v.audioGroup ? audioCodecs : [])].join(",");
     const attrs = [`BANDWIDTH=${v.peak + (v.audioGroup ? audioPeak : 0)}`, `AVERAGE-BANDWIDTH=${v.average + (v.audioGroup ? audioAverage : 0)}`, `CODECS=${quoted(codecs)}`, `RESOLUTION=${v.width}x${v.height}`, `FRAME-RATE=${v.frameRate.toFixed(3)}`];
     if (v.audioGroup) attrs.push(`AUDIO=${quoted(v.audioGroup)}`);
+    if (subtitleGroup) attrs.push(`SUBTITLES=${quoted(subtitleGroup)}`);
     lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, v.playlist);
   }
   if (audioOnly) {
@@ -364,6 +376,7 @@ export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: Abor
     if (!a) throw new MediaError("internal", "an HLS output with neither video nor audio");
     const attrs = [`BANDWIDTH=${audioPeak}`, `AVERAGE-BANDWIDTH=${audioAverage}`, `CODECS=${quoted(audioCodecs.join(","))}`];
     if (grouped) attrs.push(`AUDIO=${quoted(a.groupId)}`);
+    if (subtitleGroup) attrs.push(`SUBTITLES=${quoted(subtitleGroup)}`);
     lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, a.playlist);
   }
   await writeFile(path.join(dir, m.file), `${lines.join("\n")}\n`);

@@ -6,11 +6,14 @@ export type MediaErrorCode =
   | "encode_failed"
   | "output_write_failed"
   | "output_write_denied"
+  | "subtitle_unreachable"
+  | "subtitle_invalid"
+  | "transcription_failed"
   | "canceled"
   | "internal";
 
 // A retry helps only where the cause can pass: storage or network trouble, or our own bug.
-const RETRYABLE: ReadonlySet<MediaErrorCode> = new Set(["input_unreachable", "output_write_failed", "internal"]);
+const RETRYABLE: ReadonlySet<MediaErrorCode> = new Set(["input_unreachable", "subtitle_unreachable", "output_write_failed", "internal"]);
 
 export class MediaError extends Error {
   constructor(

@@ -27,6 +27,9 @@ import { MediaError } from "./media-errors.js";
 import { planOutput } from "./plan.js";
 import { probe, type ProbeResult } from "./probe.js";
 import { renderThumbnails } from "./thumbnails.js";
+import { recogniserPaths, startRecogniser, type Recogniser } from "./recogniser.js";
+import { needsTranscription, planTracks, prepareTracks, Transcripts, trackResults, writeTracks, type SubtitleContext } from "./subtitles.js";
+import { segmentSecondsOf } from "./plan.js";
 
 export interface EncoderDeps {
   readonly bus: Bus;
@@ -41,7 +44,12 @@ export interface EncoderDeps {
   readonly log: Logger;
   /** Managed storage: hosted videos' sources in, managed jobs' outputs out. */
   readonly managed: ManagedStorage;
+  /** Speech recognition for generated subtitle tracks; by default the worker scripts/asr-setup.sh installs. */
+  readonly recogniser?: Recogniser;
 }
+
+/** Share of an output's progress that its transcription takes, when one has to be made for it. */
+const TRANSCRIPTION_SHARE = 0.3;
 
 export interface EncoderNode {
   stop(): Promise<void>;
@@ -81,6 +89,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   const workRoot = path.join(d.config.dataDir, "work");
   await mkdir(workRoot, { recursive: true });
   const running = new Map<string, AbortController>();
+  const recogniser = d.recogniser ?? startRecogniser(recogniserPaths(), d.log);
 
   // A canceled job stops its ffmpeg at once.
   const signals: Consumer = await d.bus.consume({
@@ -192,6 +201,18 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     const blob = job.managed ? d.managed.blob : openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config);
     const workDir = path.join(workRoot, job.id, attempt);
     let writeFailure: Failure | undefined;
+    const inputOrigin = job.inputOrigin;
+    const subtitleContext: SubtitleContext = {
+      recogniser,
+      guard: d.guard,
+      ...(inputOrigin ? { readInputOriginPath: (p: string, to: string) => openOriginBlob(inputOrigin, d.box, d.guard, d.config).getToFile(originKey(inputOrigin, p), to) } : {}),
+      inputFile: file,
+      probe: input,
+      ...(job.clip ? { clip: job.clip } : {}),
+      workDir: path.join(workDir, "subtitles"),
+      signal,
+    };
+    const transcripts = new Transcripts(subtitleContext);
     for (const output of job.outputs) {
       if (signal.aborted) return;
       if (output.status === "completed") continue;
@@ -200,18 +221,21 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         const plan = planOutput(spec, { file, probe: input }, { outputId: output.id, workDir: path.join(workDir, output.id), ...(job.clip ? { clip: job.clip } : {}) });
         let last = -1;
         let lastAt = 0;
-        await runPlan(plan, {
-          signal,
-          onProgress: (fraction) => {
-            const percent = Math.floor(fraction * 100);
-            const now = Date.now();
-            if (percent > last || now - lastAt >= 1000) {
-              last = Math.max(last, percent);
-              lastAt = now;
-              tell(job, { type: "output_progress", attempt, at: now, outputId: output.id, progress: percent });
-            }
-          },
-        });
+        const report = (fraction: number) => {
+          const percent = Math.floor(fraction * 100);
+          const now = Date.now();
+          if (percent > last || now - lastAt >= 1000) {
+            last = Math.max(last, percent);
+            lastAt = now;
+            tell(job, { type: "output_progress", attempt, at: now, outputId: output.id, progress: percent });
+          }
+        };
+        // Transcription, when this output has to wait for one, is the first part of its progress.
+        const share = needsTranscription(spec, transcripts) ? TRANSCRIPTION_SHARE : 0;
+        const tracks = await prepareTracks(spec, subtitleContext, transcripts, (f) => report(share * f));
+        planTracks(plan, tracks);
+        await runPlan(plan, { signal, onProgress: (fraction) => report(share + (1 - share) * fraction) });
+        const written = await writeTracks(plan, tracks, segmentSecondsOf(spec), signal);
         let stored: { size: number; byFolder: Map<string, number> };
         try {
           stored = await upload(blob, plan.dir, output.keyPrefix);
@@ -220,7 +244,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         }
         // Renditions of a streaming output live in folders named after them (see plan.ts).
         const renditions = (plan.renditions ?? []).map((r) => ({ name: r.name, codec: r.codec, width: r.width, height: r.height, sizeBytes: stored.byFolder.get(r.file.includes("/") ? r.file.slice(0, r.file.indexOf("/")) : "") ?? 0 }));
-        await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: stored.size, main: plan.main, renditions });
+        const { subtitles, chapters } = trackResults(output.id, tracks, written.files, (rel) => ({ url: blob.url(`${output.keyPrefix}/${rel}`), key: `${output.keyPrefix}/${rel}` }));
+        await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: stored.size, main: plan.main, renditions, ...(subtitles.length > 0 ? { subtitles } : {}), ...(chapters.length > 0 ? { chapters } : {}) });
       } catch (e) {
         if (signal.aborted) return;
         const failure = e instanceof OutputWriteError ? e.failure : failureOf(e, "encode");
@@ -231,6 +256,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         await rm(path.join(workDir, output.id), { recursive: true, force: true });
       }
     }
+    await transcripts.dispose();
     if (job.thumbnails.length > 0 && !signal.aborted && !writeFailure) {
       try {
         const dir = path.join(workDir, "thumbnails");
@@ -288,6 +314,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       await signals.stop();
       for (const c of running.values()) c.abort();
       await consumer.stop();
+      await recogniser.stop();
     },
   };
 }

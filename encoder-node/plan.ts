@@ -38,6 +38,8 @@ export interface HlsMasterPlan {
   file: string;
   variants: { playlist: string; width: number; height: number; frameRate: number; audioGroup?: string }[];
   audio: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; channels: number }[];
+  /** Subtitle renditions (WebVTT media playlists), added by the encoder node when the output has subtitle tracks. */
+  subtitles?: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; forced: boolean; captions: boolean }[];
 }
 
 export interface OutputPlan {
@@ -150,7 +152,7 @@ const summary = (r: Rendition): RenditionPlan => ({ name: r.name, codec: r.codec
 const AUDIO_GROUP = "audio";
 
 /** Player label of a track without a name: the language's English name (pt-BR → Brazilian Portuguese). */
-function languageName(tag: string): string {
+export function languageName(tag: string): string {
   if (tag === "") return "";
   try {
     return new Intl.DisplayNames(["en"], { type: "language" }).of(tag) ?? tag;

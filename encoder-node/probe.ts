@@ -122,3 +122,10 @@ export async function probeStreamCodec(source: string, signal?: AbortSignal): Pr
   if (!s) throw new MediaError("encode_failed", `no stream in ${source}`);
   return { codec: s.codec_name ?? "", profile: s.profile ?? "", level: typeof s.level === "number" ? s.level : 0, pixelFormat: s.pix_fmt ?? "" };
 }
+
+/** The first presentation time of a media file, in seconds (0 when ffprobe reports none). */
+export async function probeStartSeconds(source: string, signal?: AbortSignal): Promise<number> {
+  const out = JSON.parse(await ffprobe(["-show_entries", "format=start_time", source], signal)) as { format?: { start_time?: string } };
+  const start = Number(out.format?.start_time ?? 0);
+  return Number.isFinite(start) ? start : 0;
+}

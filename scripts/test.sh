@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the suites need: curl (front-door test), a JDK and Maven (the infra/ scripts
-# fetch and run Kafka and Cassandra from Maven Central), ffmpeg and ffprobe (the encoder).
+# fetch and run Kafka and Cassandra from Maven Central), ffmpeg and ffprobe (the encoder), chromium
+# (the player tests) and espeak-ng (speech for the caption tests).
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
@@ -13,12 +14,14 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng) # speech for the caption tests
 if ((${#missing[@]})); then
   echo "installing ${missing[*]}"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
 fi
 bash infra/peers.sh build # storage peers (MinIO, mc, fake-gcs-server) from the Go module proxy; silent once built
 npm install --no-audit --no-fund --loglevel=error
+bash scripts/asr-setup.sh # the encoder's speech recogniser (pinned Python packages and weights); silent once made
 
 npx tsc --noEmit -p .
 npx eslint .

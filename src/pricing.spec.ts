@@ -61,8 +61,9 @@ describe("the table", () => {
     // Whole lines from first to last, so a table cut short is not a smaller match.
     const lines = pricingMarkdown().split("\n");
     expect(lines[0]).toBe("| per minute, standard tier, ≤ 30 fps | ≤ 480p | ≤ 720p | ≤ 1080p | ≤ 1440p | ≤ 2160p | ≤ 4320p |");
-    expect(lines.at(-1)).toBe("Audio-only output: €0.001 per minute. Processing fee: €0.01 per job.");
-    expect(lines).toHaveLength(16);
+    expect(lines.at(-3)).toBe("Audio-only output: €0.001 per minute. Processing fee: €0.01 per job.");
+    expect(lines.at(-1)).toMatch(/^Generated subtitle track \(speech recognition\): €0\.003 per minute of audio per track, billed per second begun/);
+    expect(lines).toHaveLength(18);
   });
 
   it("is in EUR, a million micro-EUR each", () => {

@@ -8,6 +8,12 @@ export const MICROS_PER_EUR = 1_000_000;
 
 /** Charged once for every job an encoder starts (fee_type processing, unit job). */
 export const PROCESSING_FEE_MICROS = 10_000;
+/**
+ * A generated subtitle track (speech recognition of the input's audio): per second of (clipped)
+ * audio, each second begun counted, per track. 50 micro-EUR a second is EUR 0.003 a minute.
+ * Provided tracks (a WebVTT or SRT file) are free.
+ */
+export const TRANSCRIPTION_MICROS_PER_SECOND = 50;
 /** An output without video: one audio rendition, whatever its codec. */
 export const AUDIO_ONLY_MICROS_PER_MINUTE = 1_000;
 
@@ -178,6 +184,12 @@ export function amountMicros(ratePerMinuteMicros: number, durationMs: number | b
   return Number(amount);
 }
 
+/** Billed seconds of a transcription: each second begun counts. */
+export function transcribedSeconds(durationMs: number): number {
+  if (!Number.isFinite(durationMs) || durationMs < 0) throw new RangeError(`duration must not be negative, got ${durationMs}`);
+  return Math.ceil(durationMs / 1000);
+}
+
 /** micros / 1e6 as a JSON-safe number (no float noise: e.g. 0.000123). */
 export function eur(micros: number): number {
   if (!Number.isSafeInteger(micros)) throw new RangeError(`micro-EUR amounts are whole numbers, got ${micros}`);
@@ -202,6 +214,8 @@ export function pricingMarkdown(): string {
     `| × | ${FPS_BUCKETS.map((f) => `${FPS_PERCENT[f]}%`).join(" | ")} |`,
     "",
     `Audio-only output: ${price(AUDIO_ONLY_MICROS_PER_MINUTE)} per minute. Processing fee: ${price(PROCESSING_FEE_MICROS)} per job.`,
+    "",
+    `Generated subtitle track (speech recognition): ${price(TRANSCRIPTION_MICROS_PER_SECOND * 60)} per minute of audio per track, billed per second begun, as a \`transcription\` fee that is due only when its output is delivered. Provided subtitle tracks are free.`,
   ];
   return lines.join("\n");
 }

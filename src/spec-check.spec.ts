@@ -1,7 +1,7 @@
 // checkOutputSpec: every rule, each violation on its exact field path.
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { EncodingMode, HdrMode, OutputSpecSchema, OutputType } from "./gen/media/v1/job_pb.js";
+import { EncodingMode, HdrMode, OutputSpecSchema, OutputType, SubtitleFormat, SubtitleKind, SubtitleSource, SubtitleTrackSchema } from "./gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, SegmentFormat, VideoCodec } from "./gen/media/v1/preset_pb.js";
 import { Check } from "./validation.js";
 import { checkOutputSpec } from "./spec-check.js";
@@ -204,12 +204,51 @@ describe("checkOutputSpec", () => {
       type: OutputType.HLS,
       video: [h264],
       drm: { systems: [1] },
-      subtitleTracks: [{ url: "https://example.com/en.vtt" }],
       contentAware: { enabled: true },
       pathTemplate: "x".repeat(1025),
       encodingMode: 5 as EncodingMode,
     });
-    expect(v.map((x) => x.field)).toEqual(["outputs[0].encoding_mode", "outputs[0].path_template", "outputs[0].drm", "outputs[0].subtitle_tracks", "outputs[0].content_aware"]);
+    expect(v.map((x) => x.field)).toEqual(["outputs[0].encoding_mode", "outputs[0].path_template", "outputs[0].drm", "outputs[0].content_aware"]);
     expect(v.find((x) => x.field === "outputs[0].drm")!.description).toContain("not supported in this build");
+  });
+
+  describe("subtitle tracks", () => {
+    const URL_ = SubtitleSource.URL;
+    const GEN = SubtitleSource.GENERATED;
+    type TrackInit = NonNullable<Parameters<typeof create<typeof SubtitleTrackSchema>>[1]>;
+    const on = (tracks: TrackInit[], type = OutputType.HLS) => violations({ type, video: [h264], subtitleTracks: tracks.map((t) => create(SubtitleTrackSchema, t)) });
+
+    it("takes generated tracks (language given or detected) and provided ones by https URL or origin path, on every output type", () => {
+      for (const type of [OutputType.MP4, OutputType.HLS, OutputType.DASH, OutputType.ADAPTIVE]) {
+        expect(on([{ source: GEN, language: "en", generateChapters: true, isDefault: true }, { source: GEN, language: "pt-BR" }, { source: GEN }, { source: URL_, url: "https://example.com/fr.srt", format: SubtitleFormat.SRT, language: "fr" }, { source: URL_, url: "captions/de.vtt", language: "de" }], type)).toEqual([]);
+      }
+    });
+
+    it("names each bad field", () => {
+      const fields = (t: Parameters<typeof on>[0]) => on(t).map((x) => `${x.field}: ${x.description}`);
+      expect(fields([{}])[0]).toMatch(/^outputs\[0\]\.subtitle_tracks\[0\]\.source: is required/);
+      expect(fields([{ source: URL_ }])[0]).toMatch(/^outputs\[0\]\.subtitle_tracks\[0\]\.url: is required/);
+      expect(fields([{ source: URL_, url: "s3://bucket/a.vtt" }])[0]).toMatch(/\.url: must be an https URL/);
+      expect(fields([{ source: URL_, url: "http://example.com/a.vtt" }])[0]).toMatch(/\.url: must be an https URL/);
+      expect(fields([{ source: URL_, url: "../a.vtt" }])[0]).toMatch(/\.url: a path in the input origin is relative/);
+      expect(fields([{ source: URL_, url: "/etc/passwd" }])[0]).toMatch(/\.url: a path in the input origin is relative/);
+      expect(fields([{ source: URL_, url: "https://u:p@example.com/a.vtt" }])[0]).toMatch(/\.url: must be an https URL with a host and no credentials/);
+      expect(fields([{ source: URL_, url: `https://example.com/${"a".repeat(2048)}` }])[0]).toMatch(/\.url: must be at most 2048/);
+      expect(fields([{ source: URL_, url: "https://example.com/a.vtt", generateChapters: true }])[0]).toMatch(/\.generate_chapters: applies to generated tracks/);
+      expect(fields([{ source: GEN, url: "https://example.com/a.vtt" }])[0]).toMatch(/\.url: applies to source url/);
+      expect(fields([{ source: GEN, format: SubtitleFormat.SRT }])[0]).toMatch(/\.format: applies to source url/);
+      expect(fields([{ source: GEN, language: "tlh" }])).toEqual(["outputs[0].subtitle_tracks[0].language: the speech recogniser does not know tlh; leave it empty to detect the spoken language"]);
+      expect(fields([{ source: GEN, language: "english" }])[0]).toMatch(/\.language: must be a BCP 47 tag/);
+      expect(fields([{ source: GEN, language: "en" }, { source: GEN, language: "en-GB" }])).toEqual(["outputs[0].subtitle_tracks[1].language: repeats subtitle_tracks[0]: one generated track per language"]);
+      expect(fields([{ source: GEN }, { source: GEN }])[0]).toMatch(/^outputs\[0\]\.subtitle_tracks\[1\]\.language: repeats subtitle_tracks\[0\]/);
+      expect(fields([{ source: GEN, language: "en", isDefault: true }, { source: URL_, url: "a.vtt", isDefault: true }])).toEqual(["outputs[0].subtitle_tracks[1].is_default: only one track is the default; subtitle_tracks[0] already is"]);
+      expect(fields([{ source: GEN, name: "n".repeat(129) }])[0]).toMatch(/\.name: /);
+      expect(fields([{ source: 9 as SubtitleSource }, { source: GEN, kind: 7 as SubtitleKind }, { source: URL_, url: "a.vtt", format: 5 as SubtitleFormat }])).toEqual([
+        "outputs[0].subtitle_tracks[0].source: must be url or generated",
+        "outputs[0].subtitle_tracks[1].kind: must be subtitles or captions",
+        "outputs[0].subtitle_tracks[2].format: must be vtt or srt",
+      ]);
+      expect(fields(Array.from({ length: 9 }, (_, k) => ({ source: URL_, url: `t${k}.vtt` })))).toEqual(["outputs[0].subtitle_tracks: must have at most 8 tracks"]);
+    });
   });
 });

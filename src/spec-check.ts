@@ -1,7 +1,8 @@
 // Every rule of an output specification, checked at job creation after presets are resolved, so an
 // encode never starts on settings ffmpeg would refuse. Violations name the field at fault.
 import { AUDIO_NAMES, AUDIO_RULES, CODEC_NAMES, CODEC_RULES, CONTAINER_CODECS, RESOLUTION_LINES } from "./codec-rules.js";
-import { EncodingMode, HdrMode, OutputType, type AudioTrack, type OutputSpec, type VideoVariant } from "./gen/media/v1/job_pb.js";
+import { toWhisperLanguage } from "./asr-languages.js";
+import { EncodingMode, HdrMode, OutputType, SubtitleFormat, SubtitleKind, SubtitleSource, type AudioTrack, type OutputSpec, type VideoVariant } from "./gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "./gen/media/v1/preset_pb.js";
 import type { Check } from "./validation.js";
 
@@ -22,6 +23,8 @@ export const OUTPUT_LIMITS = {
   channels: 8,
   segmentSeconds: [1, 30],
   trackName: 128,
+  subtitleTracks: 8,
+  subtitleUrl: 2048,
 } as const;
 
 const TYPE_NAMES: Partial<Record<OutputType, string>> = {
@@ -77,7 +80,6 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
 
   // Out of scope of this build: refused by name rather than silently ignored.
   if (spec.drm) check.add(`${path}.drm`, "DRM is not supported in this build");
-  if (spec.subtitleTracks.length > 0) check.add(`${path}.subtitle_tracks`, "subtitle tracks are not supported in this build");
   if (spec.contentAware?.enabled) check.add(`${path}.content_aware`, "content-aware encoding is not supported in this build");
 
   const holds = type ? HOLDS[type] : undefined;
@@ -95,6 +97,70 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
     if (holds && a.codec !== AudioCodec.UNSPECIFIED && AUDIO_NAMES[a.codec] && !holds.audio.includes(a.codec)) check.add(`${at}.codec`, holds.audioWhy);
   });
   checkStreaming(check, path, spec);
+  checkSubtitleTracks(check, path, spec);
+}
+
+/**
+ * Subtitle tracks: generated (speech recognition of the input's audio) or provided (a WebVTT or SRT
+ * file at an https URL, or at a path in the job's input origin: see the job service). Every output
+ * type carries them: streaming outputs as renditions, files as a sidecar .vtt.
+ */
+export function checkSubtitleTracks(check: Check, path: string, spec: Pick<OutputSpec, "subtitleTracks">): void {
+  const tracks = spec.subtitleTracks;
+  if (tracks.length > OUTPUT_LIMITS.subtitleTracks) check.add(`${path}.subtitle_tracks`, `must have at most ${OUTPUT_LIMITS.subtitleTracks} tracks`);
+  const generated = new Map<string, number>();
+  tracks.slice(0, OUTPUT_LIMITS.subtitleTracks).forEach((t, k) => {
+    const at = `${path}.subtitle_tracks[${k}]`;
+    if (t.source === SubtitleSource.UNSPECIFIED) check.add(`${at}.source`, "is required: url (a WebVTT or SRT file) or generated (speech recognition)");
+    else if (!(t.source in SubtitleSource)) check.add(`${at}.source`, "must be url or generated");
+    if (!(t.kind in SubtitleKind)) check.add(`${at}.kind`, "must be subtitles or captions");
+    if (!(t.format in SubtitleFormat)) check.add(`${at}.format`, "must be vtt or srt");
+    check.length(`${at}.name`, t.name, 0, OUTPUT_LIMITS.trackName);
+    if (t.language !== "" && !LANGUAGE.test(t.language)) check.add(`${at}.language`, "must be a BCP 47 tag, e.g. en or pt-BR");
+    if (t.source === SubtitleSource.URL) {
+      if (t.url === "") check.add(`${at}.url`, "is required with source url: an https URL, or a path in the job's input origin");
+      else checkSubtitleUrl(check, `${at}.url`, t.url);
+      if (t.generateChapters) check.add(`${at}.generate_chapters`, "applies to generated tracks: chapters come from the transcript");
+    }
+    if (t.source === SubtitleSource.GENERATED) {
+      if (t.url !== "") check.add(`${at}.url`, "applies to source url; a generated track is transcribed from the input's audio");
+      if (t.format !== SubtitleFormat.UNSPECIFIED) check.add(`${at}.format`, "applies to source url; generated tracks are written as WebVTT");
+      if (t.language !== "" && LANGUAGE.test(t.language)) {
+        const code = toWhisperLanguage(t.language);
+        if (!code) check.add(`${at}.language`, `the speech recogniser does not know ${t.language}; leave it empty to detect the spoken language`);
+        else if (generated.has(code)) check.add(`${at}.language`, `repeats subtitle_tracks[${generated.get(code)}]: one generated track per language`);
+        else generated.set(code, k);
+      } else if (t.language === "") {
+        if (generated.has("")) check.add(`${at}.language`, `repeats subtitle_tracks[${generated.get("")}]: one generated track with a detected language`);
+        else generated.set("", k);
+      }
+    }
+  });
+  const defaults = tracks.flatMap((t, k) => (t.isDefault ? [k] : []));
+  if (defaults.length > 1) check.add(`${path}.subtitle_tracks[${defaults[1]}].is_default`, `only one track is the default; subtitle_tracks[${defaults[0]}] already is`);
+}
+
+/** A provided track's location: https, or a relative path in the input origin (no scheme, no "..", no leading "/"). */
+function checkSubtitleUrl(check: Check, field: string, url: string): void {
+  if (url.length > OUTPUT_LIMITS.subtitleUrl) {
+    check.add(field, `must be at most ${OUTPUT_LIMITS.subtitleUrl} characters`);
+    return;
+  }
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase();
+  if (scheme === undefined) {
+    if (url.startsWith("/") || url.split("/").some((part) => part === ".." || part === "." || part === "")) check.add(field, "a path in the input origin is relative, with no empty, . or .. segments");
+    return;
+  }
+  if (scheme !== "https") {
+    check.add(field, "must be an https URL, or a path in the job's input origin (s3:// and gs:// subtitle URLs are not supported in this build)");
+    return;
+  }
+  try {
+    const u = new URL(url);
+    if (u.hostname === "" || u.username !== "" || u.password !== "") check.add(field, "must be an https URL with a host and no credentials");
+  } catch {
+    check.add(field, "must be a valid URL");
+  }
 }
 
 function checkVariant(check: Check, at: string, v: VideoVariant): void {

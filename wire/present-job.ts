@@ -18,6 +18,7 @@ import {
   ThumbnailSpecSchema,
   type Job,
   type OriginRef,
+  SubtitleSource,
 } from "../src/gen/media/v1/job_pb.js";
 import { OriginProvider } from "../src/gen/media/v1/origin_pb.js";
 import type { OriginRecord } from "../src/origins.js";
@@ -133,12 +134,30 @@ export function jobMessage(j: JobRecord, signed?: ReadonlyMap<string, string>): 
       timeSeconds: r.timeSeconds,
       sizeBytes: BigInt(r.sizeBytes),
     })),
+    subtitleResults: (j.subtitleResults ?? []).map((r) => ({
+      outputId: r.outputId,
+      trackIndex: r.trackIndex,
+      source: r.source === "generated" ? SubtitleSource.GENERATED : SubtitleSource.URL,
+      language: r.language,
+      name: r.name,
+      url: r.url,
+      signedUrl: signed?.get(r.key) ?? "",
+      transcript: (r.transcript ?? []).map((t) => ({ startSeconds: t.start, endSeconds: t.end, text: t.text })),
+    })),
+    chapterResults: (j.chapterResults ?? []).map((r) => ({
+      outputId: r.outputId,
+      trackIndex: r.trackIndex,
+      language: r.language,
+      url: r.url,
+      signedUrl: signed?.get(r.key) ?? "",
+      chapters: r.chapters.map((c) => ({ startSeconds: c.start, endSeconds: c.end, title: c.title })),
+    })),
     ...totals,
     minimumChargeApplied: false,
     // Voided fees are omitted from fees; their breakdown line settles at 0.
     fees: j.fees
       .filter((f) => !f.voided)
-      .map((f) => ({ id: f.id, feeType: f.type, description: f.description, unit: "job", quantity: f.quantity, rate: eur(f.rateMicros), amount: eur(feeMicros(f)), currency: CURRENCY })),
+      .map((f) => ({ id: f.id, feeType: f.type, description: f.description, unit: f.unit ?? "job", quantity: f.quantity, rate: eur(f.rateMicros), amount: eur(feeMicros(f)), currency: CURRENCY })),
     costBreakdown: create(CostBreakdownSchema, { lines, ...totals }),
     errorCode: j.errorCode ?? "",
     errorMessage: j.errorMessage ?? "",

@@ -3,9 +3,9 @@
 // and 480p 4,000 micro-EUR a minute; the processing fee 10,000).
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { OutputType } from "../../src/gen/media/v1/job_pb.js";
+import { OutputType, SubtitleSource } from "../../src/gen/media/v1/job_pb.js";
 import { AudioCodec, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
-import { PROCESSING_FEE_MICROS } from "../../src/pricing.js";
+import { PROCESSING_FEE_MICROS, TRANSCRIPTION_MICROS_PER_SECOND, transcribedSeconds } from "../../src/pricing.js";
 import { at, createJob, decided, encodingJob, origin, output, probe, probedJob, rejected, run, specJson } from "./job.fixtures.js";
 import { estimateOutputs, foldJob, JOB_ERROR_CODES, JobBehavior, processingFee, type JobCommand, type JobRecord, type JobRequest, type JobState, type OutputState, type ProbeData } from "./job.js";
 
@@ -358,5 +358,57 @@ describe("create", () => {
     expect(JobBehavior.fold({}, { type: "probe_started", attempt: "p1", at })).toEqual({ job: undefined });
     const s = run({}, createJob(), { type: "probe_started", attempt: "p1", at: 1500 });
     expect(job(s)).toMatchObject({ version: 2, updatedAt: 1500, attempt: "p1", status: "probing" });
+  });
+});
+
+describe("captions", () => {
+  const GEN = { source: SubtitleSource.GENERATED };
+  const captioned = (id: string, tracks: object[]) => output(id, "720p", { spec: specJson({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }], subtitleTracks: tracks }) });
+  const track = { outputId: "out_a", trackIndex: 0, source: "generated" as const, language: "en", name: "English", url: "s3://b/t.vtt", key: "t.vtt", transcript: [{ start: 0, end: 1.5, text: "Hello." }] };
+
+  it("quotes one transcription fee per generated track at probe, per second begun of the clipped audio; provided tracks are free", () => {
+    const s = probedJob({ outputs: [captioned("out_a", [GEN, { source: SubtitleSource.URL, url: "https://x/a.vtt" }, { ...GEN, language: "fr" }]), output("out_b", "480p")], clip: { startSeconds: 10.5, endSeconds: 0 } });
+    const fees = job(s).fees.filter((f) => f.type === "transcription");
+    expect(fees).toEqual([
+      { id: "fee_at0", type: "transcription", unit: "second", outputId: "out_a", description: "Captions of out_a, track 0", rateMicros: TRANSCRIPTION_MICROS_PER_SECOND, quantity: 80, voided: false },
+      { id: "fee_at2", type: "transcription", unit: "second", outputId: "out_a", description: "Captions of out_a, track 2", rateMicros: TRANSCRIPTION_MICROS_PER_SECOND, quantity: 80, voided: false },
+    ]);
+    expect(job(s).fees[0]).toEqual(processingFee("fee_1"));
+    expect(transcribedSeconds(79_001)).toBe(80);
+    expect(transcribedSeconds(79_000)).toBe(79);
+    // No generated track: the probed event carries no fees.
+    expect(decided(run({}, createJob(), { type: "probe_started", attempt: "p1", at }), { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })[0]).not.toHaveProperty("fees");
+  });
+
+  it("a re-probe replaces its fees instead of adding them", () => {
+    const once = probedJob({ outputs: [captioned("out_a", [GEN])] });
+    const twice = foldJob(job(once), { type: "probed", at, metadata: probe, durationMs: 5, estimates: [1], fees: job(once).fees.slice(1) });
+    expect(twice.fees.map((f) => f.id)).toEqual(["fee_1", "fee_at0"]);
+  });
+
+  it("a transcription fee is due only with its delivered output, and the tracks of a delivered output are kept", () => {
+    const req = { outputs: [captioned("out_a", [GEN]), captioned("out_b", [GEN])] };
+    const s = run(encodingJob(req), { ...completeOutput("out_a"), subtitles: [track], chapters: [{ outputId: "out_a", trackIndex: 0, language: "en", url: "s3://b/c.vtt", key: "c.vtt", chapters: [{ start: 0, end: 1.5, title: "Hello" }] }] } as JobCommand, failOutput("out_b"), finish());
+    expect(job(s).status).toBe("partial");
+    const fees = job(s).fees;
+    expect(fees.map((f) => [f.id, f.voided, f.actualMicros])).toEqual([
+      ["fee_1", false, PROCESSING_FEE_MICROS],
+      ["fee_at0", false, 90 * TRANSCRIPTION_MICROS_PER_SECOND],
+      ["fee_bt0", true, 0],
+    ]);
+    expect(job(s).subtitleResults).toEqual([track]);
+    expect(job(s).chapterResults).toHaveLength(1);
+    // A failed job owes no transcription either.
+    const failed = run(encodingJob(req), finish({ failure: { code: "internal", message: "x" } }));
+    expect(job(failed).status).toBe("failed");
+    expect(job(failed).fees.every((f) => f.voided && f.actualMicros === 0)).toBe(true);
+  });
+
+  it("a managed job's ladder, decided at probe, keeps the video's subtitle tracks", () => {
+    const tracks = [specJson({ subtitleTracks: [{ source: SubtitleSource.GENERATED, language: "en" }] })["subtitleTracks"]!];
+    const s = probedJob({ managed: { videoId: "vid_1", ladder: [720, 360], subtitleTracks: tracks.flat() as never }, outputs: [output("out_a", "720p")] });
+    const spec = job(s).outputs[0]!.spec as Record<string, unknown>;
+    expect(spec["subtitleTracks"]).toEqual([{ source: "SUBTITLE_SOURCE_GENERATED", language: "en" }]);
+    expect(job(s).fees.map((f) => f.type)).toEqual(["processing", "transcription"]);
   });
 });

@@ -4,10 +4,10 @@
 // reaches a terminal state. Its effects are intents (JobIntent), carried out by jobIntentHandlers.
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { OutputSpecSchema } from "../../src/gen/media/v1/job_pb.js";
+import { OutputSpecSchema, SubtitleSource } from "../../src/gen/media/v1/job_pb.js";
 import { ladderOutputSpec, playPrefix } from "../../src/hosting.js";
 import { sortKey } from "../../src/pagination.js";
-import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS } from "../../src/pricing.js";
+import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS, TRANSCRIPTION_MICROS_PER_SECOND, transcribedSeconds } from "../../src/pricing.js";
 import { isJobErrorCode, JOB_ERROR_CODES, TERMINAL, type EncodeTask, type JobSignal, type Failure, type FeeState, type JobCommand, type JobCommandOf, type JobCommands, type JobEvent, type JobRecord, type JobState, type JobStatus, type OutputState, type ProbeData } from "./messages.js";
 import type { OriginRecord } from "../../src/origins.js";
 import type { RecordWrite } from "../../src/store/port.js";
@@ -40,14 +40,34 @@ function jobProgress(outputs: readonly OutputState[]): number {
   return Math.floor(outputs.reduce((s, o) => s + (o.status === "completed" ? 100 : o.progress), 0) / outputs.length);
 }
 
-/** Estimated amount of each output for the probed (and clipped) duration. */
-export function estimateOutputs(job: JobRecord, metadata: ProbeData): number[] {
+/** The probed duration after the job's clip. */
+function clippedMs(job: JobRecord, metadata: ProbeData): number {
   const start = job.clip?.startSeconds ?? 0;
   const end = job.clip && job.clip.endSeconds > 0 ? Math.min(job.clip.endSeconds * 1000, metadata.durationMs) : metadata.durationMs;
-  const durationMs = Math.max(0, end - start * 1000);
+  return Math.max(0, end - start * 1000);
+}
+
+/** Estimated amount of each output for the probed (and clipped) duration. */
+export function estimateOutputs(job: JobRecord, metadata: ProbeData): number[] {
+  const durationMs = clippedMs(job, metadata);
   const input = metadata.video ? { width: metadata.video.width, height: metadata.video.height, frameRate: metadata.video.frameRate } : undefined;
   // A rate is unknown only for video outputs of an input without video: that encode fails, at no charge.
   return job.outputs.map((o) => amountMicros(outputRateIfKnown(fromJson(OutputSpecSchema, o.spec), input) ?? 0, durationMs));
+}
+
+/**
+ * One transcription fee per generated subtitle track, quoted at probe from the clipped duration;
+ * each is due only if its output is delivered. Ids follow from the output's, so a replay agrees.
+ */
+export function transcriptionFees(job: JobRecord, metadata: ProbeData): FeeState[] {
+  const seconds = transcribedSeconds(clippedMs(job, metadata));
+  return job.outputs.flatMap((o) =>
+    fromJson(OutputSpecSchema, o.spec).subtitleTracks.flatMap((t, k) =>
+      t.source === SubtitleSource.GENERATED
+        ? [{ id: `fee_${o.id.slice(o.id.indexOf("_") + 1)}t${k}`, type: "transcription" as const, unit: "second" as const, outputId: o.id, description: `Captions of ${o.id}, track ${k}`, rateMicros: TRANSCRIPTION_MICROS_PER_SECOND, quantity: seconds, voided: false }]
+        : [],
+    ),
+  );
 }
 
 /** The terminal status that follows from the outputs' states, with the failure that explains it. */
@@ -61,6 +81,9 @@ function settle(job: JobRecord, at: number, failure?: Failure, encodeDurationMs?
       : (failure ?? (failed?.errorCode && isJobErrorCode(failed.errorCode) ? { code: failed.errorCode, message: failed.errorMessage ?? JOB_ERROR_CODES[failed.errorCode] } : { code: "encode_failed", message: JOB_ERROR_CODES.encode_failed }));
   return { type: "settled", at, status, ...(because ? { failure: because } : {}), ...(encodeDurationMs !== undefined ? { encodeDurationMs } : {}) };
 }
+
+type ProbedEvent = Extract<JobEvent, { type: "probed" }>;
+const withFees = (e: ProbedEvent, fees: FeeState[]): ProbedEvent => (fees.length > 0 ? { ...e, fees } : e);
 
 /** One decision per command type: a mapped type, so each handler gets its own command's fields. */
 type Handlers = { readonly [K in keyof JobCommands]: (state: JobState, c: JobCommandOf<K>) => Decision<JobEvent> };
@@ -87,11 +110,11 @@ const decideBy: Handlers = {
     // A managed job's auto ladder is decided from the source: its rungs, then its estimate.
     const ladder = job.managed?.ladder;
     if (ladder && job.outputs.length > 0) {
-      const spec = { ...(ladderOutputSpec(ladder, c.metadata.video, c.metadata.audio !== undefined) as Record<string, JsonValue>), effectivePathTemplate: (job.outputs[0]!.spec as Record<string, JsonValue>)["effectivePathTemplate"] ?? "" };
+      const spec = { ...(ladderOutputSpec(ladder, c.metadata.video, c.metadata.audio !== undefined) as Record<string, JsonValue>), ...(job.managed?.subtitleTracks?.length ? { subtitleTracks: [...job.managed.subtitleTracks] } : {}), effectivePathTemplate: (job.outputs[0]!.spec as Record<string, JsonValue>)["effectivePathTemplate"] ?? "" };
       const resolved = { ...job, outputs: job.outputs.map((o, i) => (i === 0 ? { ...o, spec } : o)) };
-      return [{ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(resolved, c.metadata), specs: { 0: spec } }];
+      return [withFees({ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(resolved, c.metadata), specs: { 0: spec } }, transcriptionFees(resolved, c.metadata))];
     }
-    return [{ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(job, c.metadata) }];
+    return [withFees({ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(job, c.metadata) }, transcriptionFees(job, c.metadata))];
   }),
   probe_failed: onJob((job, c) => (job.status === "probing" && fromCurrentAttempt(job, c.attempt) ? [settle(job, c.at, c.failure)] : [])),
   confirm: onJob((job, c) => {
@@ -120,7 +143,7 @@ const decideBy: Handlers = {
   output_completed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || !o || o.status === "completed") return [];
-    return [{ type: "output_completed", at: c.at, outputId: c.outputId, url: c.url, sizeBytes: c.sizeBytes, ...(c.main !== undefined ? { main: c.main } : {}), ...(c.renditions ? { renditions: c.renditions } : {}) }];
+    return [{ type: "output_completed", at: c.at, outputId: c.outputId, url: c.url, sizeBytes: c.sizeBytes, ...(c.main !== undefined ? { main: c.main } : {}), ...(c.renditions ? { renditions: c.renditions } : {}), ...(c.subtitles?.length ? { subtitles: c.subtitles } : {}), ...(c.chapters?.length ? { chapters: c.chapters } : {}) }];
   }),
   output_failed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
@@ -218,7 +241,11 @@ function patchOutput(job: JobRecord, id: string, patch: (o: OutputState) => Outp
 function settleMoney(job: JobRecord, status: JobStatus): Pick<JobRecord, "outputs" | "fees"> {
   const feeDue = status === "completed" || status === "partial" || (status === "canceled" && job.encoderStarted);
   const outputs = job.outputs.map((o) => ({ ...o, actualMicros: feeDue && o.status === "completed" ? (o.estimateMicros ?? 0) : 0 }));
-  const fees = job.fees.map((f) => ({ ...f, voided: !feeDue, actualMicros: feeDue ? f.rateMicros * f.quantity : 0 }));
+  // A fee for one output's work (its captions) is due only with that output.
+  const fees = job.fees.map((f) => {
+    const due = feeDue && (f.outputId === undefined || job.outputs.some((o) => o.id === f.outputId && o.status === "completed"));
+    return { ...f, voided: !due, actualMicros: due ? f.rateMicros * f.quantity : 0 };
+  });
   return { outputs, fees };
 }
 
@@ -238,6 +265,7 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
         probeDurationMs: event.durationMs,
         inputMetadata: event.metadata,
         outputs,
+        ...(event.fees ? { fees: [...job.fees.filter((f) => !event.fees!.some((n) => n.id === f.id)), ...event.fees] } : {}),
       };
     }
     case "confirmed":
@@ -256,7 +284,11 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
     }
     case "output_completed": {
       const outputs = patchOutput(job, event.outputId, (o) => ({ ...o, status: "completed", progress: 100, outputUrl: event.url, sizeBytes: event.sizeBytes, ...(event.main !== undefined ? { main: event.main } : {}), ...(event.renditions ? { renditions: event.renditions } : {}) }));
-      return { ...base, outputs, progress: jobProgress(outputs) };
+      const tracks = {
+        ...(event.subtitles ? { subtitleResults: [...(job.subtitleResults ?? []), ...event.subtitles] } : {}),
+        ...(event.chapters ? { chapterResults: [...(job.chapterResults ?? []), ...event.chapters] } : {}),
+      };
+      return { ...base, outputs, progress: jobProgress(outputs), ...tracks };
     }
     case "output_failed":
       return { ...base, outputs: patchOutput(job, event.outputId, (o) => ({ ...o, status: "failed", errorCode: event.failure.code, errorMessage: event.failure.message })) };

@@ -20,6 +20,9 @@ export const JOB_ERROR_CODES = {
   output_write_denied: "The output origin refused the write (permissions or credentials).",
   output_write_failed: "Writing to the output origin failed.",
   origin_unavailable: "An origin of the job is archived or no longer valid.",
+  subtitle_unreachable: "A provided subtitle track could not be fetched (network error, not found, or access denied).",
+  subtitle_invalid: "A provided subtitle track is not valid WebVTT or SRT, or exceeds the size limits.",
+  transcription_failed: "Speech recognition failed, or the recogniser is not installed on the encoder node.",
   internal: "An internal error stopped the job.",
 } as const;
 export type JobErrorCode = keyof typeof JOB_ERROR_CODES;
@@ -83,11 +86,18 @@ export interface ManagedTarget {
   readonly videoId: string;
   /** Rung heights: output 0's spec is decided from the probed source (see ladderOutputSpec). */
   readonly ladder?: readonly number[];
+  /** SubtitleTrack proto JSON of the video's stream, kept on the ladder decided at probe. */
+  readonly subtitleTracks?: readonly JsonValue[];
 }
 
 export interface FeeState {
   readonly id: string;
-  readonly type: "processing";
+  /** processing: one per job an encoder starts; transcription: one per generated subtitle track, per second of audio. */
+  readonly type: "processing" | "transcription";
+  /** What quantity counts: "job" (the default) or "second". */
+  readonly unit?: "job" | "second";
+  /** A fee for one output's work: due only when that output is delivered. */
+  readonly outputId?: string;
   readonly description: string;
   readonly rateMicros: number;
   readonly quantity: number;
@@ -106,6 +116,30 @@ export interface ThumbnailResultData {
   readonly height: number;
   readonly timeSeconds: number;
   readonly sizeBytes: number;
+}
+
+/** One subtitle track of a delivered output (see SubtitleResult). */
+export interface SubtitleResultData {
+  readonly outputId: string;
+  readonly trackIndex: number;
+  readonly source: "url" | "generated";
+  readonly language: string;
+  readonly name: string;
+  readonly url: string;
+  /** Storage key of the WebVTT file, for signed URLs. */
+  readonly key: string;
+  /** Generated tracks: the segment-level transcript. */
+  readonly transcript?: readonly { readonly start: number; readonly end: number; readonly text: string }[];
+}
+
+/** The chapters generated from one caption track. */
+export interface ChapterResultData {
+  readonly outputId: string;
+  readonly trackIndex: number;
+  readonly language: string;
+  readonly url: string;
+  readonly key: string;
+  readonly chapters: readonly { readonly start: number; readonly end: number; readonly title: string }[];
 }
 
 export interface JobRecord {
@@ -131,6 +165,9 @@ export interface JobRecord {
   /** ThumbnailSpec proto JSON, as requested. */
   readonly thumbnails: readonly JsonValue[];
   readonly thumbnailResults: readonly ThumbnailResultData[];
+  /** Subtitle and chapter tracks of delivered outputs (absent on jobs recorded before captions). */
+  readonly subtitleResults?: readonly SubtitleResultData[];
+  readonly chapterResults?: readonly ChapterResultData[];
   readonly fees: readonly FeeState[];
   readonly errorCode?: string;
   readonly errorMessage?: string;
@@ -226,7 +263,7 @@ export interface JobCommands {
   readonly cancel: { readonly at: number };
   readonly encode_started: { readonly attempt: string; readonly at: number };
   readonly output_progress: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly progress: number };
-  readonly output_completed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[] };
+  readonly output_completed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[]; readonly subtitles?: readonly SubtitleResultData[]; readonly chapters?: readonly ChapterResultData[] };
   readonly output_failed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure };
   readonly thumbnails_done: { readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] };
   readonly encode_finished: { readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure };
@@ -239,12 +276,12 @@ export type JobCommand = { [K in keyof JobCommands]: JobCommandOf<K> }[keyof Job
 export type JobEvent =
   | { readonly type: "created"; readonly job: JobRecord }
   | { readonly type: "probe_started"; readonly attempt: string; readonly at: number }
-  /** specs: outputs whose spec follows from the probe (a managed job's auto ladder), by index. */
-  | { readonly type: "probed"; readonly at: number; readonly metadata: ProbeData; readonly durationMs: number; readonly estimates: readonly number[]; readonly specs?: Readonly<Record<number, JsonValue>> }
+  /** specs: outputs whose spec follows from the probe (a managed job's auto ladder), by index; fees: quoted from the duration (transcription). */
+  | { readonly type: "probed"; readonly at: number; readonly metadata: ProbeData; readonly durationMs: number; readonly estimates: readonly number[]; readonly specs?: Readonly<Record<number, JsonValue>>; readonly fees?: readonly FeeState[] }
   | { readonly type: "confirmed"; readonly at: number }
   | { readonly type: "encode_started"; readonly attempt: string; readonly at: number }
   | { readonly type: "output_progress"; readonly at: number; readonly outputId: string; readonly progress: number }
-  | { readonly type: "output_completed"; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[] }
+  | { readonly type: "output_completed"; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[]; readonly subtitles?: readonly SubtitleResultData[]; readonly chapters?: readonly ChapterResultData[] }
   | { readonly type: "output_failed"; readonly at: number; readonly outputId: string; readonly failure: Failure }
   | { readonly type: "thumbnails_done"; readonly at: number; readonly results: readonly ThumbnailResultData[] }
   /** Terminal: the status reached and the money settled, decided once. */

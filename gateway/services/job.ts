@@ -13,6 +13,7 @@ import {
   JobPriority,
   OutputSpecSchema,
   OutputTypeSchema,
+  SubtitleSource,
   ThumbnailSpecSchema,
   WatchJobResponseSchema,
   type CreateJobRequest,
@@ -106,7 +107,7 @@ const PRIORITY_NAMES: Partial<Record<JobPriority, JobRecord["priority"]>> = {
   [JobPriority.PREMIUM]: "premium",
 };
 
-/** Thumbnail URLs stay valid this long after the job is read. */
+/** Thumbnail and subtitle URLs stay valid this long after the job is read. */
 const SIGNED_URL_SECONDS = 6 * 3600;
 
 /**
@@ -117,7 +118,8 @@ function presenter(d: ServiceDeps): (job: JobRecord) => Promise<Job> {
   const guard = d.guard;
   const blobs = new Map<string, BlobStore>();
   return async (job) => {
-    if (job.thumbnailResults.length === 0 || !job.outputOrigin) return jobMessage(job);
+    const keys = [...job.thumbnailResults, ...(job.subtitleResults ?? []), ...(job.chapterResults ?? [])].map((r) => r.key);
+    if (keys.length === 0 || !job.outputOrigin) return jobMessage(job);
     const origin = (await getOrigin(d.store, job.outputOrigin.id)) ?? job.outputOrigin;
     const cacheKey = `${origin.id}:${origin.updatedAt}`;
     let blob = blobs.get(cacheKey);
@@ -127,7 +129,7 @@ function presenter(d: ServiceDeps): (job: JobRecord) => Promise<Job> {
       blobs.set(cacheKey, blob);
     }
     const store = blob;
-    return jobMessage(job, new Map(job.thumbnailResults.map((r) => [r.key, store.signedUrl(r.key, SIGNED_URL_SECONDS) ?? ""])));
+    return jobMessage(job, new Map(keys.map((key) => [key, store.signedUrl(key, SIGNED_URL_SECONDS) ?? ""])));
   };
 }
 
@@ -178,6 +180,10 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       for (const [i, requested] of req.outputs.slice(0, JOB_LIMITS.outputs).entries()) {
         const spec = await resolveOutputSpec(d.store, app.id, requested, `outputs[${i}]`, check);
         checkOutputSpec(check, `outputs[${i}]`, spec);
+        // A provided track named by a path is read from the input origin, which the job must have.
+        spec.subtitleTracks.forEach((t, k) => {
+          if (t.source === SubtitleSource.URL && t.url !== "" && !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(t.url) && req.inputOriginId === "") check.add(`outputs[${i}].subtitle_tracks[${k}].url`, "is a path, read from the job's input origin, but the job has no input_origin_id; give an https URL");
+        });
         if (spec.pathTemplate !== "") templateViolations(check, `outputs[${i}].path_template`, spec.pathTemplate);
         specs.push(spec);
       }

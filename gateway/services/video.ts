@@ -12,7 +12,8 @@ import { VIDEOS, VideoBehavior, type UploadRecord, type VideoPatch, type VideoRe
 import type { AppRecord } from "../../src/directory.js";
 import { apiError, failedPrecondition } from "../../src/errors.js";
 import { PaginationRequestSchema } from "../../src/gen/media/v1/common_pb.js";
-import { OutputSpecSchema } from "../../src/gen/media/v1/job_pb.js";
+import { OutputSpecSchema, SubtitleSource, SubtitleTrackSchema, type SubtitleTrack } from "../../src/gen/media/v1/job_pb.js";
+import { checkSubtitleTracks } from "../../src/spec-check.js";
 import { CreateUploadResponseSchema, VideoVisibility, WatchVideoResponseSchema, type CompleteUploadRequest, type Video, type VideoService } from "../../src/gen/media/v1/video_pb.js";
 import { HOSTING_LIMITS, hoverPreviewSpecs, ladderOutputSpec, partsPrefix, posterThumbnailSpec, sourceKey, UPLOAD_URL_SECONDS } from "../../src/hosting.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
@@ -43,6 +44,7 @@ interface Describing {
   visibility: VideoVisibility;
   preset: string;
   hoverPreviews: boolean;
+  subtitleTracks: readonly SubtitleTrack[];
 }
 
 function checkDescribing(check: Check, r: Describing): void {
@@ -87,6 +89,15 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     } else {
       spec = ladderOutputSpec(app.hosting!.ladder, undefined, true);
     }
+    // Subtitle tracks ride on the stream's output, whichever ladder it is; a hosted video has no input origin, so provided files are https URLs.
+    const local = new Check();
+    checkSubtitleTracks(local, "request", { subtitleTracks: [...r.subtitleTracks] });
+    r.subtitleTracks.forEach((t, k) => {
+      if (t.source === SubtitleSource.URL && t.url !== "" && !t.url.startsWith("https://")) local.add(`request.subtitle_tracks[${k}].url`, "must be an https URL (a hosted video has no input origin to read a path from)");
+    });
+    for (const v of local.violations) check.add(v.field.replace(/^request\./, ""), v.description);
+    const subtitleTracks = r.subtitleTracks.map((t) => toJson(SubtitleTrackSchema, t));
+    if (subtitleTracks.length > 0) spec = { ...spec, subtitleTracks };
     const thumbnails = [posterThumbnailSpec(), ...(r.hoverPreviews ? hoverPreviewSpecs() : [])];
     const request: JobRequest = {
       appId: app.id,
@@ -94,7 +105,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       inputUrl: input.url ?? "",
       inputPath: "",
       inputVideoId: input.url ? "" : videoId,
-      managed: { videoId, ...(r.preset === "" ? { ladder: app.hosting!.ladder } : {}) },
+      managed: { videoId, ...(r.preset === "" ? { ladder: app.hosting!.ladder } : {}), ...(subtitleTracks.length > 0 ? { subtitleTracks } : {}) },
       priority: "standard",
       outputs: [{ id: derivedId(Prefix.output, `${videoId}:output:0`, 20), spec, pathTemplate: "", vars: { format: "hls", codec: "h264", resolution: "", quality: "standard" } }],
       thumbnails,

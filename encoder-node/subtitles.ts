@@ -1,0 +1,262 @@
+// Subtitle tracks of an output, on the encoder node: generated tracks transcribed from the input's
+// (clipped) audio by the recogniser, provided tracks fetched (through the network guard) and
+// parsed, then written beside the encoded files: a WebVTT file per track, HLS subtitle renditions
+// (segmented WebVTT with X-TIMESTAMP-MAP), DASH text adaptation sets, and a WebVTT chapters file
+// for a track that asked for chapters. Transcripts are made once per language per encode attempt.
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { BlobError } from "../src/blob/index.js";
+import type { NetGuard } from "../src/net-guard.js";
+import { fetchUrlToFile } from "../src/blob/url.js";
+import { SubtitleKind, SubtitleSource, type OutputSpec, type SubtitleTrack } from "../src/gen/media/v1/job_pb.js";
+import { toWhisperLanguage } from "../src/asr-languages.js";
+import type { ChapterResultData, SubtitleResultData } from "../actors/job/messages.js";
+import { addTextTracksToMpd, CAPTION_LIMITS, CaptionError, cuesFromTranscript, hlsSubtitleRendition, parseSubtitles, writeChaptersVtt, writeWebVtt, type Chapter, type Cue } from "./captions.js";
+import { FFMPEG_GLOBAL, languageName, type OutputPlan } from "./plan.js";
+import { parseMediaPlaylist, runFfmpeg } from "./ffmpeg.js";
+import { MediaError } from "./media-errors.js";
+import { probeStartSeconds, type ProbeResult } from "./probe.js";
+import type { Recogniser, Transcript } from "./recogniser.js";
+
+/** What an encode attempt knows for its subtitle tracks. */
+export interface SubtitleContext {
+  recogniser: Recogniser;
+  guard: NetGuard;
+  /** Reads a path of the job's input origin into a local file; undefined when the job has none. */
+  readInputOriginPath?: (p: string, file: string) => Promise<unknown>;
+  inputFile: string;
+  probe: ProbeResult;
+  clip?: { startSeconds: number; endSeconds: number };
+  workDir: string;
+  signal: AbortSignal;
+}
+
+/** A track ready to be written: its cues, and for generated tracks the transcript and chapters. */
+export interface PreparedTrack {
+  index: number;
+  track: SubtitleTrack;
+  source: "url" | "generated";
+  /** BCP 47 tag as asked, else the detected language's code; "" when unknown. */
+  language: string;
+  name: string;
+  cues: Cue[];
+  transcript?: Transcript;
+  chapters?: Chapter[];
+}
+
+/** The seconds of the input an output covers: the clip, else the whole input. */
+function span(ctx: Pick<SubtitleContext, "clip" | "probe">): { start: number; end: number } {
+  const total = ctx.probe.durationMs / 1000;
+  const start = Math.max(0, ctx.clip?.startSeconds ?? 0);
+  const end = ctx.clip && ctx.clip.endSeconds > 0 ? Math.min(ctx.clip.endSeconds, total || Infinity) : total;
+  return { start, end };
+}
+
+/** Transcripts of one encode attempt, one per language asked ("" detects), made on first use. */
+export class Transcripts {
+  private readonly made = new Map<string, Promise<Transcript>>();
+  private wav?: Promise<string>;
+
+  constructor(private readonly ctx: SubtitleContext) {}
+
+  /** Whether a transcript for this language still has to be made (for progress shares). */
+  has(language: string): boolean {
+    return this.made.has(language);
+  }
+
+  get(language: string, onProgress?: (fraction: number) => void): Promise<Transcript> {
+    let t = this.made.get(language);
+    if (!t) {
+      t = this.make(language, onProgress);
+      this.made.set(language, t);
+    }
+    return t;
+  }
+
+  private async make(language: string, onProgress?: (fraction: number) => void): Promise<Transcript> {
+    const wav = await (this.wav ??= this.extract());
+    // The audio extraction is quick next to recognition: it is not counted in progress.
+    return this.ctx.recogniser.transcribe(wav, language, { signal: this.ctx.signal, ...(onProgress ? { onProgress } : {}) });
+  }
+
+  /** The input's first audio stream after the clip, as 16 kHz mono 16-bit WAV (what Whisper hears). */
+  private async extract(): Promise<string> {
+    if (!this.ctx.probe.audio) throw new MediaError("input_unsupported", "the output has a generated subtitle track, but the input has no audio stream to transcribe");
+    const { start, end } = span(this.ctx);
+    const file = path.join(this.ctx.workDir, "speech.wav");
+    await mkdir(this.ctx.workDir, { recursive: true });
+    const args = [...FFMPEG_GLOBAL];
+    if (start > 0) args.push("-ss", start.toFixed(3));
+    if (this.ctx.clip && this.ctx.clip.endSeconds > 0) args.push("-to", end.toFixed(3));
+    args.push("-i", this.ctx.inputFile, "-map", "0:a:0", "-vn", "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav", file);
+    await runFfmpeg(args, { durationMs: Math.max(1, (end - start) * 1000), signal: this.ctx.signal });
+    return file;
+  }
+
+  async dispose(): Promise<void> {
+    await rm(path.join(this.ctx.workDir, "speech.wav"), { force: true });
+  }
+}
+
+/** Whether an output has a generated track whose transcript is not made yet. */
+export function needsTranscription(spec: OutputSpec, transcripts: Transcripts): boolean {
+  return spec.subtitleTracks.some((t) => t.source === SubtitleSource.GENERATED && !transcripts.has(toWhisperLanguage(t.language) ?? ""));
+}
+
+/** Fetches a provided track (https through the guard, or a path in the input origin), bounded in size. */
+async function fetchProvided(t: SubtitleTrack, index: number, ctx: SubtitleContext): Promise<string> {
+  const file = path.join(ctx.workDir, `provided_${index}`);
+  await mkdir(ctx.workDir, { recursive: true });
+  try {
+    if (t.url.startsWith("https://")) await fetchUrlToFile(t.url, file, ctx.guard);
+    else if (ctx.readInputOriginPath) await ctx.readInputOriginPath(t.url, file);
+    else throw new MediaError("subtitle_unreachable", `subtitle track ${index}: ${t.url} is a path, but the job has no input origin`);
+  } catch (e) {
+    if (e instanceof MediaError) throw e;
+    const why = e instanceof BlobError ? e.message : (e as Error).message;
+    throw new MediaError("subtitle_unreachable", `subtitle track ${index}: ${why}`);
+  }
+  const size = (await stat(file)).size;
+  if (size > CAPTION_LIMITS.maxBytes) throw new MediaError("subtitle_invalid", `subtitle track ${index}: the file is ${size} bytes; the limit is ${CAPTION_LIMITS.maxBytes}`);
+  const bytes = await readFile(file);
+  await rm(file, { force: true });
+  return bytes.toString("utf8");
+}
+
+/** Provided cues moved onto the output's timeline: shifted by the clip's start, cut to its end. */
+function clipCues(cues: Cue[], ctx: SubtitleContext): Cue[] {
+  const { start, end } = span(ctx);
+  const length = end - start;
+  return cues
+    .map((c) => ({ ...c, start: c.start - start, end: c.end - start }))
+    .filter((c) => c.end > 0 && (!(length > 0) || c.start < length))
+    .map((c) => ({ ...c, start: Math.max(0, c.start), end: length > 0 ? Math.min(c.end, length) : c.end }));
+}
+
+/** The minimum chapter length for a transcript: a tenth of it, between 10 s and 2 min. */
+export const chapterMinSeconds = (durationSeconds: number) => Math.min(120, Math.max(10, durationSeconds / 10));
+export const MAX_CHAPTERS = 20;
+
+/** Prepares every track of an output, before its encode, so a bad provided file fails it early. */
+export async function prepareTracks(spec: OutputSpec, ctx: SubtitleContext, transcripts: Transcripts, onProgress?: (fraction: number) => void): Promise<PreparedTrack[]> {
+  const prepared: PreparedTrack[] = [];
+  const generated = spec.subtitleTracks.filter((t) => t.source === SubtitleSource.GENERATED).length;
+  let done = 0;
+  for (const [index, track] of spec.subtitleTracks.entries()) {
+    if (ctx.signal.aborted) throw new MediaError("canceled", "canceled");
+    if (track.source === SubtitleSource.GENERATED) {
+      const base = done;
+      const transcript = await transcripts.get(toWhisperLanguage(track.language) ?? "", (f) => onProgress?.((base + f) / generated));
+      done += 1;
+      const language = track.language || transcript.language;
+      const cues = cuesFromTranscript(transcript.segments);
+      // The first chapter starts with the video, whatever silence comes before the first words.
+      const chapters = track.generateChapters && transcript.segments.length > 0 ? (await ctx.recogniser.chapters(transcript.segments.map((s) => ({ start: s.start, end: s.end, text: s.text })), chapterMinSeconds(transcript.durationSeconds), MAX_CHAPTERS)).map((c, i) => (i === 0 ? { ...c, start: 0 } : c)) : undefined;
+      prepared.push({ index, track, source: "generated", language, name: track.name || languageName(language) || "Captions", cues, transcript, ...(chapters ? { chapters } : {}) });
+    } else {
+      const text = await fetchProvided(track, index, ctx);
+      let cues: Cue[];
+      try {
+        cues = parseSubtitles(text, track.format === 2 ? "srt" : track.format === 1 ? "vtt" : undefined);
+      } catch (e) {
+        if (e instanceof CaptionError) throw new MediaError("subtitle_invalid", `subtitle track ${index}: ${e.message}`);
+        throw e;
+      }
+      prepared.push({ index, track, source: "url", language: track.language, name: track.name || languageName(track.language) || `Subtitles ${index + 1}`, cues: clipCues(cues, ctx) });
+    }
+  }
+  return prepared;
+}
+
+const trackFile = (index: number) => `subtitles/track_${index}.vtt`;
+const chaptersFile = (index: number) => `subtitles/chapters_${index}.vtt`;
+const hlsPlaylist = (index: number) => `subtitles/track_${index}/index.m3u8`;
+const SUBTITLE_GROUP = "subs";
+
+/** Before the encode: the HLS master lists the tracks as subtitle renditions. */
+export function planTracks(plan: OutputPlan, tracks: readonly PreparedTrack[]): void {
+  if (!plan.hlsMaster || tracks.length === 0) return;
+  plan.hlsMaster.subtitles = tracks.map((t) => ({
+    playlist: hlsPlaylist(t.index),
+    groupId: SUBTITLE_GROUP,
+    name: t.name,
+    language: t.language,
+    isDefault: t.track.isDefault,
+    forced: t.track.forced,
+    captions: t.track.kind === SubtitleKind.CAPTIONS,
+  }));
+}
+
+/**
+ * The MPEG-TS time (90 kHz) at which the HLS media starts: a WebVTT segment's X-TIMESTAMP-MAP maps
+ * its local 0 there, so cues line up with the video however the muxer offset its timestamps.
+ */
+async function mediaStartMpegTs(plan: OutputPlan, signal: AbortSignal): Promise<number> {
+  const playlist = plan.hlsMaster!.variants[0]?.playlist ?? plan.hlsMaster!.audio[0]?.playlist;
+  if (!playlist) return 0;
+  const base = path.dirname(path.join(plan.dir, playlist));
+  const media = parseMediaPlaylist(await readFile(path.join(plan.dir, playlist), "utf8"));
+  const first = media.segments[0];
+  if (!first) return 0;
+  const source = media.init ? `concat:${path.join(base, media.init)}|${path.join(base, first.uri)}` : path.join(base, first.uri);
+  return Math.round((await probeStartSeconds(source, signal)) * 90_000);
+}
+
+/** After the encode: writes every track's files into the plan's folder and says where they are. */
+export async function writeTracks(plan: OutputPlan, tracks: readonly PreparedTrack[], segmentSeconds: number | undefined, signal: AbortSignal): Promise<{ files: { index: number; file: string; chapters?: string }[] }> {
+  if (tracks.length === 0) return { files: [] };
+  await mkdir(path.join(plan.dir, "subtitles"), { recursive: true });
+  const files: { index: number; file: string; chapters?: string }[] = [];
+  for (const t of tracks) {
+    await writeFile(path.join(plan.dir, trackFile(t.index)), writeWebVtt(t.cues));
+    const entry: { index: number; file: string; chapters?: string } = { index: t.index, file: trackFile(t.index) };
+    if (t.chapters && t.chapters.length > 0) {
+      await writeFile(path.join(plan.dir, chaptersFile(t.index)), writeChaptersVtt(t.chapters));
+      entry.chapters = chaptersFile(t.index);
+    }
+    files.push(entry);
+  }
+  if (plan.hlsMaster?.subtitles && segmentSeconds !== undefined) {
+    const mpegts = await mediaStartMpegTs(plan, signal);
+    const durationSeconds = plan.durationMs / 1000;
+    for (const t of tracks) {
+      const rendition = hlsSubtitleRendition(t.cues, { segmentSeconds, durationSeconds, mpegts });
+      const dir = path.dirname(path.join(plan.dir, hlsPlaylist(t.index)));
+      await mkdir(dir, { recursive: true });
+      await writeFile(path.join(plan.dir, hlsPlaylist(t.index)), rendition.playlist);
+      for (const s of rendition.segments) await writeFile(path.join(dir, s.name), s.text);
+    }
+  }
+  if (plan.dashManifest) {
+    const mpd = path.join(plan.dir, plan.dashManifest.file);
+    const text = await readFile(mpd, "utf8");
+    const withText = addTextTracksToMpd(
+      text,
+      tracks.map((t) => ({ id: `subtitle_${t.index}`, language: t.language || "und", label: t.name, url: trackFile(t.index), role: t.track.kind === SubtitleKind.CAPTIONS || t.source === "generated" ? ("caption" as const) : ("subtitle" as const) })),
+    );
+    await writeFile(mpd, withText);
+  }
+  return { files };
+}
+
+/** The job's records of an output's tracks, with URLs in the output's storage. */
+export function trackResults(outputId: string, tracks: readonly PreparedTrack[], files: readonly { index: number; file: string; chapters?: string }[], at: (rel: string) => { url: string; key: string }): { subtitles: SubtitleResultData[]; chapters: ChapterResultData[] } {
+  const round = (n: number) => Math.round(n * 1000) / 1000;
+  const subtitles: SubtitleResultData[] = [];
+  const chapters: ChapterResultData[] = [];
+  for (const t of tracks) {
+    const f = files.find((x) => x.index === t.index);
+    if (!f) continue;
+    subtitles.push({
+      outputId,
+      trackIndex: t.index,
+      source: t.source,
+      language: t.language,
+      name: t.name,
+      ...at(f.file),
+      ...(t.transcript ? { transcript: t.transcript.segments.map((s) => ({ start: round(s.start), end: round(s.end), text: s.text })) } : {}),
+    });
+    if (f.chapters && t.chapters) chapters.push({ outputId, trackIndex: t.index, language: t.language, ...at(f.chapters), chapters: t.chapters.map((c) => ({ start: round(c.start), end: round(c.end), title: c.title })) });
+  }
+  return { subtitles, chapters };
+}
