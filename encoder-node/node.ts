@@ -28,7 +28,7 @@ import { planOutput } from "./plan.js";
 import { probe, type ProbeResult } from "./probe.js";
 import { renderThumbnails } from "./thumbnails.js";
 import { recogniserPaths, startRecogniser, type Recogniser } from "./recogniser.js";
-import { needsTranscription, planTracks, prepareTracks, Transcripts, trackResults, writeTracks, type SubtitleContext } from "./subtitles.js";
+import { needsTranscription, startTracks, startTranscripts, Transcripts, trackResults, writeTracks, type SubtitleContext } from "./subtitles.js";
 import { segmentSecondsOf } from "./plan.js";
 
 export interface EncoderDeps {
@@ -213,6 +213,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       signal,
     };
     const transcripts = new Transcripts(subtitleContext);
+    startTranscripts(job.outputs.filter((o) => o.status !== "completed").map((o) => fromJson(OutputSpecSchema, o.spec)), transcripts);
     for (const output of job.outputs) {
       if (signal.aborted) return;
       if (output.status === "completed") continue;
@@ -230,11 +231,23 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
             tell(job, { type: "output_progress", attempt, at: now, outputId: output.id, progress: percent });
           }
         };
-        // Transcription, when this output has to wait for one, is the first part of its progress.
+        // Speech recognition runs beside the encode; when this output waits on one, it is a share of its progress.
         const share = needsTranscription(spec, transcripts) ? TRANSCRIPTION_SHARE : 0;
-        const tracks = await prepareTracks(spec, subtitleContext, transcripts, (f) => report(share * f));
-        planTracks(plan, tracks);
-        await runPlan(plan, { signal, onProgress: (fraction) => report(share + (1 - share) * fraction) });
+        let heard = 0;
+        let encoded = 0;
+        const both = () => report(share * heard + (1 - share) * encoded);
+        const { provided, generated } = await startTracks(spec, subtitleContext, transcripts, (f) => {
+          heard = f;
+          both();
+        });
+        await runPlan(plan, {
+          signal,
+          onProgress: (fraction) => {
+            encoded = fraction;
+            both();
+          },
+        });
+        const tracks = [...provided, ...(await generated)].sort((a, b) => a.index - b.index);
         const written = await writeTracks(plan, tracks, segmentSecondsOf(spec), signal);
         let stored: { size: number; byFolder: Map<string, number> };
         try {

@@ -8,12 +8,12 @@ import path from "node:path";
 import { BlobError } from "../src/blob/index.js";
 import type { NetGuard } from "../src/net-guard.js";
 import { fetchUrlToFile } from "../src/blob/url.js";
-import { SubtitleKind, SubtitleSource, type OutputSpec, type SubtitleTrack } from "../src/gen/media/v1/job_pb.js";
+import { SubtitleFormat, SubtitleKind, SubtitleSource, type OutputSpec, type SubtitleTrack } from "../src/gen/media/v1/job_pb.js";
 import { toWhisperLanguage } from "../src/asr-languages.js";
 import type { ChapterResultData, SubtitleResultData } from "../actors/job/messages.js";
 import { addTextTracksToMpd, CAPTION_LIMITS, CaptionError, cuesFromTranscript, hlsSubtitleRendition, parseSubtitles, writeChaptersVtt, writeWebVtt, type Chapter, type Cue } from "./captions.js";
 import { FFMPEG_GLOBAL, languageName, type OutputPlan } from "./plan.js";
-import { parseMediaPlaylist, runFfmpeg } from "./ffmpeg.js";
+import { parseMediaPlaylist, runFfmpeg, writeHlsMaster } from "./ffmpeg.js";
 import { MediaError } from "./media-errors.js";
 import { probeStartSeconds, type ProbeResult } from "./probe.js";
 import type { Recogniser, Transcript } from "./recogniser.js";
@@ -55,28 +55,42 @@ function span(ctx: Pick<SubtitleContext, "clip" | "probe">): { start: number; en
 /** Transcripts of one encode attempt, one per language asked ("" detects), made on first use. */
 export class Transcripts {
   private readonly made = new Map<string, Promise<Transcript>>();
+  private readonly listeners = new Map<string, Set<(fraction: number) => void>>();
+  private readonly finished = new Set<string>();
   private wav?: Promise<string>;
 
   constructor(private readonly ctx: SubtitleContext) {}
 
-  /** Whether a transcript for this language still has to be made (for progress shares). */
-  has(language: string): boolean {
-    return this.made.has(language);
+  /** Whether the transcript for this language is made (or failed): nothing left to wait for. */
+  done(language: string): boolean {
+    return this.finished.has(language);
   }
 
+  /** The transcript of a language, started on first ask; onProgress hears its progress from now on. */
   get(language: string, onProgress?: (fraction: number) => void): Promise<Transcript> {
+    if (onProgress) {
+      const set = this.listeners.get(language) ?? new Set();
+      set.add(onProgress);
+      this.listeners.set(language, set);
+    }
     let t = this.made.get(language);
     if (!t) {
-      t = this.make(language, onProgress);
+      t = this.make(language, (f) => {
+        for (const l of this.listeners.get(language) ?? []) l(f);
+      });
+      const settle = () => {
+        this.finished.add(language);
+      };
+      t.then(settle, settle);
       this.made.set(language, t);
     }
     return t;
   }
 
-  private async make(language: string, onProgress?: (fraction: number) => void): Promise<Transcript> {
+  private async make(language: string, onProgress: (fraction: number) => void): Promise<Transcript> {
     const wav = await (this.wav ??= this.extract());
     // The audio extraction is quick next to recognition: it is not counted in progress.
-    return this.ctx.recogniser.transcribe(wav, language, { signal: this.ctx.signal, ...(onProgress ? { onProgress } : {}) });
+    return this.ctx.recogniser.transcribe(wav, language, { signal: this.ctx.signal, onProgress });
   }
 
   /** The input's first audio stream after the clip, as 16 kHz mono 16-bit WAV (what Whisper hears). */
@@ -100,7 +114,7 @@ export class Transcripts {
 
 /** Whether an output has a generated track whose transcript is not made yet. */
 export function needsTranscription(spec: OutputSpec, transcripts: Transcripts): boolean {
-  return spec.subtitleTracks.some((t) => t.source === SubtitleSource.GENERATED && !transcripts.has(toWhisperLanguage(t.language) ?? ""));
+  return spec.subtitleTracks.some((t) => t.source === SubtitleSource.GENERATED && !transcripts.done(toWhisperLanguage(t.language) ?? ""));
 }
 
 /** Fetches a provided track (https through the guard, or a path in the input origin), bounded in size. */
@@ -137,35 +151,64 @@ function clipCues(cues: Cue[], ctx: SubtitleContext): Cue[] {
 export const chapterMinSeconds = (durationSeconds: number) => Math.min(120, Math.max(10, durationSeconds / 10));
 export const MAX_CHAPTERS = 20;
 
-/** Prepares every track of an output, before its encode, so a bad provided file fails it early. */
-export async function prepareTracks(spec: OutputSpec, ctx: SubtitleContext, transcripts: Transcripts, onProgress?: (fraction: number) => void): Promise<PreparedTrack[]> {
-  const prepared: PreparedTrack[] = [];
-  const generated = spec.subtitleTracks.filter((t) => t.source === SubtitleSource.GENERATED).length;
-  let done = 0;
-  for (const [index, track] of spec.subtitleTracks.entries()) {
-    if (ctx.signal.aborted) throw new MediaError("canceled", "canceled");
-    if (track.source === SubtitleSource.GENERATED) {
-      const base = done;
-      const transcript = await transcripts.get(toWhisperLanguage(track.language) ?? "", (f) => onProgress?.((base + f) / generated));
-      done += 1;
-      const language = track.language || transcript.language;
-      const cues = cuesFromTranscript(transcript.segments);
-      // The first chapter starts with the video, whatever silence comes before the first words.
-      const chapters = track.generateChapters && transcript.segments.length > 0 ? (await ctx.recogniser.chapters(transcript.segments.map((s) => ({ start: s.start, end: s.end, text: s.text })), chapterMinSeconds(transcript.durationSeconds), MAX_CHAPTERS)).map((c, i) => (i === 0 ? { ...c, start: 0 } : c)) : undefined;
-      prepared.push({ index, track, source: "generated", language, name: track.name || languageName(language) || "Captions", cues, transcript, ...(chapters ? { chapters } : {}) });
-    } else {
-      const text = await fetchProvided(track, index, ctx);
-      let cues: Cue[];
-      try {
-        cues = parseSubtitles(text, track.format === 2 ? "srt" : track.format === 1 ? "vtt" : undefined);
-      } catch (e) {
-        if (e instanceof CaptionError) throw new MediaError("subtitle_invalid", `subtitle track ${index}: ${e.message}`);
-        throw e;
-      }
-      prepared.push({ index, track, source: "url", language: track.language, name: track.name || languageName(track.language) || `Subtitles ${index + 1}`, cues: clipCues(cues, ctx) });
-    }
+/** A generated track's cues and chapters, once its transcript is made. */
+async function generatedTrack(index: number, track: SubtitleTrack, transcript: Transcript, ctx: SubtitleContext): Promise<PreparedTrack> {
+  const language = track.language || transcript.language;
+  const cues = cuesFromTranscript(transcript.segments);
+  // The first chapter starts with the video, whatever silence comes before the first words.
+  const chapters =
+    track.generateChapters && transcript.segments.length > 0
+      ? (await ctx.recogniser.chapters(transcript.segments.map((s) => ({ start: s.start, end: s.end, text: s.text })), chapterMinSeconds(transcript.durationSeconds), MAX_CHAPTERS)).map((c, i) => (i === 0 ? { ...c, start: 0 } : c))
+      : undefined;
+  return { index, track, source: "generated", language, name: track.name || languageName(language) || "Captions", cues, transcript, ...(chapters ? { chapters } : {}) };
+}
+
+/** A provided track, fetched, validated, converted and moved onto the clip's timeline. */
+async function providedTrack(index: number, track: SubtitleTrack, ctx: SubtitleContext): Promise<PreparedTrack> {
+  const text = await fetchProvided(track, index, ctx);
+  let cues: Cue[];
+  try {
+    cues = parseSubtitles(text, track.format === SubtitleFormat.SRT ? "srt" : track.format === SubtitleFormat.VTT ? "vtt" : undefined);
+  } catch (e) {
+    if (e instanceof CaptionError) throw new MediaError("subtitle_invalid", `subtitle track ${index}: ${e.message}`);
+    throw e;
   }
-  return prepared;
+  return { index, track, source: "url", language: track.language, name: track.name || languageName(track.language) || `Subtitles ${index + 1}`, cues: clipCues(cues, ctx) };
+}
+
+/**
+ * An output's tracks, in two steps so that speech recognition runs beside the encode: `provided`
+ * (fetched and checked before the encode, so a bad file fails the output early) and `generated`
+ * (started at once, awaited after the encode).
+ */
+export async function startTracks(spec: OutputSpec, ctx: SubtitleContext, transcripts: Transcripts, onProgress?: (fraction: number) => void): Promise<{ provided: PreparedTrack[]; generated: Promise<PreparedTrack[]> }> {
+  const kinds = spec.subtitleTracks.map((track, index) => ({ track, index }));
+  const asked = kinds.filter((k) => k.track.source === SubtitleSource.GENERATED);
+  const fractions = asked.map(() => 0);
+  const generated = Promise.all(
+    asked.map(async ({ track, index }, j) => {
+      const transcript = await transcripts.get(toWhisperLanguage(track.language) ?? "", (f) => {
+        fractions[j] = f;
+        onProgress?.(fractions.reduce((a, b) => a + b, 0) / asked.length);
+      });
+      return generatedTrack(index, track, transcript, ctx);
+    }),
+  );
+  // Awaited later; a failure is handled there, not left unhandled meanwhile.
+  generated.catch(() => undefined);
+  const provided: PreparedTrack[] = [];
+  for (const { track, index } of kinds) {
+    if (ctx.signal.aborted) throw new MediaError("canceled", "canceled");
+    if (track.source === SubtitleSource.URL) provided.push(await providedTrack(index, track, ctx));
+  }
+  return { provided, generated };
+}
+
+/** Starts every transcript the job's outputs will need, so recognition runs beside the first encode. */
+export function startTranscripts(specs: readonly OutputSpec[], transcripts: Transcripts): void {
+  for (const spec of specs) {
+    for (const t of spec.subtitleTracks) if (t.source === SubtitleSource.GENERATED) transcripts.get(toWhisperLanguage(t.language) ?? "").catch(() => undefined);
+  }
 }
 
 const trackFile = (index: number) => `subtitles/track_${index}.vtt`;
@@ -173,8 +216,8 @@ const chaptersFile = (index: number) => `subtitles/chapters_${index}.vtt`;
 const hlsPlaylist = (index: number) => `subtitles/track_${index}/index.m3u8`;
 const SUBTITLE_GROUP = "subs";
 
-/** Before the encode: the HLS master lists the tracks as subtitle renditions. */
-export function planTracks(plan: OutputPlan, tracks: readonly PreparedTrack[]): void {
+/** The HLS master lists the tracks as subtitle renditions. */
+function planTracks(plan: OutputPlan, tracks: readonly PreparedTrack[]): void {
   if (!plan.hlsMaster || tracks.length === 0) return;
   plan.hlsMaster.subtitles = tracks.map((t) => ({
     playlist: hlsPlaylist(t.index),
@@ -216,7 +259,10 @@ export async function writeTracks(plan: OutputPlan, tracks: readonly PreparedTra
     }
     files.push(entry);
   }
+  planTracks(plan, tracks);
   if (plan.hlsMaster?.subtitles && segmentSeconds !== undefined) {
+    // The master was written by the encode; it is written again with the subtitle renditions.
+    await writeHlsMaster(plan.dir, plan.hlsMaster, signal);
     const mpegts = await mediaStartMpegTs(plan, signal);
     const durationSeconds = plan.durationMs / 1000;
     for (const t of tracks) {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, ok, startHarness, type Auth, type Harness } from "../harness.js";
 import { stream } from "../watch.js";
 import { launchChromium, openPage, playbackAdvances, playerState } from "../browser.js";
+import { synthesizeSpeech } from "../speech.js";
 
 const run = promisify(execFile);
 let h: Harness;
@@ -18,10 +19,10 @@ let key: Auth;
 let browser: Browser;
 let clip: string;
 
-async function readyVideo(visibility: string): Promise<any> {
-  const size = statSync(clip).size;
-  const created = await ok(call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "clip.mp4", content_type: "video/mp4", size_bytes: size, visibility, title: "Browser clip" }, key));
-  expect((await fetch(created.upload_url, { method: "PUT", body: readFileSync(clip) })).status).toBe(200);
+async function readyVideo(visibility: string, file = clip, extra: object = {}): Promise<any> {
+  const size = statSync(file).size;
+  const created = await ok(call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "clip.mp4", content_type: "video/mp4", size_bytes: size, visibility, title: "Browser clip", ...extra }, key));
+  expect((await fetch(created.upload_url, { method: "PUT", body: readFileSync(file) })).status).toBe(200);
   await ok(call(h.base, "VideoService/CompleteUpload", { id: created.video.id }, key));
   const r = await stream(h.base, "VideoService/Watch", { id: created.video.id }, key);
   const video = r.messages.at(-1)!.body.video;
@@ -57,6 +58,31 @@ describe("the player page of a hosted video", () => {
     expect(log.cspViolations()).toEqual([]);
     await page.close();
   }, 180_000);
+
+  it("shows the captions of a hosted video, timed as the WebVTT file says (the HLS timestamp map lines them up)", async () => {
+    const speech = await synthesizeSpeech(mkdtempSync(path.join(tmpdir(), "browser-speech-")));
+    const video = await readyVideo("unlisted", speech.mp4, { subtitle_tracks: [{ source: "generated", language: "en", is_default: true }] });
+    const { page, status } = await openPage(browser, video.embed_url);
+    expect(status).toBe(200);
+    expect(await playbackAdvances(page, 4, { timeoutMs: 60_000 })).toBeGreaterThan(4);
+    const tracks = await page.waitForFunction(() => {
+      const list = Array.from(document.querySelector("video")!.textTracks);
+      const shown = list.find((t) => t.mode === "showing" && t.cues && t.cues.length > 0);
+      return shown && list.map((t) => ({ kind: t.kind, language: t.language, label: t.label, mode: t.mode, cues: Array.from(t.cues ?? []).map((c) => ({ start: c.startTime, end: c.endTime, text: (c as VTTCue).text })) }));
+    }, undefined, { timeout: 30_000 }).then((handle) => handle.jsonValue());
+    const shown = tracks!.find((t) => t.mode === "showing")!;
+    expect(shown).toMatchObject({ language: "en", label: "English" });
+    // The same cues as the track's WebVTT file (no timestamp map), at the same times.
+    const file = await fetch(video.playback_url.replace(/index\.m3u8$/, "subtitles/track_0.vtt"));
+    expect(file.status).toBe(200);
+    const times = [...(await file.text()).matchAll(/(\d+):(\d\d):(\d\d\.\d{3}) --> (\d+):(\d\d):(\d\d\.\d{3})\n(.+)/g)].map((m) => ({ start: Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]), text: m[7]! }));
+    for (const cue of shown.cues.slice(0, 3)) {
+      const same = times.find((t) => cue.text.startsWith(t.text));
+      expect(same, cue.text).toBeDefined();
+      expect(Math.abs(cue.start - same!.start)).toBeLessThan(0.1);
+    }
+    await page.close();
+  }, 240_000);
 
   it("a private video's page is 404", async () => {
     const video = await readyVideo("private");
