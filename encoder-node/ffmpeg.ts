@@ -360,6 +360,7 @@ export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: Abor
     attrs.push(`URI=${quoted(s.playlist)}`);
     lines.push(`#EXT-X-MEDIA:${attrs.join(",")}`);
   }
+  for (const d of m.sessionData ?? []) lines.push(`#EXT-X-SESSION-DATA:DATA-ID=${quoted(d.id)},URI=${quoted(d.uri)}${d.language ? `,LANGUAGE=${quoted(d.language)}` : ""}`);
   const subtitleGroup = subtitles[0]?.groupId;
   const audioCodecs = [...new Set(audio.map((a) => a.codecs))];
   const audioPeak = Math.max(0, ...audio.map((a) => a.peak));

@@ -40,6 +40,8 @@ export interface HlsMasterPlan {
   audio: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; channels: number }[];
   /** Subtitle renditions (WebVTT media playlists), added by the encoder node when the output has subtitle tracks. */
   subtitles?: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; forced: boolean; captions: boolean }[];
+  /** EXT-X-SESSION-DATA entries (chapters: Apple's com.apple.hls.chapters JSON). */
+  sessionData?: { id: string; uri: string; language: string }[];
 }
 
 export interface OutputPlan {

@@ -213,6 +213,13 @@ export function startTranscripts(specs: readonly OutputSpec[], transcripts: Tran
 
 const trackFile = (index: number) => `subtitles/track_${index}.vtt`;
 const chaptersFile = (index: number) => `subtitles/chapters_${index}.vtt`;
+const chaptersJsonFile = (index: number) => `subtitles/chapters_${index}.json`;
+
+/** Apple's HLS chapter list (com.apple.hls.chapters): start and duration of each chapter, its title by language. */
+export function appleChapters(chapters: readonly Chapter[], language: string): string {
+  const round = (n: number) => Math.round(n * 1000) / 1000;
+  return JSON.stringify(chapters.map((c, i) => ({ chapter: i + 1, "start-time": round(c.start), duration: round(c.end - c.start), titles: [{ language: language || "und", title: c.title }] })));
+}
 const hlsPlaylist = (index: number) => `subtitles/track_${index}/index.m3u8`;
 const SUBTITLE_GROUP = "subs";
 
@@ -228,6 +235,8 @@ function planTracks(plan: OutputPlan, tracks: readonly PreparedTrack[]): void {
     forced: t.track.forced,
     captions: t.track.kind === SubtitleKind.CAPTIONS,
   }));
+  const chaptered = tracks.filter((t) => t.chapters && t.chapters.length > 0);
+  if (chaptered.length > 0) plan.hlsMaster.sessionData = chaptered.map((t) => ({ id: "com.apple.hls.chapters", uri: chaptersJsonFile(t.index), language: t.language }));
 }
 
 /**
@@ -255,6 +264,7 @@ export async function writeTracks(plan: OutputPlan, tracks: readonly PreparedTra
     const entry: { index: number; file: string; chapters?: string } = { index: t.index, file: trackFile(t.index) };
     if (t.chapters && t.chapters.length > 0) {
       await writeFile(path.join(plan.dir, chaptersFile(t.index)), writeChaptersVtt(t.chapters));
+      if (plan.hlsMaster) await writeFile(path.join(plan.dir, chaptersJsonFile(t.index)), appleChapters(t.chapters, t.language));
       entry.chapters = chaptersFile(t.index);
     }
     files.push(entry);

@@ -12,6 +12,7 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".m3u8": "application/vnd.apple.mpegurl",
   ".mpd": "application/dash+xml",
   ".vtt": "text/vtt",
+  ".json": "application/json",
   ".jpg": "image/jpeg",
   ".png": "image/png",
   ".webp": "image/webp",

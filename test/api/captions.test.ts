@@ -160,6 +160,11 @@ describe("subtitle tracks", () => {
     expect(subs.map((m) => [m.LANGUAGE, m.NAME, m.DEFAULT])).toEqual([["en", "English", "YES"], ["fr", "Français", "NO"]]);
     expect(subs[0]!.CHARACTERISTICS).toContain("public.accessibility.transcribes-spoken-dialog");
     for (const v of master.variants) expect(v.attributes.SUBTITLES).toBe(subs[0]!["GROUP-ID"]);
+    // The chapters as Apple's session data: one entry per chapter, titled in the track's language.
+    const session = /#EXT-X-SESSION-DATA:DATA-ID="com\.apple\.hls\.chapters",URI="([^"]+)",LANGUAGE="en"/.exec(await out(hlsKey));
+    expect(session).not.toBeNull();
+    const apple = JSON.parse(await out(base + session![1]!));
+    expect(apple.map((c: any) => [c.chapter, c["start-time"], c.titles[0].title])).toEqual(chapters.map((c, i) => [i + 1, c.start_seconds, c.title]));
     // Segmented WebVTT whose X-TIMESTAMP-MAP is where the video's timestamps start.
     const videoMedia = parseHlsMedia(await out(base + master.variants[0]!.uri));
     const firstTs = path.join(work, "first.ts");

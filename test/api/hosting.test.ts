@@ -282,6 +282,10 @@ describe("uploads refused", () => {
     expect((await errorDetails(url.body)).fieldViolations.map((v) => v.field)).toEqual(["url"]);
     const local = await call(h.base, "VideoService/CreateFromUrl", { app_id: h.boot.app_id, url: "http://169.254.169.254/latest/meta-data" }, key);
     expect((await errorDetails(local.body)).fieldViolations.map((v) => v.field)).toEqual(["url"]);
+    // Subtitle tracks are checked as a job's are; a hosted video has no input origin to read a path from.
+    const tracks = await call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "c.mp4", content_type: "video/mp4", size_bytes: 10, subtitle_tracks: [{ source: "generated", language: "xx-klingon" }, { source: "url", url: "subs/en.vtt" }, { source: "url", url: "https://example.com/en.srt", generate_chapters: true }] }, key);
+    expect(tracks.status).toBe(400);
+    expect((await errorDetails(tracks.body)).fieldViolations.map((v) => v.field)).toEqual(["subtitle_tracks[0].language", "subtitle_tracks[2].generate_chapters", "subtitle_tracks[1].url"]);
   });
 });
 
