@@ -72,6 +72,9 @@ describe("check", () => {
     expect((await refusal(guard().check("ftp://8.8.8.8/", { allowHttp: true }))).reason).toBe("scheme");
     expect((await refusal(guard().check("file:///etc/passwd"))).reason).toBe("scheme");
     expect((await refusal(guard().check("not a url"))).reason).toBe("invalid_url");
+    // http and https need a host: WHATWG URL refuses them without one, which the guard reports as invalid.
+    for (const hostless of ["https://", "https:///", "http://:443/"]) expect((await refusal(guard().check(hostless, { allowHttp: true }))).reason).toBe("invalid_url");
+    expect(guard().parse("https:///8.8.8.8/x").hostname).toBe("8.8.8.8");
   });
 
   it("refuses loopback, private and metadata addresses, literal or resolved", async () => {
