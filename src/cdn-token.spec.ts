@@ -1,3 +1,4 @@
+import { createHmac } from "node:crypto";
 import { describe, it, expect } from "vitest";
 import { bunnyDirectoryUrl, bunnyToken, signDirectoryUrl, verifyDirectoryPath } from "./cdn-token.js";
 
@@ -67,17 +68,57 @@ describe("signDirectoryUrl", () => {
   });
 
   it.each([
-    ["an empty key", "https://cdn.example.com", "", "/play/vid_x/", "/play/vid_x/a.ts", 1],
-    ["a base ending in '/'", "https://cdn.example.com/", "k", "/play/vid_x/", "/play/vid_x/a.ts", 1],
-    ["a token path without trailing '/'", "https://cdn.example.com", "k", "/play/vid_x", "/play/vid_x/a.ts", 1],
-    ["a token path with '..'", "https://cdn.example.com", "k", "/play/../", "/play/../a.ts", 1],
-    ["a file outside the token path", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_y/a.ts", 1],
-    ["a file with '..'", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/../vid_y/a.ts", 1],
-    ["the directory itself", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/", 1],
-    ["a fractional expiry", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/a.ts", 1.5],
-    ["a negative expiry", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/a.ts", -1],
-  ] as const)("refuses %s", (_name, base, key, tokenPath, filePath, expires) => {
-    expect(() => signDirectoryUrl(base, key, tokenPath, filePath, expires)).toThrow(RangeError);
+    ["an empty key", "https://cdn.example.com", "", "/play/vid_x/", "/play/vid_x/a.ts", 1, "cdn token: empty key"],
+    ["a base ending in '/'", "https://cdn.example.com/", "k", "/play/vid_x/", "/play/vid_x/a.ts", 1, "cdn token: base must not end with '/'"],
+    ["a token path without trailing '/'", "https://cdn.example.com", "k", "/play/vid_x", "/play/vid_x/a.ts", 1, 'cdn token: bad token path "/play/vid_x"'],
+    ["a token path with '..'", "https://cdn.example.com", "k", "/play/../", "/play/../a.ts", 1, 'cdn token: bad token path "/play/../"'],
+    ["a token path without leading '/'", "https://cdn.example.com", "k", "play/vid_x/", "play/vid_x/a.ts", 1, 'cdn token: bad token path "play/vid_x/"'],
+    ["a token path with an empty segment", "https://cdn.example.com", "k", "/play//vid_x/", "/play//vid_x/a.ts", 1, 'cdn token: bad token path "/play//vid_x/"'],
+    ["an empty token path", "https://cdn.example.com", "k", "", "/play/vid_x/a.ts", 1, 'cdn token: bad token path ""'],
+    ["a file outside the token path", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_y/a.ts", 1, 'cdn token: file "/play/vid_y/a.ts" is not under "/play/vid_x/"'],
+    ["a file with '..'", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/../vid_y/a.ts", 1, 'cdn token: file "/play/vid_x/../vid_y/a.ts" is not under "/play/vid_x/"'],
+    ["the directory itself", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/", 1, 'cdn token: file "/play/vid_x/" is not under "/play/vid_x/"'],
+    ["a fractional expiry", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/a.ts", 1.5, "cdn token: expires must be unix seconds"],
+    ["a negative expiry", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/a.ts", -1, "cdn token: expires must be unix seconds"],
+    ["an unsafe expiry", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/a.ts", 2 ** 53, "cdn token: expires must be unix seconds"],
+  ] as const)("refuses %s with a RangeError that says why", (_name, base, key, tokenPath, filePath, expires, message) => {
+    const sign = () => signDirectoryUrl(base, key, tokenPath, filePath, expires);
+    expect(sign).toThrow(RangeError);
+    expect(sign).toThrow(new RangeError(message));
+  });
+
+  it("signs expires 0 (the epoch is unix seconds too)", () => {
+    expect(signDirectoryUrl("https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/a.ts", 0)).toBe(
+      `https://cdn.example.com/bcdn_token=${bunnyToken("k", "/play/vid_x/", 0, { token_path: "/play/vid_x/" })}&token_path=%2Fplay%2Fvid_x%2F&expires=0/play/vid_x/a.ts`,
+    );
+  });
+
+  // Segments are encoded as encodeURIComponent does; RFC 3986 unreserved characters stay as they are.
+  // Upper-case paths too, so that no lower-case letter or digit forces the encoding on its own.
+  it.each([
+    ["/play/vid_x/", "/play/vid_x/a b.ts", "/play/vid_x/a%20b.ts"],
+    ["/play/vid_x/", "/play/vid_x/a:b.ts", "/play/vid_x/a%3Ab.ts"],
+    ["/play/vid_x/", "/play/vid_x/a@b.ts", "/play/vid_x/a%40b.ts"],
+    ["/play/vid_x/", "/play/vid_x/a[1].ts", "/play/vid_x/a%5B1%5D.ts"],
+    ["/play/vid_x/", "/play/vid_x/a`b.ts", "/play/vid_x/a%60b.ts"],
+    ["/play/vid_x/", "/play/vid_x/a^b.ts", "/play/vid_x/a%5Eb.ts"],
+    ["/play/vid_x/", "/play/vid_x/a{1}.ts", "/play/vid_x/a%7B1%7D.ts"],
+    ["/play/vid_x/", "/play/vid_x/a|b.ts", "/play/vid_x/a%7Cb.ts"],
+    ["/play/vid_x/", "/play/vid_x/é.ts", "/play/vid_x/%C3%A9.ts"],
+    ["/play/vid_x/", "/play/vid_x/a#b?c.ts", "/play/vid_x/a%23b%3Fc.ts"],
+    ["/play/vid_x/", "/play/vid_x/100%.ts", "/play/vid_x/100%25.ts"],
+    ["/play/vid_x/", "/play/vid_x/a&b=c+d.ts", "/play/vid_x/a%26b%3Dc%2Bd.ts"],
+    ["/play/vid_x/", '/play/vid_x/a"b;c,d$.ts', "/play/vid_x/a%22b%3Bc%2Cd%24.ts"],
+    ["/PLAY/", "/PLAY/A B.TS", "/PLAY/A%20B.TS"],
+    ["/PLAY/", "/PLAY/A:B.TS", "/PLAY/A%3AB.TS"],
+    ["/PLAY/", "/PLAY/A{B}.TS", "/PLAY/A%7BB%7D.TS"],
+    ["/PLAY/", "/PLAY/A`B.TS", "/PLAY/A%60B.TS"],
+    ["/play/vid_x/", "/play/vid_x/AZaz09-._~.ts", "/play/vid_x/AZaz09-._~.ts"],
+    ["/play/vid_x/", "/play/vid_x/a!'()*.ts", "/play/vid_x/a!'()*.ts"],
+  ])("percent-encodes the file path (%s, %s)", (tokenPath, filePath, encoded) => {
+    const url = signDirectoryUrl("", "k", tokenPath, filePath, 1);
+    expect(url.slice(url.indexOf("/", 1))).toBe(encoded);
+    expect(verifyDirectoryPath(url, ["k"], 1)).toEqual({ ok: true, filePath, tokenPath, expires: 1 });
   });
 });
 
@@ -198,5 +239,151 @@ describe("verifyDirectoryPath key rotation", () => {
   it("refuses tokens of a rotated-out key, and keeps accepting the current one", () => {
     expect(verifyDirectoryPath(`${segment(OLD_KEY)}${file}`, [KEY], NOW)).toEqual({ ok: false, reason: "signature" });
     expect(verifyDirectoryPath(`${segment(KEY)}${file}`, [KEY], NOW).ok).toBe(true);
+  });
+});
+
+describe("bunnyToken signing string", () => {
+  const hs256 = (message: string) => `HS256-${createHmac("sha256", BUNNY_KEY).update(message).digest("base64url")}`;
+
+  it("signs path ‖ expires ‖ the parameters sorted by name in code-point order, whatever order they are given in", () => {
+    const expected = hs256("/a.ts1598024587B=3&_=4&a=1&b=2");
+    expect(bunnyToken(BUNNY_KEY, "/a.ts", BUNNY_EXPIRES, { B: "3", _: "4", a: "1", b: "2" })).toBe(expected);
+    expect(bunnyToken(BUNNY_KEY, "/a.ts", BUNNY_EXPIRES, { b: "2", a: "1", _: "4", B: "3" })).toBe(expected);
+    expect(bunnyToken(BUNNY_KEY, "/a.ts", BUNNY_EXPIRES, { a: "1", b: "2" })).toBe(hs256("/a.ts1598024587a=1&b=2"));
+    expect(bunnyToken(BUNNY_KEY, "/a.ts", BUNNY_EXPIRES, { b: "2", a: "1" })).toBe(hs256("/a.ts1598024587a=1&b=2"));
+  });
+
+  it("treats an empty token path in bunnyDirectoryUrl as none", () => {
+    expect(bunnyDirectoryUrl(BUNNY_HOST, BUNNY_KEY, "/abc/", BUNNY_EXPIRES, "")).toBe(bunnyDirectoryUrl(BUNNY_HOST, BUNNY_KEY, "/abc/", BUNNY_EXPIRES));
+  });
+});
+
+describe("verifyDirectoryPath edge cases", () => {
+  const seg = segment();
+  const file = "/play/vid_x/a.ts";
+  const sig = seg.slice("/bcdn_token=HS256-".length, seg.indexOf("&"));
+  const rest = seg.slice(seg.indexOf("&"));
+  const withSig = (s: string) => `/bcdn_token=HS256-${s}${rest}${file}`;
+  const withExpires = (text: string) => seg.replace(`expires=${EXP}`, `expires=${text}`) + file;
+  const withTokenPath = (raw: string) => seg.replace("token_path=%2Fplay%2Fvid_x%2F", `token_path=${raw}`) + file;
+
+  it("accepts a path of 4096 characters and refuses one longer, unparsed", () => {
+    const pad = (length: number) => `${seg}${DIR}${"a".repeat(length - seg.length - DIR.length - 3)}.ts`;
+    expect(pad(4096)).toHaveLength(4096);
+    expect(verifyDirectoryPath(pad(4096), [KEY], NOW)).toMatchObject({ ok: true });
+    expect(verifyDirectoryPath(pad(4097), [KEY], NOW)).toEqual({ ok: false, reason: "malformed" });
+  });
+
+  it("accepts '&' and '=' in the file path (the token segment ends at the first '/')", () => {
+    expect(verifyDirectoryPath(`${seg}/play/vid_x/a&b=c.ts`, [KEY], NOW)).toEqual({ ok: true, filePath: "/play/vid_x/a&b=c.ts", tokenPath: DIR, expires: EXP });
+  });
+
+  it.each([
+    ["a repeated bcdn_token (even with the same value)", `${seg}&bcdn_token=HS256-${sig}${file}`],
+    ["a repeated token_path (even with the same value)", `${seg}&token_path=%2Fplay%2Fvid_x%2F${file}`],
+    ["a parameter without '='", `${seg}&expires${file}`],
+    ["a token segment alone, without any '/' after it", seg.replaceAll("%2F", "")],
+  ])("refuses %s as malformed", (_name, raw) => {
+    expect(verifyDirectoryPath(raw, [KEY], NOW)).toEqual({ ok: false, reason: "malformed" });
+  });
+
+  describe("the signature spelling", () => {
+    // A 43-character base64url digest: the last character carries 2 unused bits, which must be zero.
+    it.each(["+", "/", ".", "!", ":", "@", "[", "`", "{", "~", "é", "%"])("refuses %s in the signature", (c) => {
+      expect(verifyDirectoryPath(withSig(sig.slice(0, 20) + c + sig.slice(21)), [KEY], NOW)).toMatchObject({ ok: false, reason: "malformed" });
+      expect(verifyDirectoryPath(withSig(sig.slice(0, 42) + c), [KEY], NOW)).toMatchObject({ ok: false, reason: "malformed" });
+    });
+
+    it("refuses standard base64 '+' spelled for '-' (Buffer decodes both to the same bytes)", () => {
+      // Sign until the signature has a '-' before its last character.
+      let expires = EXP;
+      let s = segment(KEY, expires);
+      while (!s.slice(18, 60).includes("-")) s = segment(KEY, ++expires);
+      const signature = s.slice(18, 61);
+      expect(verifyDirectoryPath(`${s}${file}`, [KEY], NOW)).toMatchObject({ ok: true });
+      const plus = s.replace(signature, signature.slice(0, 42).replaceAll("-", "+") + signature.slice(42));
+      expect(verifyDirectoryPath(`${plus}${file}`, [KEY], NOW)).toEqual({ ok: false, reason: "malformed" });
+    });
+
+    it.each([..."AEIMQUYcgkosw048"])("accepts the canonical last character %s (and checks it against the key)", (c) => {
+      const result = verifyDirectoryPath(withSig(sig.slice(0, 42) + c), [KEY], NOW);
+      expect(result).toEqual(c === sig[42] ? { ok: true, filePath: file, tokenPath: DIR, expires: EXP } : { ok: false, reason: "signature" });
+    });
+
+    it.each([..."BCDFZbdfzl159-_"])("refuses the non-canonical last character %s", (c) => {
+      expect(verifyDirectoryPath(withSig(sig.slice(0, 42) + c), [KEY], NOW)).toEqual({ ok: false, reason: "malformed" });
+    });
+
+    it("accepts every base64url character before the last (and checks it against the key)", () => {
+      for (const c of "AZaz09-_") {
+        const changed = sig.slice(0, 20) + c + sig.slice(21);
+        expect(verifyDirectoryPath(withSig(changed), [KEY], NOW)).toEqual(changed === sig ? { ok: true, filePath: file, tokenPath: DIR, expires: EXP } : { ok: false, reason: "signature" });
+      }
+    });
+  });
+
+  describe("expires", () => {
+    it("accepts expires 0: well-formed, so expired now and valid at time 0", () => {
+      const raw = `${segment(KEY, 0)}${file}`;
+      expect(raw).toContain("&expires=0/");
+      expect(verifyDirectoryPath(raw, [KEY], NOW)).toEqual({ ok: false, reason: "expired" });
+      expect(verifyDirectoryPath(raw, [KEY], 0)).toEqual({ ok: true, filePath: file, tokenPath: DIR, expires: 0 });
+    });
+
+    it("accepts 15 digits and refuses 16, even when signed", () => {
+      expect(verifyDirectoryPath(`${segment(KEY, 999_999_999_999_999)}${file}`, [KEY], NOW)).toMatchObject({ ok: true, expires: 999_999_999_999_999 });
+      expect(verifyDirectoryPath(`${segment(KEY, 1_000_000_000_000_000)}${file}`, [KEY], NOW)).toEqual({ ok: false, reason: "malformed" });
+    });
+
+    it.each([
+      ["empty", ""],
+      ["a leading zero", `0${EXP}`],
+      ["16 digits", `1${"0".repeat(15)}`],
+      ["a minus sign", "-1"],
+      ["a plus sign", `+${EXP}`],
+      ["a decimal point", `${EXP}.0`],
+      ["an exponent", "1e10"],
+      ["hex", "0x7fffffff"],
+      ["a leading space", `%20${EXP}`],
+      ["a ':' (the character after '9')", `${EXP}:`],
+      ["a '.' (below '0')", `${EXP}.`],
+      ["a letter", `${String(EXP).slice(0, -1)}a`],
+    ])("refuses %s as malformed", (_name, text) => {
+      expect(verifyDirectoryPath(withExpires(text), [KEY], NOW)).toEqual({ ok: false, reason: "malformed" });
+    });
+  });
+
+  describe("token_path", () => {
+    it.each([
+      ["no leading '/'", "play%2Fvid_x%2F"],
+      ["a '..' segment", "%2Fplay%2F..%2F"],
+      ["a '.' segment", "%2Fplay%2F.%2F"],
+      ["an empty segment", "%2Fplay%2F%2Fvid_x%2F"],
+      ["no trailing '/'", "%2Fplay%2Fvid_x"],
+      ["a broken escape", "%2Fplay%2Fvid_x%2"],
+      ["a NUL", "%2Fplay%00%2F"],
+      ["empty", ""],
+    ])("refuses a token path with %s as malformed", (_name, raw) => {
+      expect(verifyDirectoryPath(withTokenPath(raw), [KEY], NOW)).toEqual({ ok: false, reason: "malformed" });
+    });
+
+    it("refuses an unencoded token path: its first '/' ends the token segment", () => {
+      const raw = signDirectoryUrl("", KEY, "/a/", "/a/b.ts", EXP).replace("token_path=%2Fa%2F", "token_path=/a/");
+      expect(verifyDirectoryPath(raw, [KEY], NOW)).toEqual({ ok: false, reason: "malformed" });
+    });
+  });
+
+  describe("file names that look like dot segments but are not", () => {
+    it.each(["/play/vid_x/a", "/play/vid_x/hd/a.ts", "/play/vid_x/a./b.ts", "/play/vid_x/.a", "/play/vid_x/.hidden/b.ts", "/play/vid_x/...", "/play/vid_x/..a/b.ts", "/play/vid_x/a.."])(
+      "signs and accepts %s",
+      (path) => {
+        const raw = signDirectoryUrl("", KEY, DIR, path, EXP);
+        expect(verifyDirectoryPath(raw, [KEY], NOW)).toEqual({ ok: true, filePath: path, tokenPath: DIR, expires: EXP });
+      },
+    );
+
+    it.each(["/play/vid_x/./a.ts", "/play/vid_x/../vid_x/a.ts", "/play/vid_x/a/.", "/play/vid_x/a/.."])("refuses %s as outside", (path) => {
+      expect(verifyDirectoryPath(`${seg}${path}`, [KEY], NOW)).toEqual({ ok: false, reason: "outside" });
+    });
   });
 });
