@@ -24,12 +24,11 @@ import type { Reply } from "../src/replies.js";
 import type { SecretBox } from "../src/secrets.js";
 import { runPlan } from "./ffmpeg.js";
 import { MediaError } from "./media-errors.js";
-import { planOutput } from "./plan.js";
+import { planOutput, segmentSecondsOf } from "./plan.js";
 import { probe, type ProbeResult } from "./probe.js";
 import { renderThumbnails } from "./thumbnails.js";
 import { recogniserPaths, startRecogniser, type Recogniser } from "./recogniser.js";
 import { needsTranscription, startTracks, startTranscripts, Transcripts, trackResults, writeTracks, type SubtitleContext } from "./subtitles.js";
-import { segmentSecondsOf } from "./plan.js";
 
 export interface EncoderDeps {
   readonly bus: Bus;

@@ -5,9 +5,8 @@
 // for a track that asked for chapters. Transcripts are made once per language per encode attempt.
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { BlobError } from "../src/blob/index.js";
+import { BlobError, fetchUrlToFile } from "../src/blob/index.js";
 import type { NetGuard } from "../src/net-guard.js";
-import { fetchUrlToFile } from "../src/blob/url.js";
 import { SubtitleFormat, SubtitleKind, SubtitleSource, type OutputSpec, type SubtitleTrack } from "../src/gen/media/v1/job_pb.js";
 import { toWhisperLanguage } from "../src/asr-languages.js";
 import type { ChapterResultData, SubtitleResultData } from "../actors/job/messages.js";

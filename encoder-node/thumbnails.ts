@@ -4,6 +4,7 @@ import { stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ThumbnailSpec } from "../src/gen/media/v1/job_pb.js";
 import { THUMBNAIL_DEFAULTS as DEFAULTS, THUMBNAIL_FORMATS as FORMATS, THUMBNAIL_LIMITS, THUMBNAIL_MODES as MODES, type ThumbnailFormatName as Format, type ThumbnailModeName as Mode } from "../src/thumbnail-spec.js";
+import { formatVttTime } from "./captions.js";
 import { runFfmpeg } from "./ffmpeg.js";
 import { MediaError } from "./media-errors.js";
 import type { PlanInput } from "./plan.js";
@@ -106,13 +107,12 @@ async function renderOne(spec: ThumbnailSpec, t: number, input: PlanInput, opts:
       const file = `sprite-${t}.${format}`;
       const vtt = `sprite-${t}.vtt`;
       await run(["-ss", start.toFixed(3), "-i", input.file, "-map", "0:v:0", "-vf", `fps=1000000/${Math.round(every * 1e6)},${scale(tile)},tile=${cols}x${rows}`, "-frames:v", "1", ...QUALITY[format], path.join(opts.dir, file)]);
-      const cue = (s: number) => new Date(Math.round(s * 1000)).toISOString().slice(11, 23);
       const cues = Array.from({ length: count }, (_, k) => {
         const from = start + k * every;
         const to = k === count - 1 ? Math.max(duration, from + 0.001) : from + every;
         const x = (k % cols) * tile.width;
         const y = Math.floor(k / cols) * tile.height;
-        return `${cue(from)} --> ${cue(to)}\n${file}#xywh=${x},${y},${tile.width},${tile.height}`;
+        return `${formatVttTime(from)} --> ${formatVttTime(to)}\n${file}#xywh=${x},${y},${tile.width},${tile.height}`;
       });
       await writeFile(path.join(opts.dir, vtt), `WEBVTT\n\n${cues.join("\n\n")}\n`);
       return [await artifact(file, 0, { width: cols * tile.width, height: rows * tile.height }, start, { indexFile: vtt })];
