@@ -1,11 +1,15 @@
 // Runs ffmpeg: one process per command in its own process group (killed whole on abort), progress
-// parsed from -progress, CPU time from -benchmark; then finishes a plan's manifests.
+// parsed from -progress, CPU time from -benchmark; then packages a protected plan and finishes its
+// manifests.
 import { spawn } from "node:child_process";
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { createDecipheriv } from "node:crypto";
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
+import type { ContentKey } from "../src/drm/types.js";
 import { MediaError, type MediaErrorCode } from "./media-errors.js";
+import { checkPackagingKeys, removeAes128KeyInfo, runPackager, writeAes128KeyInfo } from "./packager.js";
 import type { HlsMasterPlan, OutputPlan } from "./plan.js";
-import { probeStreamCodec, type StreamCodec } from "./probe.js";
+import { probeStartSeconds, probeStreamCodec, type StreamCodec } from "./probe.js";
 
 export interface RunProgress {
   fraction: number;
@@ -182,12 +186,15 @@ function lines(stream: NodeJS.ReadableStream, fn: (line: string) => void): void 
   });
 }
 
+/** Share of a protected output's progress that packaging stands for: about 0.2 s per 10 s rendition, next to encoding's minutes. */
+const PACKAGING_SHARE = 0.03;
+
 /**
- * Runs a plan's commands (all at once when parallel, else in order) and writes the manifests the
- * plan asks for. Progress is the weighted mean of the commands' progress; a failed command stops
- * the others and its error is the one reported.
+ * Runs a plan's commands (all at once when parallel, else in order), packages a protected plan
+ * with `keys`, and writes the manifests the plan asks for. Progress is the weighted mean of the
+ * commands' progress; a failed command stops the others and its error is the one reported.
  */
-export async function runPlan(plan: OutputPlan, opts: { signal?: AbortSignal; onProgress?: (fraction: number) => void }): Promise<RunResult> {
+export async function runPlan(plan: OutputPlan, opts: { signal?: AbortSignal; onProgress?: (fraction: number) => void; keys?: readonly ContentKey[] }): Promise<RunResult> {
   if (opts.signal?.aborted) throw new MediaError("canceled", "encode canceled");
   const started = Date.now();
   await mkdir(plan.dir, { recursive: true });
@@ -196,8 +203,9 @@ export async function runPlan(plan: OutputPlan, opts: { signal?: AbortSignal; on
   const total = weights.reduce((a, b) => a + b, 0) || 1;
   const fractions = plan.commands.map(() => 0);
   const reporter = throttle((f) => opts.onProgress?.(f));
+  const encodeShare = plan.packaging ? 1 - PACKAGING_SHARE : 1;
   // Manifests are the last step: commands together stop just short of 1.
-  const report = () => reporter.update(Math.min(0.999, fractions.reduce((sum, f, i) => sum + f * weights[i]!, 0) / total));
+  const report = () => reporter.update(Math.min(0.999, (encodeShare * fractions.reduce((sum, f, i) => sum + f * weights[i]!, 0)) / total));
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   opts.signal?.addEventListener("abort", onAbort, { once: true });
@@ -210,7 +218,17 @@ export async function runPlan(plan: OutputPlan, opts: { signal?: AbortSignal; on
     if (r.cpuSeconds === undefined) cpuKnown = false;
     else cpu += r.cpuSeconds;
   };
+  // ffmpeg's HLS muxer takes one key info file for every stream: aes_128 encrypts with the first key given.
+  const aes128Key = opts.keys?.[0];
   try {
+    if (plan.aes128) {
+      if (!aes128Key) throw new MediaError("internal", "the output is encrypted with aes_128, but no content key was given");
+      await writeAes128KeyInfo(plan.aes128.keyInfoFile, aes128Key);
+    }
+    if (plan.packaging) {
+      checkPackagingKeys(plan.packaging, opts.keys ?? []);
+      await mkdir(plan.packaging.clearDir, { recursive: true });
+    }
     if (plan.parallel) {
       let first: unknown;
       await Promise.all(
@@ -226,11 +244,17 @@ export async function runPlan(plan: OutputPlan, opts: { signal?: AbortSignal; on
     } else {
       for (let i = 0; i < n; i++) await run(i);
     }
+    if (plan.packaging) {
+      await runPackager(plan.packaging, opts.keys ?? [], { signal: stop.signal });
+      reporter.update(0.999);
+    }
+    if (plan.aes128 && aes128Key && plan.hlsMaster) await probeAes128Codecs(plan.dir, plan.hlsMaster, aes128Key, path.dirname(plan.aes128.keyInfoFile), stop.signal);
     if (plan.dashManifest) await setMinBufferTime(path.join(plan.dir, plan.dashManifest.file), plan.dashManifest.minBufferTimeSeconds);
     if (plan.hlsMaster) await writeHlsMaster(plan.dir, plan.hlsMaster, stop.signal);
   } finally {
     opts.signal?.removeEventListener("abort", onAbort);
     reporter.stop();
+    if (plan.aes128) await removeAes128KeyInfo(plan.aes128.keyInfoFile);
   }
   if (opts.signal?.aborted) throw new MediaError("canceled", "encode canceled");
   opts.onProgress?.(1);
@@ -308,8 +332,8 @@ interface Measured {
   codecs: string;
 }
 
-/** Peak and average bits per second over a media playlist's segments, and its codec string. */
-async function measure(dir: string, playlist: string, signal: AbortSignal): Promise<Measured> {
+/** Peak and average bits per second over a media playlist's segments, and its codec string (probed unless known). */
+async function measure(dir: string, playlist: string, known: string | undefined, signal: AbortSignal): Promise<Measured> {
   const base = path.dirname(path.join(dir, playlist));
   const media = parseMediaPlaylist(await readFile(path.join(dir, playlist), "utf8"));
   if (media.segments.length === 0) throw new MediaError("encode_failed", `${playlist} lists no segments`);
@@ -327,16 +351,39 @@ async function measure(dir: string, playlist: string, signal: AbortSignal): Prom
   }
   const first = path.join(base, media.segments[0]!.uri);
   const source = media.init ? `concat:${path.join(base, media.init)}|${first}` : first;
-  const codec = await probeStreamCodec(source, signal);
-  return { version: media.version, peak: Math.ceil(peak), average: Math.ceil(bits / Math.max(seconds, 0.001)), codecs: codecString(codec, media.init !== undefined) };
+  const codecs = known ?? codecString(await probeStreamCodec(source, signal), media.init !== undefined);
+  return { version: media.version, peak: Math.ceil(peak), average: Math.ceil(bits / Math.max(seconds, 0.001)), codecs };
+}
+
+/**
+ * aes_128: ffprobe cannot read an encrypted ts segment, so each media playlist's codec string is
+ * probed here once, from its first segment decrypted into `scratch`, and kept in the master plan
+ * for every later write of the master (the subtitle renditions write it again, after the key is gone).
+ */
+async function probeAes128Codecs(dir: string, m: HlsMasterPlan, key: ContentKey, scratch: string, signal: AbortSignal): Promise<void> {
+  for (const entry of [...m.variants, ...m.audio]) {
+    const file = path.join(dir, entry.playlist);
+    const text = await readFile(file, "utf8");
+    const iv = /^#EXT-X-KEY:METHOD=AES-128,.*IV=0x([0-9a-f]{32})/im.exec(text)?.[1];
+    const first = parseMediaPlaylist(text).segments[0];
+    if (!iv || !first) throw new MediaError("encode_failed", `${entry.playlist} has no AES-128 key line with an IV, or no segment`);
+    // With single_file the first segment is the file's first byte range.
+    const bytes = (await readFile(path.join(path.dirname(file), first.uri))).subarray(0, first.bytes);
+    const decipher = createDecipheriv("aes-128-cbc", Buffer.from(key.key, "hex"), Buffer.from(iv, "hex"));
+    const clear = path.join(scratch, "probe.ts");
+    await writeFile(clear, Buffer.concat([decipher.update(bytes), decipher.final()]));
+    entry.codecs = codecString(await probeStreamCodec(clear, signal), false);
+    m.firstTimestampSeconds ??= await probeStartSeconds(clear, signal);
+    await rm(clear, { force: true });
+  }
 }
 
 const quoted = (s: string) => `"${s.replace(/["\r\n]/g, "'")}"`;
 
 /** Writes the multivariant playlist from what was produced: measured bandwidths, probed codecs. */
 export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: AbortSignal): Promise<void> {
-  const audio = await Promise.all(m.audio.map(async (a) => ({ ...a, ...(await measure(dir, a.playlist, signal)) })));
-  const variants = await Promise.all(m.variants.map(async (v) => ({ ...v, ...(await measure(dir, v.playlist, signal)) })));
+  const audio = await Promise.all(m.audio.map(async (a) => ({ ...a, ...(await measure(dir, a.playlist, a.codecs, signal)) })));
+  const variants = await Promise.all(m.variants.map(async (v) => ({ ...v, ...(await measure(dir, v.playlist, v.codecs, signal)) })));
   const version = Math.max(3, ...audio.map((a) => a.version), ...variants.map((v) => v.version));
   const lines = ["#EXTM3U", `#EXT-X-VERSION:${version}`, "#EXT-X-INDEPENDENT-SEGMENTS"];
   const audioOnly = variants.length === 0;

@@ -9,6 +9,7 @@ export type MediaErrorCode =
   | "subtitle_unreachable"
   | "subtitle_invalid"
   | "transcription_failed"
+  | "drm_key_unavailable"
   | "canceled"
   | "internal";
 

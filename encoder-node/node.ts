@@ -11,12 +11,14 @@ import { BlobError, fetchUrlToFile, parseStorageUrl, type BlobStore } from "../s
 import type { Bus, Consumer } from "../src/bus/port.js";
 import type { Topics } from "../src/bus/topics.js";
 import type { Config } from "../src/config.js";
-import { OutputSpecSchema, ThumbnailSpecSchema } from "../src/gen/media/v1/job_pb.js";
+import { OutputSpecSchema, ThumbnailSpecSchema, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
+import { keyProviderFor, sealKeys } from "../src/drm/keys.js";
+import { DrmKeyError, trackClassOf, type ContentKey, type TrackClass } from "../src/drm/types.js";
 import { randomToken } from "../src/ids.js";
 import { sourceKey } from "../src/hosting.js";
 import { contentTypeOf } from "../src/content-types.js";
 import type { ManagedStorage } from "../src/managed-storage.js";
-import { isJobErrorCode, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../actors/job/messages.js";
+import { isJobErrorCode, type DrmKeysData, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../actors/job/messages.js";
 import type { Logger } from "../src/log.js";
 import type { NetGuard } from "../src/net-guard.js";
 import { openOriginBlob, originKey } from "../src/origins.js";
@@ -24,7 +26,7 @@ import type { Reply } from "../src/replies.js";
 import type { SecretBox } from "../src/secrets.js";
 import { runPlan } from "./ffmpeg.js";
 import { MediaError } from "./media-errors.js";
-import { planOutput, segmentSecondsOf } from "./plan.js";
+import { drmSchemeOf, drmSystemsOf, planOutput, segmentSecondsOf, type OutputPlan } from "./plan.js";
 import { probe, type ProbeResult } from "./probe.js";
 import { renderThumbnails } from "./thumbnails.js";
 import { recogniserPaths, startRecogniser, type Recogniser } from "./recogniser.js";
@@ -183,6 +185,24 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     return { size, byFolder };
   }
 
+  /** The keys of a protected output from its key provider: one per track class it has (one for all with aes_128, which ffmpeg applies per command). */
+  async function contentKeys(spec: OutputSpec, outputId: string, plan: OutputPlan, signal: AbortSignal): Promise<ContentKey[]> {
+    const drm = spec.drm!;
+    const scheme = drmSchemeOf(spec)!;
+    // The packager encrypts each stream with its class's key; ffmpeg's aes_128 has one key per output.
+    const order: TrackClass[] = ["audio", "sd", "hd"];
+    const present = new Set((plan.packaging?.streams ?? []).map((st) => st.trackClass));
+    const classes = scheme === "aes128" ? [trackClassOf("video", Math.max(0, ...(plan.renditions ?? []).map((r) => Math.min(r.width, r.height))))] : order.filter((c) => present.has(c));
+    try {
+      return await keyProviderFor(drm, { guard: d.guard, log: d.log }).keys({ resourceId: drm.resourceId || outputId, classes, scheme, systems: drmSystemsOf(spec), signal });
+    } catch (e) {
+      if (e instanceof DrmKeyError) throw new MediaError("drm_key_unavailable", e.message);
+      throw e;
+    }
+  }
+
+  const drmKeysData = (spec: OutputSpec, keys: readonly ContentKey[]): DrmKeysData => ({ scheme: drmSchemeOf(spec)!, clearKey: drmSchemeOf(spec) === "aes128" || drmSystemsOf(spec).includes("clearkey"), kids: keys.map((k) => ({ trackClass: k.trackClass, kid: k.kid })), sealed: sealKeys(d.box, keys) });
+
   async function runEncode(task: EncodeTask, signal: AbortSignal): Promise<void> {
     const attempt = randomToken(12);
     const started = Date.now();
@@ -239,8 +259,11 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           heard = f;
           both();
         });
+        // A protected output's keys come first: a key provider that fails stops it before any encode, so nothing leaves clear.
+        const keys = spec.drm ? await contentKeys(spec, output.id, plan, signal) : undefined;
         await runPlan(plan, {
           signal,
+          ...(keys ? { keys } : {}),
           onProgress: (fraction) => {
             encoded = fraction;
             both();
@@ -257,7 +280,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         // Renditions of a streaming output live in folders named after them (see plan.ts).
         const renditions = (plan.renditions ?? []).map((r) => ({ name: r.name, codec: r.codec, width: r.width, height: r.height, sizeBytes: stored.byFolder.get(r.file.includes("/") ? r.file.slice(0, r.file.indexOf("/")) : "") ?? 0 }));
         const { subtitles, chapters } = trackResults(output.id, tracks, written.files, (rel) => ({ url: blob.url(`${output.keyPrefix}/${rel}`), key: `${output.keyPrefix}/${rel}` }));
-        await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: stored.size, main: plan.main, renditions, ...(subtitles.length > 0 ? { subtitles } : {}), ...(chapters.length > 0 ? { chapters } : {}) });
+        await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: stored.size, main: plan.main, renditions, ...(subtitles.length > 0 ? { subtitles } : {}), ...(chapters.length > 0 ? { chapters } : {}), ...(keys ? { drm: drmKeysData(spec, keys) } : {}) });
       } catch (e) {
         if (signal.aborted) return;
         const failure = e instanceof OutputWriteError ? e.failure : failureOf(e, "encode");

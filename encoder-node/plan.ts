@@ -1,9 +1,11 @@
 // Planning: one output specification and a probed input become ffmpeg argument vectors and the
-// layout of the files they write: progressive files, HLS, or DASH and CMAF. Each stream's own
-// encoder arguments come from renditions.ts. Pure: no file system, no processes.
+// layout of the files they write: progressive files, HLS, or DASH and CMAF, clear or protected.
+// Each stream's own encoder arguments come from renditions.ts. Pure: no file system, no processes.
 import path from "node:path";
-import { OutputType, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
-import { AudioCodec, HlsPlaylistType, SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
+import { trackClassOf, type DrmScheme, type DrmSystemName, type TrackClass } from "../src/drm/types.js";
+import { DrmSystem, EncryptionScheme, OutputType, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
+import { AudioCodec, HlsPlaylistType, SegmentFormat } from "../src/gen/media/v1/preset_pb.js";
+import { DRM_SYSTEM_NAMES, drmSchemeOf as checkedSchemeOf, hlsSegmentFormat } from "../src/spec-check.js";
 import { MediaError } from "./media-errors.js";
 import type { ProbeResult } from "./probe.js";
 import {
@@ -36,10 +38,13 @@ export type LadderStrategy = "split" | "per-rendition";
 export interface HlsMasterPlan {
   /** Relative to dir. */
   file: string;
-  variants: { playlist: string; width: number; height: number; frameRate: number; audioGroup?: string }[];
-  audio: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; channels: number }[];
+  /** `codecs` (RFC 6381) is set when the segments cannot be probed (aes_128), else probed from them. */
+  variants: { playlist: string; width: number; height: number; frameRate: number; audioGroup?: string; codecs?: string }[];
+  audio: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; channels: number; codecs?: string }[];
   /** Subtitle renditions (WebVTT media playlists), added by the encoder node when the output has subtitle tracks. */
   subtitles?: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; forced: boolean; captions: boolean }[];
+  /** aes_128: the first media timestamp (seconds), read when the first segment was decrypted, since the subtitles' timestamp map cannot probe it later. */
+  firstTimestampSeconds?: number;
   /** EXT-X-SESSION-DATA entries (chapters: Apple's com.apple.hls.chapters JSON). */
   sessionData?: { id: string; uri: string; language: string }[];
 }
@@ -64,6 +69,48 @@ export interface OutputPlan {
   hlsMaster?: HlsMasterPlan;
   /** MPD whose minBufferTime runPlan sets after the commands (the dash muxer has no option for it). */
   dashManifest?: { file: string; minBufferTimeSeconds: number };
+  /** cbcs and cenc: the commands write clear intermediates, and runPlan packages them with these settings. */
+  packaging?: PackagingPlan;
+  /** aes_128: the HLS muxer encrypts with the key info file runPlan writes before the commands (outside dir). */
+  aes128?: { keyInfoFile: string };
+}
+
+/** One clear intermediate and where the packager writes it encrypted. Output paths are relative to the plan's dir. */
+export interface PackagedStream {
+  /** The clear MP4 ffmpeg writes (absolute). */
+  input: string;
+  kind: "video" | "audio";
+  /** Which key encrypts it: the packager's drm_label. */
+  trackClass: TrackClass;
+  /** The rendition's name, or the audio track's (audio_0, ...). */
+  name: string;
+  /** Audio: the track's BCP 47 tag, "" when none. */
+  language: string;
+  /** The init segment, or with singleFile the whole stream. */
+  init: string;
+  /** Media segments, a $Number$ template; absent with singleFile. */
+  segmentTemplate?: string;
+  /** HLS media playlist (hls and adaptive). */
+  playlist?: string;
+}
+
+/** A Shaka Packager run: common encryption of the clear intermediates into CMAF segments and manifests. */
+export interface PackagingPlan {
+  scheme: "cbcs" | "cenc";
+  systems: DrmSystemName[];
+  segmentSeconds: number;
+  singleFile: boolean;
+  /** The output folder (the plan's dir). */
+  dir: string;
+  /** Folder of the clear intermediates inside dir, removed after packaging so it is never uploaded. */
+  clearDir: string;
+  /** Folder beside dir for the flag file that carries the keys: outside dir, so never uploaded; removed after the run. */
+  secretsDir: string;
+  streams: PackagedStream[];
+  /** MPD, relative to dir (dash and adaptive). */
+  mpd?: string;
+  /** HLS (hls and adaptive): the packager writes media playlists only beside a master; runPlan writes the master again from hlsMaster. */
+  hls?: { master: string; playlistType: "VOD" | "EVENT" };
 }
 
 export interface PlanOptions {
@@ -178,7 +225,7 @@ function hlsMasterOf(file: string, renditions: Rendition[], audio: AudioPlan[], 
   };
 }
 
-function hlsPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[], audio: AudioPlan[], base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">, clip: Clip | undefined, strategy: LadderStrategy): OutputPlan {
+function hlsPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[], audio: AudioPlan[], base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">, clip: Clip | undefined, strategy: LadderStrategy, keyInfoFile: string | undefined): OutputPlan {
   const spec = ctx.spec;
   const fmp4 = segmentFormatOf(spec, OutputType.HLS) === SegmentFormat.FMP4;
   const ext = fmp4 ? "m4s" : "ts";
@@ -193,6 +240,7 @@ function hlsPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[
     ...(fmp4 ? ["-hls_fmp4_init_filename", "init.mp4"] : []),
     "-hls_flags", single ? "independent_segments+single_file" : "independent_segments",
     "-hls_segment_filename", path.join(base.dir, single ? `%v/media.${ext}` : `%v/seg_%05d.${ext}`),
+    ...(keyInfoFile ? ["-hls_key_info_file", keyInfoFile] : []),
     "-max_muxing_queue_size", "4096",
     "-var_stream_map", streams,
     path.join(base.dir, "%v/index.m3u8"),
@@ -201,6 +249,7 @@ function hlsPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[
   const hlsMaster = hlsMasterOf(master, renditions, audio, (name) => `${name}/index.m3u8`);
   const renditionPlans = renditions.map(summary);
   const audioStreams = audio.map((p, j) => `a:${j},name:${p.name}${renditions.length > 0 ? `,agroup:${AUDIO_GROUP}` : ""}`);
+  const aes128 = keyInfoFile ? { aes128: { keyInfoFile } } : {};
   if (strategy === "split" || renditions.length + (audio.length > 0 ? 1 : 0) <= 1) {
     const videoMap = renditions.flatMap((_, i) => ["-map", `[v${i}]`]);
     const streams = [...renditions.map((r, i) => `v:${i},name:${r.name}${audio.length > 0 ? `,agroup:${AUDIO_GROUP}` : ""}`), ...audioStreams].join(" ");
@@ -214,7 +263,7 @@ function hlsPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[
       ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
       ...muxer(streams),
     ];
-    return { ...base, main: master, commands: [cmd], parallel: false, strategy: "split", renditions: renditionPlans, hlsMaster };
+    return { ...base, main: master, commands: [cmd], parallel: false, strategy: "split", renditions: renditionPlans, hlsMaster, ...aes128 };
   }
   // One process per video rendition, and one for every audio track together.
   const commands = renditions.map((r) => [...FFMPEG_GLOBAL, ...inputArgs(input, clip), "-filter_complex", splitGraph([r]), "-map", "[v0]", ...videoArgs(r, 0, ctx), ...muxer(`v:0,name:${r.name}`)]);
@@ -223,7 +272,7 @@ function hlsPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[
     commands.push([...FFMPEG_GLOBAL, ...inputArgs(input, clip), ...audioMaps(audio), ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)), ...muxer(audio.map((p, j) => `a:${j},name:${p.name}`).join(" "))]);
     weights.push(AUDIO_TRACK_WEIGHT * audio.length);
   }
-  return { ...base, main: master, commands, parallel: true, strategy, weights, renditions: renditionPlans, hlsMaster };
+  return { ...base, main: master, commands, parallel: true, strategy, weights, renditions: renditionPlans, hlsMaster, ...aes128 };
 }
 
 /** DASH, and adaptive (CMAF): the dash muxer writes fmp4 segments and the MPD; adaptive adds HLS playlists over the same segments. */
@@ -270,13 +319,77 @@ function dashPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition
   return plan;
 }
 
+/** Folder of a packaged output's clear intermediates, inside its dir. */
+const CLEAR_DIR = "_clear";
+
+/**
+ * cbcs and cenc (HLS on fmp4, DASH, adaptive): ffmpeg writes one clear MP4 per video rendition
+ * (keyframes on the segment grid, from videoArgs) and one per audio track, and the packager
+ * encrypts them under the clear layouts' names: HLS `<rendition>/index.m3u8`; DASH `init-N` and
+ * `chunk-N-` segments numbered like the dash muxer's streams, video first; adaptive both over one
+ * CMAF segment set, with `media_N.m3u8` playlists.
+ */
+function packagedPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[], audio: AudioPlan[], base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">, clip: Clip | undefined, strategy: LadderStrategy, scheme: "cbcs" | "cenc", segmentSeconds: number): OutputPlan {
+  const spec = ctx.spec;
+  const type = spec.type;
+  const hls = type !== OutputType.DASH;
+  const single = spec.segments?.singleFile === true;
+  const master = `${spec.hls?.manifestName || "index"}.m3u8`;
+  const mpd = `${spec.dash?.manifestName || "manifest"}.mpd`;
+  const clearDir = path.join(base.dir, CLEAR_DIR);
+  const clearFile = (name: string) => path.join(clearDir, `${name}.mp4`);
+  const playlistOf = (name: string, index: number) => (type === OutputType.HLS ? `${name}/index.m3u8` : `media_${index}.m3u8`);
+  const stream = (kind: "video" | "audio", name: string, index: number, trackClass: TrackClass, language: string): PackagedStream => {
+    const files = type === OutputType.HLS ? { init: single ? `${name}/media.m4s` : `${name}/init.mp4`, segments: `${name}/seg_$Number%05d$.m4s` } : { init: single ? `stream-${index}.m4s` : `init-${index}.m4s`, segments: `chunk-${index}-$Number%05d$.m4s` };
+    return { input: clearFile(name), kind, trackClass, name, language, init: files.init, ...(single ? {} : { segmentTemplate: files.segments }), ...(hls ? { playlist: playlistOf(name, index) } : {}) };
+  };
+  const streams = [
+    // Classes by the short side, the one a resolution is named by: a portrait 480x854 rung is SD.
+    ...renditions.map((r, i) => stream("video", r.name, i, trackClassOf("video", Math.min(r.width, r.height)), "")),
+    ...audio.map((p, j) => stream("audio", p.name, renditions.length + j, trackClassOf("audio"), p.track.language)),
+  ];
+  const mp4 = (name: string) => ["-max_muxing_queue_size", "4096", "-f", "mp4", clearFile(name)];
+  const videoOut = (r: Rendition, label: string) => ["-map", label, ...videoArgs(r, 0, ctx), ...mp4(r.name)];
+  const audioOut = audio.flatMap((p) => ["-map", `0:a:${p.source}`, ...audioArgs(p, 0, ctx.input), ...mp4(p.name)]);
+  renditions.forEach((r, i) => (r.file = hls ? playlistOf(r.name, i) : mpd));
+  const packaging: PackagingPlan = {
+    scheme,
+    systems: drmSystemsOf(spec),
+    segmentSeconds,
+    singleFile: single,
+    dir: base.dir,
+    clearDir,
+    secretsDir: secretsDirOf(base.dir),
+    streams,
+    ...(type !== OutputType.HLS ? { mpd } : {}),
+    ...(hls ? { hls: { master, playlistType: spec.hls?.playlistType === HlsPlaylistType.EVENT ? ("EVENT" as const) : ("VOD" as const) } } : {}),
+  };
+  const layout = {
+    ...base,
+    main: hls ? master : mpd,
+    renditions: renditions.map(summary),
+    packaging,
+    ...(type !== OutputType.HLS ? { dashManifest: { file: mpd, minBufferTimeSeconds: spec.dash?.minBufferTimeSeconds || 2 } } : {}),
+    // Written after packaging, over the packager's media playlists: measured bandwidths, probed codecs.
+    ...(hls ? { hlsMaster: hlsMasterOf(master, renditions, audio, (name, index, kind) => playlistOf(name, kind === "v" ? index : renditions.length + index)) } : {}),
+  };
+  if (strategy === "split" || renditions.length + (audio.length > 0 ? 1 : 0) <= 1) {
+    const cmd = [...FFMPEG_GLOBAL, ...inputArgs(input, clip), ...(renditions.length > 0 ? ["-filter_complex", splitGraph(renditions)] : []), ...renditions.flatMap((r, i) => videoOut(r, `[v${i}]`)), ...audioOut];
+    return { ...layout, commands: [cmd], parallel: false, strategy: "split" };
+  }
+  // One process per video rendition, and one for every audio track together.
+  const commands = renditions.map((r) => [...FFMPEG_GLOBAL, ...inputArgs(input, clip), "-filter_complex", splitGraph([r]), ...videoOut(r, "[v0]")]);
+  const weights = renditions.map(renditionWeight);
+  if (audio.length > 0) {
+    commands.push([...FFMPEG_GLOBAL, ...inputArgs(input, clip), ...audioOut]);
+    weights.push(AUDIO_TRACK_WEIGHT * audio.length);
+  }
+  return { ...layout, commands, parallel: true, strategy, weights };
+}
+
 /** Segment container: fmp4 for DASH and adaptive; for HLS the request, else ts unless a codec needs fmp4. */
 export function segmentFormatOf(spec: OutputSpec, type: OutputType): SegmentFormat {
-  if (type !== OutputType.HLS) return SegmentFormat.FMP4;
-  const asked = spec.hls?.segmentFormat || spec.segments?.segmentFormat || SegmentFormat.UNSPECIFIED;
-  if (asked !== SegmentFormat.UNSPECIFIED) return asked;
-  // HEVC and AV1 in HLS are specified over fmp4 (Apple's authoring rules); H.264 keeps the widest-played ts.
-  return spec.video.some((v) => v.codec === VideoCodec.H265 || v.codec === VideoCodec.AV1) ? SegmentFormat.FMP4 : SegmentFormat.TS;
+  return type === OutputType.HLS ? hlsSegmentFormat(spec) : SegmentFormat.FMP4;
 }
 
 /** Segment length of a streaming output: the type's own setting, then the shared one, then 6 s. */
@@ -293,6 +406,23 @@ export function segmentSecondsOf(spec: OutputSpec): number | undefined {
       return undefined;
   }
 }
+
+/** The scheme an output is protected with, the default filled in: aes128 on ts HLS, else cbcs; undefined when clear. */
+export function drmSchemeOf(spec: OutputSpec): DrmScheme | undefined {
+  const scheme = checkedSchemeOf(spec);
+  if (scheme === undefined) return undefined;
+  return scheme === EncryptionScheme.CENC ? "cenc" : scheme === EncryptionScheme.AES_128 ? "aes128" : "cbcs";
+}
+
+
+/** The DRM systems an output is signalled for, in the order asked, each once. */
+export function drmSystemsOf(spec: OutputSpec): DrmSystemName[] {
+  const names = (spec.drm?.systems ?? []).map((s) => DRM_SYSTEM_NAMES[s]).filter((n): n is DrmSystemName => n !== undefined);
+  return [...new Set(names)];
+}
+
+/** Folder for an output's key material: beside its dir, never inside it, so the uploader cannot see it. */
+const secretsDirOf = (dir: string) => path.join(path.dirname(dir), `${path.basename(dir)}.keys`);
 
 /**
  * Plans one output. Expects a specification that passed checkOutputSpec; input problems the
@@ -317,7 +447,9 @@ export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions
   const base = { outputId: opts.outputId, dir: opts.workDir, durationMs };
   const strategy = opts.strategy ?? DEFAULT_STRATEGY;
   if (container) return progressivePlan(ctx, input, renditions, audio, container, base, clip, strategy);
-  if (type === OutputType.HLS) return hlsPlan(ctx, input, renditions, audio, base, clip, strategy);
+  const scheme = drmSchemeOf(spec);
+  if ((scheme === "cbcs" || scheme === "cenc") && segmentSeconds !== undefined) return packagedPlan(ctx, input, renditions, audio, base, clip, strategy, scheme, segmentSeconds);
+  if (type === OutputType.HLS) return hlsPlan(ctx, input, renditions, audio, base, clip, strategy, scheme === "aes128" ? path.join(secretsDirOf(base.dir), "aes128.keyinfo") : undefined);
   if (type === OutputType.DASH || type === OutputType.ADAPTIVE) return dashPlan(ctx, input, renditions, audio, base, clip, type === OutputType.ADAPTIVE);
   throw new MediaError("internal", `output type ${type} cannot be planned; the output specification was not checked`);
 }

@@ -243,6 +243,7 @@ function planTracks(plan: OutputPlan, tracks: readonly PreparedTrack[]): void {
  * its local 0 there, so cues line up with the video however the muxer offset its timestamps.
  */
 async function mediaStartMpegTs(plan: OutputPlan, signal: AbortSignal): Promise<number> {
+  if (plan.hlsMaster!.firstTimestampSeconds !== undefined) return Math.round(plan.hlsMaster!.firstTimestampSeconds * 90_000);
   const playlist = plan.hlsMaster!.variants[0]?.playlist ?? plan.hlsMaster!.audio[0]?.playlist;
   if (!playlist) return 0;
   const base = path.dirname(path.join(plan.dir, playlist));

@@ -6,6 +6,8 @@ import type { VideoRecord } from "../actors/video/video.js";
 import { VIDEOS } from "../actors/video/video.js";
 import type { AppRecord, Directory } from "../src/directory.js";
 import { verifyDirectoryPath } from "../src/cdn-token.js";
+import { clearKeyLicense, clearKeyRequest, DRM_LIMITS } from "../src/drm/clearkey.js";
+import { openKeys } from "../src/drm/keys.js";
 import { HOSTING_LIMITS, partsPrefix, sourceKey, verifyingKeys } from "../src/hosting.js";
 import { contentTypeOf } from "../src/content-types.js";
 import type { SecretBox } from "../src/secrets.js";
@@ -123,6 +125,7 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
           // Paths on the page's own origin: the player base may be another name for this gateway.
           renewUrl: `/v/${page.video.id}/renew`,
           assetBase: "/assets/player",
+          ...(page.video.drm && page.video.drm.scheme !== "aes128" ? { drm: "clearkey" as const } : {}),
         });
         return { status: 200, header, body: new TextEncoder().encode(html) };
       },
@@ -137,22 +140,35 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
         return json(200, { playback_url: page.links.playbackUrl, ...(page.links.posterUrl ? { poster_url: page.links.posterUrl } : {}) }, header);
       },
     },
+    // The key server (src/drm): a protected video's keys, behind the same token as its media. The
+    // routes hang under the playable directory, so the playlists' relative key URIs stay covered.
+    {
+      method: "POST",
+      pattern: "/:token/play/*",
+      maxBodyBytes: DRM_LIMITS.licenseRequestBytes,
+      handler: async (req) => {
+        const { video, filePath } = await covered(req);
+        if (!/(^|\/)drm\/clearkey$/.test(filePath)) throw new EdgeError(404, "no such file");
+        const drm = video.drm;
+        if (!drm?.clearKey || drm.scheme === "aes128") throw new EdgeError(404, "this video has no Clear Key protection");
+        const kids = clearKeyRequest(await readBody(req.body));
+        if (!kids) throw new EdgeError(400, `a Clear Key license request is JSON {"kids": [1 to ${DRM_LIMITS.licenseRequestKids} base64url key IDs], "type": "temporary"}`);
+        const keys = openKeys(d.box, drm.sealed).filter((k) => kids.includes(k.kid));
+        if (keys.length === 0) throw new EdgeError(403, "none of the requested key IDs belong to this video");
+        const header = new Headers();
+        header.set("cache-control", "no-store");
+        return json(200, clearKeyLicense(keys), header);
+      },
+    },
     // Last: the token is the first path segment, so this pattern would take any GET.
     {
       method: "GET",
       pattern: "/:token/play/*",
       handler: async (req) => {
-        if (!req.params.token!.startsWith("bcdn_token=")) throw new EdgeError(404, "no such file");
-        // The video is named by the path; its app's keys decide whether the token is genuine.
-        const m = /^\/bcdn_token=[^/]*\/play\/(vid_[A-Za-z0-9]+)\//.exec(req.path);
-        if (!m) throw new EdgeError(403, "the token does not cover this path");
-        const { video, keys } = await recent.get(m[1]!);
-        if (!video || keys.length === 0) throw new EdgeError(403, "the token does not cover this path");
-        const check = verifyDirectoryPath(req.path, keys, Math.floor(Date.now() / 1000));
-        if (!check.ok) throw new EdgeError(403, `playback refused (${check.reason})`);
-        if (check.tokenPath !== `/play/${video.id}/`) throw new EdgeError(403, "the token does not cover this path");
-        if (video.status !== "ready") throw new EdgeError(403, `the video is ${video.status}`);
-        const key = check.filePath.slice(1);
+        const { video, filePath } = await covered(req);
+        const key = filePath.slice(1);
+        const raw = /(?:^|\/)drm\/([0-9a-f]{32})\.key$/.exec(key);
+        if (raw) return rawKeyResponse(video, raw[1]!);
         const type = contentTypeOf(key);
         const extra = new Headers();
         extra.set("cache-control", cacheControlOf(key));
@@ -161,6 +177,37 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
       },
     },
   ];
+
+  /** The ready video a playback URL names, when its token is genuine, unexpired and covers the video's directory. */
+  async function covered(req: EdgeRequest): Promise<{ video: VideoRecord; filePath: string }> {
+    if (!req.params.token!.startsWith("bcdn_token=")) throw new EdgeError(404, "no such file");
+    // The video is named by the path; its app's keys decide whether the token is genuine.
+    const m = /^\/bcdn_token=[^/]*\/play\/(vid_[A-Za-z0-9]+)\//.exec(req.path);
+    if (!m) throw new EdgeError(403, "the token does not cover this path");
+    const { video, keys } = await recent.get(m[1]!);
+    if (!video || keys.length === 0) throw new EdgeError(403, "the token does not cover this path");
+    const check = verifyDirectoryPath(req.path, keys, Math.floor(Date.now() / 1000));
+    if (!check.ok) throw new EdgeError(403, `playback refused (${check.reason})`);
+    if (check.tokenPath !== `/play/${video.id}/`) throw new EdgeError(403, "the token does not cover this path");
+    if (video.status !== "ready") throw new EdgeError(403, `the video is ${video.status}`);
+    return { video, filePath: check.filePath };
+  }
+
+  /**
+   * A content key of the video's, 16 raw bytes: HLS key format "identity", which hls.js and native
+   * HLS fetch for AES-128 and Shaka Player for Clear Key SAMPLE-AES (the URI the packager wrote is
+   * rewritten to this one: encoder-node/packager.ts).
+   */
+  function rawKeyResponse(video: VideoRecord, kid: string): EdgeResponse {
+    const drm = video.drm;
+    if (!drm?.clearKey || !drm.kids.some((k) => k.kid === kid)) throw new EdgeError(404, "no such key");
+    const key = openKeys(d.box, drm.sealed).find((k) => k.kid === kid);
+    if (!key) throw new EdgeError(404, "no such key");
+    const header = new Headers();
+    header.set("content-type", "application/octet-stream");
+    header.set("cache-control", "no-store");
+    return { status: 200, header, body: new Uint8Array(Buffer.from(key.key, "hex")) };
+  }
 
   /** A ready, non-private video and its links for the player (private and missing ones: 404). */
   async function playable(id: string) {
@@ -181,6 +228,12 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
   }
 
   return routes;
+}
+
+async function readBody(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return Buffer.concat(chunks);
 }
 
 /** A part's body held to its size: a longer one is refused rather than stored. */

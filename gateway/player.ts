@@ -21,6 +21,8 @@ export interface PlayerPageInput {
   readonly renewUrl: string;
   /** Same-origin path the asset routes answer under, e.g. "/assets/player" (see playerAssetRoutes). */
   readonly assetBase: string;
+  /** Clear Key protected (cbcs or cenc): Shaka Player plays it, with the license URL beside the manifest. AES-128 needs nothing: hls.js fetches the playlists' keys. */
+  readonly drm?: "clearkey";
 }
 
 /** What player.js reads from the page's JSON block (id "player-config"). */
@@ -31,6 +33,8 @@ interface PlayerConfig {
   readonly renewUrl: string;
   readonly hlsScript: string;
   readonly hlsWorker: string;
+  readonly drm?: "clearkey";
+  readonly shakaScript?: string;
   /** The server's clock when the page was rendered (ms), to read the URL's `expires` against. */
   readonly serverNow: number;
 }
@@ -42,6 +46,8 @@ interface PlayerConfig {
 // Renewal: a timer fires about 60 s before the `expires` in the URL (read against the server's
 // clock), and a 403 from the current source renews at once; either way the new master URL is loaded
 // and playback resumes where it was. window.__player is the state tests read.
+// Clear Key protected videos (cbcs or cenc CMAF) play in Shaka Player, whose license requests go to
+// "drm/clearkey" beside the manifest, under the same token; a renewal moves both.
 const PLAYER_JS = `"use strict";
 (function () {
   var LEAD_MS = 60000; // renew this long before the URL expires...
@@ -68,6 +74,7 @@ const PLAYER_JS = `"use strict";
   var manifestParsed = false;
   var resumeAt = -1;
   var resumePlay = false;
+  var shakaPlayer = null;
 
   function expiresAt(url) {
     var m = /[?&\\/]expires=(\\d+)/.exec(url);
@@ -138,7 +145,9 @@ const PLAYER_JS = `"use strict";
     var playing = wantPlay && !video.ended;
     state.source = url;
     state.resumedAt = at;
-    if (hls) {
+    if (shakaPlayer) {
+      loadShaka(url, at).then(function () { if (playing) play(); }, onShakaError);
+    } else if (hls) {
       resumeAt = at;
       resumePlay = playing;
       manifestParsed = false;
@@ -239,6 +248,54 @@ const PLAYER_JS = `"use strict";
     schedule();
   }
 
+  function loadShaka(url, at) {
+    shakaPlayer.configure({ drm: { servers: { "org.w3.clearkey": baseOf(url) + "drm/clearkey" } } });
+    return shakaPlayer.load(url, at > 0 ? at : null);
+  }
+
+  function httpStatusOf(error) {
+    // BAD_HTTP_STATUS (1001) carries the status second; a failed license request (6007) wraps one.
+    if (!error) return 0;
+    if (error.code === 1001 && error.data) return error.data[1];
+    if (error.code === 6007 && error.data) return httpStatusOf(error.data[0]);
+    return 0;
+  }
+
+  function onShakaError(error) {
+    if (error && error.code === 7000) return; // LOAD_INTERRUPTED: a renewal's load replaced this one
+    if (httpStatusOf(error) === 403) {
+      renew(true);
+      return;
+    }
+    fail("This video could not be played." + (error && error.code ? " (" + error.code + ")" : ""));
+  }
+
+  function startShaka() {
+    var shaka = window.shaka;
+    if (!shaka) {
+      fail("The player could not load.");
+      return;
+    }
+    shaka.polyfill.installAll();
+    if (!shaka.Player.isBrowserSupported()) {
+      fail("This browser cannot play this video.");
+      return;
+    }
+    state.engine = "shaka";
+    shakaPlayer = new shaka.Player();
+    shakaPlayer.addEventListener("error", function (event) { onShakaError(event.detail); });
+    shakaPlayer.attach(video).then(function () { return loadShaka(state.source, 0); }).catch(onShakaError);
+    schedule();
+  }
+
+  function loadScript(src, then) {
+    var script = document.createElement("script");
+    script.src = src;
+    script.onload = then;
+    script.onerror = function () { fail("The player could not load."); };
+    document.head.appendChild(script);
+  }
+
   video.addEventListener("loadeddata", function () { failed = 0; });
   // The viewer's intent, which a renewal keeps: Chromium pauses the element itself on a media error.
   video.addEventListener("play", function () { wantPlay = true; });
@@ -247,14 +304,12 @@ const PLAYER_JS = `"use strict";
 
   var forced = new URLSearchParams(location.search).get("engine");
   var mse = typeof window.MediaSource === "function" && typeof window.MediaSource.isTypeSupported === "function";
-  if (forced === "native" || (forced !== "hls.js" && !mse && video.canPlayType("application/vnd.apple.mpegurl") !== "")) {
+  if (config.drm === "clearkey") {
+    loadScript(config.shakaScript, startShaka);
+  } else if (forced === "native" || (forced !== "hls.js" && !mse && video.canPlayType("application/vnd.apple.mpegurl") !== "")) {
     startNative();
   } else {
-    var script = document.createElement("script");
-    script.src = config.hlsScript;
-    script.onload = startHls;
-    script.onerror = function () { fail("The player could not load."); };
-    document.head.appendChild(script);
+    loadScript(config.hlsScript, startHls);
   }
 })();
 `;
@@ -270,15 +325,17 @@ const require = createRequire(import.meta.url);
 const ASSETS: Readonly<Record<string, () => Promise<Uint8Array>>> = {
   "hls.min.js": () => readFile(require.resolve("hls.js/dist/hls.min.js")),
   "hls.worker.js": () => readFile(require.resolve("hls.js/dist/hls.worker.js")),
+  "shaka-player.compiled.js": () => readFile(require.resolve("shaka-player/dist/shaka-player.compiled.js")),
   "player.js": () => Promise.resolve(new TextEncoder().encode(PLAYER_JS)),
 };
 
-let versions: { readonly hls: string; readonly player: string } | undefined;
+let versions: { readonly hls: string; readonly shaka: string; readonly player: string } | undefined;
 
-/** Cache-busting versions for the asset URLs (they are cached as immutable): hls.js's package version and player.js's hash. */
-function assetVersions(): { readonly hls: string; readonly player: string } {
+/** Cache-busting versions for the asset URLs (they are cached as immutable): the engines' package versions and player.js's hash. */
+function assetVersions(): { readonly hls: string; readonly shaka: string; readonly player: string } {
   versions ??= {
     hls: String((require("hls.js/package.json") as { version: unknown }).version),
+    shaka: String((require("shaka-player/package.json") as { version: unknown }).version),
     player: createHash("sha256").update(PLAYER_JS).digest("hex").slice(0, 12),
   };
   return versions;
@@ -304,6 +361,7 @@ export function renderPlayerPage(p: PlayerPageInput): string {
     renewUrl: p.renewUrl,
     hlsScript: `${base}/hls.min.js?v=${v.hls}`,
     hlsWorker: `${base}/hls.worker.js?v=${v.hls}`,
+    ...(p.drm ? { drm: p.drm, shakaScript: `${base}/shaka-player.compiled.js?v=${v.shaka}` } : {}),
     serverNow: Date.now(),
   };
   const media = ["'self'", "blob:", ...(playbackOrigin ? [playbackOrigin] : [])].join(" ");
@@ -348,7 +406,7 @@ interface Asset {
 const gzipAsync = promisify(gzip);
 
 /**
- * GET /assets/player/:file: hls.min.js and hls.worker.js (from the hls.js package) and player.js,
+ * GET /assets/player/:file: hls.min.js and hls.worker.js (from the hls.js package), shaka-player.compiled.js (Shaka Player, for Clear Key protected videos) and player.js,
  * each read and gzipped once at first use and served from memory as immutable (the page's URLs
  * carry a version), with a strong ETag (If-None-Match answers 304). Other names answer 404.
  */

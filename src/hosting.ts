@@ -1,10 +1,10 @@
 // Managed hosting in the kernel: an app's hosting settings (CDN signing keys, hostnames, source
 // retention, the auto-profile ladder), where a video's files live in managed storage, and the
 // ladder a source gets when no preset is given.
-import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { create, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { randomBytes } from "node:crypto";
 import { AudioCodec, QualityTier, VideoCodec } from "./gen/media/v1/preset_pb.js";
-import { EncodingMode, OutputSpecSchema, OutputType, ThumbnailFormat, ThumbnailMode, ThumbnailSpecSchema } from "./gen/media/v1/job_pb.js";
+import { DrmConfigSchema, EncodingMode, EncryptionScheme, OutputSpecSchema, OutputType, ThumbnailFormat, ThumbnailMode, ThumbnailSpecSchema } from "./gen/media/v1/job_pb.js";
 import type { SecretBox } from "./secrets.js";
 
 /** A CDN signing key, sealed at rest. */
@@ -103,15 +103,21 @@ export function ladderRungs(heights: readonly number[], source: LadderSource): {
 }
 
 /** The output a hosted video gets without a preset: H.264 HLS rungs at constrained CRF, AAC audio (when the source has audio). */
-export function ladderOutputSpec(heights: readonly number[], source: LadderSource | undefined, hasAudio: boolean): { [field: string]: JsonValue } {
+export function ladderOutputSpec(heights: readonly number[], source: LadderSource | undefined, hasAudio: boolean, drm?: JsonValue): { [field: string]: JsonValue } {
   const rungs = source ? ladderRungs(heights, source) : [];
+  const protection = drm === undefined ? undefined : fromJson(DrmConfigSchema, drm);
+  // Protected ladders: aes_128 (the default) keeps HLS on ts segments, which hls.js and native HLS
+  // play; cbcs makes it adaptive, one CMAF segment set for DASH and HLS; cenc is DASH only.
+  const scheme = protection?.scheme ?? EncryptionScheme.UNSPECIFIED;
+  const type = scheme === EncryptionScheme.CBCS ? OutputType.ADAPTIVE : scheme === EncryptionScheme.CENC ? OutputType.DASH : OutputType.HLS;
   const spec = create(OutputSpecSchema, {
-    type: OutputType.HLS,
+    type,
     video: rungs.map((r) => ({ codec: VideoCodec.H264, width: r.width, height: r.height, quality: QualityTier.STANDARD })),
     audio: hasAudio ? [{ codec: AudioCodec.AAC, bitrateKbps: 128 }] : [],
-    hls: { segmentDurationSeconds: 4 },
+    ...(type === OutputType.HLS ? { hls: { segmentDurationSeconds: 4 } } : { segments: { segmentDurationSeconds: 4 } }),
     encodingMode: EncodingMode.AUTO,
     disableAudio: !hasAudio,
+    ...(protection ? { drm: protection } : {}),
   });
   return toJson(OutputSpecSchema, spec) as { [field: string]: JsonValue };
 }

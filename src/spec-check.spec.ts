@@ -1,10 +1,10 @@
 // checkOutputSpec: every rule, each violation on its exact field path.
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { EncodingMode, HdrMode, OutputSpecSchema, OutputType, SubtitleFormat, SubtitleKind, SubtitleSource, SubtitleTrackSchema } from "./gen/media/v1/job_pb.js";
+import { DrmSystem, EncodingMode, EncryptionScheme, HdrMode, OutputSpecSchema, OutputType, SubtitleFormat, SubtitleKind, SubtitleSource, SubtitleTrackSchema } from "./gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "./gen/media/v1/preset_pb.js";
 import { Check } from "./validation.js";
-import { checkOutputSpec } from "./spec-check.js";
+import { checkOutputSpec, drmSchemeOf } from "./spec-check.js";
 
 type Init = NonNullable<Parameters<typeof create<typeof OutputSpecSchema>>[1]>;
 const violations = (init: Init) => {
@@ -203,13 +203,67 @@ describe("checkOutputSpec", () => {
     const v = violations({
       type: OutputType.HLS,
       video: [h264],
-      drm: { systems: [1] },
       contentAware: { enabled: true },
       pathTemplate: "x".repeat(1025),
       encodingMode: 5 as EncodingMode,
     });
-    expect(v.map((x) => x.field)).toEqual(["outputs[0].encoding_mode", "outputs[0].path_template", "outputs[0].drm", "outputs[0].content_aware"]);
-    expect(v.find((x) => x.field === "outputs[0].drm")!.description).toContain("not supported in this build");
+    expect(v.map((x) => x.field)).toEqual(["outputs[0].encoding_mode", "outputs[0].path_template", "outputs[0].content_aware"]);
+    expect(v.find((x) => x.field === "outputs[0].content_aware")!.description).toContain("not supported in this build");
+  });
+
+  describe("drm", () => {
+    const said = (init: Init) => violations(init).map((v) => `${v.field}: ${v.description}`);
+    const fmp4 = { segmentFormat: SegmentFormat.FMP4 };
+    const url = "https://keys.example.com/speke/v2";
+
+    it("accepts cbcs on CMAF, cenc on DASH and aes_128 on ts HLS, with the defaults filled in", () => {
+      expect(said({ type: OutputType.ADAPTIVE, video: [h264], drm: { systems: [DrmSystem.CLEARKEY] } })).toEqual([]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.CLEARKEY, DrmSystem.WIDEVINE, DrmSystem.PLAYREADY], scheme: EncryptionScheme.CENC, keyProviderUrl: url, resourceId: "course-12:lesson.3_a" } })).toEqual([]);
+      expect(said({ type: OutputType.HLS, video: [h264], hls: fmp4, drm: { systems: [DrmSystem.FAIRPLAY], scheme: EncryptionScheme.CBCS, keyProviderUrl: url } })).toEqual([]);
+      expect(said({ type: OutputType.HLS, video: [h264], drm: {} })).toEqual([]);
+      expect(said({ type: OutputType.HLS, video: [{ codec: VideoCodec.H265, resolution: "720p" }], drm: { systems: [DrmSystem.CLEARKEY] } })).toEqual([]);
+      expect(drmSchemeOf(create(OutputSpecSchema, { type: OutputType.HLS, video: [h264], drm: {} }))).toBe(EncryptionScheme.AES_128);
+      expect(drmSchemeOf(create(OutputSpecSchema, { type: OutputType.HLS, video: [h264], hls: fmp4, drm: {} }))).toBe(EncryptionScheme.CBCS);
+      expect(drmSchemeOf(create(OutputSpecSchema, { type: OutputType.DASH, video: [h264], drm: { scheme: EncryptionScheme.CENC } }))).toBe(EncryptionScheme.CENC);
+      expect(drmSchemeOf(create(OutputSpecSchema, { type: OutputType.DASH, video: [h264] }))).toBeUndefined();
+    });
+
+    it("names the field of every refused combination", () => {
+      expect(said({ type: OutputType.MP4, video: [h264], drm: { systems: [DrmSystem.CLEARKEY] } })).toEqual(["outputs[0].drm: applies to streaming outputs: hls, dash or adaptive"]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.CLEARKEY], scheme: 9 as EncryptionScheme } })).toEqual(["outputs[0].drm.scheme: must be cbcs, cenc or aes_128"]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { scheme: EncryptionScheme.AES_128 } })).toEqual([
+        "outputs[0].drm.scheme: aes_128 encrypts whole ts segments: it applies to hls outputs on ts segments; CMAF (fmp4) segments take cbcs or cenc",
+      ]);
+      expect(said({ type: OutputType.HLS, video: [h264], drm: { systems: [DrmSystem.CLEARKEY], scheme: EncryptionScheme.CBCS } })).toEqual(["outputs[0].drm.scheme: hls on ts segments takes aes_128; for cbcs set hls.segment_format to fmp4"]);
+      expect(said({ type: OutputType.ADAPTIVE, video: [h264], drm: { systems: [DrmSystem.CLEARKEY], scheme: EncryptionScheme.CENC } })).toEqual([
+        "outputs[0].drm.scheme: cenc applies to dash outputs: HLS players decrypt cbcs, which also serves DASH from the same segments",
+      ]);
+      expect(said({ type: OutputType.HLS, video: [h264], hls: fmp4, drm: { systems: [DrmSystem.CLEARKEY], scheme: EncryptionScheme.CENC } })).toHaveLength(1);
+      expect(said({ type: OutputType.HLS, video: [h264], drm: { systems: [DrmSystem.CLEARKEY] } })).toEqual(["outputs[0].drm.systems: must be empty with aes_128: players fetch the key from the key URI in the playlists"]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: {} })).toEqual(["outputs[0].drm.systems: needs at least one of clearkey, widevine, playready, fairplay"]);
+      expect(said({ type: OutputType.HLS, video: [h264], segments: { singleFile: true }, drm: {} })).toEqual(["outputs[0].segments.single_file: is not combined with aes_128: each ts segment is encrypted as a file of its own"]);
+      expect(said({ type: OutputType.HLS, video: [h264], hls: fmp4, segments: { singleFile: true }, drm: { systems: [DrmSystem.CLEARKEY] } })).toEqual([]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.CLEARKEY, 0 as DrmSystem, DrmSystem.CLEARKEY] } })).toEqual([
+        "outputs[0].drm.systems[1]: must be clearkey, widevine, playready or fairplay",
+        "outputs[0].drm.systems[2]: lists clearkey twice",
+      ]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.FAIRPLAY], keyProviderUrl: url } })).toEqual(["outputs[0].drm.systems[0]: fairplay is signalled in HLS: use an hls or adaptive output"]);
+      expect(said({ type: OutputType.HLS, video: [h264], hls: fmp4, drm: { systems: [DrmSystem.FAIRPLAY], scheme: EncryptionScheme.CENC, keyProviderUrl: url } })).toEqual([
+        "outputs[0].drm.scheme: cenc applies to dash outputs: HLS players decrypt cbcs, which also serves DASH from the same segments",
+        "outputs[0].drm.systems[0]: fairplay requires the cbcs scheme",
+      ]);
+      expect(said({ type: OutputType.ADAPTIVE, video: [h264], drm: { systems: [DrmSystem.CLEARKEY, DrmSystem.WIDEVINE, DrmSystem.FAIRPLAY] } })).toEqual([
+        "outputs[0].drm.key_provider_url: is required with widevine and fairplay: their license services need the keys, which a SPEKE v2 key service shares; the built-in provider serves clearkey and aes_128 keys only",
+      ]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.PLAYREADY], keyProviderUrl: "http://keys.example.com/" } })).toEqual(["outputs[0].drm.key_provider_url: must be an https URL"]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.PLAYREADY], keyProviderUrl: "https://u:p@keys.example.com/" } })).toEqual(["outputs[0].drm.key_provider_url: must not carry credentials"]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.PLAYREADY], keyProviderUrl: "not a url" } })).toEqual(["outputs[0].drm.key_provider_url: must be an https URL"]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.PLAYREADY], keyProviderUrl: `https://k.example.com/${"a".repeat(2048)}` } })).toEqual(["outputs[0].drm.key_provider_url: must be at most 2048 characters"]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.CLEARKEY], keyProviderUrl: `https://k.example.com/${"a".repeat(2048 - 22)}` } })).toEqual([]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.CLEARKEY], resourceId: "a b" } })).toEqual(["outputs[0].drm.resource_id: must be 1 to 256 letters, digits, '.', '_', ':' or '-'"]);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.CLEARKEY], resourceId: "a".repeat(257) } })).toHaveLength(1);
+      expect(said({ type: OutputType.DASH, video: [h264], drm: { systems: [DrmSystem.CLEARKEY], resourceId: "a".repeat(256) } })).toEqual([]);
+    });
   });
 
   describe("every rule's boundaries and exact messages", () => {
@@ -226,8 +280,7 @@ describe("checkOutputSpec", () => {
       expect(said({ type: OutputType.MP4, video: [h264], disableAudio: true, audio: [{ codec: AudioCodec.AAC }] })).toEqual(["outputs[0].disable_audio: cannot be combined with audio tracks; remove the audio tracks or disable_audio"]);
       expect(said({ type: OutputType.MP4, video: [h264], encodingMode: EncodingMode.AUTO })).toEqual([]);
       expect(said({ type: OutputType.MP4, video: [h264], encodingMode: 5 as EncodingMode })).toEqual(["outputs[0].encoding_mode: must be fixed or auto"]);
-      expect(said({ type: OutputType.MP4, video: [h264], drm: { systems: [1] }, contentAware: { enabled: true } })).toEqual([
-        "outputs[0].drm: DRM is not supported in this build",
+      expect(said({ type: OutputType.MP4, video: [h264], contentAware: { enabled: true } })).toEqual([
         "outputs[0].content_aware: content-aware encoding is not supported in this build",
       ]);
       expect(said({ type: OutputType.MP4, video: [h264], contentAware: { enabled: false } })).toEqual([]);

@@ -2,7 +2,8 @@
 // encode never starts on settings ffmpeg would refuse. Violations name the field at fault.
 import { AUDIO_NAMES, AUDIO_RULES, CODEC_NAMES, CODEC_RULES, CONTAINER_CODECS, RESOLUTION_LINES } from "./codec-rules.js";
 import { toWhisperLanguage } from "./asr-languages.js";
-import { EncodingMode, HdrMode, OutputType, SubtitleFormat, SubtitleKind, SubtitleSource, type AudioTrack, type OutputSpec, type VideoVariant } from "./gen/media/v1/job_pb.js";
+import type { DrmSystemName } from "./drm/types.js";
+import { DrmSystem, EncodingMode, EncryptionScheme, HdrMode, OutputType, SubtitleFormat, SubtitleKind, SubtitleSource, type AudioTrack, type OutputSpec, type VideoVariant } from "./gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "./gen/media/v1/preset_pb.js";
 import type { Check } from "./validation.js";
 
@@ -25,6 +26,7 @@ export const OUTPUT_LIMITS = {
   trackName: 128,
   subtitleTracks: 8,
   subtitleUrl: 2048,
+  keyProviderUrl: 2048,
 } as const;
 
 const TYPE_NAMES: Partial<Record<OutputType, string>> = {
@@ -81,7 +83,6 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
   check.length(`${path}.path_template`, spec.pathTemplate, 0, OUTPUT_LIMITS.pathTemplate);
 
   // Out of scope of this build: refused by name rather than silently ignored.
-  if (spec.drm) check.add(`${path}.drm`, "DRM is not supported in this build");
   if (spec.contentAware?.enabled) check.add(`${path}.content_aware`, "content-aware encoding is not supported in this build");
 
   const holds = type ? HOLDS[type] : undefined;
@@ -101,6 +102,86 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
   });
   checkStreaming(check, path, spec);
   checkSubtitleTracks(check, path, spec);
+  checkDrm(check, path, spec);
+}
+
+/** HLS segments as they will be written: the request's format, else fmp4 when a codec needs it (h265, av1), else ts. */
+export function hlsSegmentFormat(spec: Pick<OutputSpec, "hls" | "segments" | "video">): SegmentFormat {
+  const asked = spec.hls?.segmentFormat || spec.segments?.segmentFormat || SegmentFormat.UNSPECIFIED;
+  if (asked !== SegmentFormat.UNSPECIFIED) return asked;
+  // HEVC and AV1 in HLS are specified over fmp4 (Apple's authoring rules); H.264 keeps the widest-played ts.
+  return spec.video.some((v) => v.codec === VideoCodec.H265 || v.codec === VideoCodec.AV1) ? SegmentFormat.FMP4 : SegmentFormat.TS;
+}
+
+/** The scheme an output's drm asks for, with the default filled in: aes_128 on ts HLS, cbcs on CMAF. */
+export function drmSchemeOf(spec: Pick<OutputSpec, "type" | "drm" | "hls" | "segments" | "video">): EncryptionScheme | undefined {
+  if (!spec.drm) return undefined;
+  if (spec.drm.scheme !== EncryptionScheme.UNSPECIFIED) return spec.drm.scheme;
+  return spec.type === OutputType.HLS && hlsSegmentFormat(spec) === SegmentFormat.TS ? EncryptionScheme.AES_128 : EncryptionScheme.CBCS;
+}
+
+export const DRM_SYSTEM_NAMES: Partial<Record<DrmSystem, DrmSystemName>> = { [DrmSystem.CLEARKEY]: "clearkey", [DrmSystem.WIDEVINE]: "widevine", [DrmSystem.PLAYREADY]: "playready", [DrmSystem.FAIRPLAY]: "fairplay" };
+const RESOURCE_ID = /^[A-Za-z0-9._:-]{1,256}$/;
+
+/**
+ * Content protection: cbcs or cenc common encryption of CMAF segments (the packager), or aes_128 of
+ * ts segments (ffmpeg). Whether the keys can be served for this output (managed hosting or the
+ * caller's own license service) is the job service's check.
+ */
+export function checkDrm(check: Check, path: string, spec: OutputSpec): void {
+  const drm = spec.drm;
+  if (!drm) return;
+  const at = `${path}.drm`;
+  if (spec.type !== OutputType.HLS && spec.type !== OutputType.DASH && spec.type !== OutputType.ADAPTIVE) {
+    check.add(at, "applies to streaming outputs: hls, dash or adaptive");
+    return;
+  }
+  const hlsTs = spec.type === OutputType.HLS && hlsSegmentFormat(spec) === SegmentFormat.TS;
+  const scheme = drmSchemeOf(spec)!;
+  if (!(drm.scheme in EncryptionScheme)) check.add(`${at}.scheme`, "must be cbcs, cenc or aes_128");
+  else if (scheme === EncryptionScheme.AES_128 && !hlsTs) check.add(`${at}.scheme`, "aes_128 encrypts whole ts segments: it applies to hls outputs on ts segments; CMAF (fmp4) segments take cbcs or cenc");
+  else if (scheme !== EncryptionScheme.AES_128 && hlsTs) check.add(`${at}.scheme`, "hls on ts segments takes aes_128; for cbcs set hls.segment_format to fmp4");
+  else if (scheme === EncryptionScheme.CENC && spec.type !== OutputType.DASH) check.add(`${at}.scheme`, "cenc applies to dash outputs: HLS players decrypt cbcs, which also serves DASH from the same segments");
+
+  // ffmpeg 5.1's single-file HLS leaves an encrypted copy of its last segment behind.
+  if (scheme === EncryptionScheme.AES_128 && hlsTs && spec.segments?.singleFile) check.add(`${path}.segments.single_file`, "is not combined with aes_128: each ts segment is encrypted as a file of its own");
+  const systems = drm.systems;
+  if (scheme === EncryptionScheme.AES_128) {
+    if (systems.length > 0) check.add(`${at}.systems`, "must be empty with aes_128: players fetch the key from the key URI in the playlists");
+  } else if (systems.length === 0) check.add(`${at}.systems`, "needs at least one of clearkey, widevine, playready, fairplay");
+  const seen = new Set<DrmSystem>();
+  systems.forEach((system, k) => {
+    const name = DRM_SYSTEM_NAMES[system];
+    if (!name) {
+      check.add(`${at}.systems[${k}]`, "must be clearkey, widevine, playready or fairplay");
+      return;
+    }
+    if (seen.has(system)) check.add(`${at}.systems[${k}]`, `lists ${name} twice`);
+    seen.add(system);
+    if (system === DrmSystem.FAIRPLAY && spec.type === OutputType.DASH) check.add(`${at}.systems[${k}]`, "fairplay is signalled in HLS: use an hls or adaptive output");
+    else if (system === DrmSystem.FAIRPLAY && scheme !== EncryptionScheme.CBCS) check.add(`${at}.systems[${k}]`, "fairplay requires the cbcs scheme");
+  });
+  const licensed = systems.filter((s) => s === DrmSystem.WIDEVINE || s === DrmSystem.PLAYREADY || s === DrmSystem.FAIRPLAY);
+  if (drm.keyProviderUrl === "") {
+    if (licensed.length > 0) check.add(`${at}.key_provider_url`, `is required with ${licensed.map((s) => DRM_SYSTEM_NAMES[s]).join(" and ")}: their license services need the keys, which a SPEKE v2 key service shares; the built-in provider serves clearkey and aes_128 keys only`);
+  } else checkHttpsUrl(check, `${at}.key_provider_url`, drm.keyProviderUrl);
+  if (drm.resourceId !== "" && !RESOURCE_ID.test(drm.resourceId)) check.add(`${at}.resource_id`, "must be 1 to 256 letters, digits, '.', '_', ':' or '-'");
+}
+
+function checkHttpsUrl(check: Check, field: string, url: string): void {
+  if (url.length > OUTPUT_LIMITS.keyProviderUrl) {
+    check.add(field, `must be at most ${OUTPUT_LIMITS.keyProviderUrl} characters`);
+    return;
+  }
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    check.add(field, "must be an https URL");
+    return;
+  }
+  if (u.protocol !== "https:") check.add(field, "must be an https URL");
+  else if (u.username !== "" || u.password !== "") check.add(field, "must not carry credentials");
 }
 
 /**

@@ -110,7 +110,7 @@ const decideBy: Handlers = {
     // A managed job's auto ladder is decided from the source: its rungs, then its estimate.
     const ladder = job.managed?.ladder;
     if (ladder && job.outputs.length > 0) {
-      const spec = { ...(ladderOutputSpec(ladder, c.metadata.video, c.metadata.audio !== undefined) as Record<string, JsonValue>), ...(job.managed?.subtitleTracks?.length ? { subtitleTracks: [...job.managed.subtitleTracks] } : {}), effectivePathTemplate: (job.outputs[0]!.spec as Record<string, JsonValue>)["effectivePathTemplate"] ?? "" };
+      const spec = { ...(ladderOutputSpec(ladder, c.metadata.video, c.metadata.audio !== undefined, job.managed?.drm) as Record<string, JsonValue>), ...(job.managed?.subtitleTracks?.length ? { subtitleTracks: [...job.managed.subtitleTracks] } : {}), effectivePathTemplate: (job.outputs[0]!.spec as Record<string, JsonValue>)["effectivePathTemplate"] ?? "" };
       const resolved = { ...job, outputs: job.outputs.map((o, i) => (i === 0 ? { ...o, spec } : o)) };
       return [withFees({ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(resolved, c.metadata), specs: { 0: spec } }, transcriptionFees(resolved, c.metadata))];
     }
@@ -143,7 +143,7 @@ const decideBy: Handlers = {
   output_completed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || !o || o.status === "completed") return [];
-    return [{ type: "output_completed", at: c.at, outputId: c.outputId, url: c.url, sizeBytes: c.sizeBytes, ...(c.main !== undefined ? { main: c.main } : {}), ...(c.renditions ? { renditions: c.renditions } : {}), ...(c.subtitles?.length ? { subtitles: c.subtitles } : {}), ...(c.chapters?.length ? { chapters: c.chapters } : {}) }];
+    return [{ type: "output_completed", at: c.at, outputId: c.outputId, url: c.url, sizeBytes: c.sizeBytes, ...(c.main !== undefined ? { main: c.main } : {}), ...(c.renditions ? { renditions: c.renditions } : {}), ...(c.subtitles?.length ? { subtitles: c.subtitles } : {}), ...(c.chapters?.length ? { chapters: c.chapters } : {}), ...(c.drm ? { drm: c.drm } : {}) }];
   }),
   output_failed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
@@ -283,7 +283,7 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
       return { ...base, outputs, progress: jobProgress(outputs) };
     }
     case "output_completed": {
-      const outputs = patchOutput(job, event.outputId, (o) => ({ ...o, status: "completed", progress: 100, outputUrl: event.url, sizeBytes: event.sizeBytes, ...(event.main !== undefined ? { main: event.main } : {}), ...(event.renditions ? { renditions: event.renditions } : {}) }));
+      const outputs = patchOutput(job, event.outputId, (o) => ({ ...o, status: "completed", progress: 100, outputUrl: event.url, sizeBytes: event.sizeBytes, ...(event.main !== undefined ? { main: event.main } : {}), ...(event.renditions ? { renditions: event.renditions } : {}), ...(event.drm ? { drm: event.drm } : {}) }));
       const tracks = {
         ...(event.subtitles ? { subtitleResults: [...(job.subtitleResults ?? []), ...event.subtitles] } : {}),
         ...(event.chapters ? { chapterResults: [...(job.chapterResults ?? []), ...event.chapters] } : {}),

@@ -2,6 +2,7 @@
 // the events it folds, and the encode task it publishes. Here in the kernel because the actor host
 // and the encoder nodes both speak them, and neither imports the other.
 import type { JsonValue } from "@bufbuild/protobuf";
+import type { DrmScheme, TrackClass } from "../../src/drm/types.js";
 import type { OriginRecord } from "../../src/origins.js";
 
 export type JobStatus = "pending" | "probing" | "awaiting_confirmation" | "processing" | "completed" | "failed" | "canceled" | "partial";
@@ -23,6 +24,7 @@ export const JOB_ERROR_CODES = {
   subtitle_unreachable: "A provided subtitle track could not be fetched (network error, not found, or access denied).",
   subtitle_invalid: "A provided subtitle track is not valid WebVTT or SRT, or exceeds the size limits.",
   transcription_failed: "Speech recognition failed, or the recogniser is not installed on the encoder node.",
+  drm_key_unavailable: "The key provider of a protected output failed or answered no usable keys; nothing unprotected was delivered.",
   internal: "An internal error stopped the job.",
 } as const;
 export type JobErrorCode = keyof typeof JOB_ERROR_CODES;
@@ -70,6 +72,21 @@ export interface OutputState {
   readonly renditions?: readonly RenditionResult[];
   readonly estimateMicros?: number;
   readonly actualMicros?: number;
+  /** A protected output's keys, once completed; never shown. */
+  readonly drm?: DrmKeysData;
+}
+
+/**
+ * The content keys of a protected output: their IDs in the clear (the key server answers only
+ * these), the keys sealed with the server secret (src/drm/keys.ts sealKeys), in the job's journal
+ * and never beside the media.
+ */
+export interface DrmKeysData {
+  readonly scheme: DrmScheme;
+  /** Whether viewers get the keys from our key server: aes_128, or a Clear Key system (others' license services hold their own copy). */
+  readonly clearKey: boolean;
+  readonly kids: readonly { readonly trackClass: TrackClass; readonly kid: string }[];
+  readonly sealed: string;
 }
 
 /** One encoded video rendition of an output, as the encoder reports it. */
@@ -88,6 +105,8 @@ export interface ManagedTarget {
   readonly ladder?: readonly number[];
   /** SubtitleTrack proto JSON of the video's stream, kept on the ladder decided at probe. */
   readonly subtitleTracks?: readonly JsonValue[];
+  /** DrmConfig proto JSON of the video's stream: the ladder decided at probe is protected with it. */
+  readonly drm?: JsonValue;
 }
 
 export interface FeeState {
@@ -263,7 +282,7 @@ export interface JobCommands {
   readonly cancel: { readonly at: number };
   readonly encode_started: { readonly attempt: string; readonly at: number };
   readonly output_progress: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly progress: number };
-  readonly output_completed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[]; readonly subtitles?: readonly SubtitleResultData[]; readonly chapters?: readonly ChapterResultData[] };
+  readonly output_completed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[]; readonly subtitles?: readonly SubtitleResultData[]; readonly chapters?: readonly ChapterResultData[]; readonly drm?: DrmKeysData };
   readonly output_failed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure };
   readonly thumbnails_done: { readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] };
   readonly encode_finished: { readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure };
@@ -281,7 +300,7 @@ export type JobEvent =
   | { readonly type: "confirmed"; readonly at: number }
   | { readonly type: "encode_started"; readonly attempt: string; readonly at: number }
   | { readonly type: "output_progress"; readonly at: number; readonly outputId: string; readonly progress: number }
-  | { readonly type: "output_completed"; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[]; readonly subtitles?: readonly SubtitleResultData[]; readonly chapters?: readonly ChapterResultData[] }
+  | { readonly type: "output_completed"; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[]; readonly subtitles?: readonly SubtitleResultData[]; readonly chapters?: readonly ChapterResultData[]; readonly drm?: DrmKeysData }
   | { readonly type: "output_failed"; readonly at: number; readonly outputId: string; readonly failure: Failure }
   | { readonly type: "thumbnails_done"; readonly at: number; readonly results: readonly ThumbnailResultData[] }
   /** Terminal: the status reached and the money settled, decided once. */

@@ -15,7 +15,7 @@ import { API_VERSION, derivedId, ledgerWrites, type EventRecord, type EventType 
 import type { IntentHandlers } from "../outbox.js";
 import { fanOut } from "../webhook-endpoint/fanout.js";
 import { JobBehavior } from "../job/job.js";
-import type { JobRecord, JobRequest } from "../job/messages.js";
+import type { DrmKeysData, JobRecord, JobRequest } from "../job/messages.js";
 
 export const VIDEOS = "videos";
 
@@ -76,6 +76,8 @@ export interface VideoRecord {
   readonly posterKey?: string;
   readonly hoverWebpKey?: string;
   readonly hoverMp4Key?: string;
+  /** A protected stream's key IDs and sealed keys: what the edge's key server answers from. */
+  readonly drm?: DrmKeysData;
   readonly errorCode?: string;
   readonly errorMessage?: string;
   readonly requestId?: string;
@@ -106,6 +108,7 @@ export interface JobOutcome {
   readonly posterKey?: string;
   readonly hoverWebpKey?: string;
   readonly hoverMp4Key?: string;
+  readonly drm?: DrmKeysData;
 }
 
 export interface VideoPatch {
@@ -225,6 +228,7 @@ export function foldVideo(v: VideoRecord, e: VideoEvent): VideoRecord {
         ...(o.posterKey ? { posterKey: o.posterKey } : {}),
         ...(o.hoverWebpKey ? { hoverWebpKey: o.hoverWebpKey } : {}),
         ...(o.hoverMp4Key ? { hoverMp4Key: o.hoverMp4Key } : {}),
+        ...(o.drm ? { drm: o.drm } : {}),
         ...(e.sourceDeleteAt !== undefined ? { sourceScheduledForDeletionAt: e.sourceDeleteAt } : {}),
       };
     }
@@ -354,11 +358,12 @@ export function videoIntentHandlers(d: VideoEffectDeps): IntentHandlers<VideoInt
   };
 }
 
-/** How a managed job ended, as its video needs it: the HLS playlist, the renditions, the money, the poster and previews. */
+/** How a managed job ended, as its video needs it: the stream (HLS master, else a DASH MPD), the renditions, the money, the poster and previews, the keys. */
 export function jobOutcome(job: JobRecord): JobOutcome {
   const durationSeconds = Math.round((job.inputMetadata?.durationMs ?? 0) / 10) / 100;
-  const hls = job.outputs.find((o) => o.status === "completed" && o.main?.endsWith(".m3u8"));
-  const renditions = (hls?.renditions ?? []).map((r) => ({
+  const completed = job.outputs.filter((o) => o.status === "completed");
+  const stream = completed.find((o) => o.main?.endsWith(".m3u8")) ?? completed.find((o) => o.main?.endsWith(".mpd"));
+  const renditions = (stream?.renditions ?? []).map((r) => ({
     resolution: `${Math.min(r.width, r.height)}p`,
     codec: r.codec,
     bitrateKbps: durationSeconds > 0 ? Math.round((r.sizeBytes * 8) / durationSeconds / 1000) : 0,
@@ -379,11 +384,12 @@ export function jobOutcome(job: JobRecord): JobOutcome {
     ...(job.errorMessage ? { errorMessage: job.errorMessage } : {}),
     durationSeconds,
     actualMicros,
-    ...(hls ? { playlistKey: `${hls.keyPrefix}/${hls.main}` } : {}),
+    ...(stream ? { playlistKey: `${stream.keyPrefix}/${stream.main}` } : {}),
     renditions,
     outputSizeBytes: job.outputs.reduce((s, o) => s + (o.status === "completed" ? o.sizeBytes : 0), 0) + thumbs.reduce((s, t) => s + t.sizeBytes, 0),
     ...(poster ? { posterKey: poster.key } : {}),
     ...(webp ? { hoverWebpKey: webp.key } : {}),
     ...(mp4 ? { hoverMp4Key: mp4.key } : {}),
+    ...(stream?.drm ? { drm: stream.drm } : {}),
   };
 }

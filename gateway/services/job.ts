@@ -10,6 +10,8 @@ import type { EntityUpdate } from "../../actors/commands.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import {
   CreateJobRequestSchema,
+  DrmSystem,
+  EncryptionScheme,
   JobPriority,
   OutputSpecSchema,
   OutputTypeSchema,
@@ -29,7 +31,7 @@ import { ORIGINS, getOrigin, openOriginBlob, PATH_TEMPLATE_VARIABLES, type Origi
 import { resolveOutputSpec } from "../../src/presets.js";
 import { sha256 } from "../../src/secrets.js";
 import { Check } from "../../src/validation.js";
-import { checkOutputSpec } from "../../src/spec-check.js";
+import { checkOutputSpec, drmSchemeOf } from "../../src/spec-check.js";
 import { checkThumbnailSpec } from "../../src/thumbnail-spec.js";
 import { callerOf, REQUEST_ID, type Caller } from "../access.js";
 import { enumWireName } from "../../wire/codec.js";
@@ -184,6 +186,14 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         spec.subtitleTracks.forEach((t, k) => {
           if (t.source === SubtitleSource.URL && t.url !== "" && !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(t.url) && req.inputOriginId === "") check.add(`outputs[${i}].subtitle_tracks[${k}].url`, "is a path, read from the job's input origin, but the job has no input_origin_id; give an https URL");
         });
+        // Clear Key licenses and AES-128 keys come from our key server, behind managed hosting's playback token.
+        if (spec.drm && !req.managed) {
+          const own = "outputs in your own storage are protected with cbcs or cenc for widevine, playready or fairplay, whose license service gets the keys from your key_provider_url";
+          if (drmSchemeOf(spec) === EncryptionScheme.AES_128) check.add(`outputs[${i}].drm.scheme`, `aes_128 keys are served by the key server of managed hosting (managed: true); ${own}`);
+          spec.drm.systems.forEach((system, k) => {
+            if (system === DrmSystem.CLEARKEY) check.add(`outputs[${i}].drm.systems[${k}]`, `clearkey licenses are served by the key server of managed hosting (managed: true); ${own}`);
+          });
+        }
         if (spec.pathTemplate !== "") templateViolations(check, `outputs[${i}].path_template`, spec.pathTemplate);
         specs.push(spec);
       }

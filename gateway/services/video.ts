@@ -2,7 +2,7 @@
 // preset, a poster, hover previews when asked); the VideoActor starts that job once the source is
 // in managed storage (URL ingest at once, uploads on CompleteUpload) and becomes ready or error
 // when the job ends. Reads carry links computed per request (gateway/hosting.ts).
-import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { create, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { EntityUpdate } from "../../actors/commands.js";
@@ -12,8 +12,8 @@ import { VIDEOS, VideoBehavior, type UploadRecord, type VideoPatch, type VideoRe
 import type { AppRecord } from "../../src/directory.js";
 import { apiError, failedPrecondition } from "../../src/errors.js";
 import { PaginationRequestSchema } from "../../src/gen/media/v1/common_pb.js";
-import { OutputSpecSchema, SubtitleSource, SubtitleTrackSchema, type SubtitleTrack } from "../../src/gen/media/v1/job_pb.js";
-import { checkSubtitleTracks } from "../../src/spec-check.js";
+import { DrmConfigSchema, OutputSpecSchema, SubtitleSource, SubtitleTrackSchema, type DrmConfig, type SubtitleTrack } from "../../src/gen/media/v1/job_pb.js";
+import { checkDrm, checkSubtitleTracks } from "../../src/spec-check.js";
 import { CreateUploadResponseSchema, VideoVisibility, WatchVideoResponseSchema, type CompleteUploadRequest, type Video, type VideoService } from "../../src/gen/media/v1/video_pb.js";
 import { HOSTING_LIMITS, hoverPreviewSpecs, ladderOutputSpec, partsPrefix, posterThumbnailSpec, sourceKey, UPLOAD_URL_SECONDS } from "../../src/hosting.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
@@ -45,6 +45,7 @@ interface Describing {
   preset: string;
   hoverPreviews: boolean;
   subtitleTracks: readonly SubtitleTrack[];
+  drm?: DrmConfig | undefined;
 }
 
 function checkDescribing(check: Check, r: Describing): void {
@@ -98,6 +99,14 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     for (const v of local.violations) check.add(v.field.replace(/^request\./, ""), v.description);
     const subtitleTracks = r.subtitleTracks.map((t) => toJson(SubtitleTrackSchema, t));
     if (subtitleTracks.length > 0) spec = { ...spec, subtitleTracks };
+    // Protection rides on the stream's output as well; the ladder takes its type from the scheme (ladderOutputSpec).
+    const drm = r.drm ? toJson(DrmConfigSchema, r.drm) : undefined;
+    if (drm !== undefined) {
+      spec = r.preset === "" ? { ...ladderOutputSpec(app.hosting!.ladder, undefined, true, drm), ...(subtitleTracks.length > 0 ? { subtitleTracks } : {}) } : { ...spec, drm };
+      const local = new Check();
+      checkDrm(local, "request", fromJson(OutputSpecSchema, spec));
+      for (const v of local.violations) check.add(v.field.replace(/^request\./, ""), v.description);
+    }
     const thumbnails = [posterThumbnailSpec(), ...(r.hoverPreviews ? hoverPreviewSpecs() : [])];
     const request: JobRequest = {
       appId: app.id,
@@ -105,7 +114,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       inputUrl: input.url ?? "",
       inputPath: "",
       inputVideoId: input.url ? "" : videoId,
-      managed: { videoId, ...(r.preset === "" ? { ladder: app.hosting!.ladder } : {}), ...(subtitleTracks.length > 0 ? { subtitleTracks } : {}) },
+      managed: { videoId, ...(r.preset === "" ? { ladder: app.hosting!.ladder } : {}), ...(subtitleTracks.length > 0 ? { subtitleTracks } : {}), ...(drm !== undefined ? { drm } : {}) },
       priority: "standard",
       outputs: [{ id: derivedId(Prefix.output, `${videoId}:output:0`, 20), spec, pathTemplate: "", vars: { format: "hls", codec: "h264", resolution: "", quality: "standard" } }],
       thumbnails,
