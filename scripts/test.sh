@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what is missing, type-checks, runs every
-# vitest project, and ends with one plain "N passed, N failed" line.
+# vitest project and the mutation gate (counted as one test), and ends with one plain
+# "N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,9 +30,24 @@ npx eslint .
 results="$(mktemp)"
 status=0
 npx vitest run --reporter=default --reporter=json --outputFile="$results" "$@" || status=$?
+
+# The mutation gate: the money (src/pricing.ts, the job actor) and the network guard mutated and
+# re-tested against the unit specs, incrementally from the checked-in results (only what changed
+# since is re-run), each module held to its floor in test/mutation/gate-check.mjs, so a change
+# that weakens their specs fails here. Whole-suite runs only; MUTATION_GATE=0 skips it.
+gate=""
+if [[ $# -eq 0 && "${MUTATION_GATE:-1}" != 0 ]]; then
+  mkdir -p .cache/stryker
+  cp test/mutation/stryker-incremental.json .cache/stryker/gate-incremental.json
+  gate=passed
+  { npx stryker run test/mutation/stryker.gate.config.mjs && node test/mutation/gate-check.mjs .cache/stryker/gate.json; } || { gate=failed; status=1; }
+fi
 node -e '
   const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-  console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed`);
-' "$results" || true
+  const gate = process.argv[2];
+  const passed = r.numPassedTests + (gate === "passed" ? 1 : 0);
+  const failed = r.numFailedTests + (gate === "failed" ? 1 : 0);
+  console.log(`tests: ${passed} passed, ${failed} failed`);
+' "$results" "$gate" || true
 rm -f "$results"
 exit "$status"

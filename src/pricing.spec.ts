@@ -21,6 +21,7 @@ import {
   PROCESSING_FEE_MICROS,
   rateMicrosPerMinute,
   resolutionBucket,
+  transcribedSeconds,
   variantRateIfKnown,
   variantRateMicrosPerMinute,
 } from "./pricing.js";
@@ -69,6 +70,18 @@ describe("the table", () => {
   it("is in EUR, a million micro-EUR each", () => {
     expect(CURRENCY).toBe("EUR");
     expect(MICROS_PER_EUR).toBe(1_000_000);
+  });
+});
+
+describe("transcribed seconds", () => {
+  it("counts each second begun, from 0, and refuses a negative or unknown duration", () => {
+    expect(transcribedSeconds(0)).toBe(0);
+    expect(transcribedSeconds(1)).toBe(1);
+    expect(transcribedSeconds(1000)).toBe(1);
+    expect(transcribedSeconds(1001)).toBe(2);
+    expect(() => transcribedSeconds(-1)).toThrow(new RangeError("duration must not be negative, got -1"));
+    expect(() => transcribedSeconds(Number.NaN)).toThrow(new RangeError("duration must not be negative, got NaN"));
+    expect(() => transcribedSeconds(Number.POSITIVE_INFINITY)).toThrow(RangeError);
   });
 });
 

@@ -4,7 +4,7 @@
 // here from the specification, not imported from the client, so the two check each other.
 import { randomBytes } from "node:crypto";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import { parseXml, type XmlElement } from "../src/drm/speke.js";
+import { parseXml, type XmlElement } from "../src/drm/xml.js";
 import { startHttpsPeer, type TestCa } from "./peers.js";
 
 const CPIX = "urn:dashif:org:cpix";

@@ -7,7 +7,7 @@ import { OutputType, SubtitleSource } from "../../src/gen/media/v1/job_pb.js";
 import { AudioCodec, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
 import { PROCESSING_FEE_MICROS, TRANSCRIPTION_MICROS_PER_SECOND, transcribedSeconds } from "../../src/pricing.js";
 import { at, createJob, decided, encodingJob, origin, output, probe, probedJob, rejected, run, specJson } from "./job.fixtures.js";
-import { estimateOutputs, foldJob, JOB_ERROR_CODES, JobBehavior, processingFee, type JobCommand, type JobRecord, type JobRequest, type JobState, type OutputState, type ProbeData } from "./job.js";
+import { estimateOutputs, foldJob, JOB_ERROR_CODES, JobBehavior, jobEffects, processingFee, type JobCommand, type JobRecord, type JobRequest, type JobState, type OutputState, type ProbeData } from "./job.js";
 
 const finish = (over: Partial<Extract<JobCommand, { type: "encode_finished" }>> = {}): JobCommand => ({ type: "encode_finished", attempt: "e1", at: 3000, durationMs: 1000, ...over });
 const completeOutput = (outputId: string, attempt = "e1"): JobCommand => ({ type: "output_completed", attempt, at, outputId, url: `s3://b/${outputId}.mp4`, sizeBytes: 10 });
@@ -410,5 +410,47 @@ describe("captions", () => {
     const spec = job(s).outputs[0]!.spec as Record<string, unknown>;
     expect(spec["subtitleTracks"]).toEqual([{ source: "SUBTITLE_SOURCE_GENERATED", language: "en" }]);
     expect(job(s).fees.map((f) => f.type)).toEqual(["processing", "transcription"]);
+  });
+});
+
+describe("managed and protected outputs", () => {
+  const drm = { scheme: "cbcs" as const, clearKey: true, kids: [{ trackClass: "sd" as const, kid: "0123456789abcdef0123456789abcdef" }], sealed: "iv.tag.body" };
+  const renditions = [{ name: "640x360", codec: "h264" as const, width: 640, height: 360, sizeBytes: 7 }];
+
+  it("keeps what the encoder reports of a completed output: its main file, renditions and sealed keys, and nothing it did not report", () => {
+    const s = run(encodingJob(), { type: "output_completed", attempt: "e1", at, outputId: "out_a", url: "s3://b/out_a/index.m3u8", sizeBytes: 10, main: "index.m3u8", renditions, drm });
+    expect(job(s).outputs[0]).toMatchObject({ status: "completed", main: "index.m3u8", renditions, drm });
+    const plain = job(run(encodingJob(), completeOutput("out_a"))).outputs[0]!;
+    expect(plain).not.toHaveProperty("main");
+    expect(plain).not.toHaveProperty("renditions");
+    expect(plain).not.toHaveProperty("drm");
+  });
+
+  it("decides a managed ladder at probe with the video's protection, and keeps the output's effective path template", () => {
+    const managed = { videoId: "vid_1", ladder: [720, 360], drm: { scheme: "ENCRYPTION_SCHEME_CBCS", systems: ["DRM_SYSTEM_CLEARKEY"] } };
+    const created = run({}, createJob({ managed, outputs: [output("out_a", "720p")] }), { type: "probe_started", attempt: "p1", at });
+    const spec = job(run(created, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })).outputs[0]!.spec as Record<string, unknown>;
+    expect(spec).toMatchObject({ type: "OUTPUT_TYPE_ADAPTIVE", drm: { scheme: "ENCRYPTION_SCHEME_CBCS", systems: ["DRM_SYSTEM_CLEARKEY"] }, effectivePathTemplate: effectiveTemplate(job(created).outputs[0]!) });
+    // A journal of an older build, whose spec has no effective template: the ladder's is empty, not made up.
+    const older = edited(created, (j) => ({ outputs: j.outputs.map((o) => ({ ...o, spec: { ...(o.spec as Record<string, unknown>), effectivePathTemplate: undefined } as never })) }));
+    expect((job(run(older, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })).outputs[0]!.spec as Record<string, unknown>).effectivePathTemplate).toBe("");
+  });
+
+  it("tells a managed job's video how it ended once, when it settles, and no other job's", () => {
+    const managed = { videoId: "vid_1" };
+    const effectsOf = (over: Partial<JobRequest>, command: JobCommand) => {
+      const before = run(encodingJob(over), completeOutput("out_a"), completeOutput("out_b"));
+      const events = decided(before, command);
+      return jobEffects(events.reduce(JobBehavior.fold, before), events, command, before).map((i) => i.kind);
+    };
+    expect(effectsOf({ managed }, finish())).toContain("video");
+    expect(effectsOf({}, finish())).not.toContain("video");
+    const running = (over: Partial<JobRequest>) => {
+      const before = encodingJob(over);
+      const events = decided(before, progress("out_a", 50));
+      expect(events).toHaveLength(1);
+      return jobEffects(events.reduce(JobBehavior.fold, before), events, progress("out_a", 50), before).map((i) => i.kind);
+    };
+    expect(running({ managed })).not.toContain("video");
   });
 });

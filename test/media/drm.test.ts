@@ -2,10 +2,11 @@
 // of every init and media segment (tenc with each track class's key ID, pssh of exactly the asked
 // systems, senc in every fragment), the manifests' signalling, and round trips: the packager's own
 // raw-key decryption must give the frames ffmpeg decodes cleanly, while no key or a wrong key does
-// not. aes_128: every ts segment decrypts with openssl to a stream ffprobe reads.
+// not. aes_128: every ts segment decrypts with openssl to a stream ffprobe reads, and a subtitle
+// track's WebVTT segments map to the first video timestamp, read from a decrypted segment.
 import { create } from "@bufbuild/protobuf";
 import { execFile } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createDecipheriv, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -13,10 +14,12 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runPlan } from "../../encoder-node/ffmpeg.js";
 import { packagerPath } from "../../encoder-node/packager.js";
-import { planOutput, type OutputPlan, type PlanOptions } from "../../encoder-node/plan.js";
+import { planOutput, segmentSecondsOf, type OutputPlan, type PlanOptions } from "../../encoder-node/plan.js";
 import { probe, type ProbeResult } from "../../encoder-node/probe.js";
+import { writeTracks, type PreparedTrack } from "../../encoder-node/subtitles.js";
+import { localKeyProvider } from "../../src/drm/keys.js";
 import { SYSTEM_IDS, type ContentKey, type DrmSystemName, type TrackClass } from "../../src/drm/types.js";
-import { DrmSystem, EncryptionScheme, OutputSpecSchema, OutputType, type OutputSpec } from "../../src/gen/media/v1/job_pb.js";
+import { DrmSystem, EncryptionScheme, OutputSpecSchema, OutputType, SubtitleSource, SubtitleTrackSchema, type OutputSpec } from "../../src/gen/media/v1/job_pb.js";
 import { AudioCodec, SegmentFormat, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
 import { ffprobeJson, makeTestInput, parseAttributes, parseHlsMedia, parseMpd, parseXml, readHls, type XmlElement } from "../media.js";
 import { avcCodecString, findBoxes, readBoxFile, readPssh, readSchm, readTenc, sampleCount, sampleEntry } from "../mp4-boxes.js";
@@ -313,6 +316,44 @@ describe("aes_128: ts segments encrypted by ffmpeg", { timeout: 90_000 }, () => 
         expect(wrong !== undefined && isTs(readFileSync(wrong))).toBe(false);
       }
     }
+    checkCleanedUp(plan);
+  });
+
+  it("a subtitle track: its WebVTT segments map to the first video timestamp, read from a decrypted segment; the master lists it on every variant", async () => {
+    const [key] = await localKeyProvider().keys({ resourceId: "out_subs", classes: ["sd"], scheme: "aes128", systems: [] });
+    const s = spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 1 }, video: [{ codec: VideoCodec.H264, width: 320, height: 180, h264: fast }, { codec: VideoCodec.H264, width: 160, height: 90, h264: fast }], drm: {} });
+    const plan = await encode(s, [key!]);
+    const track: PreparedTrack = {
+      index: 0,
+      source: "url",
+      language: "en",
+      name: "English",
+      track: create(SubtitleTrackSchema, { source: SubtitleSource.URL, language: "en", isDefault: true }),
+      cues: [{ start: 0.5, end: 2, text: "Under lock and key" }],
+    };
+    const { files } = await writeTracks(plan, [track], segmentSecondsOf(s), new AbortController().signal);
+    expect(files).toEqual([{ index: 0, file: "subtitles/track_0.vtt" }]);
+    const hls = readHls(plan.dir, plan.main);
+    // The first video timestamp, found here on our own: the first segment decrypted with the key and the playlist's IV, probed.
+    const videoPlaylist = hls.master.variants[0]!.uri;
+    const text = readFileSync(path.join(plan.dir, videoPlaylist), "utf8");
+    const iv = keyLines(text)[0]!.IV!.replace(/^0x/, "");
+    const first = path.join(plan.dir, path.dirname(videoPlaylist), parseHlsMedia(text).segments[0]!.uri);
+    const decipher = createDecipheriv("aes-128-cbc", Buffer.from(key!.key, "hex"), Buffer.from(iv, "hex"));
+    const clear = path.join(root, `first-${++n}.ts`);
+    writeFileSync(clear, Buffer.concat([decipher.update(readFileSync(first)), decipher.final()]));
+    const { stdout } = await exec("ffprobe", ["-v", "error", "-print_format", "json", "-show_entries", "format=start_time", clear]);
+    const mpegts = Math.round(Number((JSON.parse(stdout) as { format: { start_time: string } }).format.start_time) * 90_000);
+    expect(mpegts).toBeGreaterThan(0);
+    const subtitles = hls.playlists.get("subtitles/track_0/index.m3u8");
+    expect(subtitles?.segments.length).toBeGreaterThanOrEqual(3);
+    for (const segment of subtitles!.segments) {
+      const vtt = readFileSync(path.join(plan.dir, "subtitles/track_0", segment.uri), "utf8");
+      expect(vtt.split("\n").slice(0, 2)).toEqual(["WEBVTT", `X-TIMESTAMP-MAP=MPEGTS:${mpegts},LOCAL:00:00:00.000`]);
+    }
+    expect(hls.master.media.filter((m) => m.TYPE === "SUBTITLES")).toEqual([expect.objectContaining({ TYPE: "SUBTITLES", "GROUP-ID": "subs", LANGUAGE: "en", URI: "subtitles/track_0/index.m3u8" })]);
+    expect(hls.master.variants.length).toBe(2);
+    for (const v of hls.master.variants) expect(v.attributes).toMatchObject({ SUBTITLES: "subs", CODECS: expect.stringMatching(/^avc1\.[0-9A-F]{6},mp4a\.40\.2$/) });
     checkCleanedUp(plan);
   });
 
