@@ -134,6 +134,26 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
   }
 }
 
+const ENDED = ["completed", "failed", "canceled", "partial"];
+
+/** Polls JobService/Get until the job has ended (or `until` holds); throws with its state when it has not after `ms`. */
+export async function waitForJob(base: string, id: string, auth: Auth, options: { until?: (job: any) => boolean; ms?: number } = {}): Promise<any> {
+  const done = options.until ?? ((j: any) => ENDED.includes(j.status));
+  const deadline = Date.now() + (options.ms ?? 150_000);
+  for (;;) {
+    const job = (await ok(call(base, "JobService/Get", { id }, auth))).job;
+    if (done(job)) return job;
+    if (Date.now() > deadline) throw new Error(`job ${id} stuck in ${job.status}: ${JSON.stringify(job)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** An S3 origin (OriginService/Create) on a bucket of a MinIO peer, with its admin's credentials; answers its ID. */
+export async function createS3Origin(base: string, auth: Auth, minio: { readonly admin: { readonly accessKeyId: string; readonly secretAccessKey: string } }, name: string, bucket: string, permissions: string[]): Promise<string> {
+  const credentials = { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey };
+  return (await ok(call(base, "OriginService/Create", { name, permissions, s3: { bucket, region: "us-east-1", credentials } }, auth))).origin.id as string;
+}
+
 /** POSTs JSON to /media.v1.<Service>/<Method>, as the spec's wire format says. */
 export async function call(base: string, route: string, body: unknown, auth: Auth = {}): Promise<Reply> {
   const headers: Record<string, string> = { "content-type": "application/json", ...auth.headers };

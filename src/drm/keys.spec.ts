@@ -1,5 +1,6 @@
 // The built-in key provider, sealing and opening keys, and the choice of provider.
 import { describe, expect, it } from "vitest";
+import { drmKeyFailure } from "./drm.fixtures.js";
 import { NetGuard } from "../net-guard.js";
 import { SecretBox } from "../secrets.js";
 import { keyProviderFor, localKeyProvider, openKeys, sealKeys } from "./keys.js";
@@ -8,16 +9,6 @@ import { DrmKeyError, HEX16, type ContentKey, type KeyRequest } from "./types.js
 const request = (over: Partial<KeyRequest> = {}): KeyRequest => ({ resourceId: "out_1", classes: ["audio", "sd", "hd"], scheme: "cbcs", systems: ["clearkey"], ...over });
 const UUID_V4 = /^[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}$/;
 
-async function failure(work: () => unknown): Promise<DrmKeyError> {
-  const e = await Promise.resolve()
-    .then(work)
-    .then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-  expect(e).toBeInstanceOf(DrmKeyError);
-  return e as DrmKeyError;
-}
 
 describe("localKeyProvider", () => {
   it("makes one random 16-byte key per class, in order, under UUID-shaped key IDs", async () => {
@@ -73,12 +64,12 @@ describe("sealKeys and openKeys", () => {
     for (const part of sealed.split(".")) {
       const i = start + Math.floor(part.length / 2);
       const altered = sealed.slice(0, i) + (sealed[i] === "A" ? "z" : "A") + sealed.slice(i + 1);
-      expect((await failure(() => openKeys(box, altered))).message).toBe("sealed content keys do not open: altered, truncated, or sealed with another server secret");
+      expect((await drmKeyFailure(() => openKeys(box, altered))).message).toBe("sealed content keys do not open: altered, truncated, or sealed with another server secret");
       start += part.length + 1;
     }
-    expect((await failure(() => openKeys(box, sealed.slice(0, -4)))).message).toBe("sealed content keys do not open: altered, truncated, or sealed with another server secret");
-    await failure(() => openKeys(new SecretBox("server secret two"), sealed));
-    for (const junk of ["", "x", "a.b", "a.b.c", "...", sealed.split(".").slice(0, 2).join(".")]) await failure(() => openKeys(box, junk));
+    expect((await drmKeyFailure(() => openKeys(box, sealed.slice(0, -4)))).message).toBe("sealed content keys do not open: altered, truncated, or sealed with another server secret");
+    await drmKeyFailure(() => openKeys(new SecretBox("server secret two"), sealed));
+    for (const junk of ["", "x", "a.b", "a.b.c", "...", sealed.split(".").slice(0, 2).join(".")]) await drmKeyFailure(() => openKeys(box, junk));
   });
 
   it("refuses a genuine seal whose contents are not content keys, saying what is wrong", async () => {
@@ -110,16 +101,16 @@ describe("sealKeys and openKeys", () => {
     ];
     for (const [contents, message] of cases) {
       const sealed = box.encrypt(typeof contents === "string" ? contents : JSON.stringify(contents));
-      const e = await failure(() => openKeys(box, sealed));
+      const e = await drmKeyFailure(() => openKeys(box, sealed));
       if (typeof message === "string") expect(e.message, JSON.stringify(contents)).toContain(message);
       else expect(e.message).toMatch(message);
     }
   });
 
   it("refuses to seal keys that would not open", async () => {
-    expect((await failure(() => sealKeys(box, []))).message).toBe("content keys to seal: expected a non-empty list");
-    expect((await failure(() => sealKeys(box, [{ ...keys[0]!, key: "short" }]))).message).toBe("content keys to seal: key 0 has a key that is not 32 lowercase hex digits");
-    expect((await failure(() => sealKeys(box, [keys[0]!, keys[0]!]))).message).toBe("content keys to seal: key 1 repeats a key ID");
+    expect((await drmKeyFailure(() => sealKeys(box, []))).message).toBe("content keys to seal: expected a non-empty list");
+    expect((await drmKeyFailure(() => sealKeys(box, [{ ...keys[0]!, key: "short" }]))).message).toBe("content keys to seal: key 0 has a key that is not 32 lowercase hex digits");
+    expect((await drmKeyFailure(() => sealKeys(box, [keys[0]!, keys[0]!]))).message).toBe("content keys to seal: key 1 repeats a key ID");
   });
 });
 
@@ -132,7 +123,7 @@ describe("keyProviderFor", () => {
   });
 
   it("takes the SPEKE client when it names one (here refused by the guard before any connection)", async () => {
-    const e = await failure(() => keyProviderFor({ keyProviderUrl: "https://10.1.2.3/speke" }, { guard }).keys(request()));
+    const e = await drmKeyFailure(() => keyProviderFor({ keyProviderUrl: "https://10.1.2.3/speke" }, { guard }).keys(request()));
     expect(e.message).toMatch(/^key provider 10\.1\.2\.3 was refused by the network guard: 10\.1\.2\.3 is a private address/);
   });
 });

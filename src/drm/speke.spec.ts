@@ -4,6 +4,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { Readable } from "node:stream";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { drmKeyFailure } from "./drm.fixtures.js";
 import type { GuardedRequestOptions } from "../net-guard.js";
 import { NetGuard, NetGuardError } from "../net-guard.js";
 import {
@@ -33,16 +34,6 @@ const KEY_S = Buffer.from("ffeeddccbbaa99887766554433221100", "hex");
 const KEY_H = Buffer.from("0f1e2d3c4b5a69788796a5b4c3d2e1f0", "hex");
 const expected: CpixExpected = { contentId: "movie-42", scheme: "cbcs", keys: [{ trackClass: "audio", kid: KID_A }, { trackClass: "sd", kid: KID_S }, { trackClass: "hd", kid: KID_H }] };
 
-async function failure(work: () => unknown): Promise<DrmKeyError> {
-  const e = await Promise.resolve()
-    .then(work)
-    .then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-  expect(e).toBeInstanceOf(DrmKeyError);
-  return e as DrmKeyError;
-}
 
 /** A CPIX answer: `keys` maps kid (32 hex) to a ContentKey body (attributes and children) as written. */
 function answerDoc(keys: [string, string][], root = `contentId="movie-42" version="2.3"`): string {
@@ -179,7 +170,7 @@ describe("reading a CPIX answer", () => {
     const one: CpixExpected = { ...expected, keys: expected.keys.slice(0, 1) };
     for (const [doc, message] of cases) {
       const wantsAll = message.includes("(hd)");
-      const e = await failure(() => readCpixAnswer(doc, wantsAll ? expected : one, "keys.example"));
+      const e = await drmKeyFailure(() => readCpixAnswer(doc, wantsAll ? expected : one, "keys.example"));
       expect(e.message, doc).toContain(message);
       for (const key of [KEY_A, KEY_S, KEY_H]) expect(e.message).not.toContain(key.toString("base64"));
     }
@@ -259,7 +250,7 @@ describe("spekeKeyProvider", () => {
       [{ status: 500, body: `<cpix:Secret><pskc:PlainValue>${KEY_A.toString("base64")}</pskc:PlainValue>` }, `${provider} answered HTTP 500`],
     ];
     for (const [reply, message] of cases) {
-      const e = await failure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport(() => reply) }).keys(keyRequest()));
+      const e = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport(() => reply) }).keys(keyRequest()));
       expect(e.message).toBe(message);
     }
   });
@@ -272,38 +263,38 @@ describe("spekeKeyProvider", () => {
         this.push(Buffer.alloc(64 * 1024, 0x20));
       },
     });
-    const e = await failure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport(() => ({ body: endless })) }).keys(keyRequest()));
+    const e = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport(() => ({ body: endless })) }).keys(keyRequest()));
     expect(e.message).toBe(`${provider} answered more than 1024 KiB`);
     expect(pulled).toBeLessThan(40);
     expect(endless.destroyed).toBe(true);
-    const small = await failure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s) })), maxResponseBytes: 100 }).keys(keyRequest()));
+    const small = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s) })), maxResponseBytes: 100 }).keys(keyRequest()));
     expect(small.message).toBe(`${provider} answered more than 0.09765625 KiB`);
   });
 
   it("fails on another SPEKE version, garbage, or a CPIX answer without the keys", async () => {
-    const version = await failure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s), headers: { "x-speke-version": "1.0" } })) }).keys(keyRequest()));
+    const version = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s), headers: { "x-speke-version": "1.0" } })) }).keys(keyRequest()));
     expect(version.message).toBe(`${provider} answered with X-Speke-Version 1.0; this client speaks 2.0`);
-    const garbage = await failure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport(() => ({ body: "\u0000\u0001binary" })) }).keys(keyRequest()));
+    const garbage = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport(() => ({ body: "\u0000\u0001binary" })) }).keys(keyRequest()));
     expect(garbage.message).toBe(`${provider} answered something that is not XML (expected the root element at offset 0)`);
-    const short = await failure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s, [KEY_A, KEY_S.subarray(0, 15), KEY_H]) })) }).keys(keyRequest()));
+    const short = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s, [KEY_A, KEY_S.subarray(0, 15), KEY_H]) })) }).keys(keyRequest()));
     expect(short.message).toMatch(/^key provider keys\.example:8443 answered a 15-byte key for [0-9a-f-]{36}; content keys are 16 bytes$/);
   });
 
   it("fails with the guard's refusal, or the connection error, naming the provider", async () => {
     const refused = fakeTransport(() => Promise.reject(new NetGuardError("forbidden_address", "10.0.0.1 is a private address; only public addresses are reachable unless the operator allows them (MEDIA_NET_ALLOW)")));
-    expect((await failure(() => spekeKeyProvider({ url: URL_, guard: refused }).keys(keyRequest()))).message).toBe(
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: refused }).keys(keyRequest()))).message).toBe(
       `${provider} was refused by the network guard: 10.0.0.1 is a private address; only public addresses are reachable unless the operator allows them (MEDIA_NET_ALLOW)`,
     );
     const down = fakeTransport(() => Promise.reject(Object.assign(new Error("connect ECONNREFUSED 203.0.113.9:8443"), { code: "ECONNREFUSED" })));
-    expect((await failure(() => spekeKeyProvider({ url: URL_, guard: down }).keys(keyRequest()))).message).toBe(`${provider} could not be reached: connect ECONNREFUSED 203.0.113.9:8443`);
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: down }).keys(keyRequest()))).message).toBe(`${provider} could not be reached: connect ECONNREFUSED 203.0.113.9:8443`);
     const odd = fakeTransport(() => Promise.reject("a string"));
-    expect((await failure(() => spekeKeyProvider({ url: URL_, guard: odd }).keys(keyRequest()))).message).toBe(`${provider} could not be reached: a string`);
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: odd }).keys(keyRequest()))).message).toBe(`${provider} could not be reached: a string`);
     // A real guard: plain http and a bad URL are refused before any connection.
     const guard = new NetGuard({ net: { allow: [] } });
-    expect((await failure(() => spekeKeyProvider({ url: "http://keys.example/speke", guard }).keys(keyRequest()))).message).toBe(
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: "http://keys.example/speke", guard }).keys(keyRequest()))).message).toBe(
       "key provider keys.example was refused by the network guard: http:// URLs are not allowed here; use https://",
     );
-    expect((await failure(() => spekeKeyProvider({ url: "not a url", guard }).keys(keyRequest()))).message).toBe(
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: "not a url", guard }).keys(keyRequest()))).message).toBe(
       `key provider "not a url" was refused by the network guard: "not a url" is not a valid URL`,
     );
   });
@@ -316,14 +307,14 @@ describe("spekeKeyProvider", () => {
         }),
     );
     const started = Date.now();
-    const e = await failure(() => spekeKeyProvider({ url: URL_, guard: silent, timeoutMs: 150 }).keys(keyRequest()));
+    const e = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: silent, timeoutMs: 150 }).keys(keyRequest()));
     expect(e.message).toBe(`${provider} did not answer within 0.15 s`);
     expect(Date.now() - started).toBeLessThan(2000);
     // Headers came, the body never ends.
     const stalled = fakeTransport(() => ({ body: new Readable({ read() {} }) }));
-    expect((await failure(() => spekeKeyProvider({ url: URL_, guard: stalled, timeoutMs: 150 }).keys(keyRequest()))).message).toBe(`${provider} did not answer within 0.15 s`);
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: stalled, timeoutMs: 150 }).keys(keyRequest()))).message).toBe(`${provider} did not answer within 0.15 s`);
     const idle = fakeTransport(() => Promise.reject(new NetGuardError("timeout", "keys.example:8443 did not answer within 15 s")));
-    expect((await failure(() => spekeKeyProvider({ url: URL_, guard: idle }).keys(keyRequest()))).message).toBe(`${provider} did not answer within 15 s`);
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: idle }).keys(keyRequest()))).message).toBe(`${provider} did not answer within 15 s`);
   });
 
   it("passes the caller's cancellation through as it is", async () => {
@@ -349,7 +340,7 @@ describe("spekeKeyProvider", () => {
       [{ classes: ["sd", "sd"] }, `${provider} was asked for a track class twice (sd, sd); SPEKE takes one key per class`],
       [{ systems: [] }, `${provider} was asked for cbcs keys for no DRM system`],
     ];
-    for (const [over, message] of cases) expect((await failure(() => spekeKeyProvider({ url: URL_, guard: transport }).keys(keyRequest(over)))).message).toBe(message);
+    for (const [over, message] of cases) expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: transport }).keys(keyRequest(over)))).message).toBe(message);
     expect(transport.sent).toHaveLength(0);
   });
 
@@ -357,7 +348,7 @@ describe("spekeKeyProvider", () => {
     const lines: Record<string, unknown>[] = [];
     const log = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     const keys = await spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s) })), log }).keys(keyRequest());
-    await failure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s, [KEY_A, KEY_S.subarray(1), KEY_H]) })), log }).keys(keyRequest()));
+    await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s, [KEY_A, KEY_S.subarray(1), KEY_H]) })), log }).keys(keyRequest()));
     expect(lines.map((l) => [l.level, l.msg, l.provider, l.resource_id])).toEqual([
       [30, "drm keys fetched", "keys.example:8443", "movie-42"],
       [40, "drm key provider failed", "keys.example:8443", "movie-42"],

@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { S3Blob } from "../../src/blob/index.js";
 import { NetGuard } from "../../src/net-guard.js";
-import { call, errorDetails, ok, startHarness, type Auth, type Harness } from "../harness.js";
+import { call, createS3Origin, errorDetails, ok, startHarness, waitForJob, type Auth, type Harness } from "../harness.js";
 import { parseHlsMaster, parseHlsMedia, parseXml, type XmlElement } from "../media.js";
 import { makeTestCa, startHttpsPeer, startMinio, type HttpsPeer, type MinioPeer } from "../peers.js";
 import { synthesizeSpeech, wordErrorRate, type Speech } from "../speech.js";
@@ -56,8 +56,7 @@ beforeAll(async () => {
   await bucketIn.put("talks/silent.mp4", path.join(work, "silent.mp4"), "video/mp4");
   writeFileSync(path.join(work, "de.vtt"), "WEBVTT\n\nNOTE provided in the input origin\n\n00:02.000 --> 00:04.000\nVulkane\n");
   await bucketIn.put("talks/subs/de.vtt", path.join(work, "de.vtt"), "text/vtt");
-  const origin = async (name: string, bucket: string, permissions: string[]) =>
-    (await ok(call(h.base, "OriginService/Create", { name, permissions, s3: { bucket, region: "us-east-1", credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey } } }, key))).origin.id as string;
+  const origin = (name: string, bucket: string, permissions: string[]) => createS3Origin(h.base, key, minio, name, bucket, permissions);
   inputOrigin = await origin("inputs", "media-in", ["read"]);
   outputOrigin = await origin("outputs", "media-out", ["read", "write"]);
 }, 240_000);
@@ -68,15 +67,7 @@ afterAll(async () => {
   await minio?.stop();
 });
 
-async function waitFor(id: string, ms = 150_000): Promise<any> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const job = (await ok(call(h.base, "JobService/Get", { id }, key))).job;
-    if (["completed", "failed", "canceled", "partial"].includes(job.status)) return job;
-    if (Date.now() > deadline) throw new Error(`job ${id} stuck in ${job.status}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
+const waitFor = (id: string, ms = 150_000) => waitForJob(h.base, id, key, { ms });
 
 /** An object of the output bucket, by its s3:// URL or key. */
 async function out(urlOrKey: string): Promise<string> {

@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { S3Blob } from "../../src/blob/index.js";
 import { NetGuard } from "../../src/net-guard.js";
-import { call, errorDetails, ok, startHarness, type Auth, type Harness } from "../harness.js";
+import { call, createS3Origin, errorDetails, ok, startHarness, waitForJob, type Auth, type Harness } from "../harness.js";
 import { makeTestInput } from "../media.js";
 import { findBoxes, readBoxes, readPssh, readTenc } from "../mp4-boxes.js";
 import { makeTestCa, startMinio, type MinioPeer } from "../peers.js";
@@ -42,8 +42,7 @@ beforeAll(async () => {
   bucketOut = at("media-out");
   const input = await makeTestInput(path.join(work, "in.mp4"), { width: 640, height: 360, fps: 25, seconds: 6, audio: true });
   await at("media-in").put("clips/in.mp4", input, "video/mp4");
-  const origin = async (name: string, bucket: string, permissions: string[]) =>
-    (await ok(call(h.base, "OriginService/Create", { name, permissions, s3: { bucket, region: "us-east-1", credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey } } }, key))).origin.id as string;
+  const origin = (name: string, bucket: string, permissions: string[]) => createS3Origin(h.base, key, minio, name, bucket, permissions);
   inputOrigin = await origin("inputs", "media-in", ["read"]);
   outputOrigin = await origin("outputs", "media-out", ["read", "write"]);
 }, 240_000);
@@ -62,15 +61,7 @@ async function read(key: string): Promise<Buffer> {
   return readFileSync(file);
 }
 
-async function waitFor(id: string, ms = 150_000): Promise<any> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const job = (await ok(call(h.base, "JobService/Get", { id }, key))).job;
-    if (["completed", "failed", "canceled", "partial"].includes(job.status)) return job;
-    if (Date.now() > deadline) throw new Error(`job ${id} stuck in ${job.status}`);
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
+const waitFor = (id: string, ms = 150_000) => waitForJob(h.base, id, key, { ms });
 
 const h264 = { codec: "h264", width: 640, height: 360, quality: "economy" };
 const job = (outputs: object[], extra: object = {}) => ({ input_origin_id: inputOrigin, input_path: "clips/in.mp4", output_origin_id: outputOrigin, outputs, ...extra });

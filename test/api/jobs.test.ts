@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GcsBlob, parseServiceAccount, S3Blob } from "../../src/blob/index.js";
 import { NetGuard } from "../../src/net-guard.js";
-import { call, ok, errorDetails, startHarness, type Auth, type Harness } from "../harness.js";
+import { call, ok, errorDetails, startHarness, waitForJob, type Auth, type Harness } from "../harness.js";
 import { makeTestCa, serviceAccountJson, startFakeGcs, startHttpsPeer, startMinio, type GcsPeer, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
 import { parseHlsMaster, parseHlsMedia, parseMpd } from "../media.js";
 import { stream, type StreamMessage } from "../watch.js";
@@ -48,15 +48,7 @@ async function createOrigin(name: string, bucket: string, permissions: string[],
 const mp4Output = (over: object = {}) => ({ type: "mp4", video: [{ codec: "h264", width: 320, height: 180 }], audio: [{ codec: "aac", bitrate_kbps: 64 }], ...over });
 
 /** Polls Get until the job is terminal (or in `until`). */
-async function waitFor(id: string, until: (job: any) => boolean = (j) => ["completed", "failed", "canceled", "partial"].includes(j.status), ms = 90_000): Promise<any> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const job = (await ok(call(h.base, "JobService/Get", { id }, key))).job;
-    if (until(job)) return job;
-    if (Date.now() > deadline) throw new Error(`job ${id} stuck in ${job.status}: ${JSON.stringify(job)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const waitFor = (id: string, until?: (job: any) => boolean, ms = 90_000): Promise<any> => waitForJob(h.base, id, key, { ...(until ? { until } : {}), ms });
 
 /** Every amount on the wire equals the sum of its breakdown lines, to the micro-euro. */
 function expectMoneyAddsUp(job: any) {
