@@ -21,7 +21,7 @@ export interface ContentKey {
   readonly trackClass: TrackClass;
   readonly kid: string;
   readonly key: string;
-  /** AES-128 only: the 16-byte IV, hex; absent means the segment sequence number (RFC 8216). */
+  /** AES-128 only: the 16-byte IV, hex (a SPEKE service's explicitIV); absent, the encoder picks a random one and writes it into the playlists. */
   readonly iv?: string;
 }
 
