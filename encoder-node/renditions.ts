@@ -2,7 +2,7 @@
 // control, GOP, pixel format, filter chain) and the per-stream encoder arguments that say so. Pure;
 // plan.ts lays these streams out as progressive files, HLS or DASH.
 import { AUDIO_RULES, CODEC_NAMES, RESOLUTION_LINES, type VideoCodecName } from "../src/codec-rules.js";
-import { EncodingMode, type AudioTrack, type OutputSpec, type VideoVariant } from "../src/gen/media/v1/job_pb.js";
+import { EncodingMode, OutputType, type AudioTrack, type OutputSpec, type VideoVariant } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, QualityTier, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { MediaError } from "./media-errors.js";
 import type { ProbeResult } from "./probe.js";
@@ -90,6 +90,8 @@ export interface Rendition extends RenditionPlan {
   pixFmt: string;
   /** Whether scaling is needed (the input's size differs). */
   scale: boolean;
+  /** Display aspect to keep when the even size rounds away from it (see sharedAspect); else pixels are square. */
+  dar?: string;
 }
 
 export interface RenditionContext {
@@ -108,6 +110,25 @@ function displaySize(input: ProbeResult): { width: number; height: number } {
   const width = v.width * (v.sampleAspectRatio && v.sampleAspectRatio > 0 ? v.sampleAspectRatio : 1);
   const rotated = v.rotation !== undefined && Math.abs(v.rotation) % 180 === 90;
   return rotated ? { width: v.height, height: width } : { width, height: v.height };
+}
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+
+/**
+ * ffmpeg's DASH muxer refuses an adaptation set whose representations differ in display aspect,
+ * and an even size can only come near the source's: 854x480 of 16:9 is 427:240. Such a rung of a
+ * DASH or adaptive output keeps the source's aspect in its pixel shape (setdar) instead of square
+ * pixels. Sizes given whole (width and height) are the caller's: left as they are.
+ */
+function sharedAspect(ctx: RenditionContext, v: VideoVariant, size: { width: number; height: number }): string | undefined {
+  if (ctx.spec.type !== OutputType.DASH && ctx.spec.type !== OutputType.ADAPTIVE) return undefined;
+  if (v.width > 0 && v.height > 0) return undefined;
+  const src = displaySize(ctx.input);
+  const w = Math.round(src.width);
+  const h = Math.round(src.height);
+  if (size.width * h === w * size.height) return undefined;
+  const g = gcd(w, h);
+  return `${w / g}/${h / g}`;
 }
 
 /**
@@ -204,6 +225,7 @@ export function planRenditions(ctx: RenditionContext): Rendition[] {
     const fps = fpsFilter ?? inFps;
     const label = v.resolution !== "" && v.width === 0 && v.height === 0 ? v.resolution : `${size.width}x${size.height}`;
     const o = codecOptions(v);
+    const dar = sharedAspect(ctx, v, size);
     return {
       name: label,
       codec,
@@ -219,6 +241,7 @@ export function planRenditions(ctx: RenditionContext): Rendition[] {
       preset: o?.encoderPreset || TIER_PRESET[codec][tier],
       pixFmt: pixelFormat(v),
       scale: size.width !== input.video!.width || size.height !== input.video!.height || (input.video!.sampleAspectRatio ?? 1) !== 1,
+      ...(dar !== undefined ? { dar } : {}),
     };
   });
   // Names become file and folder names: two variants of one size differ by codec, then by position.
@@ -237,7 +260,7 @@ export function planRenditions(ctx: RenditionContext): Rendition[] {
 function videoChain(r: Rendition): string {
   const steps: string[] = [];
   if (r.fpsFilter !== undefined) steps.push(`fps=${r.fpsFilter}`);
-  if (r.scale) steps.push(`scale=${r.width}:${r.height}:flags=bicubic`, "setsar=1");
+  if (r.scale) steps.push(`scale=${r.width}:${r.height}:flags=bicubic`, r.dar ? `setdar=${r.dar}` : "setsar=1");
   steps.push(`format=${r.pixFmt}`);
   return steps.join(",");
 }

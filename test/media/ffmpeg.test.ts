@@ -259,6 +259,13 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
     expect(hls.master.variants.map((v) => v.attributes.RESOLUTION)).toEqual(["640x360", "320x180"]);
     expect(mpd.representations.map((r) => r.contentType)).toEqual(["video", "video", "audio"]);
   });
+
+  it("DASH rungs whose even size is not quite the source's aspect (444x250 of 16:9) keep its display aspect, as the DASH muxer demands of one adaptation set", async () => {
+    const { plan } = await encode(spec({ type: OutputType.DASH, video: [{ codec: VideoCodec.H264, height: 360, h264: fast }, { codec: VideoCodec.H264, height: 250, h264: fast }] }));
+    const mpd = readFileSync(path.join(plan.dir, plan.main), "utf8");
+    expect(mpd).toMatch(/width="444" height="250"[^>]*sar="1000:999"|sar="1000:999"[^>]*width="444"/);
+    expect(plan.renditions!.map((r) => `${r.width}x${r.height}`)).toEqual(["640x360", "444x250"]);
+  });
 });
 
 describe("runFfmpeg and runPlan: progress, abort, failure", { timeout: 60_000 }, () => {
