@@ -17,7 +17,7 @@ export { topicsFor, type Topics } from "../src/bus/topics.js";
 
 /** Something that runs a command on an entity's actor, wherever that actor lives. */
 export interface EntityCommands {
-  ask<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<Reply<S>>;
+  ask<S, C, E, I extends Intent, R = S>(behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<Reply<R>>;
 }
 
 interface CommandEnvelope {
@@ -68,9 +68,9 @@ export class CommandClient implements EntityCommands {
     this.pending.clear();
   }
 
-  async ask<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<Reply<S>> {
+  async ask<S, C, E, I extends Intent, R = S>(behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<Reply<R>> {
     const correlation = randomToken(16);
-    const reply = new Promise<Reply<S>>((resolve) => {
+    const reply = new Promise<Reply<R>>((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(correlation);
         resolve({ ok: false, rejection: { code: Code.Unavailable, message: "the command was not answered in time; retry with the same Idempotency-Key" } });
@@ -92,7 +92,7 @@ export class CommandClient implements EntityCommands {
   }
 
   /** A command that needs no answer (a progress report): published, and no reply is asked for. */
-  tell<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<void> {
+  tell<S, C, E, I extends Intent, R>(behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<void> {
     return tell(this.bus, this.topics, behavior, id, command);
   }
 
@@ -117,7 +117,7 @@ export function ownedKeys(owned: readonly number[], partitions: number): (key: s
 }
 
 /** Sends a command that needs no answer (a fan-out, a report): published, not awaited by anyone. */
-export function tell<S, C, E, I extends Intent>(bus: Bus, topics: Topics, behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<void> {
+export function tell<S, C, E, I extends Intent, R>(bus: Bus, topics: Topics, behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<void> {
   const envelope: CommandEnvelope = { type: behavior.type, id, command };
   return bus.publish(topics.commands, [{ key: `${behavior.type}:${id}`, value: encode(envelope) }]);
 }

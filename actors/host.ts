@@ -22,7 +22,7 @@ export type { Rejection, Reply };
 
 export type Decision<E> = readonly E[] | Rejection;
 
-export interface EntityBehavior<S, C, E, I extends Intent = Intent> {
+export interface EntityBehavior<S, C, E, I extends Intent = Intent, R = S> {
   /** Persistence key prefix, e.g. "api_key". */
   readonly type: string;
   readonly initial: S;
@@ -38,6 +38,8 @@ export interface EntityBehavior<S, C, E, I extends Intent = Intent> {
   repair(state: S): readonly RecordWrite[];
   /** The effects a decision calls for, given the state after it (and before); journaled with its events. */
   effects?(state: S, events: readonly E[], command: C, before: S): readonly I[];
+  /** What a command's caller is answered, from the state after it; the whole state by default. */
+  view?(state: S, command: C): R;
 }
 
 interface Envelope<C> {
@@ -123,14 +125,15 @@ export class ActorHost {
   }
 
   /** Recovers the entity (rewriting its read models) and returns its state, without a command. */
-  async wake<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string): Promise<S> {
-    const reply = await this.ask(behavior, id, WAKE as unknown as C);
+  async wake<S, C, E, I extends Intent, R>(behavior: EntityBehavior<S, C, E, I, R>, id: string): Promise<S> {
+    // A wake is answered with the whole state, whatever the entity's view.
+    const reply = (await this.ask(behavior, id, WAKE as unknown as C)) as unknown as Reply<S>;
     if (!reply.ok) throw new Error(`${behavior.type} ${id} could not be woken: ${reply.rejection.message}`);
     return reply.state;
   }
 
   /** Sends a command to the entity's actor, spawning (and recovering) it when needed. */
-  async ask<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, id: string, command: C): Promise<Reply<S>> {
+  async ask<S, C, E, I extends Intent, R = S>(behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<Reply<R>> {
     const key = `${behavior.type}:${id}`;
     let ref = this.refs.get(key);
     if (!ref) {
@@ -143,7 +146,7 @@ export class ActorHost {
       this.refs.set(key, ref);
     }
     try {
-      return (await query(ref, (sender) => ({ command, sender }) satisfies Envelope<C>, this.askTimeoutMs)) as Reply<S>;
+      return (await query(ref, (sender) => ({ command, sender }) satisfies Envelope<C>, this.askTimeoutMs)) as Reply<R>;
     } catch (e) {
       this.evict(key);
       throw e;
@@ -165,7 +168,8 @@ export class ActorHost {
     if (ref) stop(ref);
   }
 
-  private actorFunction<S, C, E, I extends Intent>(behavior: EntityBehavior<S, C, E, I>, key: string) {
+  private actorFunction<S, C, E, I extends Intent, R>(behavior: EntityBehavior<S, C, E, I, R>, key: string) {
+    const answer = (state: S, command: C): unknown => (behavior.view ? behavior.view(state, command) : state);
     const host = this;
     let repaired = false; // per incarnation: this function is made once per spawn
     return async (state: S | undefined, msg: unknown, ctx: { recovering?: boolean; self: unknown; persist: (e: E | EventBatch<E>, tags: string[], writes: readonly RecordWrite[]) => Promise<void> }) => {
@@ -203,7 +207,7 @@ export class ActorHost {
       }
       const intents = behavior.effects?.(next, events, command, current) ?? [];
       if (events.length === 0) {
-        dispatch(sender, { ok: true, state: next } satisfies Reply<S>);
+        dispatch(sender, { ok: true, state: answer(next, command) } satisfies Reply<unknown>);
         host.outbox.now(behavior.type, id, intents, next);
         return next;
       }
@@ -229,7 +233,7 @@ export class ActorHost {
         if (intents.length > 0) host.outbox.uncertain(behavior.type, id);
         return current;
       }
-      dispatch(sender, { ok: true, state: next } satisfies Reply<S>);
+      dispatch(sender, { ok: true, state: answer(next, command) } satisfies Reply<unknown>);
       if (intents.length > 0) host.outbox.appended(behavior.type, id, seq, intents, next);
       return next;
     };

@@ -20,6 +20,7 @@ import { contentTypeOf } from "../src/content-types.js";
 import type { ManagedStorage } from "../src/managed-storage.js";
 import { isJobErrorCode, type DrmKeysData, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../actors/job/messages.js";
 import type { Logger } from "../src/log.js";
+import type { LeaseGrant, QueueCommand, QueueReply, WorkSignal } from "../actors/scheduler/messages.js";
 import type { NetGuard } from "../src/net-guard.js";
 import { openOriginBlob, originKey } from "../src/origins.js";
 import type { Reply } from "../src/replies.js";
@@ -37,6 +38,8 @@ export interface EncoderDeps {
   readonly topics: Topics;
   /** Sends a report to the job's actor, wherever it lives, and resolves with its reply. */
   readonly report: (jobId: string, command: JobCommand) => Promise<Reply<JobState>>;
+  /** Asks the encode queue (leases on tasks, their renewals and ends). */
+  readonly queue: (command: QueueCommand) => Promise<Reply<QueueReply>>;
   /** Sends a report that needs no reply (progress). */
   readonly notify: (jobId: string, command: JobCommand) => Promise<void>;
   readonly box: SecretBox;
@@ -48,6 +51,9 @@ export interface EncoderDeps {
   /** Speech recognition for generated subtitle tracks; by default the worker scripts/asr-setup.sh installs. */
   readonly recogniser?: Recogniser;
 }
+
+/** An idle node asks the queue for work this often, and at once when work is signalled. */
+const IDLE_POLL_MS = 1000;
 
 /** Share of an output's progress that its transcription takes, when one has to be made for it. */
 const TRANSCRIPTION_SHARE = 0.3;
@@ -98,8 +104,9 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     group: `${d.topics.signals}-${randomToken(12)}`,
     fromLatest: true,
     handler: async (m) => {
-      const signal = JSON.parse(decoder.decode(m.value)) as JobSignal;
+      const signal = JSON.parse(decoder.decode(m.value)) as JobSignal | WorkSignal;
       if (signal.signal === "stop") running.get(signal.jobId)?.abort();
+      else if (signal.signal === "work") wake();
     },
   });
 
@@ -316,39 +323,98 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     await ask(job, { type: "encode_finished", attempt, at: Date.now(), durationMs: Date.now() - started });
   }
 
-  // One task at a time: ffmpeg already uses every core of the node.
-  let queue: Promise<void> = Promise.resolve();
-  const consumer: Consumer = await d.bus.consume({
-    topic: d.topics.encode,
-    group: d.topics.encoders,
-    handler: (m) => {
-      const run = queue.then(async () => {
-        const task = JSON.parse(decoder.decode(m.value)) as EncodeTask;
-        const controller = new AbortController();
-        running.set(task.jobId, controller);
-        try {
-          if (task.kind === "probe") await runProbe(task, controller.signal);
-          else await runEncode(task, controller.signal);
-        } catch (e) {
-          d.log.error({ err: e, job_id: task.jobId, kind: task.kind }, "encode task failed");
-          throw e;
-        } finally {
-          running.delete(task.jobId);
-          // The input stays for the encode task after a probe; an ended job needs nothing.
-          if (task.kind === "encode" || controller.signal.aborted) await rm(path.join(workRoot, task.jobId), { recursive: true, force: true });
-        }
-      });
-      queue = run.catch(() => undefined);
-      return run;
-    },
-  });
+  // One task at a time (ffmpeg already uses every core of the node), leased from the encode queue.
+  const { nodeId, workerClass, leaseMs, drainMs } = d.config.encoder;
+  let draining = false;
+  let wake: () => void = () => undefined;
+  /** Resolves after `ms`, or at once when work is signalled or the node stops. */
+  const idle = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wake = () => undefined;
+        resolve();
+      }
+      wake = done;
+    });
+  let current: { leaseId: string; controller: AbortController; handedBack: boolean } | undefined;
+
+  /** Runs a leased task; false when the job's actor could not be told its outcome (the task runs again). */
+  async function runTask(grant: LeaseGrant): Promise<boolean> {
+    const controller = new AbortController();
+    const lease = { leaseId: grant.leaseId, controller, handedBack: false };
+    current = lease;
+    running.set(grant.jobId, controller);
+    const task: EncodeTask = { kind: grant.kind, jobId: grant.jobId };
+    // Renewals keep the lease; one the queue no longer knows (it expired and went to another node) stops the work.
+    const renewals = setInterval(() => {
+      d.queue({ type: "renew", node: nodeId, leaseId: grant.leaseId, at: Date.now() })
+        .then((r) => {
+          if (r.ok && r.state.held === false) {
+            d.log.warn({ job_id: grant.jobId, lease_id: grant.leaseId }, "lease lost; stopping the task");
+            controller.abort();
+          }
+        })
+        .catch((e: unknown) => d.log.warn({ err: e, job_id: grant.jobId }, "lease not renewed"));
+    }, Math.max(500, Math.floor(leaseMs / 3)));
+    const busy = () => undefined; // METRICS
+    d.log.info({ job_id: grant.jobId, kind: grant.kind, priority: grant.priority, waited_ms: Date.now() - grant.enqueuedAt }, "task started");
+    try {
+      if (task.kind === "probe") await runProbe(task, controller.signal);
+      else await runEncode(task, controller.signal);
+    } catch (e) {
+      // The job's actor did not take a report: the lease runs out and the task is run again.
+      d.log.error({ err: e, job_id: task.jobId, kind: task.kind }, "encode task failed");
+      return false;
+    } finally {
+      clearInterval(renewals);
+      busy();
+      running.delete(task.jobId);
+      current = undefined;
+      // The input stays for the encode task after a probe; an ended job needs nothing.
+      if (task.kind === "encode" || controller.signal.aborted) await rm(path.join(workRoot, task.jobId), { recursive: true, force: true });
+    }
+    const end = lease.handedBack ? "release" : "done";
+    await d.queue({ type: end, node: nodeId, leaseId: grant.leaseId, at: Date.now() }).catch((e: unknown) => d.log.warn({ err: e, job_id: task.jobId }, `lease ${end} not told; it runs out instead`));
+    return true;
+  }
+
+  const loop = (async () => {
+    while (!draining) {
+      let grant: LeaseGrant | undefined;
+      try {
+        const reply = await d.queue({ type: "lease", node: nodeId, nodeClass: workerClass, leaseId: randomToken(16), ttlMs: leaseMs, at: Date.now() });
+        if (!reply.ok) throw new Error(reply.rejection.message);
+        grant = reply.state.granted;
+      } catch (e) {
+        d.log.warn({ err: e }, "the encode queue did not answer; asking again");
+      }
+      if (draining) {
+        // Granted while stopping: hand it straight back.
+        if (grant) await d.queue({ type: "release", node: nodeId, leaseId: grant.leaseId, at: Date.now() }).catch(() => undefined);
+        break;
+      }
+      // After a failed task, a pause before asking again (its lease goes back to the queue then).
+      if (!grant || !(await runTask(grant))) await idle(IDLE_POLL_MS);
+    }
+  })();
   d.log.info({ work_dir: workRoot }, "encoder node ready");
 
   return {
     async stop() {
+      // Drain: ask for no more work; the running task may finish within the drain time, else it is
+      // stopped and handed back to the queue, which gives it to another node at once.
+      draining = true;
+      wake();
+      const finished = await Promise.race([loop.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), drainMs).unref())]);
+      if (!finished && current) {
+        d.log.warn({ lease_id: current.leaseId }, "drain time over; handing the running task back");
+        current.handedBack = true;
+        current.controller.abort();
+        await loop;
+      }
       await signals.stop();
-      for (const c of running.values()) c.abort();
-      await consumer.stop();
       await recogniser.stop();
     },
   };

@@ -10,6 +10,7 @@ import { SourceRetention } from "../actors/video/retention.js";
 import { ActorHost, type EntityBehavior } from "../actors/host.js";
 import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, jobIntentHandlers, JOBS, TERMINAL, type JobRecord } from "../actors/job/job.js";
 import { Relay, type Intent, type Outbox } from "../actors/outbox.js";
+import { QueueBehavior, queueIntentHandlers, QUEUE_ID, type QueueIntent, type QueueState } from "../actors/scheduler/scheduler.js";
 import { WebhookEndpointBehavior, type EndpointIntent, type EndpointState } from "../actors/webhook-endpoint/webhook-endpoint.js";
 import { Deliverer } from "../delivery/deliverer.js";
 import { LegacyPoster } from "../delivery/legacy.js";
@@ -38,6 +39,9 @@ import type { Store } from "../src/store/port.js";
 import { CassandraStore } from "../src/store/cassandra-store.js";
 import { KafkaBus } from "../src/bus/kafka-bus.js";
 import { MemoryBus } from "../src/bus/memory-bus.js";
+import { registerStoreGauges, timedBus, timedStore } from "../src/metrics.js";
+import { metricsRoute } from "../gateway/metrics-edge.js";
+import { listenMetrics } from "./metrics-server.js";
 import type { Bus, Consumer } from "../src/bus/port.js";
 
 export interface Bootstrap {
@@ -97,7 +101,7 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
 }
 
 /** The actors this build has; commands for any other type are refused. */
-const BEHAVIORS = [ApiKeyBehavior, JobBehavior, VideoBehavior, WebhookEndpointBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown, Intent>[];
+const BEHAVIORS = [ApiKeyBehavior, JobBehavior, VideoBehavior, WebhookEndpointBehavior, QueueBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown, Intent>[];
 
 /**
  * The embedded bus lives in this process: a restart loses the tasks it held. So an embedded host
@@ -154,13 +158,20 @@ export interface Roles {
 
 export const ALL_ROLES: Roles = { gateway: true, actorHost: true, encoderNode: true };
 
+/** The adapters as every role uses them: timed, with the encode queue gauges read from the store. */
+function measured(store: Store, bus: Bus): { store: Store; bus: Bus } {
+  const timed = timedStore(store);
+  registerStoreGauges(timed);
+  return { store: timed, bus: timedBus(bus) };
+}
+
 async function openInfrastructure(config: Config, log: Logger): Promise<{ store: Store; bus: Bus }> {
   if (config.mode === "embedded") {
     const store = new FileStore(config.dataDir);
     await store.open();
     const bus = new MemoryBus();
     await bus.start();
-    return { store, bus };
+    return measured(store, bus);
   }
   const c = config.cluster;
   const store = new CassandraStore({
@@ -179,17 +190,17 @@ async function openInfrastructure(config: Config, log: Logger): Promise<{ store:
     await store.close();
     throw e;
   }
-  return { store, bus };
+  return measured(store, bus);
 }
 
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel), roles: Roles = ALL_ROLES): Promise<RunningServer> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const { store, bus } = await openInfrastructure(config, log);
+  const metrics = config.metricsPort !== undefined ? await listenMetrics(config.httpHost, config.metricsPort, log) : undefined;
   const topics = topicsFor(config.mode === "embedded" ? "media" : config.cluster.topicPrefix);
   await bus.ensureTopics([
     { topic: topics.commands, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
     { topic: topics.replies, partitions: 4 },
-    { topic: topics.encode, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
     { topic: topics.updates, partitions: 4 },
     { topic: topics.signals, partitions: 4 },
   ]);
@@ -227,6 +238,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       }),
     );
     relay.register(VideoBehavior.type, videoIntentHandlers({ bus, topics, store, managed }));
+    relay.register<QueueIntent, QueueState>(QueueBehavior.type, queueIntentHandlers((signal) => bus.publish(topics.signals, [{ key: "work", value: new TextEncoder().encode(JSON.stringify(signal)) }])));
     relay.register<EndpointIntent, EndpointState>(WebhookEndpointBehavior.type, { deliveries: async (_intent, { state }) => deliverer.schedule(state) });
     const retention = new SourceRetention(store, host, log, { partitions, sweepMs: config.sourceRetention.sweepMs });
     stopEffects = () => {
@@ -276,6 +288,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       topics,
       report: (jobId, command) => client.ask(JobBehavior, jobId, command),
       notify: (jobId, command) => client.tell(JobBehavior, jobId, command),
+      queue: (command) => client.ask(QueueBehavior, QUEUE_ID, command),
       box,
       guard,
       config,
@@ -300,6 +313,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
         await stopActors();
         await bus.close();
         await store.close();
+        await metrics?.close();
       },
     };
   }
@@ -329,7 +343,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     log,
     contextValues: (address) => createContextValues().set(CLIENT_ADDRESS, address),
   };
-  const edge = new EdgeRouter(hostingRoutes({ store, directory, box, hosting }));
+  const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), metricsRoute()]);
   const { server: http, host } = await listenHost(config.httpServer, { rpc: handlers, edge }, hostOptions, log);
   address.listening(http.port);
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host }, "media API listening");
@@ -344,6 +358,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       await stopActors();
       await bus.close();
       await store.close();
+      await metrics?.close();
     },
   };
 }

@@ -1,5 +1,6 @@
 // Typed configuration from the environment, validated once at start and then frozen.
 import { readFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { parseAllowEntry } from "./net-guard.js";
 
@@ -25,6 +26,8 @@ export interface Config {
   readonly cluster: ClusterConfig;
   readonly httpPort: number;
   readonly httpHost: string;
+  /** Port of this process's own metrics listener (MEDIA_METRICS_PORT), any role; unset for none. */
+  readonly metricsPort: number | undefined;
   /** HTTP host adapter: uWebSockets.js (default) or node:http (reference for benchmarks, fallback). */
   readonly httpServer: "uws" | "node";
   readonly dataDir: string;
@@ -81,6 +84,8 @@ export interface Config {
    * sources (MEDIA_SOURCE_RETENTION_DAY_SECONDS shrinks the day for tests).
    */
   readonly sourceRetention: { readonly dayMs: number; readonly sweepMs: number };
+  /** Encoder nodes: their worker class and name, and how their leases on encode tasks work. */
+  readonly encoder: EncoderSettings;
   /** Request rate limits of each gateway process; undefined switches a limit off. */
   readonly rateLimits: {
     /** Per API key, and per signed-in user of a portal session (MEDIA_RATE_LIMIT_KEY). */
@@ -90,6 +95,17 @@ export interface Config {
     /** Per client address: methods that need no credentials, i.e. HealthService/Check (MEDIA_RATE_LIMIT_HEALTH). */
     readonly health: RatePolicy | undefined;
   };
+}
+
+export interface EncoderSettings {
+  /** small, standard or large (MEDIA_ENCODER_CLASS); default from the machine's cores. */
+  readonly workerClass: "small" | "standard" | "large";
+  /** This node's name in the encode queue (MEDIA_ENCODER_ID); unique per running node. */
+  readonly nodeId: string;
+  /** A lease on a task not renewed for this long goes back to the queue (MEDIA_ENCODE_LEASE_SECONDS). */
+  readonly leaseMs: number;
+  /** On SIGTERM, how long the running task may take to finish before it is handed back (MEDIA_ENCODER_DRAIN_SECONDS). */
+  readonly drainMs: number;
 }
 
 /** A token bucket: `quota` requests per `windowSeconds` sustained, up to `burst` at once. */
@@ -149,6 +165,27 @@ function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
   if (url.protocol !== "https:" && url.protocol !== "http:") throw new ConfigError("MEDIA_PUBLIC_URL", `must be an http:// or https:// URL, got "${raw}"`);
   if (url.search !== "" || url.hash !== "" || url.username !== "") throw new ConfigError("MEDIA_PUBLIC_URL", `must have no query, fragment or credentials, got "${raw}"`);
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+}
+
+/** A worker class from the machine's cores when the operator names none: up to 4 small, up to 16 standard, more large. */
+export function defaultWorkerClass(cores: number): EncoderSettings["workerClass"] {
+  if (cores <= 4) return "small";
+  if (cores <= 16) return "standard";
+  return "large";
+}
+
+function encoderSettings(env: NodeJS.ProcessEnv, mode: string): EncoderSettings {
+  const workerClass = env.MEDIA_ENCODER_CLASS || defaultWorkerClass(os.availableParallelism());
+  if (workerClass !== "small" && workerClass !== "standard" && workerClass !== "large") throw new ConfigError("MEDIA_ENCODER_CLASS", `must be small, standard or large, got "${workerClass}"`);
+  // The embedded node keeps its name across restarts, so its first request hands back what its previous life held.
+  const nodeId = env.MEDIA_ENCODER_ID || (mode === "embedded" ? "embedded" : `${os.hostname()}-${process.pid}`);
+  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) throw new ConfigError("MEDIA_ENCODER_ID", `"${nodeId}" must be 1 to 128 of A-Z a-z 0-9 . _ : -`);
+  return {
+    workerClass,
+    nodeId,
+    leaseMs: integer(env, "MEDIA_ENCODE_LEASE_SECONDS", 30, 2, 3600) * 1000,
+    drainMs: integer(env, "MEDIA_ENCODER_DRAIN_SECONDS", 300, 0, 86_400) * 1000,
+  };
 }
 
 function sourceRetention(env: NodeJS.ProcessEnv): Config["sourceRetention"] {
@@ -272,6 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cluster,
     httpPort: integer(env, "MEDIA_HTTP_PORT", 8080, 0, 65535),
     httpHost: env.MEDIA_HTTP_HOST ?? "0.0.0.0",
+    metricsPort: env.MEDIA_METRICS_PORT ? integer(env, "MEDIA_METRICS_PORT", 0, 0, 65535) : undefined,
     httpServer,
     dataDir: path.resolve(env.MEDIA_DATA_DIR ?? "./data"),
     maxRequestBytes: integer(env, "MEDIA_MAX_REQUEST_BYTES", 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
@@ -297,6 +335,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: publicUrl(env),
     managed: managedStorage(env),
     sourceRetention: sourceRetention(env),
+    encoder: encoderSettings(env, mode),
     rateLimits: Object.freeze({
       key: ratePolicy(env, "MEDIA_RATE_LIMIT_KEY", "200/s,burst=400"),
       anonymous: ratePolicy(env, "MEDIA_RATE_LIMIT_ANONYMOUS", "20/s,burst=60"),

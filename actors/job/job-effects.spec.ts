@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { OutgoingMessage } from "../../src/bus/port.js";
+import { QUEUE_ID, QUEUE_TYPE } from "../scheduler/messages.js";
 import { MemoryBus } from "../../src/bus/memory-bus.js";
 import { topicsFor } from "../../src/bus/topics.js";
 import { sortKey } from "../../src/pagination.js";
@@ -188,13 +189,17 @@ describe("job intents carried out", () => {
     expect(bus.sent).toEqual([{ topic: topics.updates, key: "job:job_1", value: JSON.parse(JSON.stringify({ type: "job", id: "job_1", version: 1, state: { job: withoutSecrets(job(s)) } })) }]);
   });
 
-  it("task and stop go to the encoders, keyed by job", async () => {
+  it("a task joins the encode queue with the job's app, priority and age; a stop reaches the encoders and takes the job out of the queue", async () => {
     const { bus, handlers } = await setup();
+    const j = job(s);
     await handlers.task({ kind: "task", task: "encode" }, ctx(s));
+    await handlers.task({ kind: "task", task: "probe" }, ctx({}));
     await handlers.stop({ kind: "stop" }, ctx(s));
+    const queue = `${QUEUE_TYPE}:${QUEUE_ID}`;
     expect(bus.sent).toEqual([
-      { topic: topics.encode, key: "job_1", value: { kind: "encode", jobId: "job_1" } },
+      { topic: topics.commands, key: queue, value: { type: QUEUE_TYPE, id: QUEUE_ID, command: { type: "enqueue", task: { kind: "encode", jobId: "job_1", appId: j.appId, priority: j.priority, order: j.createdAt }, at: expect.any(Number) } } },
       { topic: topics.signals, key: "job_1", value: { jobId: "job_1", signal: "stop" } },
+      { topic: topics.commands, key: queue, value: { type: QUEUE_TYPE, id: QUEUE_ID, command: { type: "cancel", jobId: "job_1", at: expect.any(Number) } } },
     ]);
   });
 

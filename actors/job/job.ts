@@ -18,7 +18,8 @@ import type { Store } from "../../src/store/port.js";
 import { fanOut } from "../webhook-endpoint/fanout.js";
 import { jobLedgerEvents, ledgerWrites, type EventRecord } from "../ledger.js";
 import type { IntentHandlers } from "../outbox.js";
-import { publishUpdate } from "../commands.js";
+import { publishUpdate, tell } from "../commands.js";
+import { QueueBehavior, QUEUE_ID } from "../scheduler/scheduler.js";
 
 export const JOBS = "jobs";
 /** Non-terminal jobs, one partition: what an actor host resumes after it takes partitions over. */
@@ -446,14 +447,19 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
     update: async (_intent, { id, state }) => {
       if (state.job) await publishUpdate(d.bus, d.topics, { type: JobBehavior.type, id, version: state.job.version, state: { job: withoutSecrets(state.job) } });
     },
-    // A task that arrives twice starts a second attempt, and the job counts only the latest.
-    task: async (intent, { id }) => {
+    // The task joins the encode queue, which hands it to a node by priority, class and app; the
+    // queue keeps one of each kind per job, and a task that still runs twice is a second attempt,
+    // of which the job counts only the latest.
+    task: async (intent, { id, state }) => {
+      const job = state.job;
+      if (!job) return;
       const task: EncodeTask = { kind: intent.task, jobId: id };
-      await d.bus.publish(d.topics.encode, [{ key: id, value: encoded(task) }]);
+      await tell(d.bus, d.topics, QueueBehavior, QUEUE_ID, { type: "enqueue", task: { ...task, appId: job.appId, priority: job.priority, order: job.createdAt }, at: Date.now() });
     },
     stop: async (_intent, { id }) => {
       const signal: JobSignal = { jobId: id, signal: "stop" };
       await d.bus.publish(d.topics.signals, [{ key: id, value: encoded(signal) }]);
+      await tell(d.bus, d.topics, QueueBehavior, QUEUE_ID, { type: "cancel", jobId: id, at: Date.now() });
     },
     // Endpoints enqueue an event once. A recovered entry writes its ledger rows again: the write
     // that followed its append may not have happened.

@@ -6,12 +6,9 @@ export interface Topics {
   readonly commands: string;
   readonly replies: string;
   readonly actorHosts: string;
-  /** Encode tasks keyed by job id, consumed by the encoder nodes' group. */
-  readonly encode: string;
-  readonly encoders: string;
   /** Entity states after each change, without secrets; every gateway reads all of it (Watch). */
   readonly updates: string;
-  /** Small signals to whoever runs a job (a cancel's stop), keyed by job id; every encoder node reads them. */
+  /** Small signals every encoder node reads: a canceled job's stop (keyed by job id), and "work queued". */
   readonly signals: string;
 }
 
@@ -20,8 +17,6 @@ export function topicsFor(prefix: string): Topics {
     commands: `${prefix}.commands`,
     replies: `${prefix}.replies`,
     actorHosts: `${prefix}.actor-hosts`,
-    encode: `${prefix}.encode`,
-    encoders: `${prefix}.encoders`,
     updates: `${prefix}.updates`,
     signals: `${prefix}.signals`,
   };

@@ -80,10 +80,12 @@ describe("outbox across kill -9 of the actor host", () => {
     // Every update and task of the deployment, from the start, read straight from Kafka.
     const topics = topicsFor(loadConfig(env).cluster.topicPrefix);
     const seen: { topic: string; value: any }[] = [];
+    /** The encode task of a job, as its job's task intent enqueues it (a command to the encode queue). */
+    const isEncodeTask = (jobId: string) => (m: { topic: string; value: any }) => m.topic === topics.commands && m.value.type === "encode_queue" && m.value.command.type === "enqueue" && m.value.command.task.jobId === jobId && m.value.command.task.kind === "encode";
     const kafka = new kafkajs.Kafka({ brokers: kafkaBrokers(), clientId: "outbox-test", logLevel: kafkajs.logLevel.NOTHING });
     consumer = kafka.consumer({ groupId: `outbox-test-${keyspace}` });
     await consumer.connect();
-    await consumer.subscribe({ topics: [topics.updates, topics.encode], fromBeginning: true });
+    await consumer.subscribe({ topics: [topics.updates, topics.commands], fromBeginning: true });
     await consumer.run({ eachMessage: async ({ topic, message }) => void seen.push({ topic, value: JSON.parse(message.value!.toString()) }) });
 
     const endpointHook = await startRecordingReceiver(ca);
@@ -101,12 +103,12 @@ describe("outbox across kill -9 of the actor host", () => {
     );
     // The probe runs; the entry that calls for the encode task is durable, and the host dies.
     await killed(cluster.actorHosts[0]!, "the first actor host to die after the probed entry");
-    expect(seen.some((m) => m.topic === topics.encode && m.value.jobId === job.id && m.value.kind === "encode")).toBe(false);
+    expect(seen.some(isEncodeTask(job.id))).toBe(false);
 
     // Its successor runs the task the crash left behind; the encode ends, and it dies in turn.
     const second = await cluster.spawn("actor-host");
     spawned.push(second);
-    await until("the encode task, published by the successor", async () => (seen.some((m) => m.topic === topics.encode && m.value.jobId === job.id && m.value.kind === "encode") ? true : undefined), 120_000);
+    await until("the encode task, published by the successor", async () => (seen.some(isEncodeTask(job.id)) ? true : undefined), 120_000);
     await killed(second, "the second actor host to die after the settled entry");
     expect(seen.some((m) => m.topic === topics.updates && m.value.id === job.id && m.value.state.job.status === "completed")).toBe(false);
     expect(endpointHook.requests.some((r) => (r.json as any)?.type === "job.succeeded")).toBe(false);

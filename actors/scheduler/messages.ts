@@ -1,0 +1,68 @@
+// The encode queue's protocol: what job actors enqueue and what encoder nodes ask of it (a lease on
+// the next task for their worker class, its renewals, its end). Encoder nodes speak it, so it
+// imports only the kernel.
+
+export const PRIORITIES = ["premium", "standard", "economy"] as const;
+export type Priority = (typeof PRIORITIES)[number];
+
+/** Worker classes, smallest first. */
+export const WORKER_CLASSES = ["small", "standard", "large"] as const;
+export type WorkerClass = (typeof WORKER_CLASSES)[number];
+
+/** The one queue of a deployment: entity type and id. */
+export const QUEUE_TYPE = "encode_queue";
+export const QUEUE_ID = "main";
+
+export type TaskKind = "probe" | "encode";
+
+export interface TaskRequest {
+  readonly jobId: string;
+  readonly kind: TaskKind;
+  readonly appId: string;
+  readonly priority: Priority;
+  /** Orders an app's jobs: older jobs first (the job's creation time). */
+  readonly order: number;
+}
+
+export type QueueCommand =
+  | { readonly type: "enqueue"; readonly task: TaskRequest; readonly at: number }
+  /** The job ended or was canceled: its queued tasks go. */
+  | { readonly type: "cancel"; readonly jobId: string; readonly at: number }
+  /**
+   * An idle node asks for work. A node runs one task at a time, so any lease it still holds is
+   * stale (a reply it never got, or an earlier life of the node) and goes back to the queue first.
+   */
+  | { readonly type: "lease"; readonly node: string; readonly nodeClass: WorkerClass; readonly leaseId: string; readonly ttlMs: number; readonly at: number }
+  | { readonly type: "renew"; readonly node: string; readonly leaseId: string; readonly at: number }
+  /** The task ran (whatever its outcome: the job knows it). */
+  | { readonly type: "done"; readonly node: string; readonly leaseId: string; readonly at: number }
+  /** A draining node gives its task back unfinished. */
+  | { readonly type: "release"; readonly node: string; readonly leaseId: string; readonly at: number };
+
+export interface LeaseGrant {
+  readonly leaseId: string;
+  readonly jobId: string;
+  readonly kind: TaskKind;
+  readonly appId: string;
+  readonly priority: Priority;
+  /** When the task was first queued (epoch ms): the scheduling delay starts there. */
+  readonly enqueuedAt: number;
+}
+
+/** What the queue answers: a lease command learns its grant, a renewal whether the lease is still held. */
+export interface QueueReply {
+  readonly granted?: LeaseGrant;
+  readonly held?: boolean;
+}
+
+/** Sent on the signals topic when work is queued: idle nodes ask for it at once instead of at their next poll. */
+export interface WorkSignal {
+  readonly signal: "work";
+}
+
+/** The store record the queue keeps of itself for metrics and health (table encode_queue, id summary). */
+export const QUEUE_SUMMARY = { table: "encode_queue", id: "summary" } as const;
+/** One row per encoder node seen lately (table encoder_nodes, partition all); rows expire by themselves. */
+export const ENCODER_NODES = { table: "encoder_nodes", partition: "all" } as const;
+/** A node not heard from for this long is not counted as part of the pool. */
+export const NODE_LIVENESS_MS = 30_000;

@@ -1,0 +1,269 @@
+// The encode queue's rules without I/O: priority order, placement by worker class with its grace,
+// apps taking turns, leases (renewed, expired, stale, released, done), de-duplication of tasks,
+// the reply of each command, and the rows it keeps for metrics and health.
+import { Code } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import {
+  ENCODER_NODES,
+  NODE_LIVENESS_MS,
+  PLACEMENT_GRACE_MS,
+  QUEUE_SUMMARY,
+  QueueBehavior as Q,
+  pick,
+  replyOf,
+  summaryOf,
+  targetClass,
+  type Priority,
+  type QueueCommand,
+  type QueueEvent,
+  type QueueState,
+  type TaskRequest,
+  type WorkerClass,
+} from "./scheduler.js";
+
+const T0 = 1_000_000;
+const TTL = 30_000;
+
+function apply(state: QueueState, c: QueueCommand): { state: QueueState; events: QueueEvent[] } {
+  const d = Q.decide(state, c);
+  if (!Array.isArray(d)) throw new Error((d as { message: string }).message);
+  return { state: (d as QueueEvent[]).reduce(Q.fold, state), events: d as QueueEvent[] };
+}
+function run(state: QueueState, ...commands: QueueCommand[]): QueueState {
+  return commands.reduce((s, c) => apply(s, c).state, state);
+}
+const task = (jobId: string, appId = "app_a", priority: Priority = "standard", order = T0, kind: TaskRequest["kind"] = "encode"): TaskRequest => ({ jobId, kind, appId, priority, order });
+const enqueue = (t: TaskRequest, at = T0): QueueCommand => ({ type: "enqueue", task: t, at });
+let leases = 0;
+const lease = (node: string, nodeClass: WorkerClass = "standard", at = T0, ttlMs = TTL): QueueCommand & { type: "lease" } => ({ type: "lease", node, nodeClass, leaseId: `lease_${++leases}`, ttlMs, at });
+/** Leases once and returns the granted job (or undefined) and the state after. */
+function take(state: QueueState, node: string, nodeClass: WorkerClass = "standard", at = T0): { state: QueueState; jobId: string | undefined; leaseId: string } {
+  const c = lease(node, nodeClass, at);
+  const next = run(state, c);
+  return { state: next, jobId: replyOf(next, c).granted?.jobId, leaseId: c.leaseId };
+}
+/** Runs every queued task to the end on one node, in the order the queue hands them out. */
+function drain(state: QueueState, node: string, nodeClass: WorkerClass = "standard", at = T0): string[] {
+  const order: string[] = [];
+  for (let i = 0; i < 100; i++) {
+    const t = take(state, node, nodeClass, at);
+    if (!t.jobId) return order;
+    order.push(t.jobId);
+    state = run(t.state, { type: "done", node, leaseId: t.leaseId, at });
+  }
+  throw new Error("the queue never ran dry");
+}
+
+describe("encode queue: order", () => {
+  it("serves premium before standard before economy, whatever came first", () => {
+    const s = run(Q.initial, enqueue(task("e1", "a", "economy")), enqueue(task("s1", "a", "standard")), enqueue(task("p1", "b", "premium")));
+    expect(drain(s, "n1")).toEqual(["p1", "s1", "e1"]);
+  });
+
+  it("a premium job from another app goes before an economy backlog: it starts in the next slot", () => {
+    let s = run(Q.initial, ...[1, 2, 3, 4].map((i) => enqueue(task(`e${i}`, "app_a", "economy", T0 + i))));
+    const first = take(s, "n1", "small");
+    expect(first.jobId).toBe("e1");
+    s = run(first.state, enqueue(task("p1", "app_b", "premium", T0 + 10), T0 + 10), { type: "done", node: "n1", leaseId: first.leaseId, at: T0 + 20 });
+    expect(take(s, "n1", "small", T0 + 20).jobId).toBe("p1");
+  });
+
+  it("apps take turns within a priority, so an app's backlog does not starve another's", () => {
+    const a = [1, 2, 3, 4, 5, 6].map((i) => enqueue(task(`a${i}`, "app_a", "standard", T0 + i)));
+    const b = [1, 2, 3].map((i) => enqueue(task(`b${i}`, "app_b", "standard", T0 + 100 + i)));
+    const order = drain(run(Q.initial, ...a, ...b), "n1");
+    expect(order).toEqual(["a1", "b1", "a2", "b2", "a3", "b3", "a4", "a5", "a6"]);
+  });
+
+  it("three apps share in turn; the turn carries over a new arrival", () => {
+    let s = run(Q.initial, enqueue(task("c1", "app_c")), enqueue(task("a1", "app_a")), enqueue(task("b1", "app_b")));
+    const t1 = take(s, "n1");
+    expect(t1.jobId).toBe("a1");
+    s = run(t1.state, enqueue(task("a2", "app_a")), { type: "done", node: "n1", leaseId: t1.leaseId, at: T0 });
+    expect(drain(s, "n1")).toEqual(["b1", "c1", "a2"]);
+  });
+
+  it("within an app, older jobs first (by order, then id), not by arrival", () => {
+    const s = run(Q.initial, enqueue(task("j3", "a", "standard", T0 + 3)), enqueue(task("j1", "a", "standard", T0 + 1)), enqueue(task("j0", "a", "standard", T0 + 1)));
+    expect(drain(s, "n1")).toEqual(["j0", "j1", "j3"]);
+  });
+
+  it("each priority keeps its own turn", () => {
+    const s = run(Q.initial, enqueue(task("pa", "app_a", "premium")), enqueue(task("pb", "app_b", "premium")), enqueue(task("sb", "app_b")), enqueue(task("sa", "app_a")));
+    expect(drain(s, "n1")).toEqual(["pa", "pb", "sa", "sb"]);
+  });
+});
+
+describe("encode queue: worker classes", () => {
+  it("each priority's class among those present: premium the largest, economy the smallest, standard standard where there is one", () => {
+    const all = new Set<WorkerClass>(["small", "standard", "large"]);
+    expect(targetClass("premium", all)).toBe("large");
+    expect(targetClass("economy", all)).toBe("small");
+    expect(targetClass("standard", all)).toBe("standard");
+    expect(targetClass("standard", new Set(["small", "large"]))).toBe("large");
+    expect(targetClass("standard", new Set(["small"]))).toBe("small");
+    expect(targetClass("premium", new Set(["small", "standard"]))).toBe("standard");
+    expect(targetClass("economy", new Set(["standard", "large"]))).toBe("standard");
+    expect(targetClass("premium", new Set())).toBe("standard");
+  });
+
+  it("a premium task waits for a large node while one is about; after the grace any node takes it", () => {
+    let s = run(Q.initial, lease("big", "large")); // seen, idle
+    s = run(s, enqueue(task("p1", "a", "premium")), enqueue(task("e1", "a", "economy")));
+    // The small node gets the economy task, not the premium one meant for the large node.
+    expect(take(s, "tiny", "small", T0 + 1).jobId).toBe("e1");
+    expect(take(s, "mid", "standard", T0 + PLACEMENT_GRACE_MS - 1).jobId).toBe("e1");
+    expect(take(s, "mid", "standard", T0 + PLACEMENT_GRACE_MS).jobId).toBe("p1");
+    expect(take(s, "tiny", "small", T0 + 2 * PLACEMENT_GRACE_MS - 1).jobId).toBe("e1");
+    expect(take(s, "tiny", "small", T0 + 2 * PLACEMENT_GRACE_MS).jobId).toBe("p1");
+    expect(take(s, "big", "large", T0 + 1).jobId).toBe("p1");
+  });
+
+  it("an economy task waits for a small node while one is about, then a larger one takes it", () => {
+    let s = run(Q.initial, lease("tiny", "small"));
+    s = run(s, enqueue(task("e1", "a", "economy")));
+    expect(take(s, "big", "large", T0 + 2 * PLACEMENT_GRACE_MS - 1).jobId).toBeUndefined();
+    expect(take(s, "big", "large", T0 + 2 * PLACEMENT_GRACE_MS).jobId).toBe("e1");
+    expect(take(s, "tiny", "small", T0).jobId).toBe("e1");
+  });
+
+  it("with one class only, nothing waits", () => {
+    const s = run(Q.initial, lease("n2", "small"), enqueue(task("p1", "a", "premium")), enqueue(task("s1", "a")), enqueue(task("e1", "a", "economy")));
+    expect(drain(s, "n1", "small")).toEqual(["p1", "s1", "e1"]);
+  });
+
+  it("nodes not heard from lately no longer hold work back", () => {
+    let s = run(Q.initial, lease("big", "large"));
+    s = run(s, enqueue(task("p1", "a", "premium"), T0 + NODE_LIVENESS_MS));
+    expect(take(s, "mid", "standard", T0 + NODE_LIVENESS_MS).jobId).toBeUndefined();
+    expect(take(s, "mid", "standard", T0 + NODE_LIVENESS_MS + 1).jobId).toBe("p1");
+    expect(pick(s, "standard", T0 + NODE_LIVENESS_MS + 1)?.jobId).toBe("p1");
+  });
+});
+
+describe("encode queue: leases", () => {
+  const queued = run(Q.initial, enqueue(task("j1")), enqueue(task("j2", "app_b")));
+
+  it("a grant is answered with the task and takes it out of the queue; renewals are answered whether the lease is held", () => {
+    const c = lease("n1");
+    const { state, events } = apply(queued, c);
+    expect(events).toEqual([{ type: "granted", lease: { leaseId: c.leaseId, node: "n1", nodeClass: "standard", task: { ...task("j1"), enqueuedAt: T0 }, leasedAt: T0, renewedAt: T0, ttlMs: TTL } }]);
+    expect(Q.view!(state, c)).toEqual({ granted: { leaseId: c.leaseId, jobId: "j1", kind: "encode", appId: "app_a", priority: "standard", enqueuedAt: T0 } });
+    expect(state.queued.map((t) => t.jobId)).toEqual(["j2"]);
+    expect(Q.view!(state, { type: "renew", node: "n1", leaseId: c.leaseId, at: T0 + 1 })).toEqual({ held: true });
+    expect(Q.view!(state, { type: "renew", node: "n2", leaseId: c.leaseId, at: T0 + 1 })).toEqual({ held: false });
+    expect(Q.view!(state, { type: "done", node: "n1", leaseId: c.leaseId, at: T0 + 1 })).toEqual({});
+    expect(Q.view!(queued, lease("n9"))).toEqual({});
+  });
+
+  it("a lease not renewed within its time goes back to the queue, first of its app, for the next node", () => {
+    const first = take(queued, "n1");
+    const renewed = run(first.state, { type: "renew", node: "n1", leaseId: first.leaseId, at: T0 + TTL });
+    // Renewed at T0+TTL: still held at T0+2*TTL, gone just after.
+    expect(take(renewed, "n2", "standard", T0 + 2 * TTL).jobId).toBe("j2");
+    // App b's turn comes first (app a was served last); j1 is back in line for the node after.
+    const turn = take(renewed, "n2", "standard", T0 + 2 * TTL + 1);
+    expect(turn.jobId).toBe("j2");
+    expect(turn.state.queued.map((t) => t.jobId)).toEqual(["j1"]);
+    const late = take(turn.state, "n3", "standard", T0 + 2 * TTL + 2);
+    expect(late.jobId).toBe("j1");
+    expect(apply(renewed, lease("n2", "standard", T0 + 2 * TTL + 1)).events[0]).toEqual({ type: "returned", leaseId: first.leaseId, node: "n1", reason: "expired", at: T0 + 2 * TTL + 1 });
+    // The old holder's renewal now says it lost the lease.
+    expect(Q.view!(late.state, { type: "renew", node: "n1", leaseId: first.leaseId, at: T0 + 2 * TTL + 2 })).toEqual({ held: false });
+    expect(apply(late.state, { type: "renew", node: "n1", leaseId: first.leaseId, at: T0 + 2 * TTL + 2 }).events).toEqual([]);
+  });
+
+  it("a node that asks for work holds nothing: what it held goes back first (a lost reply, an earlier life)", () => {
+    const first = take(queued, "n1");
+    const again = apply(first.state, lease("n1", "standard", T0 + 5));
+    expect(again.events[0]).toEqual({ type: "returned", leaseId: first.leaseId, node: "n1", reason: "stale", at: T0 + 5 });
+    expect(again.state.leases).toHaveLength(1);
+    expect(again.state.leases[0]!.task.jobId).toBe("j2"); // app_b's turn now
+    expect(again.state.queued.map((t) => t.jobId)).toEqual(["j1"]);
+  });
+
+  it("done ends a lease; release hands the task back; either from another node or for an unknown lease is no change", () => {
+    const first = take(queued, "n1");
+    expect(apply(first.state, { type: "done", node: "n1", leaseId: first.leaseId, at: T0 }).state.leases).toEqual([]);
+    expect(apply(first.state, { type: "done", node: "n2", leaseId: first.leaseId, at: T0 }).events).toEqual([]);
+    expect(apply(first.state, { type: "release", node: "n1", leaseId: "nope", at: T0 }).events).toEqual([]);
+    const released = apply(first.state, { type: "release", node: "n1", leaseId: first.leaseId, at: T0 });
+    expect(released.events).toEqual([{ type: "returned", leaseId: first.leaseId, node: "n1", reason: "released", at: T0 }]);
+    expect(released.state.queued.map((t) => t.jobId).sort()).toEqual(["j1", "j2"]);
+    expect(Q.effects!(released.state, released.events, { type: "release", node: "n1", leaseId: first.leaseId, at: T0 }, first.state)).toEqual([{ kind: "nudge" }]);
+  });
+});
+
+describe("encode queue: tasks", () => {
+  it("keeps one task of a kind per job: a repeat while queued or leased is no change", () => {
+    const s = run(Q.initial, enqueue(task("j1")));
+    expect(apply(s, enqueue(task("j1"), T0 + 5)).events).toEqual([]);
+    const leased = take(s, "n1");
+    expect(apply(leased.state, enqueue(task("j1"), T0 + 5)).events).toEqual([]);
+  });
+
+  it("the next kind of a job replaces its queued one, and joins beside a leased one", () => {
+    const probe = run(Q.initial, enqueue(task("j1", "a", "standard", T0, "probe")));
+    const replaced = apply(probe, enqueue(task("j1", "a", "standard", T0, "encode"), T0 + 1));
+    expect(replaced.events.map((e) => e.type)).toEqual(["removed", "enqueued"]);
+    expect(replaced.state.queued.map((t) => t.kind)).toEqual(["encode"]);
+    const leased = take(probe, "n1");
+    expect(apply(leased.state, enqueue(task("j1", "a", "standard", T0, "encode"), T0 + 1)).state.queued.map((t) => t.kind)).toEqual(["encode"]);
+  });
+
+  it("a canceled job leaves the queue; a cancel of a job not queued is no change", () => {
+    const s = run(Q.initial, enqueue(task("j1")), enqueue(task("j2")));
+    expect(run(s, { type: "cancel", jobId: "j1", at: T0 }).queued.map((t) => t.jobId)).toEqual(["j2"]);
+    expect(apply(s, { type: "cancel", jobId: "j9", at: T0 }).events).toEqual([]);
+  });
+
+  it("refuses malformed commands", () => {
+    const bad = (c: unknown) => Q.decide(Q.initial, c as QueueCommand);
+    expect(bad({ type: "enqueue", task: { ...task("j1"), priority: "urgent" }, at: T0 })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ type: "enqueue", task: { ...task("j1"), kind: "thumbs" }, at: T0 })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ type: "enqueue", task: { ...task(""), jobId: "" }, at: T0 })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ type: "enqueue", at: T0 })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ ...lease("n1"), nodeClass: "huge" })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ ...lease("n1"), ttlMs: 0 })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ ...lease(""), node: "" })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ type: "enqueue", task: task("j1"), at: Number.NaN })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ type: "shuffle", at: T0 })).toMatchObject({ code: Code.InvalidArgument });
+  });
+});
+
+describe("encode queue: rows for metrics and health", () => {
+  it("the summary counts queued tasks and their oldest age by priority, and leases by class", () => {
+    const s = run(Q.initial, enqueue(task("p1", "a", "premium"), T0 + 5), enqueue(task("e1", "a", "economy"), T0 + 1), enqueue(task("e2", "a", "economy"), T0 + 2));
+    const leased = take(s, "big", "large", T0 + 9).state;
+    expect(summaryOf(leased, T0 + 10)).toEqual({
+      at: T0 + 10,
+      priorities: { premium: { depth: 0, oldestEnqueuedAt: 0 }, standard: { depth: 0, oldestEnqueuedAt: 0 }, economy: { depth: 2, oldestEnqueuedAt: T0 + 1 } },
+      leases: { small: 0, standard: 0, large: 1 },
+    });
+  });
+
+  it("each change rewrites the summary and the row of the node it concerns, which expires unless the node is heard from", () => {
+    const s = run(Q.initial, enqueue(task("j1")));
+    const c = lease("n1", "small", T0 + 3);
+    const { state, events } = apply(s, c);
+    expect(Q.readModel(state, events[0]!)).toEqual([
+      { table: QUEUE_SUMMARY.table, id: QUEUE_SUMMARY.id, value: summaryOf(state, T0 + 3) },
+      { table: ENCODER_NODES.table, id: "n1", partition: ENCODER_NODES.partition, sort: "n1", value: { nodeId: "n1", class: "small", busy: true, at: T0 + 3 }, expiresAt: T0 + 3 + NODE_LIVENESS_MS },
+    ]);
+    const idle = apply(state, { type: "done", node: "n1", leaseId: c.leaseId, at: T0 + 4 });
+    expect(Q.readModel(idle.state, idle.events[0]!)[1]).toMatchObject({ value: { nodeId: "n1", busy: false, at: T0 + 3 } });
+    expect(Q.readModel(s, { type: "enqueued", task: { ...task("j2"), enqueuedAt: T0 } })).toHaveLength(1);
+    expect(Q.repair(state).map((w) => w.table)).toEqual([QUEUE_SUMMARY.table, ENCODER_NODES.table]);
+  });
+
+  it("an idle node is written down when new, when its class changes, and every 10 s; forgotten after 10 minutes", () => {
+    const first = apply(Q.initial, lease("n1", "small"));
+    expect(first.events).toEqual([{ type: "node_seen", node: "n1", nodeClass: "small", at: T0 }]);
+    expect(apply(first.state, lease("n1", "small", T0 + 9_999)).events).toEqual([]);
+    expect(apply(first.state, lease("n1", "small", T0 + 10_000)).events).toHaveLength(1);
+    expect(apply(first.state, lease("n1", "large", T0 + 1)).events).toHaveLength(1);
+    const later = run(first.state, lease("n2", "small", T0 + 10 * 60_000));
+    expect(Object.keys(later.nodes)).toEqual(["n2"]);
+    expect(Q.effects!(first.state, first.events, lease("n1"), Q.initial)).toEqual([]);
+  });
+});

@@ -1,0 +1,273 @@
+// The encode queue: one persistent actor that decides which encoder node runs which task. Job
+// actors enqueue their probe and encode tasks; an idle node asks for a lease on the next task for
+// its worker class, renews it while the task runs and says when it is done. Priority first
+// (premium, standard, economy), each priority's tasks placed on its class (premium on the largest
+// class seen, economy on the smallest, standard on standard) or, once a task has waited a grace
+// per class step, on any; within a priority, apps take turns, and an app's older jobs go first.
+// A lease not renewed within its time goes back to the queue, so a killed node's task is picked
+// up again; a node that asks for work holds nothing, so whatever it still holds goes back too.
+import { Code } from "@connectrpc/connect";
+import type { RecordWrite } from "../../src/store/port.js";
+import type { Decision, EntityBehavior } from "../host.js";
+import type { IntentHandlers } from "../outbox.js";
+import {
+  ENCODER_NODES,
+  NODE_LIVENESS_MS,
+  PRIORITIES,
+  QUEUE_SUMMARY,
+  QUEUE_TYPE,
+  WORKER_CLASSES,
+  type LeaseGrant,
+  type Priority,
+  type QueueCommand,
+  type QueueReply,
+  type TaskRequest,
+  type WorkerClass,
+  type WorkSignal,
+} from "./messages.js";
+
+export * from "./messages.js";
+
+/** How long a task waits for its priority's class before a node of the next class may take it (per class step). */
+export const PLACEMENT_GRACE_MS = 3_000;
+/** A node is written down again (for health and metrics) when it was last seen this long ago. */
+const SEEN_REFRESH_MS = 10_000;
+/** Nodes not seen for this long are forgotten. */
+const FORGET_MS = 10 * 60_000;
+
+export interface QueuedTask extends TaskRequest {
+  readonly enqueuedAt: number;
+}
+
+export interface Lease {
+  readonly leaseId: string;
+  readonly node: string;
+  readonly nodeClass: WorkerClass;
+  readonly task: QueuedTask;
+  readonly leasedAt: number;
+  readonly renewedAt: number;
+  readonly ttlMs: number;
+}
+
+export interface NodeSeen {
+  readonly nodeClass: WorkerClass;
+  readonly seenAt: number;
+}
+
+export interface QueueState {
+  readonly queued: readonly QueuedTask[];
+  readonly leases: readonly Lease[];
+  readonly nodes: Readonly<Record<string, NodeSeen>>;
+  /** The app served last at each priority: the next turn goes to the app after it. */
+  readonly lastApp: Readonly<Partial<Record<Priority, string>>>;
+}
+
+export type QueueEvent =
+  | { readonly type: "enqueued"; readonly task: QueuedTask }
+  | { readonly type: "removed"; readonly jobId: string; readonly at: number }
+  | { readonly type: "granted"; readonly lease: Lease }
+  | { readonly type: "renewed"; readonly leaseId: string; readonly node: string; readonly at: number }
+  | { readonly type: "finished"; readonly leaseId: string; readonly node: string; readonly at: number }
+  | { readonly type: "returned"; readonly leaseId: string; readonly node: string; readonly reason: "expired" | "released" | "stale"; readonly at: number }
+  | { readonly type: "node_seen"; readonly node: string; readonly nodeClass: WorkerClass; readonly at: number };
+
+export type QueueIntent = { readonly kind: "nudge" };
+
+const initial: QueueState = { queued: [], leases: [], nodes: {}, lastApp: {} };
+const rank = (c: WorkerClass) => WORKER_CLASSES.indexOf(c);
+const invalid = (message: string) => ({ code: Code.InvalidArgument, message });
+const isPriority = (p: unknown): p is Priority => (PRIORITIES as readonly unknown[]).includes(p);
+const isClass = (c: unknown): c is WorkerClass => (WORKER_CLASSES as readonly unknown[]).includes(c);
+
+/** The class a priority's tasks go to first, among the classes present. */
+export function targetClass(priority: Priority, present: ReadonlySet<WorkerClass>): WorkerClass {
+  const classes = WORKER_CLASSES.filter((c) => present.has(c));
+  if (classes.length === 0) return "standard";
+  if (priority === "premium") return classes[classes.length - 1]!;
+  if (priority === "economy") return classes[0]!;
+  return present.has("standard") ? "standard" : present.has("large") ? "large" : "small";
+}
+
+/** Classes of the nodes seen lately, and the asking node's own. */
+function presentClasses(state: QueueState, asking: WorkerClass, at: number): Set<WorkerClass> {
+  const present = new Set<WorkerClass>([asking]);
+  for (const n of Object.values(state.nodes)) if (at - n.seenAt <= NODE_LIVENESS_MS) present.add(n.nodeClass);
+  return present;
+}
+
+const byAge = (a: QueuedTask, b: QueuedTask) => a.order - b.order || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0);
+
+/** The task a node of this class gets now, if any. */
+export function pick(state: QueueState, nodeClass: WorkerClass, at: number): QueuedTask | undefined {
+  const present = presentClasses(state, nodeClass, at);
+  for (const priority of PRIORITIES) {
+    const steps = Math.abs(rank(nodeClass) - rank(targetClass(priority, present)));
+    const eligible = state.queued.filter((t) => t.priority === priority && at - t.enqueuedAt >= steps * PLACEMENT_GRACE_MS);
+    if (eligible.length === 0) continue;
+    const apps = [...new Set(eligible.map((t) => t.appId))].sort();
+    const last = state.lastApp[priority];
+    const app = (last === undefined ? undefined : apps.find((a) => a > last)) ?? apps[0]!;
+    return eligible.filter((t) => t.appId === app).sort(byAge)[0];
+  }
+  return undefined;
+}
+
+/** Leases whose holder has not renewed them in time. */
+function expired(state: QueueState, at: number): QueueEvent[] {
+  return state.leases.filter((l) => at - l.renewedAt > l.ttlMs).map((l) => ({ type: "returned", leaseId: l.leaseId, node: l.node, reason: "expired", at }));
+}
+
+function validTask(t: TaskRequest | undefined): boolean {
+  return !!t && typeof t.jobId === "string" && t.jobId !== "" && (t.kind === "probe" || t.kind === "encode") && typeof t.appId === "string" && isPriority(t.priority) && Number.isFinite(t.order);
+}
+
+export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent> {
+  if (!Number.isFinite(c.at)) return invalid("at must be a time");
+  const events = expired(state, c.at);
+  const now = events.reduce(fold, state);
+  switch (c.type) {
+    case "enqueue": {
+      if (!validTask(c.task)) return invalid("a task needs a job, a kind, an app, a priority and an order");
+      const { jobId, kind } = c.task;
+      if (now.queued.some((t) => t.jobId === jobId && t.kind === kind) || now.leases.some((l) => l.task.jobId === jobId && l.task.kind === kind)) return events;
+      if (now.queued.some((t) => t.jobId === jobId)) events.push({ type: "removed", jobId, at: c.at });
+      events.push({ type: "enqueued", task: { ...c.task, enqueuedAt: c.at } });
+      return events;
+    }
+    case "cancel":
+      if (now.queued.some((t) => t.jobId === c.jobId)) events.push({ type: "removed", jobId: c.jobId, at: c.at });
+      return events;
+    case "lease": {
+      if (!isClass(c.nodeClass)) return invalid(`nodeClass must be one of ${WORKER_CLASSES.join(", ")}`);
+      if (!c.node || !c.leaseId || !(c.ttlMs > 0)) return invalid("a lease needs a node, a lease id and a time to live");
+      for (const l of now.leases) if (l.node === c.node) events.push({ type: "returned", leaseId: l.leaseId, node: l.node, reason: "stale", at: c.at });
+      const free = events.reduce(fold, state);
+      const task = pick(free, c.nodeClass, c.at);
+      if (task) {
+        events.push({ type: "granted", lease: { leaseId: c.leaseId, node: c.node, nodeClass: c.nodeClass, task, leasedAt: c.at, renewedAt: c.at, ttlMs: c.ttlMs } });
+      } else {
+        const seen = free.nodes[c.node];
+        if (!seen || seen.nodeClass !== c.nodeClass || c.at - seen.seenAt >= SEEN_REFRESH_MS) events.push({ type: "node_seen", node: c.node, nodeClass: c.nodeClass, at: c.at });
+      }
+      return events;
+    }
+    case "renew":
+    case "done":
+    case "release": {
+      const lease = now.leases.find((l) => l.leaseId === c.leaseId && l.node === c.node);
+      if (!lease) return events;
+      const about = { leaseId: c.leaseId, node: c.node, at: c.at };
+      if (c.type === "renew") events.push({ type: "renewed", ...about });
+      else if (c.type === "done") events.push({ type: "finished", ...about });
+      else events.push({ type: "returned", ...about, reason: "released" });
+      return events;
+    }
+    default:
+      return invalid(`unknown command ${(c as { type?: unknown }).type as string}`);
+  }
+}
+
+function seen(nodes: QueueState["nodes"], node: string, nodeClass: WorkerClass, at: number): QueueState["nodes"] {
+  const kept = Object.fromEntries(Object.entries(nodes).filter(([id, n]) => id !== node && at - n.seenAt < FORGET_MS));
+  return { ...kept, [node]: { nodeClass, seenAt: at } };
+}
+
+export function fold(state: QueueState, e: QueueEvent): QueueState {
+  switch (e.type) {
+    case "enqueued":
+      return { ...state, queued: [...state.queued, e.task] };
+    case "removed":
+      return { ...state, queued: state.queued.filter((t) => t.jobId !== e.jobId) };
+    case "granted": {
+      const t = e.lease.task;
+      return {
+        ...state,
+        queued: state.queued.filter((q) => !(q.jobId === t.jobId && q.kind === t.kind)),
+        leases: [...state.leases, e.lease],
+        lastApp: { ...state.lastApp, [t.priority]: t.appId },
+        nodes: seen(state.nodes, e.lease.node, e.lease.nodeClass, e.lease.leasedAt),
+      };
+    }
+    case "renewed": {
+      const lease = state.leases.find((l) => l.leaseId === e.leaseId);
+      if (!lease) return state;
+      return { ...state, leases: state.leases.map((l) => (l === lease ? { ...l, renewedAt: e.at } : l)), nodes: seen(state.nodes, lease.node, lease.nodeClass, e.at) };
+    }
+    case "finished":
+      return { ...state, leases: state.leases.filter((l) => l.leaseId !== e.leaseId) };
+    case "returned": {
+      const lease = state.leases.find((l) => l.leaseId === e.leaseId);
+      if (!lease) return state;
+      // Back in line where it was: its age and its job's order are kept, so it is next for its app.
+      return { ...state, leases: state.leases.filter((l) => l !== lease), queued: [...state.queued, lease.task] };
+    }
+    case "node_seen":
+      return { ...state, nodes: seen(state.nodes, e.node, e.nodeClass, e.at) };
+  }
+}
+
+export interface QueueSummary {
+  readonly at: number;
+  readonly priorities: Readonly<Record<Priority, { readonly depth: number; readonly oldestEnqueuedAt: number }>>;
+  readonly leases: Readonly<Record<WorkerClass, number>>;
+}
+
+export function summaryOf(state: QueueState, at: number): QueueSummary {
+  const priorities = Object.fromEntries(
+    PRIORITIES.map((p) => {
+      const tasks = state.queued.filter((t) => t.priority === p);
+      return [p, { depth: tasks.length, oldestEnqueuedAt: tasks.length === 0 ? 0 : Math.min(...tasks.map((t) => t.enqueuedAt)) }];
+    }),
+  ) as QueueSummary["priorities"];
+  const leases = Object.fromEntries(WORKER_CLASSES.map((c) => [c, state.leases.filter((l) => l.nodeClass === c).length])) as QueueSummary["leases"];
+  return { at, priorities, leases };
+}
+
+function nodeRow(state: QueueState, node: string): RecordWrite {
+  const n = state.nodes[node];
+  if (!n) return { table: ENCODER_NODES.table, id: node, value: null };
+  const busy = state.leases.some((l) => l.node === node);
+  return { table: ENCODER_NODES.table, id: node, partition: ENCODER_NODES.partition, sort: node, value: { nodeId: node, class: n.nodeClass, busy, at: n.seenAt }, expiresAt: n.seenAt + NODE_LIVENESS_MS };
+}
+
+const eventAt = (e: QueueEvent): number => (e.type === "enqueued" ? e.task.enqueuedAt : e.type === "granted" ? e.lease.leasedAt : e.at);
+
+function nodeOf(e: QueueEvent): string | undefined {
+  if (e.type === "granted") return e.lease.node;
+  if (e.type === "enqueued" || e.type === "removed") return undefined;
+  return e.node;
+}
+
+/** The reply of a command, from the state after it: a lease's grant, a renewal's standing. */
+export function replyOf(state: QueueState, c: QueueCommand): QueueReply {
+  if (c.type === "lease") {
+    const lease = state.leases.find((l) => l.leaseId === c.leaseId && l.node === c.node);
+    if (!lease) return {};
+    const { jobId, kind, appId, priority, enqueuedAt } = lease.task;
+    const granted: LeaseGrant = { leaseId: lease.leaseId, jobId, kind, appId, priority, enqueuedAt };
+    return { granted };
+  }
+  if (c.type === "renew") return { held: state.leases.some((l) => l.leaseId === c.leaseId && l.node === c.node) };
+  return {};
+}
+
+export const QueueBehavior: EntityBehavior<QueueState, QueueCommand, QueueEvent, QueueIntent, QueueReply> = {
+  type: QUEUE_TYPE,
+  initial,
+  decide,
+  fold,
+  readModel(state, event) {
+    const writes: RecordWrite[] = [{ table: QUEUE_SUMMARY.table, id: QUEUE_SUMMARY.id, value: summaryOf(state, eventAt(event)) }];
+    const node = nodeOf(event);
+    if (node) writes.push(nodeRow(state, node));
+    return writes;
+  },
+  repair: (state) => [{ table: QUEUE_SUMMARY.table, id: QUEUE_SUMMARY.id, value: summaryOf(state, Date.now()) }, ...Object.keys(state.nodes).map((n) => nodeRow(state, n))],
+  effects: (_state, events) => (events.some((e) => e.type === "enqueued" || e.type === "returned") ? [{ kind: "nudge" }] : []),
+  view: replyOf,
+};
+
+/** The queue's one intent: tell idle nodes there is work (they would find it at their next poll anyway). */
+export function queueIntentHandlers(publishSignal: (signal: WorkSignal) => Promise<void>): IntentHandlers<QueueIntent, QueueState> {
+  return { nudge: () => publishSignal({ signal: "work" }) };
+}
