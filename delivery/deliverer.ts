@@ -9,6 +9,7 @@ import { activeSecrets, PENDING_DELIVERIES, PENDING_PARTITION, WebhookEndpointBe
 import { envelope } from "../wire/present-webhook.js";
 import { ownedKeys } from "../actors/commands.js";
 import type { Logger } from "../src/log.js";
+import { webhookDeliveriesPending, webhookDeliveryAttempts } from "../src/metrics.js";
 import type { NetGuard } from "../src/net-guard.js";
 import type { SecretBox } from "../src/secrets.js";
 import type { Store } from "../src/store/port.js";
@@ -34,6 +35,8 @@ export class Deliverer {
   private readonly waiting: (() => void)[] = [];
   private running = 0;
   private stopped = false;
+  /** Timers this deliverer last added to the pending deliveries gauge (a process may hold several deliverers). */
+  private counted = 0;
 
   constructor(
     private readonly store: Store,
@@ -61,6 +64,7 @@ export class Deliverer {
     // A disabled or deleted endpoint keeps its deliveries open but is not called.
     if (e.status !== "enabled" || e.deletedAt !== undefined) {
       for (const id of open) this.disarm(`${e.id}/${id}`);
+      this.countPending();
       return;
     }
     for (const d of Object.values(state.open)) {
@@ -73,6 +77,7 @@ export class Deliverer {
       const timer = setTimeout(() => void this.attempt(e, d).catch((err: unknown) => this.log.error({ err, delivery_id: d.id }, "webhook attempt failed to record")), Math.max(0, d.nextAttemptAt - Date.now()));
       this.timers.set(key, { attempt: d.attempt + 1, timer });
     }
+    this.countPending();
   }
 
   /** Stops every timer: another host owns these endpoints now (or this one is stopping). */
@@ -80,6 +85,7 @@ export class Deliverer {
     for (const t of this.timers.values()) clearTimeout(t.timer);
     this.timers.clear();
     this.started.clear();
+    this.countPending();
   }
 
   stop(): void {
@@ -101,6 +107,11 @@ export class Deliverer {
       before = page.items.at(-1)!.sort;
     }
     for (const id of endpoints) await this.host.ask(WebhookEndpointBehavior, id, { type: "resume" });
+  }
+
+  private countPending(): void {
+    webhookDeliveriesPending.inc(this.timers.size - this.counted);
+    this.counted = this.timers.size;
   }
 
   private disarm(key: string): void {
@@ -146,7 +157,9 @@ export class Deliverer {
           })()
         : { ok: false, responseHeaders: "{}", transportError: "unknown" as const, errorMessage: `event ${d.eventId} is not in the ledger` };
       const at = Date.now();
+      webhookDeliveryAttempts.inc({ result: outcome.ok ? "success" : "failure" });
       this.timers.delete(key);
+      this.countPending();
       const reply = await this.host.ask(WebhookEndpointBehavior, e.id, {
         type: "attempted",
         at,

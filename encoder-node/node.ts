@@ -20,6 +20,7 @@ import { contentTypeOf } from "../src/content-types.js";
 import type { ManagedStorage } from "../src/managed-storage.js";
 import { isJobErrorCode, type DrmKeysData, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../actors/job/messages.js";
 import type { Logger } from "../src/log.js";
+import { encodeTasks, encoderActivity } from "../src/metrics.js";
 import type { LeaseGrant, QueueCommand, QueueReply, WorkSignal } from "../actors/scheduler/messages.js";
 import type { NetGuard } from "../src/net-guard.js";
 import { openOriginBlob, originKey } from "../src/origins.js";
@@ -339,6 +340,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       wake = done;
     });
   let current: { leaseId: string; controller: AbortController; handedBack: boolean } | undefined;
+  const activity = encoderActivity(workerClass);
 
   /** Runs a leased task; false when the job's actor could not be told its outcome (the task runs again). */
   async function runTask(grant: LeaseGrant): Promise<boolean> {
@@ -358,7 +360,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         })
         .catch((e: unknown) => d.log.warn({ err: e, job_id: grant.jobId }, "lease not renewed"));
     }, Math.max(500, Math.floor(leaseMs / 3)));
-    const busy = () => undefined; // METRICS
+    const idleAgain = activity.start();
+    encodeTasks.inc({ kind: grant.kind, priority: grant.priority, class: workerClass });
     d.log.info({ job_id: grant.jobId, kind: grant.kind, priority: grant.priority, waited_ms: Date.now() - grant.enqueuedAt }, "task started");
     try {
       if (task.kind === "probe") await runProbe(task, controller.signal);
@@ -369,7 +372,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       return false;
     } finally {
       clearInterval(renewals);
-      busy();
+      idleAgain();
       running.delete(task.jobId);
       current = undefined;
       // The input stays for the encode task after a probe; an ended job needs nothing.

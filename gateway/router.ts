@@ -1,6 +1,6 @@
 // The router: every service of the contract on Connect's universal handlers, behind the access,
-// idempotency and error interceptors and the spec JSON bridge. Host adapters (uWS, node:http)
-// only move bytes to and from these handlers.
+// idempotency and error interceptors and the spec JSON bridge, each call counted and timed once
+// (rpc-metrics.ts). Host adapters (uWS, node:http) only move bytes to and from these handlers.
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createServiceImplSpec, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
@@ -22,6 +22,7 @@ import { idempotencyInterceptor } from "./idempotency.js";
 import { withSpecJson } from "./json-bridge.js";
 import { boundedGzip } from "./compression.js";
 import { rateLimitInterceptors } from "./rate-limit.js";
+import { withRpcMetrics } from "./rpc-metrics.js";
 import { apiKeyService } from "./services/api-key.js";
 import { appService } from "./services/app.js";
 import type { ServiceDeps } from "./services/deps.js";
@@ -139,7 +140,7 @@ export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> 
   return new Map(
     router.handlers.map((h) => {
       const spec = unary.get(h.requestPath);
-      return [h.requestPath, withSpecJson(h, limits, spec && { spec, interceptors })];
+      return [h.requestPath, withRpcMetrics(withSpecJson(h, limits, spec && { spec, interceptors }))];
     }),
   );
 }

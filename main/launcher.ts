@@ -3,6 +3,7 @@
 // here, before any child starts, so the children never race to create it.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
+import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../src/config.js";
@@ -15,6 +16,8 @@ export interface ClusterProcess {
   readonly role: "gateway" | "actor-host" | "encoder-node";
   readonly index: number;
   readonly port: number | undefined;
+  /** Its metrics listener (MEDIA_METRICS_PORT): GET /metrics, every role. */
+  readonly metricsPort: number;
   readonly child: ChildProcess;
   output(): string;
 }
@@ -55,6 +58,28 @@ async function waitHealthy(port: number, child: ChildProcess, out: () => string)
   }
 }
 
+/** Whether a port can be listened on now. */
+function canListen(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free port for a child's metrics listener, below Linux's ephemeral range (32768+) so that no
+ * outbound socket takes it before the child listens, and outside 20000-31999 where the tests pick theirs.
+ */
+async function freeMetricsPort(host: string, taken: Set<number>): Promise<number> {
+  for (;;) {
+    const port = 12000 + Math.floor(Math.random() * 8000);
+    if (taken.has(port) || !(await canListen(port, host))) continue;
+    taken.add(port);
+    return port;
+  }
+}
+
 /** Waits for a line on the child's output that says it is ready. */
 async function waitReady(child: ChildProcess, out: () => string, marker: string): Promise<void> {
   const deadline = Date.now() + 60_000;
@@ -74,10 +99,12 @@ export async function launchCluster(options: LaunchOptions): Promise<LocalCluste
 
   const all: ClusterProcess[] = [];
   let nextPort = options.basePort;
+  const metricsPorts = new Set<number>();
   const start = async (role: ClusterProcess["role"], index: number): Promise<ClusterProcess> => {
     const port = role === "gateway" ? nextPort++ : undefined;
+    const metricsPort = await freeMetricsPort(config.httpHost, metricsPorts);
     const child = spawn(process.execPath, [BIN, role], {
-      env: { ...env, ...(port !== undefined ? { MEDIA_HTTP_PORT: String(port) } : {}) },
+      env: { ...env, MEDIA_METRICS_PORT: String(metricsPort), ...(port !== undefined ? { MEDIA_HTTP_PORT: String(port) } : {}) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let text = "";
@@ -87,7 +114,7 @@ export async function launchCluster(options: LaunchOptions): Promise<LocalCluste
     };
     child.stdout!.on("data", collect);
     child.stderr!.on("data", collect);
-    const proc: ClusterProcess = { role, index, port, child, output: () => text };
+    const proc: ClusterProcess = { role, index, port, metricsPort, child, output: () => text };
     all.push(proc);
     if (port !== undefined) await waitHealthy(port, child, proc.output);
     else await waitReady(child, proc.output, role === "actor-host" ? "actor host ready" : "encoder node ready");

@@ -184,7 +184,8 @@ function encoderSettings(env: NodeJS.ProcessEnv, mode: string): EncoderSettings 
     workerClass,
     nodeId,
     leaseMs: integer(env, "MEDIA_ENCODE_LEASE_SECONDS", 30, 2, 3600) * 1000,
-    drainMs: integer(env, "MEDIA_ENCODER_DRAIN_SECONDS", 300, 0, 86_400) * 1000,
+    // Embedded, the queue lives in the same process: a task handed back at once is taken again at the next start.
+    drainMs: integer(env, "MEDIA_ENCODER_DRAIN_SECONDS", mode === "embedded" ? 0 : 300, 0, 86_400) * 1000,
   };
 }
 

@@ -19,6 +19,7 @@ import { fanOut } from "../webhook-endpoint/fanout.js";
 import { jobLedgerEvents, ledgerWrites, type EventRecord } from "../ledger.js";
 import type { IntentHandlers } from "../outbox.js";
 import { publishUpdate, tell } from "../commands.js";
+import { observeJobEnded } from "../../src/metrics.js";
 import { QueueBehavior, QUEUE_ID } from "../scheduler/scheduler.js";
 
 export const JOBS = "jobs";
@@ -444,7 +445,9 @@ export interface JobEffectDeps {
 export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, JobState> {
   return {
     // Subscribers order updates by version and drop what they have shown.
-    update: async (_intent, { id, state }) => {
+    update: async (_intent, { id, state, recovered }) => {
+      // Once per job in the metrics (a rerun after a crash is not a second end).
+      if (state.job && !recovered && TERMINAL.has(state.job.status)) observeJobEnded(state.job);
       if (state.job) await publishUpdate(d.bus, d.topics, { type: JobBehavior.type, id, version: state.job.version, state: { job: withoutSecrets(state.job) } });
     },
     // The task joins the encode queue, which hands it to a node by priority, class and app; the

@@ -26,6 +26,7 @@ import {
 import { QualityTier, QualityTierSchema, VideoCodecSchema } from "../../src/gen/media/v1/preset_pb.js";
 import type { AppRecord } from "../../src/directory.js";
 import { newId, Prefix } from "../../src/ids.js";
+import { watchOpened } from "../../src/metrics.js";
 import type { BlobStore } from "../../src/blob/index.js";
 import { ORIGINS, getOrigin, openOriginBlob, PATH_TEMPLATE_VARIABLES, type OriginRecord } from "../../src/origins.js";
 import { resolveOutputSpec } from "../../src/presets.js";
@@ -301,6 +302,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         wake?.();
       });
       const aborted = new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+      const closed = watchOpened("job");
       try {
         let job = await visibleJob(d, caller, req.id);
         yield create(WatchJobResponseSchema, { eventType: "snapshot", job: await present(job) });
@@ -319,6 +321,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
           yield create(WatchJobResponseSchema, { eventType: TERMINAL.has(job.status) ? job.status : "updated", job: await present(job) });
         }
       } finally {
+        closed();
         unsubscribe();
       }
     },

@@ -17,6 +17,7 @@ import { checkDrm, checkSubtitleTracks } from "../../src/spec-check.js";
 import { CreateUploadResponseSchema, VideoVisibility, WatchVideoResponseSchema, type CompleteUploadRequest, type Video, type VideoService } from "../../src/gen/media/v1/video_pb.js";
 import { HOSTING_LIMITS, hoverPreviewSpecs, ladderOutputSpec, partsPrefix, posterThumbnailSpec, sourceKey, UPLOAD_URL_SECONDS } from "../../src/hosting.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
+import { watchOpened } from "../../src/metrics.js";
 import { resolveOutputSpec } from "../../src/presets.js";
 import type { Reply } from "../../src/replies.js";
 import { Check, LIMITS } from "../../src/validation.js";
@@ -365,6 +366,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
         wake?.();
       });
       const aborted = new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+      const closed = watchOpened("video");
       const last = (v: VideoRecord) => (v.status === "ready" ? "completed" : v.status === "error" ? "failed" : v.status);
       try {
         let { video, app } = await visibleVideo(caller, req.id);
@@ -384,6 +386,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
           yield create(WatchVideoResponseSchema, { eventType: TERMINAL.has(video.status) ? last(video) : "updated", video: present(video, app) });
         }
       } finally {
+        closed();
         unsubscribe();
       }
     },

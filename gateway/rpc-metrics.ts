@@ -1,0 +1,97 @@
+// Request count and latency of every RPC by method and code, taken around each universal handler:
+// every call passes here once, whatever the host adapter or protocol, including calls refused before
+// any interceptor runs (a body that does not parse, a limit). The code is read from the answer.
+import { ConnectError } from "@connectrpc/connect";
+import { readAllBytes, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { codeFromHttpStatus, codeFromString, codeToString, endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-connect";
+import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
+import { gunzipSync } from "node:zlib";
+import { recordRpc } from "../src/metrics.js";
+import { once } from "./wire-errors.js";
+
+const COMPRESSED = 0b1;
+
+/** The code an enveloped stream ended with, from its last frame (the bridge and the error shaping yield one frame per chunk). */
+function endCode(last: Uint8Array | undefined, grpcWeb: boolean): string {
+  if (!last || last.length < 5 || new DataView(last.buffer, last.byteOffset).getUint32(1) !== last.length - 5) return "unknown";
+  const flags = last[0]!;
+  if (!(flags & (grpcWeb ? trailerFlag : endStreamFlag))) return "unknown";
+  try {
+    const data = flags & COMPRESSED ? gunzipSync(last.subarray(5)) : last.subarray(5);
+    if (grpcWeb) {
+      const status = Number(trailerParse(data).get("grpc-status") ?? NaN);
+      return status === 0 ? "ok" : Number.isInteger(status) ? codeToString(status) : "unknown";
+    }
+    const error = endStreamFromJson(data).error;
+    return error ? codeToString(error.code) : "ok";
+  } catch {
+    return "unknown";
+  }
+}
+
+/** The code of a Connect unary error body ({"code": "not_found", ...}); from the HTTP status when it has none. */
+function unaryErrorCode(bytes: Uint8Array, status: number): string {
+  try {
+    const code = (JSON.parse(new TextDecoder().decode(bytes)) as { code?: unknown }).code;
+    if (typeof code === "string" && codeFromString(code) !== undefined) return code;
+  } catch {
+    /* not JSON */
+  }
+  return codeToString(codeFromHttpStatus(status));
+}
+
+async function* observed(body: AsyncIterable<Uint8Array>, grpcWeb: boolean, done: (code: string) => void): AsyncIterable<Uint8Array> {
+  let last: Uint8Array | undefined;
+  let code = "canceled"; // the host stopped reading: the client went away
+  try {
+    for await (const chunk of body) {
+      last = chunk;
+      yield chunk;
+    }
+    code = endCode(last, grpcWeb);
+  } catch (e) {
+    code = codeToString(ConnectError.from(e).code);
+    throw e;
+  } finally {
+    done(code);
+  }
+}
+
+/** The handler, counted: a unary answer when it is ready, a stream (Connect or gRPC-web framing) when its body ends. */
+export function withRpcMetrics(handler: UniversalHandler): UniversalHandler {
+  const method = `${handler.service.name}/${handler.method.name}`;
+  const fn = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
+    const started = performance.now();
+    const done = (code: string) => recordRpc(method, code, (performance.now() - started) / 1000);
+    let res: UniversalServerResponse;
+    try {
+      res = await handler(req);
+    } catch (e) {
+      done(codeToString(ConnectError.from(e).code));
+      throw e;
+    }
+    const contentType = res.header?.get("content-type") ?? "";
+    const body = res.body as AsyncIterable<Uint8Array> | undefined;
+    if (body && /^application\/(connect\+|grpc-web)/.test(contentType)) return { ...res, body: observed(body, contentType.startsWith("application/grpc-web"), done) };
+    if (res.status === 200) {
+      done("ok");
+      return res;
+    }
+    // A Connect unary error: a small JSON body, never compressed.
+    if (!body || res.header?.has("content-encoding")) {
+      done(codeToString(codeFromHttpStatus(res.status)));
+      return res;
+    }
+    const bytes = await readAllBytes(body, Number.MAX_SAFE_INTEGER);
+    done(unaryErrorCode(bytes, res.status));
+    return { ...res, body: once(bytes) };
+  };
+  return Object.assign(fn, {
+    protocolNames: handler.protocolNames,
+    service: handler.service,
+    method: handler.method,
+    requestPath: handler.requestPath,
+    allowedMethods: handler.allowedMethods,
+    supportedContentType: handler.supportedContentType,
+  });
+}

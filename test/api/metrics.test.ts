@@ -1,0 +1,115 @@
+// Metrics: a gateway answers GET /metrics in the Prometheus text format on its own port; calls move
+// the RPC counters and latency histograms of their method (refusals before any service code too),
+// Watch streams are counted while open, and the store's operations are timed. Both deployments.
+import parsePrometheusTextFormat, { type PrometheusMetric, type PrometheusSample } from "parse-prometheus-text-format";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { call, freePort, ok, startHarness, TARGET, until, type Auth, type Harness } from "../harness.js";
+import { stream } from "../watch.js";
+
+let h: Harness;
+/** One gateway for every call and scrape: each process counts only what it served. */
+let base: string;
+let key: Auth;
+const metricsPort = freePort();
+
+beforeAll(async () => {
+  h = await startHarness(TARGET === "embedded" ? { MEDIA_METRICS_PORT: String(metricsPort) } : {});
+  base = h.bases[0]!;
+  key = { bearer: h.boot.api_key, org: h.boot.organization_id };
+});
+
+afterAll(async () => {
+  await h?.server.close();
+});
+
+/** Metric families by name, and the type each is declared with. */
+interface Scrape {
+  readonly families: PrometheusMetric[];
+  readonly types: ReadonlyMap<string, string>;
+}
+
+/**
+ * GET /metrics, parsed. parse-prometheus-text-format 1.1.1 merges the series of a labelled histogram
+ * into one and drops their _count and _sum (its issue #13), so histograms are parsed as untyped:
+ * name_bucket, name_count and name_sum then come out as families of their own, labels kept.
+ */
+async function scrape(url = `${base}/metrics`): Promise<Scrape> {
+  const res = await fetch(url);
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+  const text = await res.text();
+  const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+  return { families: parsePrometheusTextFormat(text.replace(/^(# TYPE \S+) histogram$/gm, "$1 untyped")), types };
+}
+
+const sameLabels = (a: Readonly<Record<string, string>> | undefined, b: Record<string, string>) => JSON.stringify(Object.entries(a ?? {}).sort()) === JSON.stringify(Object.entries(b).sort());
+
+/** Every sample of a name: untyped, a histogram's series interleave, so one name may head several families. */
+const series = (scraped: Scrape, name: string): PrometheusSample[] => scraped.families.filter((m) => m.name === name).flatMap((m) => m.metrics);
+
+/** A series' value with exactly these labels (a histogram's name_count, say); 0 when it does not exist yet. */
+function value(scraped: Scrape, name: string, labels: Record<string, string> = {}): number {
+  const sample = series(scraped, name).find((s) => sameLabels(s.labels, labels));
+  return Number(sample?.value ?? 0);
+}
+
+/** A histogram's observation count with exactly these labels. */
+const count = (scraped: Scrape, name: string, labels: Record<string, string>): number => value(scraped, `${name}_count`, labels);
+
+describe("metrics", () => {
+  it("counts and times calls by method and code, refusals before any service code included", async () => {
+    const before = await scrape();
+    for (let i = 0; i < 3; i++) await ok(call(base, "HealthService/Check", {}));
+    for (let i = 0; i < 2; i++) await ok(call(base, "APIKeyService/List", {}, key));
+    expect((await call(base, "APIKeyService/List", {})).status).toBe(401);
+    expect((await call(base, "APIKeyService/List", "{not json", key)).status).toBe(400);
+    const after = await scrape();
+
+    const moved = (method: string, code: string) => value(after, "media_rpc_requests_total", { method, code }) - value(before, "media_rpc_requests_total", { method, code });
+    expect(moved("HealthService/Check", "ok")).toBe(3);
+    expect(moved("APIKeyService/List", "ok")).toBe(2);
+    expect(moved("APIKeyService/List", "unauthenticated")).toBe(1);
+    expect(moved("APIKeyService/List", "invalid_argument")).toBe(1);
+    const timed = (method: string) => count(after, "media_rpc_duration_seconds", { method }) - count(before, "media_rpc_duration_seconds", { method });
+    expect(timed("HealthService/Check")).toBe(3);
+    expect(timed("APIKeyService/List")).toBe(4);
+    expect(after.types.get("media_rpc_duration_seconds")).toBe("histogram");
+    expect(after.types.get("media_rpc_requests_total")).toBe("counter");
+  });
+
+  it("times the store's operations and shows the process's default metrics", async () => {
+    await ok(call(base, "APIKeyService/List", {}, key));
+    const metrics = await scrape();
+    expect(metrics.types.get("media_store_operation_seconds")).toBe("histogram");
+    const counted = series(metrics, "media_store_operation_seconds_count").filter((s) => Number(s.value) > 0).map((s) => s.labels?.operation ?? "");
+    expect(counted.length).toBeGreaterThan(0);
+    expect(counted.every((op) => ["get", "commit", "events", "scan", "latestSnapshot", "saveSnapshot"].includes(op))).toBe(true);
+    expect(metrics.types.get("process_cpu_user_seconds_total")).toBe("counter");
+    expect(metrics.types.has("nodejs_eventloop_lag_seconds")).toBe(true);
+  });
+
+  it("counts a Watch stream while it is open, and the call once it ends", async () => {
+    const video = (await ok(call(base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "m.mp4", content_type: "video/mp4", size_bytes: 10 }, key))).video;
+    const before = await scrape();
+    const open = (m: Scrape) => value(m, "media_watch_streams_open", { resource: "video" });
+    const ended = (m: Scrape) => count(m, "media_rpc_duration_seconds", { method: "VideoService/Watch" });
+    const abort = new AbortController();
+    let snapshot: () => void = () => undefined;
+    const first = new Promise<void>((resolve) => (snapshot = resolve));
+    const watching = stream(base, "VideoService/Watch", { id: video.id }, key, () => snapshot(), abort.signal).catch(() => undefined);
+    await first;
+    expect(open(await scrape())).toBe(open(before) + 1);
+    abort.abort();
+    await watching;
+    await until("the Watch stream to close", async () => {
+      const m = await scrape();
+      return open(m) === open(before) && ended(m) === ended(before) + 1 ? true : undefined;
+    }, 10_000);
+  });
+
+  it.skipIf(TARGET === "cluster")("serves the same metrics on MEDIA_METRICS_PORT", async () => {
+    const metrics = await scrape(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(value(metrics, "media_rpc_requests_total", { method: "HealthService/Check", code: "ok" })).toBeGreaterThanOrEqual(3);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/other`)).status).toBe(404);
+  });
+});
