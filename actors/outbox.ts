@@ -268,6 +268,8 @@ export class Relay implements Outbox {
             if (intents.length > 0) insert(e.queue, { seq: entry.seq, intents, state, recovered: true, done: 0 });
             else if (entry.seq === e.relayed + 1) e.relayed = entry.seq;
           }
+          // A drain already under way when the recovery began may have finished without these.
+          void this.drain(e);
           return;
         } catch (err) {
           this.log.warn({ err, entity: e.key }, "outbox: recovery failed; trying again");

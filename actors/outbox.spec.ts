@@ -1,0 +1,62 @@
+// The relay's recovery of an uncertain append: an entry whose append failed but landed (a store
+// going down mid-commit) has its intents run once the journal can be read, even when the relay was
+// still busy with an earlier entry's intents when it learned of it.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../src/log.js";
+import { FileStore } from "../src/store/file-store.js";
+import { EVENTS_FIELD, INTENTS_FIELD, Relay, type Intent } from "./outbox.js";
+
+async function until(what: string, probe: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const entry = (seq: number, intents: Intent[]) => ({ key: "thing:t1", seq, data: { [EVENTS_FIELD]: [{ type: "x" }], [INTENTS_FIELD]: intents }, createdAt: seq });
+
+describe("outbox relay", () => {
+  it("runs the intents of an uncertain append that landed, though the relay was busy with the entry before it", async () => {
+    const store = new FileStore(mkdtempSync(path.join(tmpdir(), "relay-")));
+    await store.open();
+    const relay = new Relay(store, createLogger("silent"), { partitions: 1, retryMs: 5, idleMs: 20 });
+    const ran: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let woken = 0;
+    relay.register<Intent, unknown>("thing", {
+      slow: async (_i, ctx) => {
+        ran.push(`slow ${ctx.seq}`);
+        await gate;
+      },
+      fast: async (_i, ctx) => void ran.push(`fast ${ctx.seq} ${ctx.recovered ? "recovered" : "live"}`),
+    });
+    // The first wake fails (the store is still down), the next one succeeds.
+    relay.attach(async () => {
+      if (++woken === 1) throw new Error("store unavailable");
+      return {};
+    });
+    relay.assign([0]);
+
+    await relay.beforeAppend("thing", "t1", 1);
+    await store.commit({ events: [entry(1, [{ kind: "slow" }])] });
+    relay.appended("thing", "t1", 1, [{ kind: "slow" }], {});
+    await until("the first entry's intent running", () => ran.includes("slow 1"));
+
+    // The second append "fails" after landing: the host tells the relay it is uncertain.
+    await relay.beforeAppend("thing", "t1", 2);
+    await store.commit({ events: [entry(2, [{ kind: "fast" }])] });
+    relay.uncertain("thing", "t1");
+    release();
+
+    await until("the landed entry's intent run", () => ran.includes("fast 2 recovered"));
+    expect(ran).toEqual(["slow 1", "fast 2 recovered"]);
+    expect(woken).toBe(2);
+    relay.stop();
+    await store.close();
+  });
+});
