@@ -4,7 +4,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createServiceImplSpec, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import { apiError, unimplemented } from "../src/errors.js";
+import { apiError, StoreUnavailable, unimplemented } from "../src/errors.js";
 import { APIKeyService } from "../src/gen/media/v1/api_key_pb.js";
 import { AppService } from "../src/gen/media/v1/app_pb.js";
 import { HealthService } from "../src/gen/media/v1/health_pb.js";
@@ -82,6 +82,12 @@ function outermost(deps: RouterDeps): Interceptor {
         // Errors raised by the protocol layer carry no details; every answer must.
         if (e.details.length === 0) throw Object.assign(apiError(e.code, e.rawMessage), { metadata: e.metadata });
         throw e;
+      }
+      if (e instanceof StoreUnavailable) {
+        deps.log.warn({ err: e, request_id: requestId }, "store unavailable");
+        const unavailable = apiError(Code.Unavailable, "the database is unavailable; retry (with the same Idempotency-Key for a change)");
+        unavailable.metadata.set("x-request-id", requestId);
+        throw unavailable;
       }
       deps.log.error({ err: e, request_id: requestId, method: `${req.service.typeName}/${req.method.name}` }, "unhandled error");
       const internal = apiError(Code.Internal, `internal error (request ${requestId})`);

@@ -53,6 +53,15 @@ export const unimplemented = (capability: string): ConnectError =>
   apiError(Code.Unimplemented, `${capability} is not available in this build yet`);
 
 /** Internal, named errors: whether a retry can help is part of the name. */
+/** The store could not be reached or did not answer in time (a database restart): a retry may succeed. */
+export class StoreUnavailable extends Error {
+  readonly retryable = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StoreUnavailable";
+  }
+}
+
 export class VersionConflict extends Error {
   readonly retryable = true;
   constructor(readonly key: string, expected: number, actual: number) {

@@ -48,7 +48,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import cassandra from "cassandra-driver";
 import { ConfigError } from "../config.js";
-import { VersionConflict } from "../errors.js";
+import { StoreUnavailable, VersionConflict } from "../errors.js";
 import type { Batch, JournalEvent, RecordWrite, ScanOptions, ScanResult, Snapshot, Store, StoredRecord, StoreHealth } from "./port.js";
 
 const { Client, types, errors: driverErrors } = cassandra;
@@ -689,4 +689,27 @@ function queries(ks: string) {
     indexDelete: `DELETE FROM ${ks}.record_index WHERE tbl = ? AND part = ? AND sort = ? AND id = ?`,
     indexScan: `SELECT sort, id, version, value, expires_at FROM ${ks}.record_index WHERE tbl = ? AND part = ?`,
   };
+}
+
+/** The driver's errors for a database that is down or too slow, which a caller may retry. */
+const UNAVAILABLE = new Set(["NoHostAvailableError", "OperationTimedOutError", "BusyConnectionError"]);
+const UNAVAILABLE_CODES = new Set([types.responseErrorCodes.unavailableException, types.responseErrorCodes.readTimeout, types.responseErrorCodes.writeTimeout, types.responseErrorCodes.overloaded]);
+
+function rethrowUnavailable(e: unknown): never {
+  const code = (e as { code?: unknown }).code;
+  if (e instanceof Error && (UNAVAILABLE.has(e.name) || (e.name === "ResponseError" && typeof code === "number" && UNAVAILABLE_CODES.has(code)))) {
+    throw new StoreUnavailable(`cassandra: ${e.message}`, { cause: e });
+  }
+  throw e;
+}
+
+// Every operation of the port names an unreachable database as StoreUnavailable (the gateway
+// answers unavailable, a retry may succeed), whatever the driver called it.
+for (const name of ["get", "commit", "events", "latestSnapshot", "saveSnapshot", "scan"] as const) {
+  const operation: (...args: never[]) => Promise<unknown> = CassandraStore.prototype[name];
+  Object.defineProperty(CassandraStore.prototype, name, {
+    value: function (this: CassandraStore, ...args: never[]) {
+      return operation.apply(this, args).catch(rethrowUnavailable);
+    },
+  });
 }
