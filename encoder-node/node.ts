@@ -75,6 +75,17 @@ function failureOf(e: unknown, stage: "input" | "output" | "encode"): Failure {
   return { code: "internal", message: (e as Error).message ?? String(e) };
 }
 
+/** A report the job's actor did not take: the task's outcome is unknown to the job, so the task runs again (its lease runs out). */
+class ReportError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ReportError";
+  }
+}
+
+/** How long a report the bus or the actors cannot take now is sent again before the task gives up. */
+const REPORT_RETRY_MS = 120_000;
+
 /** An upload that failed after a good encode: the output's failure is the storage's. */
 class OutputWriteError extends Error {
   constructor(readonly failure: Failure) {
@@ -112,11 +123,18 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   });
 
   const ask = async (job: Pick<JobRecord, "id">, command: JobCommand): Promise<JobRecord | undefined> => {
-    const reply = await d.report(job.id, command);
-    // A job that does not exist will never take the task: drop it. Anything else is retried.
-    if (!reply.ok && reply.rejection.code === Code.NotFound) return undefined;
-    if (!reply.ok) throw new Error(`job ${job.id} refused ${command.type}: ${reply.rejection.message}`);
-    return reply.state.job;
+    // A report the bus or the job's host cannot take now (a restart under way) is sent again, for a
+    // while: the job's actor takes a report once, so a repeat changes nothing.
+    const deadline = Date.now() + REPORT_RETRY_MS;
+    for (let delay = 250; ; delay = Math.min(delay * 2, 5_000)) {
+      const reply = await d.report(job.id, command);
+      // A job that does not exist will never take the task: drop it.
+      if (!reply.ok && reply.rejection.code === Code.NotFound) return undefined;
+      if (reply.ok) return reply.state.job;
+      if (reply.rejection.code !== Code.Unavailable || Date.now() + delay > deadline) throw new ReportError(`job ${job.id} refused ${command.type}: ${reply.rejection.message}`);
+      d.log.warn({ job_id: job.id, report: command.type, reason: reply.rejection.message }, "report not taken; sending it again");
+      await new Promise((r) => setTimeout(r, delay));
+    }
   };
   /** Progress is advisory: a lost report is replaced by the next one. */
   const tell = (job: JobRecord, command: JobCommand) => {
@@ -175,6 +193,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       if (!result.video && !result.audio) throw new MediaError("input_unsupported", "the input has neither a video nor an audio stream");
       await ask(job, { type: "probed", attempt, at: Date.now(), metadata: result, durationMs: Date.now() - started });
     } catch (e) {
+      if (e instanceof ReportError) throw e;
       if (!signal.aborted) await ask(job, { type: "probe_failed", attempt, at: Date.now(), failure: failureOf(e, "encode") });
     }
   }
@@ -291,6 +310,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: stored.size, main: plan.main, renditions, ...(subtitles.length > 0 ? { subtitles } : {}), ...(chapters.length > 0 ? { chapters } : {}), ...(keys ? { drm: drmKeysData(spec, keys) } : {}) });
       } catch (e) {
         if (signal.aborted) return;
+        // Not the output's failure: the job never heard how it went.
+        if (e instanceof ReportError) throw e;
         const failure = e instanceof OutputWriteError ? e.failure : failureOf(e, "encode");
         if (failure.code === "output_write_denied") writeFailure = failure;
         d.log.warn({ job_id: job.id, output_id: output.id, code: failure.code, err: e }, "output failed");
@@ -317,6 +338,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         }
         await ask(job, { type: "thumbnails_done", attempt, at: Date.now(), results });
       } catch (e) {
+        if (e instanceof ReportError) throw e;
         d.log.warn({ job_id: job.id, err: e }, "thumbnails failed");
       }
     }
