@@ -88,6 +88,14 @@ describe("encode queue: order", () => {
     expect(drain(s, "n1")).toEqual(["j0", "j1", "j3"]);
   });
 
+  it("tasks given back go first at their priority, the earliest given back first, and never before a higher priority", () => {
+    let s = run(Q.initial, enqueue(task("s1", "a")), enqueue(task("s2", "b")), enqueue(task("s3", "c")));
+    const x = take(s, "n1");
+    const y = take(x.state, "n2");
+    s = run(y.state, { type: "release", node: "n2", leaseId: y.leaseId, at: T0 + 1 }, { type: "release", node: "n1", leaseId: x.leaseId, at: T0 + 2 }, enqueue(task("p1", "z", "premium"), T0 + 3));
+    expect(drain(s, "n3", "standard", T0 + 4)).toEqual(["p1", y.jobId, x.jobId, "s3"]);
+  });
+
   it("each priority keeps its own turn", () => {
     const s = run(Q.initial, enqueue(task("pa", "app_a", "premium")), enqueue(task("pb", "app_b", "premium")), enqueue(task("sb", "app_b")), enqueue(task("sa", "app_a")));
     expect(drain(s, "n1")).toEqual(["pa", "pb", "sa", "sb"]);
@@ -156,17 +164,18 @@ describe("encode queue: leases", () => {
     expect(Q.view!(queued, lease("n9"))).toEqual({});
   });
 
-  it("a lease not renewed within its time goes back to the queue, first of its app, for the next node", () => {
+  it("a lease not renewed within its time goes back to the queue, ahead of its priority, for the next free node", () => {
     const first = take(queued, "n1");
     const renewed = run(first.state, { type: "renew", node: "n1", leaseId: first.leaseId, at: T0 + TTL });
     // Renewed at T0+TTL: still held at T0+2*TTL, gone just after.
     expect(take(renewed, "n2", "standard", T0 + 2 * TTL).jobId).toBe("j2");
-    // App b's turn comes first (app a was served last); j1 is back in line for the node after.
-    const turn = take(renewed, "n2", "standard", T0 + 2 * TTL + 1);
-    expect(turn.jobId).toBe("j2");
-    expect(turn.state.queued.map((t) => t.jobId)).toEqual(["j1"]);
-    const late = take(turn.state, "n3", "standard", T0 + 2 * TTL + 2);
+    // Though app b's turn is next (app a was served last), the task that was running goes first.
+    const late = take(renewed, "n2", "standard", T0 + 2 * TTL + 1);
     expect(late.jobId).toBe("j1");
+    expect(late.state.queued.map((t) => t.jobId)).toEqual(["j2"]);
+    // It took no turn: app b's comes next.
+    expect(late.state.lastApp.standard).toBe("app_a");
+    expect(take(late.state, "n3", "standard", T0 + 2 * TTL + 2).jobId).toBe("j2");
     expect(apply(renewed, lease("n2", "standard", T0 + 2 * TTL + 1)).events[0]).toEqual({ type: "returned", leaseId: first.leaseId, node: "n1", reason: "expired", at: T0 + 2 * TTL + 1 });
     // The old holder's renewal now says it lost the lease.
     expect(Q.view!(late.state, { type: "renew", node: "n1", leaseId: first.leaseId, at: T0 + 2 * TTL + 2 })).toEqual({ held: false });
@@ -178,8 +187,8 @@ describe("encode queue: leases", () => {
     const again = apply(first.state, lease("n1", "standard", T0 + 5));
     expect(again.events[0]).toEqual({ type: "returned", leaseId: first.leaseId, node: "n1", reason: "stale", at: T0 + 5 });
     expect(again.state.leases).toHaveLength(1);
-    expect(again.state.leases[0]!.task.jobId).toBe("j2"); // app_b's turn now
-    expect(again.state.queued.map((t) => t.jobId)).toEqual(["j1"]);
+    expect(again.state.leases[0]!.task.jobId).toBe("j1"); // given out again, first
+    expect(again.state.queued.map((t) => t.jobId)).toEqual(["j2"]);
   });
 
   it("done ends a lease; release hands the task back; either from another node or for an unknown lease is no change", () => {
@@ -190,6 +199,7 @@ describe("encode queue: leases", () => {
     const released = apply(first.state, { type: "release", node: "n1", leaseId: first.leaseId, at: T0 });
     expect(released.events).toEqual([{ type: "returned", leaseId: first.leaseId, node: "n1", reason: "released", at: T0 }]);
     expect(released.state.queued.map((t) => t.jobId).sort()).toEqual(["j1", "j2"]);
+    expect(released.state.queued.find((t) => t.jobId === "j1")?.returnedAt).toBe(T0);
     expect(Q.effects!(released.state, released.events, { type: "release", node: "n1", leaseId: first.leaseId, at: T0 }, first.state)).toEqual([{ kind: "nudge" }]);
   });
 });

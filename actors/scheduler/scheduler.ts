@@ -4,8 +4,9 @@
 // (premium, standard, economy), each priority's tasks placed on its class (premium on the largest
 // class seen, economy on the smallest, standard on standard) or, once a task has waited a grace
 // per class step, on any; within a priority, apps take turns, and an app's older jobs go first.
-// A lease not renewed within its time goes back to the queue, so a killed node's task is picked
-// up again; a node that asks for work holds nothing, so whatever it still holds goes back too.
+// A lease not renewed within its time goes back to the queue, ahead of its priority, so a killed
+// node's task is picked up again by the next free node; a node that asks for work holds nothing,
+// so whatever it still holds goes back too.
 import { Code } from "@connectrpc/connect";
 import type { RecordWrite } from "../../src/store/port.js";
 import type { Decision, EntityBehavior } from "../host.js";
@@ -37,6 +38,8 @@ const FORGET_MS = 10 * 60_000;
 
 export interface QueuedTask extends TaskRequest {
   readonly enqueuedAt: number;
+  /** When a lease on it was given back (expired, released, stale): it was already running, so it goes first. */
+  readonly returnedAt?: number;
 }
 
 export interface Lease {
@@ -104,6 +107,9 @@ export function pick(state: QueueState, nodeClass: WorkerClass, at: number): Que
     const steps = Math.abs(rank(nodeClass) - rank(targetClass(priority, present)));
     const eligible = state.queued.filter((t) => t.priority === priority && at - t.enqueuedAt >= steps * PLACEMENT_GRACE_MS);
     if (eligible.length === 0) continue;
+    // A task that was running when its node died or drained goes before every app's turn.
+    const returned = eligible.filter((t) => t.returnedAt !== undefined).sort((a, b) => a.returnedAt! - b.returnedAt! || byAge(a, b));
+    if (returned.length > 0) return returned[0];
     const apps = [...new Set(eligible.map((t) => t.appId))].sort();
     const last = state.lastApp[priority];
     const app = (last === undefined ? undefined : apps.find((a) => a > last)) ?? apps[0]!;
@@ -184,7 +190,8 @@ export function fold(state: QueueState, e: QueueEvent): QueueState {
         ...state,
         queued: state.queued.filter((q) => !(q.jobId === t.jobId && q.kind === t.kind)),
         leases: [...state.leases, e.lease],
-        lastApp: { ...state.lastApp, [t.priority]: t.appId },
+        // A task given out again takes no app's turn.
+        lastApp: t.returnedAt === undefined ? { ...state.lastApp, [t.priority]: t.appId } : state.lastApp,
         nodes: seen(state.nodes, e.lease.node, e.lease.nodeClass, e.lease.leasedAt),
       };
     }
@@ -198,8 +205,8 @@ export function fold(state: QueueState, e: QueueEvent): QueueState {
     case "returned": {
       const lease = state.leases.find((l) => l.leaseId === e.leaseId);
       if (!lease) return state;
-      // Back in line where it was: its age and its job's order are kept, so it is next for its app.
-      return { ...state, leases: state.leases.filter((l) => l !== lease), queued: [...state.queued, lease.task] };
+      // Back in line ahead of the others of its priority: it had its turn and lost it through no fault of its own.
+      return { ...state, leases: state.leases.filter((l) => l !== lease), queued: [...state.queued, { ...lease.task, returnedAt: e.at }] };
     }
     case "node_seen":
       return { ...state, nodes: seen(state.nodes, e.node, e.nodeClass, e.at) };

@@ -210,11 +210,13 @@ describe("health check", () => {
 
   it("reports the bus unhealthy while Kafka is down, and healthy again once it is back", async () => {
     const env = clusterEnv(dataDir, keyspace);
-    cluster = await launchCluster({ gateways: 1, actorHosts: 1, basePort: freePort(), env });
+    cluster = await launchCluster({ gateways: 1, actorHosts: 1, encoderNodes: 1, basePort: freePort(), env });
     const base = `http://127.0.0.1:${cluster.gateways[0]!.port}`;
     const boot = readBootstrap(dataDir);
     const auth = { bearer: boot.api_key, org: boot.organization_id };
-    const healthy = { status: "healthy", version: expect.any(String), components: [{ name: "database", status: "healthy" }, { name: "bus", status: "healthy" }] };
+    const healthy = { status: "healthy", version: expect.any(String), components: [{ name: "database", status: "healthy" }, { name: "bus", status: "healthy" }, { name: "encoders", status: "healthy" }] };
+    // The encoder pool is healthy once the node has asked the queue for work.
+    await poll("the encoder pool seen", 30_000, async () => ((await call(base, "HealthService/Check", {})).body?.status === "healthy" ? true : undefined));
     expect((await call(base, "HealthService/Check", {})).body).toEqual(healthy);
     const before = await call(base, "APIKeyService/Create", { name: "before" }, auth);
     expect(before.status, JSON.stringify(before.body) + cluster.gateways[0]!.output()).toBe(200);
@@ -235,6 +237,8 @@ describe("health check", () => {
         components: [
           { name: "database", status: "healthy" },
           { name: "bus", status: "unhealthy", message: expect.stringMatching(/\S/) },
+          // The node cannot reach the queue either: it drops out of the pool 30 s after it was last heard from.
+          expect.objectContaining({ name: "encoders" }),
         ],
       });
       // A command cannot go through; the gateway says so rather than hanging. (It waits 15 s for
