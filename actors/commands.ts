@@ -151,6 +151,10 @@ export async function serveCommands(
           }))
         : { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${envelope.type}` } };
       const replyTo = m.headers["reply-to"];
+      // A command nobody waits for (a report, an enqueue, a video told how its job ended) that the
+      // entity could not take now (its store is down) is not dropped: the bus hands it over again.
+      // Asked commands are answered instead; their callers retry.
+      if (!replyTo && !reply.ok && reply.rejection.code === Code.Unavailable) throw new Error(`${envelope.type} ${envelope.id}: ${reply.rejection.message}`);
       if (replyTo) {
         await bus.publish(topics.replies, [{ key: replyTo, value: encode(reply), headers: { "reply-to": replyTo, correlation: m.headers.correlation ?? "" } }]);
       }

@@ -105,7 +105,10 @@ async function filesUnder(dir: string, rel = ""): Promise<string[]> {
 }
 
 export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
-  const workRoot = path.join(d.config.dataDir, "work");
+  // One work folder per node: nodes may share a data folder (one machine), and a task given to
+  // another node must not lose its files to the cleanup of the node that gave it up.
+  const workRoot = path.join(d.config.dataDir, "work", d.config.encoder.nodeId);
+  await rm(workRoot, { recursive: true, force: true }); // what an earlier life of this node left
   await mkdir(workRoot, { recursive: true });
   const running = new Map<string, AbortController>();
   const recogniser = d.recogniser ?? startRecogniser(recogniserPaths(), d.log);
