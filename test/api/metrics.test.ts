@@ -1,10 +1,10 @@
 // Metrics: a gateway answers GET /metrics in the Prometheus text format on its own port; calls move
 // the RPC counters and latency histograms of their method (refusals before any service code too),
 // Watch streams are counted while open, and the store's operations are timed. Both deployments.
-import parsePrometheusTextFormat, { type PrometheusMetric, type PrometheusSample } from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, freePort, ok, startHarness, TARGET, until, type Auth, type Harness } from "../harness.js";
 import { stream } from "../watch.js";
+import { count, scrapeMetrics, series, value, type Scrape } from "../prometheus.js";
 
 let h: Harness;
 /** One gateway for every call and scrape: each process counts only what it served. */
@@ -22,39 +22,8 @@ afterAll(async () => {
   await h?.server.close();
 });
 
-/** Metric families by name, and the type each is declared with. */
-interface Scrape {
-  readonly families: PrometheusMetric[];
-  readonly types: ReadonlyMap<string, string>;
-}
-
-/**
- * GET /metrics, parsed. parse-prometheus-text-format 1.1.1 merges the series of a labelled histogram
- * into one and drops their _count and _sum (its issue #13), so histograms are parsed as untyped:
- * name_bucket, name_count and name_sum then come out as families of their own, labels kept.
- */
-async function scrape(url = `${base}/metrics`): Promise<Scrape> {
-  const res = await fetch(url);
-  expect(res.status).toBe(200);
-  expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
-  const text = await res.text();
-  const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
-  return { families: parsePrometheusTextFormat(text.replace(/^(# TYPE \S+) histogram$/gm, "$1 untyped")), types };
-}
-
-const sameLabels = (a: Readonly<Record<string, string>> | undefined, b: Record<string, string>) => JSON.stringify(Object.entries(a ?? {}).sort()) === JSON.stringify(Object.entries(b).sort());
-
-/** Every sample of a name: untyped, a histogram's series interleave, so one name may head several families. */
-const series = (scraped: Scrape, name: string): PrometheusSample[] => scraped.families.filter((m) => m.name === name).flatMap((m) => m.metrics);
-
-/** A series' value with exactly these labels (a histogram's name_count, say); 0 when it does not exist yet. */
-function value(scraped: Scrape, name: string, labels: Record<string, string> = {}): number {
-  const sample = series(scraped, name).find((s) => sameLabels(s.labels, labels));
-  return Number(sample?.value ?? 0);
-}
-
-/** A histogram's observation count with exactly these labels. */
-const count = (scraped: Scrape, name: string, labels: Record<string, string>): number => value(scraped, `${name}_count`, labels);
+/** GET /metrics of the gateway these tests call, parsed. */
+const scrape = (url = `${base}/metrics`): Promise<Scrape> => scrapeMetrics(url);
 
 describe("metrics", () => {
   it("counts and times calls by method and code, refusals before any service code included", async () => {

@@ -1,8 +1,11 @@
 // Scheduling by priority and fair sharing across apps, on real Kafka and Cassandra with one
 // encoder node (one task slot): a premium job of one app starts within one task slot of a backlog
-// of another app's economy jobs, and two apps with equal backlogs progress at equal rates.
+// of another app's economy jobs, and two apps with equal backlogs progress at equal rates. Each
+// process's /metrics, scraped and parsed, moves as the jobs run: the queue's depth by priority,
+// the encoder's tasks and busy time, the actor host's job durations.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../harness.js";
+import { count, scrapeMetrics, value, type Scrape } from "../prometheus.js";
 import { ms, startFleet, type Fleet } from "./fleet.js";
 
 let fleet: Fleet;
@@ -15,6 +18,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await fleet?.stop(passed);
 }, 120_000);
+
+const metricsOf = (role: "gateway" | "actor-host" | "encoder-node"): Promise<Scrape> => {
+  const p = [...fleet.cluster.gateways, ...fleet.cluster.actorHosts, ...fleet.cluster.encoderNodes].find((x) => x.role === role)!;
+  return scrapeMetrics(`http://127.0.0.1:${p.metricsPort}/metrics`);
+};
 
 const ENDED = new Set(["completed", "partial", "failed", "canceled"]);
 
@@ -31,8 +39,15 @@ async function ended(ids: readonly string[], who: Fleet["a"]): Promise<any[]> {
 
 describe("scheduling by priority and app", () => {
   it("a premium job of another app starts within one task slot of an economy backlog", async () => {
+    const start = { node: await metricsOf("encoder-node"), host: await metricsOf("actor-host") };
     const backlog: string[] = [];
     for (let i = 0; i < 4; i++) backlog.push(await fleet.submit(fleet.a, fleet.inputs.short!, "economy"));
+    // The queue's depth, as every process reports it from the queue's record, shows the backlog.
+    const depth = await until("the economy backlog in the queue's depth", async () => {
+      const d = value(await metricsOf("gateway"), "media_encode_queue_depth", { priority: "economy" });
+      return d >= 2 ? d : undefined;
+    });
+    expect(depth).toBeLessThanOrEqual(4);
     // The node is busy with the backlog's first task when the premium job arrives.
     await until("the backlog started", async () => ((await fleet.job(backlog[0]!, fleet.a)).status !== "pending" ? true : undefined), 60_000);
     const premium = await fleet.submit(fleet.b, fleet.inputs.short!, "premium");
@@ -45,6 +60,15 @@ describe("scheduling by priority and app", () => {
     expect(before.length, economy.map((j) => `${j.id} ${j.completed_at}`).join(", ") + ` premium ${p.completed_at}`).toBeLessThanOrEqual(1);
     // Its encode started before the backlog's second job had even been probed.
     expect(ms(p.started_at)).toBeLessThan(ms(economy[1]!.probed_at));
+
+    const after = { node: await metricsOf("encoder-node"), host: await metricsOf("actor-host"), gateway: await metricsOf("gateway") };
+    const tasks = (s: Scrape, kind: string, priority: string) => value(s, "media_encode_tasks_total", { kind, priority, class: "small" });
+    expect(tasks(after.node, "encode", "economy") - tasks(start.node, "encode", "economy")).toBe(4);
+    expect(tasks(after.node, "probe", "premium") - tasks(start.node, "probe", "premium")).toBe(1);
+    expect(value(after.node, "media_encoder_busy_seconds_total", { class: "small" })).toBeGreaterThan(value(start.node, "media_encoder_busy_seconds_total", { class: "small" }));
+    expect(count(after.host, "media_job_duration_seconds", { outcome: "completed" }) - count(start.host, "media_job_duration_seconds", { outcome: "completed" })).toBe(5);
+    expect(value(after.gateway, "media_encode_queue_depth", { priority: "economy" })).toBe(0);
+    expect(value(after.gateway, "media_encoder_nodes", { class: "small" })).toBe(1);
   });
 
   it("two apps with equal backlogs progress at equal rates, though one app queued all of its jobs first", async () => {
