@@ -222,9 +222,13 @@ describe("transport errors, each produced for real", () => {
 
     receiver.respondNext("hang");
     const abort = new AbortController();
-    setTimeout(() => abort.abort(), 50);
+    const attempt = send(receiver.url, {}, 5000, abort.signal);
+    // Aborted once the receiver holds it (on a loaded machine the handshake alone can outlast a fixed delay,
+    // and the hang meant for this request would then catch the next test's).
+    await receiver.waitFor(1, 5000);
     const started = Date.now();
-    const r = await send(receiver.url, {}, 5000, abort.signal);
+    abort.abort();
+    const r = await attempt;
     expect(r).toMatchObject({ ok: false, transportError: "unknown", errorMessage: "delivery attempt aborted" });
     expect(Date.now() - started).toBeLessThan(1000);
   });
