@@ -24,6 +24,7 @@ const config = {
     "src/webhooks/schedule.ts",
     "src/cdn-token.ts",
     "actors/video/video.ts",
+    "actors/scheduler/scheduler.ts",
   ],
   // Binaries, data and tool folders stay out of the sandbox copy.
   ignorePatterns: ["/data", "/.infra", "/.cache", "/.venv-fuzz", "/.venv-asr", "/test/fuzz/.bin", "/test/bench/results"],
