@@ -116,6 +116,9 @@ export function ownedKeys(owned: readonly number[], partitions: number): (key: s
   return (key) => mine.has(partitionFor(key, partitions));
 }
 
+/** How long a told command the entity cannot take (its store is down) is handed over again before it is dropped. */
+export const TOLD_RETRY_MS = 5 * 60_000;
+
 /** Sends a command that needs no answer (a fan-out, a report): published, not awaited by anyone. */
 export function tell<S, C, E, I extends Intent, R>(bus: Bus, topics: Topics, behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<void> {
   const envelope: CommandEnvelope = { type: behavior.type, id, command };
@@ -132,6 +135,8 @@ export async function serveCommands(
   onAssigned: (partitions: readonly number[]) => void = () => undefined,
 ): Promise<Consumer> {
   const byType = new Map(behaviors.map((b) => [b.type, b]));
+  /** Told commands being handed over again, by partition and offset: since when. */
+  const failing = new Map<string, number>();
   return bus.consume({
     topic: topics.commands,
     group: topics.actorHosts,
@@ -152,9 +157,19 @@ export async function serveCommands(
         : { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${envelope.type}` } };
       const replyTo = m.headers["reply-to"];
       // A command nobody waits for (a report, an enqueue, a video told how its job ended) that the
-      // entity could not take now (its store is down) is not dropped: the bus hands it over again.
-      // Asked commands are answered instead; their callers retry.
-      if (!replyTo && !reply.ok && reply.rejection.code === Code.Unavailable) throw new Error(`${envelope.type} ${envelope.id}: ${reply.rejection.message}`);
+      // entity could not take now (its store is down) is not dropped: the bus hands it over again,
+      // for up to TOLD_RETRY_MS, after which it is dropped with an error (an entity that can never
+      // take it must not hold its partition forever). Asked commands are answered; callers retry.
+      const id = `${m.partition}:${m.offset}`;
+      if (!replyTo && !reply.ok && reply.rejection.code === Code.Unavailable) {
+        const since = failing.get(id) ?? Date.now();
+        if (Date.now() - since < TOLD_RETRY_MS) {
+          failing.set(id, since);
+          throw new Error(`${envelope.type} ${envelope.id}: ${reply.rejection.message}`);
+        }
+        log.error({ entity: `${envelope.type}:${envelope.id}`, reason: reply.rejection.message }, "a told command was not taken for too long; dropped");
+      }
+      failing.delete(id);
       if (replyTo) {
         await bus.publish(topics.replies, [{ key: replyTo, value: encode(reply), headers: { "reply-to": replyTo, correlation: m.headers.correlation ?? "" } }]);
       }
