@@ -60,3 +60,35 @@ describe("outbox relay", () => {
     await store.close();
   });
 });
+
+describe("outbox relay when it stops", () => {
+  it("leaves queued work to the next owner instead of draining it again forever", async () => {
+    const store = new FileStore(mkdtempSync(path.join(tmpdir(), "relay-")));
+    await store.open();
+    const relay = new Relay(store, createLogger("silent"), { partitions: 1, retryMs: 5, idleMs: 20 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let runs = 0;
+    relay.register<Intent, unknown>("thing", {
+      slow: async () => {
+        runs++;
+        await gate;
+      },
+    });
+    relay.attach(async () => ({}));
+    relay.assign([0]);
+    for (const seq of [1, 2]) {
+      await relay.beforeAppend("thing", "t1", seq);
+      await store.commit({ events: [entry(seq, [{ kind: "slow" }])] });
+      relay.appended("thing", "t1", seq, [{ kind: "slow" }], {});
+    }
+    await until("the first intent running", () => runs === 1);
+    relay.stop();
+    release();
+    // A spinning drain would starve the event loop: this timer would never fire.
+    const ticked = await Promise.race([new Promise<boolean>((r) => setTimeout(() => r(true), 50)), new Promise<boolean>((r) => setTimeout(() => r(false), 2_000).unref())]);
+    expect(ticked).toBe(true);
+    expect(runs).toBe(1);
+    await store.close();
+  });
+});

@@ -302,6 +302,9 @@ export class Relay implements Outbox {
     } finally {
       e.draining = false;
     }
+    // Left with work only when the entity moved away or the relay stopped: the new owner (or the
+    // next start) relays it, and draining again here would spin forever.
+    if (e.dropped || this.stopped) return;
     if (e.queue.length > 0) {
       void this.drain(e); // queued while the last handler ran
       return;
