@@ -1,5 +1,6 @@
 // The `media` command: `serve` runs the embedded service; `token --email` mints a development session;
 // `upload` and `videos` use the hosting API.
+import { parseArgs, type ParseArgsConfig } from "node:util";
 import { ConfigError, loadConfig, type Config } from "../src/config.js";
 import { mintDevToken } from "../src/identity.js";
 import { createLogger } from "../src/log.js";
@@ -7,19 +8,69 @@ import { launchCluster } from "./launcher.js";
 import { ALL_ROLES, startServer, type Roles } from "./server.js";
 import { upload, videos } from "./upload-cli.js";
 
-const USAGE = `usage: media <command>
-  serve                  run every role in one process (embedded default; MEDIA_MODE=cluster for Kafka and Cassandra)
-  gateway                cluster mode: the HTTP gateway role only
-  actor-host             cluster mode: the actor host role only
-  encoder-node           cluster mode: the encoder node role only (ffprobe and ffmpeg)
-  cluster [--gateways N] [--actor-hosts M] [--encoder-nodes E] [--port P]
-                         cluster mode on one machine: N gateways (ports P, P+1, ...), M actor hosts, E encoder nodes
-  token --email <addr>   mint a session token from the embedded development issuer
-  upload FILE [--title T] [--visibility public|unlisted|private]
-                         upload a video (resumable), wait until it is ready, print its playback and embed URLs
-  videos                 list the app's hosted videos
-                         (upload and videos call MEDIA_API_URL with MEDIA_API_KEY and MEDIA_ORGANIZATION_ID,
-                         by default the embedded server of this data folder with its bootstrap key)`;
+/** The commands, their options (node:util parseArgs) and their lines of the usage text. */
+const COMMANDS = {
+  serve: { synopsis: "serve", about: ["run every role in one process (embedded default; MEDIA_MODE=cluster for Kafka and Cassandra)", "embedded, it locks its data folder (MEDIA_DATA_DIR, media.lock): one media process per folder"], options: {} },
+  gateway: { synopsis: "gateway", about: ["cluster mode: the HTTP gateway role only"], options: {} },
+  "actor-host": { synopsis: "actor-host", about: ["cluster mode: the actor host role only"], options: {} },
+  "encoder-node": { synopsis: "encoder-node", about: ["cluster mode: the encoder node role only (ffprobe and ffmpeg)"], options: {} },
+  cluster: {
+    synopsis: "cluster [--gateways N] [--actor-hosts M] [--encoder-nodes E] [--port P]",
+    about: ["cluster mode on one machine: N gateways (ports P, P+1, ...), M actor hosts, E encoder nodes"],
+    options: { gateways: { type: "string" }, "actor-hosts": { type: "string" }, "encoder-nodes": { type: "string" }, port: { type: "string" } },
+  },
+  token: { synopsis: "token --email <addr>", about: ["mint a session token from the embedded development issuer"], options: { email: { type: "string" } } },
+  upload: {
+    synopsis: "upload FILE [--title T] [--visibility public|unlisted|private]",
+    about: ["upload a video (resumable), wait until it is ready, print its playback and embed URLs"],
+    options: { title: { type: "string" }, visibility: { type: "string" } },
+    positionals: true,
+  },
+  videos: {
+    synopsis: "videos",
+    about: [
+      "list the app's hosted videos",
+      "(upload and videos call MEDIA_API_URL with MEDIA_API_KEY and MEDIA_ORGANIZATION_ID,",
+      "by default the embedded server of this data folder with its bootstrap key)",
+    ],
+    options: {},
+  },
+} satisfies Record<string, { synopsis: string; about: readonly string[]; options: ParseArgsConfig["options"]; positionals?: boolean }>;
+
+type CommandName = keyof typeof COMMANDS;
+
+const isCommand = (name: string): name is CommandName => Object.hasOwn(COMMANDS, name);
+
+function usageLine(name: CommandName): string {
+  const { synopsis, about } = COMMANDS[name];
+  const head = `  ${synopsis}`;
+  const pad = " ".repeat(25);
+  const [first = "", ...more] = about;
+  return [head.length < 25 ? head.padEnd(25) + first : `${head}\n${pad}${first}`, ...more.map((l) => pad + l)].join("\n");
+}
+
+const USAGE = [`usage: media <command> [--help]`, ...Object.keys(COMMANDS).filter(isCommand).map(usageLine)].join("\n");
+
+/** A command line that names no command or option this build has: one line naming it, exit 2. */
+class UsageError extends Error {}
+
+/**
+ * A command's options, or --help; parsed before anything else runs, so that neither opens the data
+ * folder, a store or a port.
+ */
+function parseCommand(name: CommandName, args: string[]): { values: Record<string, string | boolean | undefined>; help: boolean } {
+  const spec: { options: ParseArgsConfig["options"]; positionals?: boolean } = COMMANDS[name];
+  try {
+    const { values } = parseArgs({ args, options: { ...spec.options, help: { type: "boolean", short: "h" } }, allowPositionals: spec.positionals ?? false, strict: true });
+    const flat: Record<string, string | boolean | undefined> = {};
+    for (const [key, value] of Object.entries(values)) flat[key] = Array.isArray(value) ? value[0] : value;
+    return { values: flat, help: flat.help === true };
+  } catch (e) {
+    // parseArgs names the option or argument in its first sentence ("Unknown option '--foo'").
+    const first = (e instanceof Error ? e.message : String(e)).split(". ")[0]!;
+    throw new UsageError(`media ${name}: ${first.charAt(0).toLowerCase()}${first.slice(1)} (media ${name} --help shows the usage)`);
+  }
+}
 
 function onSignals(stop: (signal: string) => Promise<void>): void {
   let stopping = false;
@@ -54,16 +105,31 @@ async function serve(config: Config, roles: Roles = ALL_ROLES): Promise<void> {
   });
 }
 
-function flag(args: string[], name: string, fallback: number): number {
-  const at = args.indexOf(name);
-  if (at < 0) return fallback;
-  const value = Number(args[at + 1]);
-  if (!Number.isInteger(value) || value < 0) throw new ConfigError(name, "must be a whole number");
+function flag(values: Record<string, string | boolean | undefined>, name: string, fallback: number): number {
+  const raw = values[name];
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new ConfigError(`--${name}`, "must be a whole number");
   return value;
 }
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  if (command === undefined) {
+    process.stderr.write(USAGE + "\n");
+    return;
+  }
+  if (command === "--help" || command === "-h") {
+    process.stdout.write(USAGE + "\n");
+    return;
+  }
+  if (!isCommand(command)) throw new UsageError(`media: unknown ${command.startsWith("-") ? "option" : "command"} '${command}' (media --help lists the commands)`);
+  const { values, help } = parseCommand(command, rest);
+  if (help) {
+    const { synopsis, about } = COMMANDS[command];
+    process.stdout.write(`usage: media ${synopsis}\n${about.map((l) => `  ${l}\n`).join("")}`);
+    return;
+  }
   const config = loadConfig();
   switch (command) {
     case "serve":
@@ -76,10 +142,10 @@ async function main(argv: string[]): Promise<void> {
       return serve(config, { gateway: false, actorHost: false, encoderNode: true });
     case "cluster": {
       const cluster = await launchCluster({
-        gateways: flag(rest, "--gateways", 2),
-        actorHosts: flag(rest, "--actor-hosts", 2),
-        encoderNodes: flag(rest, "--encoder-nodes", 1),
-        basePort: flag(rest, "--port", config.httpPort),
+        gateways: flag(values, "gateways", 2),
+        actorHosts: flag(values, "actor-hosts", 2),
+        encoderNodes: flag(values, "encoder-nodes", 1),
+        basePort: flag(values, "port", config.httpPort),
         env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined)),
         inheritOutput: true,
       });
@@ -88,9 +154,8 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case "token": {
-      const at = rest.indexOf("--email");
-      const email = at >= 0 ? rest[at + 1] : undefined;
-      if (!email || !/^[^@\s]+@[^@\s]+$/.test(email)) {
+      const email = values.email;
+      if (typeof email !== "string" || !/^[^@\s]+@[^@\s]+$/.test(email)) {
         process.stderr.write("media token: --email <address> is required\n");
         process.exit(2);
       }
@@ -98,20 +163,19 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case "upload":
+      // Its arguments are checked above; upload reads them itself.
       process.exitCode = await upload(config, rest);
       return;
     case "videos":
       process.exitCode = await videos(config);
       return;
-    default:
-      process.stderr.write(USAGE + "\n");
-      process.exit(command ? 2 : 0);
   }
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
   // A bad setting stops the process with one line naming it.
   if (e instanceof ConfigError) process.stderr.write(`media: bad configuration: ${e.message}\n`);
+  else if (e instanceof UsageError) process.stderr.write(`${e.message}\n`);
   else process.stderr.write(`media: ${e instanceof Error ? e.message : String(e)}\n`);
-  process.exit(e instanceof ConfigError ? 2 : 1);
+  process.exit(e instanceof ConfigError || e instanceof UsageError ? 2 : 1);
 });

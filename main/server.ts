@@ -42,6 +42,7 @@ import { MemoryBus } from "../src/bus/memory-bus.js";
 import { registerStoreGauges, timedBus, timedStore } from "../src/metrics.js";
 import { metricsRoute } from "../gateway/metrics-edge.js";
 import { listenMetrics } from "./metrics-server.js";
+import { lockDataFolder } from "./data-lock.js";
 import type { Bus, Consumer } from "../src/bus/port.js";
 
 export interface Bootstrap {
@@ -195,6 +196,25 @@ async function openInfrastructure(config: Config, log: Logger): Promise<{ store:
 
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel), roles: Roles = ALL_ROLES): Promise<RunningServer> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  // One process at a time owns an embedded data folder (its store log above all), so the lock comes
+  // before anything in it is opened. A cluster's processes share theirs by design: their store is Cassandra.
+  const lock = config.mode === "embedded" ? lockDataFolder(config.dataDir) : undefined;
+  try {
+    const server = await startRoles(config, log, roles);
+    return {
+      ...server,
+      async close() {
+        await server.close();
+        lock?.release();
+      },
+    };
+  } catch (e) {
+    lock?.release();
+    throw e;
+  }
+}
+
+async function startRoles(config: Config, log: Logger, roles: Roles): Promise<RunningServer> {
   const { store, bus } = await openInfrastructure(config, log);
   const metrics = config.metricsPort !== undefined ? await listenMetrics(config.httpHost, config.metricsPort, log) : undefined;
   const topics = topicsFor(config.mode === "embedded" ? "media" : config.cluster.topicPrefix);
