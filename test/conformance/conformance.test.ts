@@ -3,7 +3,8 @@
 // The runner starts the server-under-test once per server configuration and drives every test
 // case of conformance.yaml's features at it; it exits 0 only when all of them pass (and the cases
 // of known-failing.txt fail).
-import { execFileSync, spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 
@@ -13,9 +14,13 @@ const tsx = `${root}node_modules/.bin/tsx`;
 
 let runner = "";
 
-beforeAll(() => {
-  // Installs the pinned runner when it is missing (about a minute), otherwise returns at once.
-  runner = execFileSync("bash", [`${here}setup.sh`], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim();
+beforeAll(async () => {
+  // Installs the pinned runner when it is missing (about a minute; scripts/test.sh does it first),
+  // otherwise returns at once. Never synchronously: a worker blocked for a minute misses vitest's
+  // RPC timeout ("Timeout calling onTaskUpdate") and the run fails although every test passed.
+  const { stdout, stderr } = await promisify(execFile)("bash", [`${here}setup.sh`], { encoding: "utf8" });
+  if (stderr) process.stderr.write(stderr);
+  runner = stdout.trim();
 }, 600_000);
 
 async function conform(adapter: "uws" | "node"): Promise<{ code: number | null; output: string }> {

@@ -5,11 +5,12 @@
 // mode with MEDIA_TEST_TARGET=cluster (test/harness.ts). Budget: FUZZ_SECONDS (default 150) split
 // over the passes; FUZZ_SEED fixes the seed. Every finding fails the test with schemathesis's
 // report (curl lines included).
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, startHarness, type Harness } from "../harness.js";
 import { buildOpenApi } from "./openapi.js";
@@ -21,8 +22,10 @@ const HOSTS = (process.env.FUZZ_HOSTS ?? "uws,node").split(",");
 let doc: { file: string; routes: string[]; streaming: string[] };
 let work: string;
 
-beforeAll(() => {
-  execFileSync("bash", [path.join(ROOT, "test/fuzz/setup.sh")], { cwd: ROOT, stdio: "inherit" });
+beforeAll(async () => {
+  // Asynchronously: a worker blocked for minutes by a first install misses vitest's RPC timeout.
+  const { stderr } = await promisify(execFile)("bash", [path.join(ROOT, "test/fuzz/setup.sh")], { cwd: ROOT, encoding: "utf8" });
+  if (stderr) process.stderr.write(stderr);
   work = mkdtempSync(path.join(tmpdir(), "media-fuzz-"));
   doc = buildOpenApi(work);
 }, 900_000);
