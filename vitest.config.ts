@@ -9,9 +9,10 @@ const cluster = { ...slow, globalSetup: ["test/cluster/infra.setup.ts"] };
 
 export default defineConfig({
   test: {
-    // One file at a time, on any machine: cluster suites stop and start Kafka, clusters are heavy,
-    // and the two runs of a webhook suite share /etc/hosts. Vitest 3.2 takes this setting from the
-    // root only (a project's own fileParallelism is ignored); on 2 cores it was one worker anyway.
+    // One file at a time within a vitest process: cluster suites stop and start Kafka, clusters are
+    // heavy, and ffmpeg takes every core. scripts/test.sh runs two processes side by side, the
+    // projects on Kafka and Cassandra in one and the rest in the other. Vitest 3.2 takes this setting
+    // from the root only (a project's own fileParallelism is ignored).
     fileParallelism: false,
     projects: [
       { test: { name: "unit", include: ["src/**/*.spec.ts", "actors/**/*.spec.ts", "wire/**/*.spec.ts", "gateway/**/*.spec.ts", "delivery/**/*.spec.ts", "encoder-node/**/*.spec.ts", "main/**/*.spec.ts"] } },

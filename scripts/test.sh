@@ -5,49 +5,80 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the suites need: curl (front-door test), a JDK and Maven (the infra/ scripts
-# fetch and run Kafka and Cassandra from Maven Central), ffmpeg and ffprobe (the encoder), chromium
-# (the player tests) and espeak-ng (speech for the caption tests).
-missing=()
-command -v curl >/dev/null 2>&1 || missing+=(curl)
-command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
-command -v mvn >/dev/null 2>&1 || missing+=(maven)
-command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
-command -v openssl >/dev/null 2>&1 || missing+=(openssl)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng) # speech for the caption tests
-if ((${#missing[@]})); then
-  echo "installing ${missing[*]}"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
-fi
-bash infra/peers.sh build # storage peers (MinIO, mc, fake-gcs-server) from the Go module proxy; silent once built
-npm install --no-audit --no-fund --loglevel=error
-bash scripts/asr-setup.sh # the encoder's speech recogniser (pinned Python packages and weights); silent once made
+# A stale mutation baseline fails here, in a second, naming the command that refreshes it.
+if [[ $# -eq 0 && "${MUTATION_GATE:-1}" != 0 ]]; then node test/mutation/baseline-check.mjs; fi
+
+bash scripts/setup.sh # Debian packages, npm packages, Go tools, Python venvs, jars: silent once done
 
 npx tsc --noEmit -p .
 npx eslint .
 
-results="$(mktemp)"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
 status=0
-npx vitest run --reporter=default --reporter=json --outputFile="$results" "$@" || status=$?
 
-# The mutation gate: the money (src/pricing.ts, the job actor) and the network guard mutated and
-# re-tested against the unit specs, incrementally from the checked-in results (only what changed
-# since is re-run), each module held to its floor in test/mutation/gate-check.mjs, so a change
-# that weakens their specs fails here. Whole-suite runs only; MUTATION_GATE=0 skips it.
-gate=""
-if [[ $# -eq 0 && "${MUTATION_GATE:-1}" != 0 ]]; then
+# prefix <lane>: each line of a lane's output tagged with its name, as it comes.
+prefix() { sed -u "s/^/[$1] /"; }
+
+# run <lane> <vitest arguments...>: one vitest process, its JSON results in $out/<lane>.json.
+run() {
+  local lane="$1"; shift
+  npx vitest run --reporter=default --reporter=json --outputFile="$out/$lane.json" "$@" 2>&1 | prefix "$lane"
+}
+
+# The mutation gate: the money (src/pricing.ts, the job actor), the network guard, the encode queue
+# and the video actor mutated and re-tested against the unit specs, incrementally from the
+# checked-in results (only what changed since is re-run; the check above makes sure that is
+# nothing), each module held to its floor in test/mutation/gate-check.mjs, so a change that weakens
+# their specs fails here. Whole-suite runs only; MUTATION_GATE=0 skips it.
+gate() {
   mkdir -p .cache/stryker
   cp test/mutation/stryker-incremental.json .cache/stryker/gate-incremental.json
-  gate=passed
-  { npx stryker run test/mutation/stryker.gate.config.mjs && node test/mutation/gate-check.mjs .cache/stryker/gate.json; } || { gate=failed; status=1; }
+  if { npx stryker run test/mutation/stryker.gate.config.mjs && node test/mutation/gate-check.mjs .cache/stryker/gate.json; } 2>&1 | prefix gate; then
+    echo passed >"$out/gate"
+  else
+    echo failed >"$out/gate"
+    return 1
+  fi
+}
+
+if [[ $# -gt 0 ]]; then
+  run vitest "$@" || status=$?
+else
+  # Two lanes side by side (two cores): the suites on real Kafka and Cassandra, which restart them
+  # and so run alone on them, and everything else; the gate beside them. Within a lane one file at
+  # a time (vitest.config.ts).
+  pids=()
+  run cluster --project api-cluster --project cluster & pids+=($!)
+  run local --project unit --project api --project media --project browser --project conformance --project fuzz --project runtime & pids+=($!)
+  if [[ "${MUTATION_GATE:-1}" != 0 ]]; then gate & pids+=($!); fi
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 fi
+
 node -e '
-  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-  const gate = process.argv[2];
-  const passed = r.numPassedTests + (gate === "passed" ? 1 : 0);
-  const failed = r.numFailedTests + (gate === "failed" ? 1 : 0);
+  const fs = require("fs");
+  const path = require("path");
+  const dir = process.argv[1];
+  let passed = 0, failed = 0;
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".json"))) {
+    const r = JSON.parse(fs.readFileSync(`${dir}/${f}`, "utf8"));
+    passed += r.numPassedTests;
+    failed += r.numFailedTests;
+    // Time per project (the folder of its files) and the slowest files, for whoever makes it faster.
+    const files = r.testResults.map((t) => ({ file: path.relative(process.cwd(), t.name), s: (t.endTime - t.startTime) / 1000 }));
+    const projects = {};
+    for (const t of files) {
+      const folder = t.file.startsWith("test/") ? t.file.split("/")[1] : "unit";
+      projects[folder] = (projects[folder] ?? 0) + t.s;
+    }
+    const lane = f.replace(".json", "");
+    const each = Object.entries(projects).map(([p, s]) => `${p} ${(s / 60).toFixed(1)}`).join(", ");
+    const slowest = files.sort((a, b) => b.s - a.s).slice(0, 5).map((t) => `${t.file} ${t.s.toFixed(0)} s`).join(", ");
+    console.log(`${lane}: ${r.numPassedTests} passed, ${r.numFailedTests} failed; minutes per project: ${each}; slowest files: ${slowest}`);
+  }
+  const gate = fs.existsSync(`${dir}/gate`) ? fs.readFileSync(`${dir}/gate`, "utf8").trim() : "";
+  if (gate === "passed") passed++;
+  if (gate === "failed") failed++;
   console.log(`tests: ${passed} passed, ${failed} failed`);
-' "$results" "$gate" || true
-rm -f "$results"
+' "$out" || true
 exit "$status"

@@ -9,7 +9,7 @@
 // MEDIA_CASSANDRA_CONTACT_POINTS), which the forked test workers and the cluster processes they
 // launch inherit; the tests read them through test/cluster/endpoints.ts. MEDIA_TEST_KEEP_INFRA=1
 // leaves everything running after the run.
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import path from "node:path";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -25,21 +25,31 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-function local(): () => void {
-  const started: string[] = [];
-  for (const script of ["kafka.sh", "cassandra.sh"]) {
-    if (running(script)) continue;
-    const t0 = Date.now();
-    execFileSync("bash", [path.join(ROOT, "infra", script), "up"], { stdio: "inherit" });
-    process.stderr.write(`[infra] ${script} up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
-    started.push(script);
-  }
+/** Runs an infra/ script, its output on stderr; rejects when it fails. */
+function script(name: string, ...args: string[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("bash", [path.join(ROOT, "infra", name), ...args], { stdio: ["ignore", "inherit", "inherit"] });
+    child.once("error", reject);
+    child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`infra/${name} ${args.join(" ")} exited ${code}`))));
+  });
+}
+
+/** Kafka and Cassandra side by side (each takes tens of seconds), without blocking vitest's event loop. */
+async function local(): Promise<() => Promise<void>> {
+  const scripts = ["kafka.sh", "cassandra.sh"].filter((s) => !running(s));
+  await Promise.all(
+    scripts.map(async (s) => {
+      const t0 = Date.now();
+      await script(s, "up");
+      process.stderr.write(`[infra] ${s} up in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    }),
+  ).catch((e: unknown) => fail(String(e)));
   process.env.MEDIA_TEST_INFRA_PROVIDER = "local";
   process.env.MEDIA_KAFKA_BROKERS = `127.0.0.1:${process.env.KAFKA_PORT || "9092"}`;
   process.env.MEDIA_CASSANDRA_CONTACT_POINTS = `127.0.0.1:${process.env.CASSANDRA_PORT || "9042"}`;
-  return () => {
+  return async () => {
     if (keep()) return;
-    for (const script of started) execFileSync("bash", [path.join(ROOT, "infra", script), "down", "--clean"], { stdio: "inherit" });
+    for (const s of scripts) await script(s, "down", "--clean");
   };
 }
 

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Installs what the test suites need on a fresh machine, idempotently (silent and quick once done),
+# and says how long each step took. Debian packages first; then three independent chains run side
+# by side, so the network-bound installs overlap the CPU-bound Go builds:
+#   npm        the project's packages (npm install)
+#   go         storage peers (MinIO, mc, fake-gcs-server), the Connect conformance runner, the
+#              fuzzer's OpenAPI generator (with its schemathesis venv)
+#   python     the encoder's speech recogniser and its model data (scripts/asr-setup.sh)
+#   jars       Kafka's and Cassandra's jars from Maven Central (infra/*.sh fetch)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+now() { date +%s; }
+t0=$(now)
+
+# Debian packages the suites need: curl (front-door test), a JDK and Maven (the infra/ scripts
+# fetch and run Kafka and Cassandra from Maven Central), ffmpeg and ffprobe (the encoder), chromium
+# (the player tests), espeak-ng (speech for the caption tests), Python's venv (tools above). Go
+# comes with the machine (Debian's is too old for MinIO); infra/peers.sh says so when it is missing.
+missing=()
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
+fi
+
+logs="$(mktemp -d)"
+# chain <name> <command...>: runs in the background, output kept for a failure, duration reported.
+chain() {
+  local name="$1"; shift
+  (
+    local s; s=$(now)
+    if "$@" >"$logs/$name.log" 2>&1; then
+      (($(now) - s < 2)) || echo "setup: $name $(($(now) - s)) s" >&2
+    else
+      echo "setup: $name failed:" >&2
+      tail -n 40 "$logs/$name.log" >&2
+      exit 1
+    fi
+  ) &
+}
+go_tools() {
+  bash infra/peers.sh build
+  bash test/conformance/setup.sh >/dev/null
+  bash test/fuzz/setup.sh
+}
+jars() {
+  bash infra/kafka.sh fetch
+  bash infra/cassandra.sh fetch
+}
+chain npm npm install --no-audit --no-fund --loglevel=error
+chain go go_tools
+chain python bash scripts/asr-setup.sh
+chain jars jars
+status=0
+for job in $(jobs -p); do wait "$job" || status=1; done
+rm -rf "$logs"
+(($(now) - t0 < 2)) || echo "setup: done in $(($(now) - t0)) s" >&2
+exit "$status"
