@@ -10,6 +10,7 @@ import {
   QUEUE_SUMMARY,
   QueueBehavior as Q,
   pick,
+  queueIntentHandlers,
   replyOf,
   summaryOf,
   targetClass,
@@ -19,6 +20,7 @@ import {
   type QueueState,
   type TaskRequest,
   type WorkerClass,
+  type WorkSignal,
 } from "./scheduler.js";
 
 const T0 = 1_000_000;
@@ -99,6 +101,34 @@ describe("encode queue: order", () => {
   it("each priority keeps its own turn", () => {
     const s = run(Q.initial, enqueue(task("pa", "app_a", "premium")), enqueue(task("pb", "app_b", "premium")), enqueue(task("sb", "app_b")), enqueue(task("sa", "app_a")));
     expect(drain(s, "n1")).toEqual(["pa", "pb", "sa", "sb"]);
+  });
+
+  it("given back out of clock order, the earliest given back still goes first; given back together, the older job first", () => {
+    let s = run(Q.initial, enqueue(task("s1", "a")), enqueue(task("s2", "b")), enqueue(task("s3", "c")));
+    const x = take(s, "n1");
+    const y = take(x.state, "n2");
+    // n1's release arrives first but was stamped later (another gateway's clock).
+    s = run(y.state, { type: "release", node: "n1", leaseId: x.leaseId, at: T0 + 2 }, { type: "release", node: "n2", leaseId: y.leaseId, at: T0 + 1 });
+    expect(drain(s, "n3", "standard", T0 + 3)).toEqual(["s2", "s1", "s3"]);
+
+    // Both leases run out at once: the job created first goes first, whoever was served first.
+    let t = run(Q.initial, enqueue(task("young", "app_a", "standard", T0 + 5)), enqueue(task("old", "app_b", "standard", T0 + 1)));
+    const yl = take(t, "n1");
+    const ol = take(yl.state, "n2");
+    expect([yl.jobId, ol.jobId]).toEqual(["young", "old"]);
+    t = ol.state;
+    expect(drain(t, "n3", "standard", T0 + TTL + 1)).toEqual(["old", "young"]);
+  });
+
+  it("a task given back takes no app's turn: the app after the one served last comes next", () => {
+    const s = run(Q.initial, ...["a1", "a2"].map((j) => enqueue(task(j, "app_a"))), ...["b1", "b2"].map((j) => enqueue(task(j, "app_b"))), enqueue(task("c1", "app_c")));
+    const a = take(s, "n1");
+    const b = take(a.state, "n2");
+    expect([a.jobId, b.jobId]).toEqual(["a1", "b1"]);
+    const again = take(run(b.state, { type: "release", node: "n1", leaseId: a.leaseId, at: T0 + 1 }), "n3", "standard", T0 + 2);
+    expect(again.jobId).toBe("a1");
+    expect(again.state.lastApp.standard).toBe("app_b");
+    expect(take(again.state, "n4", "standard", T0 + 2).jobId).toBe("c1");
   });
 });
 
@@ -202,6 +232,92 @@ describe("encode queue: leases", () => {
     expect(released.state.queued.find((t) => t.jobId === "j1")?.returnedAt).toBe(T0);
     expect(Q.effects!(released.state, released.events, { type: "release", node: "n1", leaseId: first.leaseId, at: T0 }, first.state)).toEqual([{ kind: "nudge" }]);
   });
+
+  it("renewing one lease leaves the others to run out on their own time", () => {
+    const one = take(queued, "n1");
+    const two = take(one.state, "n2");
+    const renewed = run(two.state, { type: "renew", node: "n1", leaseId: one.leaseId, at: T0 + TTL });
+    const c = lease("n3", "standard", T0 + TTL + 1);
+    const after = apply(renewed, c);
+    expect(after.events.map((e) => e.type)).toEqual(["returned", "granted"]);
+    expect(after.events[0]).toMatchObject({ leaseId: two.leaseId, node: "n2", reason: "expired" });
+    expect(after.state.leases.map((l) => [l.node, l.task.jobId, l.renewedAt])).toEqual([
+      ["n1", "j1", T0 + TTL],
+      ["n3", "j2", T0 + TTL + 1],
+    ]);
+    expect(Q.view!(after.state, { type: "renew", node: "n1", leaseId: one.leaseId, at: T0 + TTL + 2 })).toEqual({ held: true });
+  });
+
+  it("a node's end of its task leaves the other nodes' leases held", () => {
+    const one = take(queued, "n1");
+    const two = take(one.state, "n2");
+    const ended = run(two.state, { type: "done", node: "n1", leaseId: one.leaseId, at: T0 + 1 });
+    expect(ended.leases.map((l) => [l.node, l.task.jobId])).toEqual([["n2", "j2"]]);
+    expect(Q.view!(ended, { type: "renew", node: "n1", leaseId: one.leaseId, at: T0 + 2 })).toEqual({ held: false });
+    const none = run(ended, { type: "done", node: "n2", leaseId: two.leaseId, at: T0 + 2 });
+    expect(Q.view!(none, { type: "renew", node: "n2", leaseId: two.leaseId, at: T0 + 3 })).toEqual({ held: false });
+  });
+
+  it("a renewal, an end or a release names its lease: another lease id of the same node is not held", () => {
+    const first = take(queued, "n1");
+    const other = { node: "n1", leaseId: "lease_of_an_earlier_life", at: T0 + 1 };
+    expect(Q.view!(first.state, { type: "renew", ...other })).toEqual({ held: false });
+    for (const type of ["renew", "done", "release"] as const) expect(apply(first.state, { type, ...other }).events).toEqual([]);
+  });
+
+  it("a lease command learns only a grant to the node that asked", () => {
+    const c = lease("n1");
+    const held = run(run(Q.initial, enqueue(task("j1"))), c);
+    // n2's request found nothing to do; the lease id it sent happens to name n1's lease.
+    const asked = { ...c, node: "n2", at: T0 + 1 };
+    const after = run(held, asked);
+    expect(Q.view!(after, asked)).toEqual({});
+    expect(Q.view!(after, c)).toMatchObject({ granted: { jobId: "j1" } });
+  });
+
+  it("a renewal or a return folded for a lease no longer held changes nothing", () => {
+    const first = take(queued, "n1");
+    for (const e of [
+      { type: "renewed", leaseId: "gone", node: "n1", at: T0 + 1 },
+      { type: "returned", leaseId: "gone", node: "n1", reason: "expired", at: T0 + 1 },
+    ] as const)
+      expect(Q.fold(first.state, e)).toBe(first.state);
+  });
+
+  it("a task given back to the queue leaves the job's next task queued beside it", () => {
+    const probe = take(run(Q.initial, enqueue(task("j1", "a", "standard", T0, "probe"))), "n1");
+    const both = run(probe.state, enqueue(task("j1", "a", "standard", T0, "encode"), T0 + 1));
+    // n1 asks again: its probe goes back and is given out again, first; the encode stays.
+    const again = take(both, "n1", "standard", T0 + 2);
+    expect(again.state.leases.map((l) => l.task.kind)).toEqual(["probe"]);
+    expect(again.state.queued.map((t) => [t.jobId, t.kind])).toEqual([["j1", "encode"]]);
+  });
+
+  it("idle nodes are nudged when a task is queued or given back, and not otherwise", () => {
+    const nudges = (state: QueueState, c: QueueCommand) => {
+      const { state: next, events } = apply(state, c);
+      return Q.effects!(next, events, c, state);
+    };
+    expect(nudges(Q.initial, enqueue(task("j1")))).toEqual([{ kind: "nudge" }]);
+    const first = take(queued, "n1");
+    expect(nudges(queued, lease("n1"))).toEqual([]);
+    expect(nudges(first.state, { type: "renew", node: "n1", leaseId: first.leaseId, at: T0 + 1 })).toEqual([]);
+    expect(nudges(first.state, { type: "done", node: "n1", leaseId: first.leaseId, at: T0 + 1 })).toEqual([]);
+    expect(nudges(queued, { type: "cancel", jobId: "j1", at: T0 + 1 })).toEqual([]);
+    expect(nudges(queued, { type: "cancel", jobId: "j9", at: T0 + 1 })).toEqual([]);
+    // The job's next task replacing its queued one is a task queued too.
+    const probe = run(Q.initial, enqueue(task("j1", "a", "standard", T0, "probe")));
+    expect(nudges(probe, enqueue(task("j1", "a", "standard", T0, "encode"), T0 + 1))).toEqual([{ kind: "nudge" }]);
+  });
+
+  it("a nudge publishes a work signal", async () => {
+    const sent: WorkSignal[] = [];
+    const handlers = queueIntentHandlers(async (signal) => {
+      sent.push(signal);
+    });
+    await handlers.nudge({ kind: "nudge" }, { type: Q.type, id: "main", state: queued, seq: 1, recovered: false });
+    expect(sent).toEqual([{ signal: "work" }]);
+  });
 });
 
 describe("encode queue: tasks", () => {
@@ -239,6 +355,34 @@ describe("encode queue: tasks", () => {
     expect(bad({ type: "enqueue", task: task("j1"), at: Number.NaN })).toMatchObject({ code: Code.InvalidArgument });
     expect(bad({ type: "shuffle", at: T0 })).toMatchObject({ code: Code.InvalidArgument });
   });
+
+  it("a new task is queued as sent, stamped with its time; a cancel removes the job's queued tasks", () => {
+    const t = task("j1", "app_a", "premium", T0 - 7, "probe");
+    const queuedOne = apply(Q.initial, enqueue(t, T0 + 1));
+    expect(queuedOne.events).toEqual([{ type: "enqueued", task: { ...t, enqueuedAt: T0 + 1 } }]);
+    expect(queuedOne.state.queued).toEqual([{ ...t, enqueuedAt: T0 + 1 }]);
+    expect(apply(queuedOne.state, { type: "cancel", jobId: "j1", at: T0 + 2 }).events).toEqual([{ type: "removed", jobId: "j1", at: T0 + 2 }]);
+    // Another job's task joins the line; nothing queued before it goes.
+    const second = apply(queuedOne.state, enqueue(task("j2"), T0 + 3));
+    expect(second.events).toEqual([{ type: "enqueued", task: { ...task("j2"), enqueuedAt: T0 + 3 } }]);
+    expect(second.state.queued.map((q) => q.jobId)).toEqual(["j1", "j2"]);
+  });
+
+  it("refusals say what is wrong", () => {
+    const bad = (c: unknown) => Q.decide(Q.initial, c as QueueCommand);
+    const taskRefusal = { code: Code.InvalidArgument, message: "a task needs a job, a kind, an app, a priority and an order" };
+    expect(bad({ type: "enqueue", task: { ...task("j1"), jobId: 7 }, at: T0 })).toEqual(taskRefusal);
+    expect(bad({ type: "enqueue", task: { ...task("j1"), appId: 7 }, at: T0 })).toEqual(taskRefusal);
+    expect(bad({ type: "enqueue", task: { ...task("j1"), order: Number.POSITIVE_INFINITY }, at: T0 })).toEqual(taskRefusal);
+    expect(bad({ type: "enqueue", task: { ...task("j1"), kind: "thumbs" }, at: T0 })).toEqual(taskRefusal);
+    expect(bad({ type: "enqueue", task: task("j1"), at: Number.NaN })).toEqual({ code: Code.InvalidArgument, message: "at must be a time" });
+    expect(bad({ ...lease("n1"), nodeClass: "huge" })).toEqual({ code: Code.InvalidArgument, message: "nodeClass must be one of small, standard, large" });
+    const leaseRefusal = { code: Code.InvalidArgument, message: "a lease needs a node, a lease id and a time to live" };
+    expect(bad({ ...lease("n1"), leaseId: "" })).toEqual(leaseRefusal);
+    expect(bad({ ...lease("n1"), ttlMs: -1 })).toEqual(leaseRefusal);
+    expect(bad({ ...lease("n1"), node: "" })).toEqual(leaseRefusal);
+    expect(bad({ type: "shuffle", at: T0 })).toEqual({ code: Code.InvalidArgument, message: "unknown command shuffle" });
+  });
 });
 
 describe("encode queue: rows for metrics and health", () => {
@@ -275,5 +419,40 @@ describe("encode queue: rows for metrics and health", () => {
     const later = run(first.state, lease("n2", "small", T0 + 10 * 60_000));
     expect(Object.keys(later.nodes)).toEqual(["n2"]);
     expect(Q.effects!(first.state, first.events, lease("n1"), Q.initial)).toEqual([]);
+  });
+  it("the summary is stamped with the time of the change, whatever the change", () => {
+    const stamps: number[] = [];
+    let s = Q.initial;
+    const step = (c: QueueCommand) => {
+      const { events } = apply(s, c);
+      for (const e of events) {
+        s = Q.fold(s, e);
+        stamps.push((Q.readModel(s, e)[0]!.value as { at: number }).at);
+      }
+    };
+    step(enqueue(task("j1"), T0 + 1));
+    step({ type: "cancel", jobId: "j1", at: T0 + 2 });
+    step(lease("n1", "standard", T0 + 3));
+    step(enqueue(task("j2"), T0 + 4));
+    const c = lease("n1", "standard", T0 + 5);
+    step(c);
+    step({ type: "renew", node: "n1", leaseId: c.leaseId, at: T0 + 6 });
+    step({ type: "release", node: "n1", leaseId: c.leaseId, at: T0 + 7 });
+    expect(stamps).toEqual([T0 + 1, T0 + 2, T0 + 3, T0 + 4, T0 + 5, T0 + 6, T0 + 7]);
+  });
+
+  it("a node's row says it is idle while another node is busy, and goes once the queue has forgotten the node", () => {
+    const c = lease("n1", "standard", T0, 20 * 60_000);
+    const busy = run(Q.initial, enqueue(task("j1")), c);
+    const idle = apply(busy, lease("n2", "small", T0 + 1));
+    expect(Q.readModel(idle.state, idle.events[0]!)[1]).toMatchObject({ id: "n2", value: { nodeId: "n2", class: "small", busy: false } });
+    // Seeing one node forgets none of the others heard from lately.
+    expect(Object.keys(idle.state.nodes).sort()).toEqual(["n1", "n2"]);
+    expect(Object.keys(run(idle.state, lease("n2", "small", T0 + 10 * 60_000 - 1)).nodes).sort()).toEqual(["n1", "n2"]);
+    // n1 runs a task with a long lease and is not heard from for 10 minutes: forgotten, its row goes.
+    const later = run(idle.state, lease("n2", "small", T0 + 10 * 60_000));
+    expect(Object.keys(later.nodes)).toEqual(["n2"]);
+    const done = apply(later, { type: "done", node: "n1", leaseId: c.leaseId, at: T0 + 10 * 60_000 + 1 });
+    expect(Q.readModel(done.state, done.events[0]!)[1]).toEqual({ table: ENCODER_NODES.table, id: "n1", value: null });
   });
 });

@@ -98,6 +98,7 @@ function presentClasses(state: QueueState, asking: WorkerClass, at: number): Set
   return present;
 }
 
+// Stryker disable next-line ConditionalExpression,EqualityOperator: sort tells only a negative result from the rest, so the 1/0 branch cannot change the order; one id on both sides means both kinds of one job, in line together only when both were given back at one instant, where neither order is promised (the -1 branch is pinned by the age-order spec)
 const byAge = (a: QueuedTask, b: QueuedTask) => a.order - b.order || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0);
 
 /** The task a node of this class gets now, if any. */
@@ -174,7 +175,7 @@ export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent>
 }
 
 function seen(nodes: QueueState["nodes"], node: string, nodeClass: WorkerClass, at: number): QueueState["nodes"] {
-  const kept = Object.fromEntries(Object.entries(nodes).filter(([id, n]) => id !== node && at - n.seenAt < FORGET_MS));
+  const kept = Object.fromEntries(Object.entries(nodes).filter(([, n]) => at - n.seenAt < FORGET_MS));
   return { ...kept, [node]: { nodeClass, seenAt: at } };
 }
 
@@ -248,6 +249,7 @@ function nodeOf(e: QueueEvent): string | undefined {
 /** The reply of a command, from the state after it: a lease's grant, a renewal's standing. */
 export function replyOf(state: QueueState, c: QueueCommand): QueueReply {
   if (c.type === "lease") {
+    // Stryker disable next-line ConditionalExpression: after its lease command a node holds at most the lease that command granted, so the lease id adds nothing to the node match (pinned by the reply specs)
     const lease = state.leases.find((l) => l.leaseId === c.leaseId && l.node === c.node);
     if (!lease) return {};
     const { jobId, kind, appId, priority, enqueuedAt } = lease.task;

@@ -1,10 +1,12 @@
 // The VideoActor's rules without I/O: which commands each state takes, what the fold makes of the
 // job's outcome, the intents each change calls for, the ledger events, and the outcome a managed
 // job reports.
+import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
+import { sortKey } from "../../src/pagination.js";
 import type { Rejection } from "../host.js";
-import type { JobRecord, JobRequest } from "../job/messages.js";
-import { jobOutcome, sourceDeletionAt, VideoBehavior, videoEffects, type JobOutcome, type VideoCommand, type VideoEvent, type VideoRecord, type VideoState } from "./video.js";
+import type { DrmKeysData, JobRecord, JobRequest } from "../job/messages.js";
+import { jobOutcome, SOURCE_DELETIONS, sourceDeletionAt, VideoBehavior, videoEffects, VIDEOS, type JobOutcome, type VideoCommand, type VideoEvent, type VideoRecord, type VideoState } from "./video.js";
 
 const request = { appId: "app_1", bodyHash: "video:vid_1" } as unknown as JobRequest;
 
@@ -82,6 +84,13 @@ describe("VideoActor decisions", () => {
     expect(rejected(s, { type: "complete_upload", at: 3000, sizeBytes: 99 }).message).toMatch(/processing, not uploading/);
   });
 
+  it("complete_upload: a video whose job already ended refuses a completion, even one of the same size", () => {
+    const ready = run(processing(), { type: "job_ended", outcome: outcome() });
+    expect(ready.video!.inputSizeBytes).toBe(100);
+    const r = rejected(ready, { type: "complete_upload", at: 9500, sizeBytes: 100 });
+    expect(r).toEqual({ code: Code.FailedPrecondition, message: "video vid_1 is ready, not uploading" });
+  });
+
   it("job_ended: ready with renditions, money and keys; error without a playlist or on failure; only once, only for its job", () => {
     const ready = run(processing(), { type: "job_ended", outcome: outcome() }).video!;
     expect(ready).toMatchObject({ status: "ready", readyAt: 9000, durationSeconds: 6, encodingCostMicros: 12_345, outputSizeBytes: 800_000, playlistKey: "play/vid_1/out_1/index.m3u8", posterKey: "play/vid_1/job_1/thumbnails/poster.jpg" });
@@ -97,6 +106,60 @@ describe("VideoActor decisions", () => {
     expect(noPlaylist).toMatchObject({ status: "error", errorCode: "encode_failed" });
     const partial = run(processing(), { type: "job_ended", outcome: outcome({ status: "partial" }) }).video!;
     expect(partial.status).toBe("ready");
+  });
+
+  it("job_ended: the ready video is exactly the processing one with the job's results; keys it does not name stay absent", () => {
+    const before = processing().video!;
+    const ready = run({ video: before }, { type: "job_ended", outcome: outcome() }).video!;
+    expect(ready).toStrictEqual({
+      ...before,
+      version: 3,
+      updatedAt: 9000,
+      status: "ready",
+      readyAt: 9000,
+      encodingCostMicros: 12_345,
+      durationSeconds: 6,
+      renditions: [{ id: expect.stringMatching(/^ren_/), resolution: "480p", codec: "h264", bitrateKbps: 900, width: 854, height: 480, sizeBytes: 700_000 }],
+      outputSizeBytes: 800_000,
+      playlistKey: "play/vid_1/out_1/index.m3u8",
+      posterKey: "play/vid_1/job_1/thumbnails/poster.jpg",
+    });
+    const drm: DrmKeysData = { scheme: "aes128", clearKey: true, kids: [{ trackClass: "sd", kid: "00112233445566778899aabbccddeeff" }], sealed: "sealed" };
+    const full = run({ video: before }, { type: "job_ended", outcome: outcome({ hoverWebpKey: "play/vid_1/loop.webp", hoverMp4Key: "play/vid_1/loop.mp4", drm }), retentionMs: 1000 }).video!;
+    expect(full).toMatchObject({ hoverWebpKey: "play/vid_1/loop.webp", hoverMp4Key: "play/vid_1/loop.mp4", drm, sourceScheduledForDeletionAt: 10_000 });
+  });
+
+  it("job_ended: a failed or canceled job is an error even when it names a playlist; the default error says why", () => {
+    for (const status of ["failed", "canceled"] as const) {
+      const v = run(processing(), { type: "job_ended", outcome: outcome({ status }), retentionMs: 5000 }).video!;
+      expect(v).toMatchObject({ status: "error", errorCode: "encode_failed", errorMessage: "the transcode produced no playable stream", encodingCostMicros: 12_345 });
+      expect(v.readyAt).toBeUndefined();
+      expect(v.playlistKey).toBeUndefined();
+    }
+    const noPlaylist = run(processing(), { type: "job_ended", outcome: outcome({ playlistKey: undefined }) }).video!;
+    expect(noPlaylist.errorMessage).toBe("the transcode produced no playable stream");
+  });
+
+  it("job_ended: each rendition gets its own id, the same on every replay, distinct between videos", () => {
+    const two = outcome({ renditions: [outcome().renditions[0]!, { resolution: "720p", codec: "h264", bitrateKbps: 2000, width: 1280, height: 720, sizeBytes: 1_500_000 }] });
+    const ids = (s: VideoState) => run(s, { type: "job_ended", outcome: { ...two, jobId: s.video!.jobId } }).video!.renditions.map((r) => r.id);
+    const first = ids(processing());
+    expect(new Set(first).size).toBe(2);
+    expect(ids(processing())).toEqual(first);
+    const other = run(created({ id: "vid_2" }), { type: "complete_upload", at: 2000, sizeBytes: 100 });
+    expect(ids(other).filter((id) => first.includes(id))).toEqual([]);
+  });
+
+  it("job_ended: the ended event carries the source's due date only when the video becomes ready and a rule applies", () => {
+    const s = processing();
+    const ended = (o: JobOutcome, retentionMs?: number) => decided(s, { type: "job_ended", outcome: o, ...(retentionMs !== undefined ? { retentionMs } : {}) });
+    expect(ended(outcome(), 5000)).toStrictEqual([{ type: "ended", outcome: outcome(), sourceDeleteAt: 14_000 }]);
+    expect(ended(outcome({ status: "partial" }), 5000)).toStrictEqual([{ type: "ended", outcome: outcome({ status: "partial" }), sourceDeleteAt: 14_000 }]);
+    for (const o of [outcome({ status: "failed" }), outcome({ status: "canceled" }), outcome({ playlistKey: undefined })]) {
+      expect(ended(o, 5000)).toStrictEqual([{ type: "ended", outcome: o }]);
+    }
+    expect(ended(outcome())).toStrictEqual([{ type: "ended", outcome: outcome() }]);
+    expect(ended(outcome(), 0)).toStrictEqual([{ type: "ended", outcome: outcome() }]);
   });
 
   it("retention: a ready video's source is due retentionMs after ready, unless pinned; never for a failed one", () => {
@@ -125,6 +188,16 @@ describe("VideoActor decisions", () => {
     expect(cleared.sourceScheduledForDeletionAt).toBe(99);
   });
 
+  it("update: what the patch does not name is kept as it was; the event names a schedule change only when asked", () => {
+    const s = created({ title: "t", description: "d", tags: ["a"], visibility: "public", sourcePinned: true, sourceScheduledForDeletionAt: 50 });
+    const { description: _d, ...rest } = s.video!;
+    expect(run(s, { type: "update", at: 5, patch: { description: "" } }).video).toStrictEqual({ ...rest, version: 2, updatedAt: 5 });
+    expect(run(s, { type: "update", at: 6, patch: {} }).video).toStrictEqual({ ...s.video, version: 2, updatedAt: 6 });
+    expect(decided(s, { type: "update", at: 5, patch: { title: "x" } })).toStrictEqual([{ type: "updated", at: 5, patch: { title: "x" } }]);
+    expect(decided(s, { type: "update", at: 5, patch: {}, deleteSourceAt: null })).toStrictEqual([{ type: "updated", at: 5, patch: {}, deleteSourceAt: null }]);
+    expect(rejected({ video: { ...s.video!, status: "deleted" } }, { type: "update", at: 7, patch: {} })).toEqual({ code: Code.FailedPrecondition, message: "video vid_1 is deleted" });
+  });
+
   it("archive: ready or error only, once; delete: not while processing, once, marking the source deleted", () => {
     expect(rejected(created(), { type: "archive", at: 1 }).message).toMatch(/only ready or error/);
     const ready = run(processing(), { type: "job_ended", outcome: outcome(), retentionMs: 1 });
@@ -141,6 +214,12 @@ describe("VideoActor decisions", () => {
     expect(deletedFromUploading.status).toBe("deleted");
     const keptStamp = run({ video: { ...ready.video!, sourceDeletedAt: 5 } }, { type: "delete", at: 60 }).video!;
     expect(keptStamp.sourceDeletedAt).toBe(5);
+  });
+
+  it("archive: a failed video can be archived too, and remembers it was an error", () => {
+    const failed = run(processing(), { type: "job_ended", outcome: outcome({ status: "failed", playlistKey: undefined }) });
+    expect(run(failed, { type: "archive", at: 10_000 }).video).toMatchObject({ status: "archived", archivedFrom: "error", updatedAt: 10_000 });
+    expect(rejected(processing(), { type: "archive", at: 1 })).toEqual({ code: Code.FailedPrecondition, message: "only ready or error videos can be archived; video vid_1 is processing" });
   });
 });
 
@@ -184,6 +263,37 @@ describe("VideoActor effects and ledger", () => {
     expect(none.map((r) => [r.table, r.value === null])).toEqual([["videos", false], ["source_deletions", true]]);
     expect(VideoBehavior.repair({})).toEqual([]);
   });
+
+  it("read models: the due-deletion row names the video and its due time, in the one partition, sorted by due time", () => {
+    const s = run(processing(), { type: "job_ended", outcome: outcome(), retentionMs: 10 });
+    expect(VideoBehavior.repair(s)).toEqual([
+      { table: VIDEOS, id: "vid_1", value: s.video, partition: "app_1", sort: sortKey(1000, "vid_1") },
+      { table: SOURCE_DELETIONS, id: "vid_1", value: { videoId: "vid_1", due: 9010 }, partition: "all", sort: sortKey(9010, "vid_1") },
+    ]);
+  });
+
+  it("ledger events: one id per video and type, the same on every replay; the request id of the call that made the video", () => {
+    const fanned = (before: VideoState, c: VideoCommand) => effects(before, c).flatMap((i) => (i.kind === "fanout" ? i.events : []));
+    const uploaded = fanned(created({ requestId: "req_1" }), { type: "complete_upload", at: 2000, sizeBytes: 100 })[0]!;
+    expect(uploaded).toMatchObject({ type: "video.uploaded", appId: "app_1", organizationId: "org_1", requestId: "req_1", createdAt: 2000 });
+    expect(fanned(created({ requestId: "req_1" }), { type: "complete_upload", at: 2500, sizeBytes: 100 })[0]!.id).toBe(uploaded.id);
+    const ready = fanned(processing(), { type: "job_ended", outcome: outcome() })[0]!;
+    expect(ready).toMatchObject({ type: "video.ready", requestId: "" });
+    const other = fanned(created({ id: "vid_2" }), { type: "complete_upload", at: 2000, sizeBytes: 100 })[0]!;
+    expect(new Set([uploaded.id, ready.id, other.id]).size).toBe(3);
+  });
+
+  it("the intents of a change look at each of its events, wherever it comes in the list", () => {
+    const s = processing();
+    const v = s.video!;
+    const kinds = (events: VideoEvent[]) => videoEffects({ video: v }, events, s).map((i) => (i.kind === "purge" ? `purge:${i.what}` : i.kind));
+    const touch: VideoEvent = { type: "updated", at: 3000, patch: { title: "x" } };
+    expect(kinds([touch, { type: "uploaded", at: 3000, sizeBytes: 100 }])).toEqual(["update", "start_job", "fanout"]);
+    expect(kinds([touch, { type: "created", video: { ...v, status: "processing" } }])).toEqual(["update", "start_job"]);
+    expect(kinds([touch, { type: "deleted", at: 3000 }])).toEqual(["update", "purge:all"]);
+    expect(kinds([touch, { type: "source_deleted", at: 3000 }])).toEqual(["update", "purge:source"]);
+    expect(kinds([touch])).toEqual(["update"]);
+  });
 });
 
 describe("a managed job's outcome", () => {
@@ -221,5 +331,35 @@ describe("a managed job's outcome", () => {
     expect(o.posterKey).toBeUndefined();
     const zero = jobOutcome(job({ inputMetadata: { durationMs: 0 } as never }));
     expect(zero.renditions[0]!.bitrateKbps).toBe(0);
+  });
+
+  it("finds the poster and each loop by mode and format, wherever they come in the list", () => {
+    const thumbnailResults = [
+      { key: "k/frame-0.webp", mode: "interval", format: "webp", sizeBytes: 1 },
+      { key: "k/loop.mp4", mode: "animated", format: "mp4", sizeBytes: 1 },
+      { key: "k/loop.webp", mode: "animated", format: "webp", sizeBytes: 1 },
+      { key: "k/poster.jpg", mode: "single", format: "jpg", sizeBytes: 1 },
+    ];
+    expect(jobOutcome(job({ thumbnailResults } as never))).toMatchObject({ posterKey: "k/poster.jpg", hoverWebpKey: "k/loop.webp", hoverMp4Key: "k/loop.mp4" });
+    const noLoops = jobOutcome(job({ thumbnailResults: [thumbnailResults[0], thumbnailResults[3]] } as never));
+    expect([noLoops.hoverWebpKey, noLoops.hoverMp4Key]).toEqual([undefined, undefined]);
+  });
+
+  it("keeps the job's ending: completed, partial and failed as they are; any other status is canceled", () => {
+    const statusOf = (status: string) => jobOutcome(job({ status } as never)).status;
+    expect(["completed", "partial", "failed", "canceled", "processing"].map(statusOf)).toEqual(["completed", "partial", "failed", "canceled", "canceled"]);
+  });
+
+  it("carries the stream's content keys, and none for a stream without them", () => {
+    const drm: DrmKeysData = { scheme: "cbcs", clearKey: false, kids: [{ trackClass: "hd", kid: "00112233445566778899aabbccddeeff" }], sealed: "sealed" };
+    const [hls, failed] = job().outputs;
+    expect(jobOutcome(job({ outputs: [{ ...hls, drm }, failed] } as never)).drm).toEqual(drm);
+    expect("drm" in jobOutcome(job())).toBe(false);
+  });
+
+  it("takes a DASH manifest when there is no HLS playlist, and the HLS playlist over an earlier DASH one", () => {
+    const dash = { id: "out_d", status: "completed", keyPrefix: "play/vid_1/out_d", main: "manifest.mpd", sizeBytes: 1, renditions: [] };
+    expect(jobOutcome(job({ outputs: [dash] } as never)).playlistKey).toBe("play/vid_1/out_d/manifest.mpd");
+    expect(jobOutcome(job({ outputs: [dash, ...job().outputs] } as never)).playlistKey).toBe("play/vid_1/out_0/index.m3u8");
   });
 });
