@@ -44,15 +44,19 @@ gate() {
 
 if [[ $# -gt 0 ]]; then
   run vitest "$@" || status=$?
-else
+elif [[ "${MEDIA_TEST_LANES:-1}" == 2 ]]; then
   # Two lanes side by side (two cores): the suites on real Kafka and Cassandra, which restart them
   # and so run alone on them, and everything else; the gate beside them. Within a lane one file at
-  # a time (vitest.config.ts).
+  # a time (vitest.config.ts). Opt-in until a whole run on a quiet machine has shown it green: under
+  # heavy load one edge upload test failed in it.
   pids=()
   run cluster --project api-cluster --project cluster & pids+=($!)
   run local --project unit --project api --project media --project browser --project conformance --project fuzz --project runtime & pids+=($!)
   if [[ "${MUTATION_GATE:-1}" != 0 ]]; then gate & pids+=($!); fi
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+else
+  run vitest || status=1
+  if [[ "${MUTATION_GATE:-1}" != 0 ]]; then gate || status=1; fi
 fi
 
 node -e '
