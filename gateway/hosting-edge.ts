@@ -3,7 +3,7 @@
 // playable directory (Bunny-compatible directory tokens in the path, so playlists' relative URIs
 // stay covered), and the player page with its token renewal.
 import type { VideoRecord } from "../actors/video/video.js";
-import { VIDEOS } from "../actors/video/video.js";
+import { VideoBehavior, VIDEOS } from "../actors/video/video.js";
 import type { AppRecord, Directory } from "../src/directory.js";
 import { verifyDirectoryPath } from "../src/cdn-token.js";
 import { clearKeyLicense, clearKeyRequest, DRM_LIMITS } from "../src/drm/clearkey.js";
@@ -23,28 +23,76 @@ export interface HostingEdgeDeps {
   readonly hosting: Hosting;
 }
 
+
 /** Segments and images never change under their name; playlists of a finished VOD neither, but stay short-lived. */
 const cacheControlOf = (file: string) => (file.endsWith(".m3u8") || file.endsWith(".mpd") ? "public, max-age=60" : "public, max-age=31536000, immutable");
 
-/** Videos and apps of recent requests: every segment would otherwise cost two store reads. */
-class RecentRecords {
-  private readonly entries = new Map<string, { at: number; video: VideoRecord | undefined; app: AppRecord | undefined; keys: string[] }>();
+/** The updates of an entity, as the gateway's hub hands them out; returns the unsubscribe function. */
+export type FollowUpdates = (type: string, id: string, listener: () => void) => () => void;
+
+interface PlaybackEntry {
+  readonly at: number;
+  readonly video: VideoRecord | undefined;
+  readonly app: AppRecord | undefined;
+  readonly keys: string[];
+}
+
+/**
+ * Videos and apps of recent playback requests: every segment would otherwise cost two store reads
+ * and a key decryption. An entry goes when its video changes: the video's own updates (in-process
+ * in the embedded mode, over the updates topic in a cluster) and, at once, the gateway that
+ * answered an Archive, Delete or Update (`forget`), so a takedown holds when its call returns. The
+ * time to live bounds what a missed update could leave behind.
+ */
+export class PlaybackRecords {
+  private readonly entries = new Map<string, PlaybackEntry>();
+  /** Unsubscribe functions of the videos followed, one per cached entry. */
+  private readonly following = new Map<string, () => void>();
+  /** Bumped by every forget: a read that started before it is not cached. */
+  private readonly generation = new Map<string, number>();
+
   constructor(
-    private readonly d: HostingEdgeDeps,
+    private readonly d: { readonly store: Store; readonly directory: Directory; readonly box: SecretBox },
+    private readonly follow: FollowUpdates | undefined,
     private readonly ttlMs = 5_000,
+    private readonly maxEntries = 10_000,
   ) {}
 
   /** The video, its app, and the keys its tokens may be signed with (decrypted once per entry). */
-  async get(videoId: string): Promise<{ video: VideoRecord | undefined; app: AppRecord | undefined; keys: string[] }> {
+  async get(videoId: string): Promise<PlaybackEntry> {
     const now = Date.now();
     const hit = this.entries.get(videoId);
     if (hit && now - hit.at < this.ttlMs) return hit;
+    if (this.entries.size >= this.maxEntries) this.clear();
+    // Followed before the read: an update that lands during it forgets what the read returns.
+    if (this.follow && !this.following.has(videoId)) this.following.set(videoId, this.follow(VideoBehavior.type, videoId, () => this.forget(videoId)));
+    const generation = this.generation.get(videoId) ?? 0;
     const video = (await this.d.store.get<VideoRecord>(VIDEOS, videoId))?.value;
     const app = video ? await this.d.directory.app(video.appId) : undefined;
-    if (this.entries.size >= 10_000) this.entries.clear();
     const entry = { at: now, video, app, keys: app?.hosting ? verifyingKeys(this.d.box, app.hosting, now) : [] };
+    if ((this.generation.get(videoId) ?? 0) !== generation) return entry;
     this.entries.set(videoId, entry);
     return entry;
+  }
+
+  /** The video changed: its next request reads it again. */
+  forget(videoId: string): void {
+    this.entries.delete(videoId);
+    this.generation.set(videoId, (this.generation.get(videoId) ?? 0) + 1);
+    this.following.get(videoId)?.();
+    this.following.delete(videoId);
+    if (this.generation.size > this.maxEntries) this.generation.clear();
+  }
+
+  /** How many videos are cached (for tests). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private clear(): void {
+    for (const unsubscribe of this.following.values()) unsubscribe();
+    this.following.clear();
+    this.entries.clear();
   }
 }
 
@@ -54,7 +102,7 @@ function json(status: number, value: unknown, header = new Headers()): EdgeRespo
 }
 
 export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
-  const recent = new RecentRecords(d);
+  const recent = d.hosting.playback;
   const managed = d.hosting.managed;
 
   /** The video an upload URL is for, when the URL is genuine and the video still takes bytes. */

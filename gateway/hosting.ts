@@ -6,6 +6,7 @@ import type { AppRecord } from "../src/directory.js";
 import { signDirectoryUrl } from "../src/cdn-token.js";
 import { signingKey, tokenPathOf, TOKEN_SECONDS } from "../src/hosting.js";
 import type { ManagedStorage } from "../src/managed-storage.js";
+import type { PlaybackRecords } from "./hosting-edge.js";
 import type { SecretBox } from "../src/secrets.js";
 import { embedCode, type VideoLinks } from "../wire/present-video.js";
 
@@ -13,6 +14,8 @@ export interface Hosting {
   /** Where clients reach this deployment, without a trailing slash (known once the gateway listens). */
   publicUrl(): string;
   readonly managed: ManagedStorage;
+  /** The edge's cache of videos being played; whoever changes a video forgets it there. */
+  readonly playback: PlaybackRecords;
 }
 
 /** A settable public URL: MEDIA_PUBLIC_URL, or http://localhost:<port> once the port is known. */

@@ -18,7 +18,7 @@ import { startEncoderNode, type EncoderNode } from "../encoder-node/node.js";
 import { NetGuard } from "../src/net-guard.js";
 import { createHandlers } from "../gateway/router.js";
 import { PublicAddress, type Hosting } from "../gateway/hosting.js";
-import { hostingRoutes } from "../gateway/hosting-edge.js";
+import { hostingRoutes, PlaybackRecords } from "../gateway/hosting-edge.js";
 import { createContextValues } from "@connectrpc/connect";
 import { EdgeRouter } from "../gateway/edge.js";
 import { CLIENT_ADDRESS } from "../gateway/front.js";
@@ -354,7 +354,8 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
 
   // Upload URLs, the edge and the player page hang off the public URL, known once the port is.
   const address = new PublicAddress(config.publicUrl);
-  const hosting: Hosting = { publicUrl: () => address.get(), managed };
+  const playback = new PlaybackRecords({ store, directory, box }, (type, id, listener) => updates!.subscribe(type, id, listener));
+  const hosting: Hosting = { publicUrl: () => address.get(), managed, playback };
   const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, guard, log, sessions, onKeyUsed, updates: updates!, hosting });
   const hostOptions: HostOptions = {
     host: config.httpHost,

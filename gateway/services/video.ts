@@ -342,17 +342,23 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
         deleteSourceAt = video.readyAt + app.hosting!.deleteSourceAfterDays * d.config.sourceRetention.dayMs;
       }
       const next = accepted(await d.actors.ask(VideoBehavior, video.id, { type: "update", at: Date.now(), patch, ...(deleteSourceAt !== undefined ? { deleteSourceAt } : {}) }));
+      d.hosting.playback.forget(video.id);
       return { video: present(next, app) };
     },
 
     async archive(req, ctx) {
       const { video, app } = await visibleVideo(callerOf(ctx.values), req.id);
-      return { video: present(accepted(await d.actors.ask(VideoBehavior, video.id, { type: "archive", at: Date.now() })), app) };
+      const archived = accepted(await d.actors.ask(VideoBehavior, video.id, { type: "archive", at: Date.now() }));
+      // This gateway's edge refuses the video from now on; the others learn it from the video's update.
+      d.hosting.playback.forget(video.id);
+      return { video: present(archived, app) };
     },
 
     async delete(req, ctx) {
       const { video, app } = await visibleVideo(callerOf(ctx.values), req.id);
-      return { video: present(accepted(await d.actors.ask(VideoBehavior, video.id, { type: "delete", at: Date.now() })), app) };
+      const deleted = accepted(await d.actors.ask(VideoBehavior, video.id, { type: "delete", at: Date.now() }));
+      d.hosting.playback.forget(video.id);
+      return { video: present(deleted, app) };
     },
 
     async *watch(req, ctx: HandlerContext) {

@@ -10,7 +10,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, ok, errorDetails, startHarness, TARGET, type Auth, type Harness } from "../harness.js";
+import { call, ok, errorDetails, startHarness, TARGET, until, type Auth, type Harness } from "../harness.js";
 import { makeTestCa, startMinio, type MinioPeer } from "../peers.js";
 import { parseHlsMaster, parseHlsMedia } from "../media.js";
 import { stream } from "../watch.js";
@@ -243,15 +243,26 @@ describe("a single upload to a signed stream", () => {
     expect(types.sort()).toEqual(["video.ready", "video.uploaded"]);
   });
 
-  it("Archive refuses playback; Delete removes the files and keeps a tombstone", async () => {
-    const archived = await ok(call(h.base, "VideoService/Archive", { id: video.id }, key));
+  it("Archive refuses playback at once at the gateway that answered, and at every other as soon as the update arrives; Delete removes the files and keeps a tombstone", async () => {
+    // A segment, played through every gateway so each edge has the video in its cache.
+    const master = parseHlsMaster(await (await fetch(video.playback_url)).text());
+    const variantUrl = new URL(master.variants[0]!.uri, video.playback_url).href;
+    const segmentUrl = new URL(parseHlsMedia(await (await fetch(variantUrl)).text()).segments[0]!.uri, variantUrl).href;
+    const through = (base: string) => segmentUrl.replace(/^https?:\/\/[^/]+/, base);
+    const [first, ...others] = h.bases;
+    for (const base of h.bases) expect((await fetch(through(base))).status).toBe(200);
+    const archived = await ok(call(first!, "VideoService/Archive", { id: video.id }, key));
     expect(archived.video.status).toBe("archived");
     expect(archived.video.playback_url).toBeUndefined();
-    await new Promise((r) => setTimeout(r, 5_500)); // the edge's record cache
-    expect((await fetch(video.playback_url)).status).toBe(403);
-    const deleted = await ok(call(h.base, "VideoService/Delete", { id: video.id }, key));
+    const refused = await fetch(through(first!));
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toContain("archived");
+    // The other gateways learn it from the video's update on the updates topic.
+    for (const base of others) await until(`403 at ${base}`, async () => ((await fetch(through(base))).status === 403 ? true : undefined), 2_000);
+    const deleted = await ok(call(first!, "VideoService/Delete", { id: video.id }, key));
     expect(deleted.video.status).toBe("deleted");
     expect(deleted.video.source_deleted_at).toEqual(expect.any(String));
+    for (const base of h.bases) expect((await fetch(through(base))).status).toBe(403);
     const again = await ok(call(h.base, "VideoService/Get", { id: video.id }, key));
     expect(again.video.status).toBe("deleted");
   }, 30_000);
