@@ -59,7 +59,7 @@ const PLAYER_JS = `"use strict";
   var config = JSON.parse(document.getElementById("player-config").textContent);
   var video = document.getElementById("player");
   var errorBox = document.getElementById("player-error");
-  var state = { renewals: 0, engine: "", source: config.playbackUrl, resumedAt: null, error: null };
+  var state = { renewals: 0, engine: "", source: config.playbackUrl, resumedAt: null, error: null, autoplay: false };
   window.__player = state;
   var skewMs = typeof config.serverNow === "number" ? Date.now() - config.serverNow : 0;
   var Hls = null;
@@ -239,7 +239,10 @@ const PLAYER_JS = `"use strict";
       }
       fail("This video could not be played.");
     });
-    video.addEventListener("play", function () {
+    // Play may have been asked before this script loaded (a quick click, ?autoplay=1): then its
+    // event has passed, and loading starts now.
+    if (wantPlay || !video.paused) loadWanted = true;
+    else video.addEventListener("play", function () {
       loadWanted = true;
       startLoading();
     }, { once: true });
@@ -302,7 +305,14 @@ const PLAYER_JS = `"use strict";
   video.addEventListener("pause", function () { if (!video.error) wantPlay = false; });
   video.addEventListener("ended", function () { wantPlay = false; });
 
-  var forced = new URLSearchParams(location.search).get("engine");
+  var params = new URLSearchParams(location.search);
+  var forced = params.get("engine");
+  // ?autoplay=1 starts at once, muted (browsers play only muted media without a gesture) unless ?muted=0.
+  if (params.get("autoplay") === "1" || params.get("autoplay") === "true") {
+    state.autoplay = true;
+    video.muted = params.get("muted") !== "0" && params.get("muted") !== "false";
+    play();
+  }
   var mse = typeof window.MediaSource === "function" && typeof window.MediaSource.isTypeSupported === "function";
   if (config.drm === "clearkey") {
     loadScript(config.shakaScript, startShaka);

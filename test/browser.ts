@@ -36,6 +36,8 @@ export interface PlayerState {
   readonly resumedAt: number | null;
   /** The message the page shows when it gives up; null while all is well. */
   readonly error: string | null;
+  /** The page was asked to start by itself (?autoplay=1). */
+  readonly autoplay: boolean;
 }
 
 /** The video element's state, for assertions and failure messages. */

@@ -6,11 +6,11 @@ import { mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import type { Browser } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, ok, startHarness, type Auth, type Harness } from "../harness.js";
 import { stream } from "../watch.js";
-import { launchChromium, openPage, playbackAdvances, playerState } from "../browser.js";
+import { launchChromium, openPage, playbackAdvances, playerState, startPlayback, waitForCurrentTime } from "../browser.js";
 import { synthesizeSpeech } from "../speech.js";
 
 const run = promisify(execFile);
@@ -56,6 +56,41 @@ describe("the player page of a hosted video", () => {
     expect(state.error).toBeNull();
     expect(state.source).toContain("/bcdn_token=HS256-");
     expect(log.cspViolations()).toEqual([]);
+    await page.close();
+  }, 180_000);
+
+  // hls.js is held back, so the viewer's play comes before the engine exists: the race a quick
+  // click or an autoplay embed hits on a slow connection.
+  async function pageWithSlowEngine(url: string): Promise<{ page: Page; held: Promise<void> }> {
+    const page = await browser.newPage();
+    let released!: () => void;
+    const held = new Promise<void>((r) => (released = r));
+    await page.route(/\/assets\/player\/hls\.min\.js/, async (route) => {
+      await new Promise((r) => setTimeout(r, 1_500));
+      released();
+      await route.continue();
+    });
+    await page.goto(url, { waitUntil: "domcontentloaded" });
+    return { page, held };
+  }
+
+  it("starts when play is pressed as soon as the page is parsed, before hls.js has loaded", async () => {
+    const video = await readyVideo("public");
+    const { page, held } = await pageWithSlowEngine(video.embed_url);
+    await startPlayback(page);
+    await held;
+    expect(await waitForCurrentTime(page, 2, { timeoutMs: 60_000 })).toBeGreaterThan(2);
+    expect((await playerState(page)).engine).toBe("hls.js");
+    await page.close();
+  }, 180_000);
+
+  it("an ?autoplay=1 embed starts by itself, muted, though hls.js loads late", async () => {
+    const video = await readyVideo("public");
+    const { page, held } = await pageWithSlowEngine(`${video.embed_url}?autoplay=1`);
+    await held;
+    expect(await waitForCurrentTime(page, 2, { timeoutMs: 60_000 })).toBeGreaterThan(2);
+    expect(await page.$eval("video", (v) => (v as HTMLVideoElement).muted)).toBe(true);
+    expect((await playerState(page)).autoplay).toBe(true);
     await page.close();
   }, 180_000);
 
