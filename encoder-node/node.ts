@@ -67,12 +67,22 @@ const decoder = new TextDecoder();
 
 
 function failureOf(e: unknown, stage: "input" | "output" | "encode"): Failure {
-  if (e instanceof MediaError) return { code: isJobErrorCode(e.code) ? e.code : "internal", message: e.message };
+  const message = withoutPaths(e instanceof Error ? e.message : String(e));
+  if (e instanceof MediaError) return { code: isJobErrorCode(e.code) ? e.code : "internal", message };
   if (e instanceof BlobError) {
-    if (stage === "input") return { code: e.kind === "forbidden_address" ? "input_forbidden" : "input_unreachable", message: e.message };
-    return { code: e.kind === "denied" || e.kind === "read_only" ? "output_write_denied" : "output_write_failed", message: e.message };
+    if (stage === "input") return { code: e.kind === "forbidden_address" ? "input_forbidden" : "input_unreachable", message };
+    return { code: e.kind === "denied" || e.kind === "read_only" ? "output_write_denied" : "output_write_failed", message };
   }
-  return { code: "internal", message: (e as Error).message ?? String(e) };
+  return { code: "internal", message };
+}
+
+/**
+ * A failure's message as callers see it: the node's own files named by their base name only
+ * (ffprobe and ffmpeg quote the paths they were given, which are the node's work folder). URLs
+ * keep their paths: a slash after ":" or "/" is not a path's start.
+ */
+export function withoutPaths(message: string): string {
+  return message.replace(/(^|[\s'"(=[])\/[^\s'"():,[\]]*\/([^\s'"():,[\]/]*)/g, (_all, before: string, base: string) => `${before}${base === "" ? "(a folder)" : base}`);
 }
 
 /** A report the job's actor did not take: the task's outcome is unknown to the job, so the task runs again (its lease runs out). */

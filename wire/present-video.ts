@@ -71,5 +71,7 @@ export function videoMessage(v: VideoRecord, links: VideoLinks = {}): Video {
     sourcePinned: v.sourcePinned,
     sourceScheduledForDeletionAt: ts(v.sourceScheduledForDeletionAt),
     sourceDeletedAt: ts(v.sourceDeletedAt),
+    errorCode: v.errorCode,
+    errorMessage: v.errorMessage,
   });
 }

@@ -264,11 +264,11 @@ describe("VideoActor effects and ledger", () => {
     expect(VideoBehavior.repair({})).toEqual([]);
   });
 
-  it("read models: the due-deletion row names the video and its due time, in the one partition, sorted by due time", () => {
+  it("read models: the due-deletion row names the video, its app and its due time, in the one partition, sorted by due time", () => {
     const s = run(processing(), { type: "job_ended", outcome: outcome(), retentionMs: 10 });
     expect(VideoBehavior.repair(s)).toEqual([
       { table: VIDEOS, id: "vid_1", value: s.video, partition: "app_1", sort: sortKey(1000, "vid_1") },
-      { table: SOURCE_DELETIONS, id: "vid_1", value: { videoId: "vid_1", due: 9010 }, partition: "all", sort: sortKey(9010, "vid_1") },
+      { table: SOURCE_DELETIONS, id: "vid_1", value: { videoId: "vid_1", appId: "app_1", due: 9010 }, partition: "all", sort: sortKey(9010, "vid_1") },
     ]);
   });
 
@@ -317,16 +317,17 @@ describe("a managed job's outcome", () => {
       ...over,
     }) as unknown as JobRecord;
 
-  it("names the HLS playlist, measures each rendition's bitrate, sums sizes and money, finds the poster and loops", () => {
+  it("names the HLS playlist, measures each rendition's bitrate, sums the renditions' sizes and the money, finds the poster and loops", () => {
     const o = jobOutcome(job());
-    expect(o).toMatchObject({ jobId: "job_1", at: 7000, status: "completed", durationSeconds: 8, actualMicros: 42, playlistKey: "play/vid_1/out_0/index.m3u8", outputSizeBytes: 1060, posterKey: "k/poster.jpg", hoverWebpKey: "k/loop.webp", hoverMp4Key: "k/loop.mp4" });
+    // The renditions' 900,000 bytes: not the outputs' own sizes (playlists, other outputs) nor the thumbnails.
+    expect(o).toMatchObject({ jobId: "job_1", at: 7000, status: "completed", durationSeconds: 8, actualMicros: 42, playlistKey: "play/vid_1/out_0/index.m3u8", outputSizeBytes: 900_000, posterKey: "k/poster.jpg", hoverWebpKey: "k/loop.webp", hoverMp4Key: "k/loop.mp4" });
     // 800,000 bytes over 8 s: 800 kbps; a portrait rung is named by its short side.
     expect(o.renditions.map((r) => [r.resolution, r.bitrateKbps])).toEqual([["480p", 800], ["360p", 100]]);
   });
 
   it("without an HLS output, a duration or thumbnails: no playlist, 0 kbps, nothing named; canceled stays canceled", () => {
     const o = jobOutcome(job({ status: "canceled", completedAt: undefined, inputMetadata: undefined, errorCode: "internal", errorMessage: "x", outputs: [{ id: "o", status: "completed", keyPrefix: "p", main: "video.mp4", sizeBytes: 5, renditions: [] }] as never, thumbnailResults: [], fees: [] }));
-    expect(o).toMatchObject({ status: "canceled", at: 6000, durationSeconds: 0, actualMicros: 0, outputSizeBytes: 5, renditions: [], errorCode: "internal", errorMessage: "x" });
+    expect(o).toMatchObject({ status: "canceled", at: 6000, durationSeconds: 0, actualMicros: 0, outputSizeBytes: 0, renditions: [], errorCode: "internal", errorMessage: "x" });
     expect(o.playlistKey).toBeUndefined();
     expect(o.posterKey).toBeUndefined();
     const zero = jobOutcome(job({ inputMetadata: { durationMs: 0 } as never }));

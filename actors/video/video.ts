@@ -282,13 +282,19 @@ export function videoLedgerEvents(v: VideoRecord, e: VideoEvent): EventRecord[] 
 /** Sources due for deletion, one partition: what the retention sweep of each actor host reads. */
 export const SOURCE_DELETIONS = "source_deletions";
 export const SOURCE_DELETIONS_PARTITION = "all";
+/** A pending source deletion (rows written before appId was kept lack it). */
+export interface SourceDeletionRow {
+  readonly videoId: string;
+  readonly appId?: string;
+  readonly due: number;
+}
 
 /** Rows of the video's read model: one per video, listed by app, newest first; its pending source deletion. */
 function videoRows(v: VideoRecord): RecordWrite[] {
   return [
     { table: VIDEOS, id: v.id, value: v, partition: v.appId, sort: sortKey(v.createdAt, v.id) },
     v.sourceScheduledForDeletionAt !== undefined
-      ? { table: SOURCE_DELETIONS, id: v.id, value: { videoId: v.id, due: v.sourceScheduledForDeletionAt }, partition: SOURCE_DELETIONS_PARTITION, sort: sortKey(v.sourceScheduledForDeletionAt, v.id) }
+      ? { table: SOURCE_DELETIONS, id: v.id, value: { videoId: v.id, appId: v.appId, due: v.sourceScheduledForDeletionAt } satisfies SourceDeletionRow, partition: SOURCE_DELETIONS_PARTITION, sort: sortKey(v.sourceScheduledForDeletionAt, v.id) }
       : { table: SOURCE_DELETIONS, id: v.id, value: null },
   ];
 }
@@ -388,7 +394,8 @@ export function jobOutcome(job: JobRecord): JobOutcome {
     actualMicros,
     ...(stream ? { playlistKey: `${stream.keyPrefix}/${stream.main}` } : {}),
     renditions,
-    outputSizeBytes: job.outputs.reduce((s, o) => s + (o.status === "completed" ? o.sizeBytes : 0), 0) + thumbs.reduce((s, t) => s + t.sizeBytes, 0),
+    // The spec's "total stored rendition size": the renditions listed, so the field is their sum.
+    outputSizeBytes: renditions.reduce((s, r) => s + r.sizeBytes, 0),
     ...(poster ? { posterKey: poster.key } : {}),
     ...(webp ? { hoverWebpKey: webp.key } : {}),
     ...(mp4 ? { hoverMp4Key: mp4.key } : {}),

@@ -10,6 +10,7 @@ import { appMessage } from "../../wire/present.js";
 import { HOSTING_LIMITS, newHosting, rotateKey, type AppHostingRecord } from "../../src/hosting.js";
 import { visibleApp } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
+import { SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, VIDEOS, VideoBehavior, type SourceDeletionRow, type VideoRecord } from "../../actors/video/video.js";
 
 export const LEGACY_WEBHOOK_EVENTS = ["job.completed", "job.failed", "job.progress", "job.canceled", "output.completed", "output.failed"] as const;
 
@@ -72,6 +73,27 @@ function applyHosting(d: ServiceDeps, check: Check, current: AppHostingRecord | 
   return next;
 }
 
+/**
+ * The spec: a pending source deletion is "cleared on setting change". Every pending deletion of the
+ * app's videos goes when delete_source_after_days changes (our decision: none is rescheduled, so a
+ * shorter rule never deletes a source sooner than the owner was shown; videos that become ready
+ * from now on follow the new rule, and unpinning schedules by it). Done before Update answers.
+ */
+async function clearPendingDeletions(d: ServiceDeps, appId: string): Promise<void> {
+  const ofApp = async (row: SourceDeletionRow) => (row.appId ?? (await d.store.get<VideoRecord>(VIDEOS, row.videoId))?.value.appId) === appId;
+  let before: string | undefined;
+  for (;;) {
+    const page = await d.store.scan<SourceDeletionRow>(SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, { limit: 500, filter: (r) => r.appId === undefined || r.appId === appId, ...(before !== undefined ? { before } : {}) });
+    for (const row of page.items) {
+      if (!(await ofApp(row.value))) continue;
+      const reply = await d.actors.ask(VideoBehavior, row.value.videoId, { type: "update", at: Date.now(), patch: {}, deleteSourceAt: null });
+      if (!reply.ok) d.log.warn({ video_id: row.value.videoId, reason: reply.rejection.message }, "pending source deletion not cleared");
+    }
+    if (!page.more || page.items.length === 0) return;
+    before = page.items.at(-1)!.sort;
+  }
+}
+
 export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
   return {
     async create(req, ctx) {
@@ -108,6 +130,7 @@ export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
         }
         return next;
       });
+      if (hosting && hosting.deleteSourceAfterDays !== current.hosting?.deleteSourceAfterDays) await clearPendingDeletions(d, app.id);
       return { app: appMessage(app), webhookSecret: secret };
     },
     async list(req, ctx) {

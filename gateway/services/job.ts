@@ -14,6 +14,7 @@ import {
   EncryptionScheme,
   JobPriority,
   OutputSpecSchema,
+  OutputType,
   OutputTypeSchema,
   SubtitleSource,
   ThumbnailSpecSchema,
@@ -198,6 +199,10 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         if (spec.pathTemplate !== "") templateViolations(check, `outputs[${i}].path_template`, spec.pathTemplate);
         specs.push(spec);
       }
+      // A managed job's video plays as an adaptive stream: files alone would complete the job and
+      // leave its video in error. Files may go beside a stream.
+      const streams = [OutputType.HLS, OutputType.DASH, OutputType.ADAPTIVE];
+      if (req.managed && specs.length > 0 && !specs.some((s) => streams.includes(s.type))) check.add("outputs", "a managed job needs an hls, dash or adaptive output: its video plays as a stream (mp4, webm, mkv and mov outputs may go beside one)");
       if (req.thumbnails.length > JOB_LIMITS.thumbnails) check.add("thumbnails", `at most ${JOB_LIMITS.thumbnails} thumbnail specifications`);
       req.thumbnails.slice(0, JOB_LIMITS.thumbnails).forEach((t, i) => checkThumbnailSpec(check, `thumbnails[${i}]`, t));
       if (req.webhookUrl !== "") check.httpsUrl("webhook_url", req.webhookUrl);

@@ -132,7 +132,8 @@ describe("a single upload to a signed stream", () => {
       expect(r.size_bytes).toBeGreaterThan(0);
       expect(r.bitrate_kbps).toBeGreaterThan(0);
     }
-    expect(video.output_size_bytes).toBeGreaterThan(video.renditions[0].size_bytes);
+    // The spec: "total stored rendition size".
+    expect(video.output_size_bytes).toBe(video.renditions.reduce((s: number, r: any) => s + r.size_bytes, 0));
     expect(video.encoding_cost).toBeGreaterThan(0);
     expect(video.ready_at).toEqual(expect.any(String));
     expect(video.playback_url).toMatch(/\/bcdn_token=HS256-[A-Za-z0-9_-]+&token_path=%2Fplay%2Fvid_[A-Za-z0-9]+%2F&expires=\d+\/play\/vid_[A-Za-z0-9]+\/out_[A-Za-z0-9]+\/index\.m3u8$/);
@@ -376,11 +377,15 @@ describe("URL ingest, failures, managed jobs", () => {
     expect(events.events.filter((e: any) => JSON.parse(e.data).id === created.video.id).map((e: any) => e.type)).toEqual(["video.ready"]);
   }, 180_000);
 
-  it("a source that is not a video ends in error with video.failed", async () => {
+  it("a source that is not a video ends in error with video.failed, and the video says why", async () => {
     const created = await ok(call(h.base, "VideoService/CreateFromUrl", { app_id: h.boot.app_id, url: `${webBase}/not-a-video.mp4` }, key));
+    expect(created.video.error_code).toBeUndefined();
     const end = await untilDone(created.video.id);
     expect(end.types.at(-1)).toBe("failed");
     expect(end.video.status).toBe("error");
+    expect(end.video.error_code).toBe("input_invalid");
+    expect(end.video.error_message).toEqual(expect.any(String));
+    expect(end.video.error_message).not.toMatch(/\/(work|data|tmp)\//); // no server paths
     expect(end.video.playback_url).toBeUndefined();
     const events = await ok(call(h.base, "WebhookService/ListEvents", {}, key));
     const ev = events.events.find((e: any) => JSON.parse(e.data).id === created.video.id);
@@ -400,8 +405,14 @@ describe("URL ingest, failures, managed jobs", () => {
     expect(end.video.renditions.map((x: any) => [x.width, x.height])).toEqual([[640, 360]]);
     const files = await walk(end.video.playback_url);
     expect(files.size).toBeGreaterThan(3);
-    const missing = await call(h.base, "JobService/Create", { input_video_id: "vid_doesnotexist", managed: true, outputs: [{ type: "mp4", video: [{ codec: "h264" }] }] }, key);
+    const missing = await call(h.base, "JobService/Create", { input_video_id: "vid_doesnotexist", managed: true, outputs: [{ type: "hls", video: [{ codec: "h264" }] }] }, key);
     expect(missing.status).toBe(404);
+    // Files alone would complete the job and leave its video in error: refused, naming outputs.
+    const filesOnly = await call(h.base, "JobService/Create", { input_video_id: source.video.id, managed: true, outputs: [{ type: "mp4", video: [{ codec: "h264" }] }, { type: "webm", video: [{ codec: "vp9" }] }] }, key);
+    expect(filesOnly.status).toBe(400);
+    const details = await errorDetails(filesOnly.body);
+    expect(details.fieldViolations.map((v) => v.field)).toEqual(["outputs"]);
+    expect(details.fieldViolations[0]!.description).toContain("needs an hls, dash or adaptive output");
   }, 180_000);
 });
 
@@ -443,12 +454,12 @@ describe("the app's hosting settings", () => {
     expect((await fetch(after)).status).toBe(200);
   }, 120_000);
 
-  it("delete_source_after_days schedules the source's deletion; pinning clears it; a deleted source is named", async () => {
+  it("delete_source_after_days schedules the source's deletion; pinning and a setting change clear it; unpinning schedules it; a deleted source is named", async () => {
     await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { delete_source_after_days: 3 } }, owner));
     const pinned = await uploadSingle(clip);
     await ok(call(h.base, "VideoService/CompleteUpload", { id: pinned.video.id }, key));
-    const dropped = await uploadSingle(clip);
-    await ok(call(h.base, "VideoService/CompleteUpload", { id: dropped.video.id }, key));
+    const kept = await uploadSingle(clip);
+    await ok(call(h.base, "VideoService/CompleteUpload", { id: kept.video.id }, key));
     const a = (await untilDone(pinned.video.id)).video;
     // One "day" is 2 s here: 3 days after ready. Pinned at once, well inside those 6 s (the other
     // video's encode may take longer than that on a loaded machine).
@@ -457,20 +468,30 @@ describe("the app's hosting settings", () => {
     expect(pin.video.source_pinned).toBe(true);
     expect(pin.video.source_scheduled_for_deletion_at).toBeUndefined();
     expect(pin.video.source_deleted_at).toBeUndefined();
-    const b = (await untilDone(dropped.video.id)).video;
-    await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { delete_source_after_days: 0 } }, owner));
+    const b = (await untilDone(kept.video.id)).video;
+    expect(Date.parse(b.source_scheduled_for_deletion_at) - Date.parse(b.ready_at)).toBe(6_000);
+    // The spec: a pending deletion is cleared on setting change, by the time Update answers.
+    await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { delete_source_after_days: 1 } }, owner));
+    expect((await ok(call(h.base, "VideoService/Get", { id: b.id }, key))).video.source_scheduled_for_deletion_at).toBeUndefined();
+    // Unpinning schedules by the rule as it stands: 1 day (2 s) after ready, already past, so the sweep takes it.
+    const unpinned = await ok(call(h.base, "VideoService/Update", { id: a.id, source_pinned: false }, key));
+    expect(Date.parse(unpinned.video.source_scheduled_for_deletion_at) - Date.parse(a.ready_at)).toBe(2_000);
     let gone: any;
     for (let i = 0; i < 40 && !gone?.source_deleted_at; i++) {
       await new Promise((r) => setTimeout(r, 500));
-      gone = (await ok(call(h.base, "VideoService/Get", { id: b.id }, key))).video;
+      gone = (await ok(call(h.base, "VideoService/Get", { id: a.id }, key))).video;
     }
     expect(gone.source_deleted_at).toEqual(expect.any(String));
     expect(gone.source_scheduled_for_deletion_at).toBeUndefined();
     expect(gone.status).toBe("ready"); // playback stays
     expect((await fetch(gone.playback_url)).status).toBe(200);
-    const still = (await ok(call(h.base, "VideoService/Get", { id: a.id }, key))).video;
+    // b's old schedule (6 s after ready) has passed by now: its source stays.
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(b.ready_at) + 6_000 + 1_500 - Date.now())));
+    const still = (await ok(call(h.base, "VideoService/Get", { id: b.id }, key))).video;
     expect(still.source_deleted_at).toBeUndefined();
-    const job = await call(h.base, "JobService/Create", { input_video_id: b.id, managed: true, outputs: [{ type: "mp4", video: [{ codec: "h264" }] }] }, key);
+    expect(still.source_scheduled_for_deletion_at).toBeUndefined();
+    await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { delete_source_after_days: 0 } }, owner));
+    const job = await call(h.base, "JobService/Create", { input_video_id: a.id, managed: true, outputs: [{ type: "hls", video: [{ codec: "h264" }] }] }, key);
     expect(job.status).toBe(400);
     expect((await errorDetails(job.body)).fieldViolations.map((v) => v.field)).toEqual(["input_video_id"]);
   }, 120_000);

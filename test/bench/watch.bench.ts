@@ -657,7 +657,7 @@ async function runRound(n: number, inputUrl: string, caFile: string, work: strin
   try {
     const boot = JSON.parse(readFileSync(path.join(dataDir, "bootstrap.json"), "utf8")) as { api_key: string; organization_id: string };
     const auth: Auth = { bearer: boot.api_key, org: boot.organization_id };
-    const job = (await call(server.base, "JobService/Create", { input_url: inputUrl, managed: true, delayed_start: true, outputs: [OUTPUT] }, auth)).job;
+    const job = (await call(server.base, "JobService/Create", { input_url: inputUrl, managed: true, delayed_start: true, outputs: [{ ...OUTPUT, type: "hls" }] }, auth)).job;
     const deadline = Date.now() + 120_000;
     for (;;) {
       const j = (await call(server.base, "JobService/Get", { id: job.id }, auth)).job;
