@@ -258,7 +258,13 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
       }),
     );
     relay.register(VideoBehavior.type, videoIntentHandlers({ bus, topics, store, managed }));
-    relay.register<QueueIntent, QueueState>(QueueBehavior.type, queueIntentHandlers((signal) => bus.publish(topics.signals, [{ key: "work", value: new TextEncoder().encode(JSON.stringify(signal)) }])));
+    relay.register<QueueIntent, QueueState>(
+      QueueBehavior.type,
+      queueIntentHandlers(
+        (signal) => bus.publish(topics.signals, [{ key: "work", value: new TextEncoder().encode(JSON.stringify(signal)) }]),
+        (jobId, task, lostOn, at) => tell(bus, topics, JobBehavior, jobId, { type: "task_abandoned", task, lostOn, at }),
+      ),
+    );
     relay.register<EndpointIntent, EndpointState>(WebhookEndpointBehavior.type, { deliveries: async (_intent, { state }) => deliverer.schedule(state) });
     const retention = new SourceRetention(store, host, log, { partitions, sweepMs: config.sourceRetention.sweepMs });
     stopEffects = () => {

@@ -162,6 +162,14 @@ const decideBy: Handlers = {
     const after = events.reduce((j, e) => foldJob(j, e), job);
     return [...events, settle(after, c.at, failure, c.durationMs)];
   }),
+  task_abandoned: onJob((job, c) => {
+    const failure: Failure = { code: "encoder_lost", message: `the ${c.task} task was lost ${c.lostOn.length} times, its encoder node (${[...new Set(c.lostOn)].join(", ")}) stopping while it ran; it is not tried again` };
+    if (c.task === "probe") return job.status === "pending" || job.status === "probing" ? [settle(job, c.at, failure)] : [];
+    if (job.status !== "processing") return [];
+    const open = job.outputs.filter((o) => o.status === "pending" || o.status === "processing");
+    const events: JobEvent[] = open.map((o) => ({ type: "output_failed", at: c.at, outputId: o.id, failure }));
+    return [...events, settle(events.reduce((j, e) => foldJob(j, e), job), c.at, failure)];
+  }),
   resume: onJob(() => []),
 };
 

@@ -25,6 +25,7 @@ export const JOB_ERROR_CODES = {
   subtitle_invalid: "A provided subtitle track is not valid WebVTT or SRT, or exceeds the size limits.",
   transcription_failed: "Speech recognition failed, or the recogniser is not installed on the encoder node.",
   drm_key_unavailable: "The key provider of a protected output failed or answered no usable keys; nothing unprotected was delivered.",
+  encoder_lost: "The job's task was lost 3 times: each time its encoder node stopped (crashed, was killed, or went silent) while running it. It is not tried again.",
   internal: "An internal error stopped the job.",
 } as const;
 export type JobErrorCode = keyof typeof JOB_ERROR_CODES;
@@ -286,6 +287,8 @@ export interface JobCommands {
   readonly output_failed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure };
   readonly thumbnails_done: { readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] };
   readonly encode_finished: { readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure };
+  /** The encode queue gave up on the job's task: its lease was lost on these nodes, once each loss. */
+  readonly task_abandoned: { readonly task: "probe" | "encode"; readonly lostOn: readonly string[]; readonly at: number };
   /** No change: brings a recovered actor to life so it hands out the task it waits on. */
   readonly resume: Readonly<Record<never, never>>;
 }

@@ -5,6 +5,7 @@ import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import {
   ENCODER_NODES,
+  MAX_TASK_LOSSES,
   NODE_LIVENESS_MS,
   PLACEMENT_GRACE_MS,
   QUEUE_SUMMARY,
@@ -310,13 +311,63 @@ describe("encode queue: leases", () => {
     expect(nudges(probe, enqueue(task("j1", "a", "standard", T0, "encode"), T0 + 1))).toEqual([{ kind: "nudge" }]);
   });
 
-  it("a nudge publishes a work signal", async () => {
+  it("a nudge publishes a work signal; an abandoned task tells its job", async () => {
     const sent: WorkSignal[] = [];
-    const handlers = queueIntentHandlers(async (signal) => {
-      sent.push(signal);
-    });
-    await handlers.nudge({ kind: "nudge" }, { type: Q.type, id: "main", state: queued, seq: 1, recovered: false });
+    const told: unknown[] = [];
+    const handlers = queueIntentHandlers(
+      async (signal) => {
+        sent.push(signal);
+      },
+      async (...args) => {
+        told.push(args);
+      },
+    );
+    const ctx = { type: Q.type, id: "main", state: queued, seq: 1, recovered: false };
+    await handlers.nudge({ kind: "nudge" }, ctx);
     expect(sent).toEqual([{ signal: "work" }]);
+    expect(told).toEqual([]);
+    await handlers.abandoned({ kind: "abandoned", jobId: "j1", task: "encode", lostOn: ["n1", "n2", "n1"], at: T0 + 9 }, ctx);
+    expect(told).toEqual([["j1", "encode", ["n1", "n2", "n1"], T0 + 9]]);
+    expect(sent).toHaveLength(1);
+  });
+
+  it(`a task whose lease is lost ${MAX_TASK_LOSSES} times (expired or stale) is abandoned: it leaves the queue and its job is told; releases are no loss`, () => {
+    expect(MAX_TASK_LOSSES).toBe(3);
+    // Lost to n1 (expired), released by n2 (a drain: no loss), lost to n2 (stale: it came back and asked again).
+    const first = take(queued, "n1");
+    const second = take(first.state, "n2", "standard", T0 + TTL + 1);
+    expect(second.jobId).toBe("j1");
+    expect(second.state.leases.find((l) => l.node === "n2")!.task.lostOn).toEqual(["n1"]);
+    const released = run(second.state, { type: "release", node: "n2", leaseId: second.leaseId, at: T0 + TTL + 2 });
+    expect(released.queued.find((t) => t.jobId === "j1")!.lostOn).toEqual(["n1"]);
+    const third = take(released, "n2", "standard", T0 + TTL + 3);
+    expect(third.jobId).toBe("j1");
+    const fourth = take(third.state, "n2", "standard", T0 + TTL + 4);
+    expect(fourth.jobId).toBe("j1"); // the stale lease went back and was given out again
+    expect(fourth.state.leases.find((l) => l.node === "n2")!.task.lostOn).toEqual(["n1", "n2"]);
+    // The third loss: abandoned, not given out again; the queue hands out the next task.
+    const last = apply(fourth.state, lease("n2", "standard", T0 + TTL + 5));
+    expect(last.events[0]).toEqual({ type: "abandoned", leaseId: fourth.leaseId, node: "n2", jobId: "j1", kind: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + TTL + 5 });
+    expect(last.events[1]).toMatchObject({ type: "granted", lease: { node: "n2", task: { jobId: "j2" } } });
+    expect(last.state.queued.some((t) => t.jobId === "j1")).toBe(false);
+    expect(last.state.leases.some((l) => l.task.jobId === "j1")).toBe(false);
+    expect(Q.effects!(last.state, last.events, lease("n2"), fourth.state)).toEqual([{ kind: "abandoned", jobId: "j1", task: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + TTL + 5 }]);
+    // Expiry counts the same: a third expired lease abandons the task without any node asking.
+    const expiring = apply(fourth.state, { type: "renew", node: "n9", leaseId: "none", at: T0 + 2 * TTL + 10 });
+    expect(expiring.events).toEqual([{ type: "abandoned", leaseId: fourth.leaseId, node: "n2", jobId: "j1", kind: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + 2 * TTL + 10 }]);
+    expect(expiring.state.leases).toEqual([]);
+    expect(Q.effects!(expiring.state, expiring.events, { type: "renew", node: "n9", leaseId: "none", at: 0 }, fourth.state)).toEqual([{ kind: "abandoned", jobId: "j1", task: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + 2 * TTL + 10 }]);
+  });
+
+  it("an abandoned lease's node row is rewritten (idle again); a fold of an abandoned lease not held changes nothing but the leases", () => {
+    const first = take(queued, "n1");
+    const abandoned: QueueEvent = { type: "abandoned", leaseId: first.leaseId, node: "n1", jobId: "j1", kind: "encode", lostOn: ["a", "b", "n1"], at: T0 + 1 };
+    const after = Q.fold(first.state, abandoned);
+    expect(after.leases).toEqual([]);
+    expect(after.queued).toEqual(first.state.queued);
+    const rows = Q.readModel(after, abandoned);
+    expect(rows.find((r) => r.table === ENCODER_NODES.table)).toMatchObject({ id: "n1", value: { busy: false } });
+    expect(Q.fold(after, abandoned)).toEqual(after);
   });
 });
 

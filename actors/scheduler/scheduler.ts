@@ -6,7 +6,9 @@
 // per class step, on any; within a priority, apps take turns, and an app's older jobs go first.
 // A lease not renewed within its time goes back to the queue, ahead of its priority, so a killed
 // node's task is picked up again by the next free node; a node that asks for work holds nothing,
-// so whatever it still holds goes back too.
+// so whatever it still holds goes back too. A task lost this way MAX_TASK_LOSSES times (a node died
+// or stopped answering while it ran, each time) is not handed out again: it is abandoned, and its
+// job fails with encoder_lost. A drained node's release is no loss.
 import { Code } from "@connectrpc/connect";
 import type { RecordWrite } from "../../src/store/port.js";
 import type { Decision, EntityBehavior } from "../host.js";
@@ -22,6 +24,7 @@ import {
   type Priority,
   type QueueCommand,
   type QueueReply,
+  type TaskKind,
   type TaskRequest,
   type WorkerClass,
   type WorkSignal,
@@ -29,6 +32,8 @@ import {
 
 export * from "./messages.js";
 
+/** Leases of one task lost to dead or silent nodes before the task is abandoned (its job fails). */
+export const MAX_TASK_LOSSES = 3;
 /** How long a task waits for its priority's class before a node of the next class may take it (per class step). */
 export const PLACEMENT_GRACE_MS = 3_000;
 /** A node is written down again (for health and metrics) when it was last seen this long ago. */
@@ -40,6 +45,8 @@ export interface QueuedTask extends TaskRequest {
   readonly enqueuedAt: number;
   /** When a lease on it was given back (expired, released, stale): it was already running, so it goes first. */
   readonly returnedAt?: number;
+  /** The node of each lease on it that was lost (expired or stale), in order. */
+  readonly lostOn?: readonly string[];
 }
 
 export interface Lease {
@@ -72,9 +79,11 @@ export type QueueEvent =
   | { readonly type: "renewed"; readonly leaseId: string; readonly node: string; readonly at: number }
   | { readonly type: "finished"; readonly leaseId: string; readonly node: string; readonly at: number }
   | { readonly type: "returned"; readonly leaseId: string; readonly node: string; readonly reason: "expired" | "released" | "stale"; readonly at: number }
+  /** Its lease was lost once too often: the task leaves the queue, and its job is told. */
+  | { readonly type: "abandoned"; readonly leaseId: string; readonly node: string; readonly jobId: string; readonly kind: TaskKind; readonly lostOn: readonly string[]; readonly at: number }
   | { readonly type: "node_seen"; readonly node: string; readonly nodeClass: WorkerClass; readonly at: number };
 
-export type QueueIntent = { readonly kind: "nudge" };
+export type QueueIntent = { readonly kind: "nudge" } | { readonly kind: "abandoned"; readonly jobId: string; readonly task: TaskKind; readonly lostOn: readonly string[]; readonly at: number };
 
 const initial: QueueState = { queued: [], leases: [], nodes: {}, lastApp: {} };
 const rank = (c: WorkerClass) => WORKER_CLASSES.indexOf(c);
@@ -119,9 +128,16 @@ export function pick(state: QueueState, nodeClass: WorkerClass, at: number): Que
   return undefined;
 }
 
+/** A lease lost (its node died or went silent): back to the queue, or abandoned at the last allowed loss. */
+function lost(l: Lease, reason: "expired" | "stale", at: number): QueueEvent {
+  const lostOn = [...(l.task.lostOn ?? []), l.node];
+  if (lostOn.length >= MAX_TASK_LOSSES) return { type: "abandoned", leaseId: l.leaseId, node: l.node, jobId: l.task.jobId, kind: l.task.kind, lostOn, at };
+  return { type: "returned", leaseId: l.leaseId, node: l.node, reason, at };
+}
+
 /** Leases whose holder has not renewed them in time. */
 function expired(state: QueueState, at: number): QueueEvent[] {
-  return state.leases.filter((l) => at - l.renewedAt > l.ttlMs).map((l) => ({ type: "returned", leaseId: l.leaseId, node: l.node, reason: "expired", at }));
+  return state.leases.filter((l) => at - l.renewedAt > l.ttlMs).map((l) => lost(l, "expired", at));
 }
 
 function validTask(t: TaskRequest | undefined): boolean {
@@ -147,7 +163,7 @@ export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent>
     case "lease": {
       if (!isClass(c.nodeClass)) return invalid(`nodeClass must be one of ${WORKER_CLASSES.join(", ")}`);
       if (!c.node || !c.leaseId || !(c.ttlMs > 0)) return invalid("a lease needs a node, a lease id and a time to live");
-      for (const l of now.leases) if (l.node === c.node) events.push({ type: "returned", leaseId: l.leaseId, node: l.node, reason: "stale", at: c.at });
+      for (const l of now.leases) if (l.node === c.node) events.push(lost(l, "stale", c.at));
       const free = events.reduce(fold, state);
       const task = pick(free, c.nodeClass, c.at);
       if (task) {
@@ -207,8 +223,11 @@ export function fold(state: QueueState, e: QueueEvent): QueueState {
       const lease = state.leases.find((l) => l.leaseId === e.leaseId);
       if (!lease) return state;
       // Back in line ahead of the others of its priority: it had its turn and lost it through no fault of its own.
-      return { ...state, leases: state.leases.filter((l) => l !== lease), queued: [...state.queued, { ...lease.task, returnedAt: e.at }] };
+      const task: QueuedTask = e.reason === "released" ? { ...lease.task, returnedAt: e.at } : { ...lease.task, returnedAt: e.at, lostOn: [...(lease.task.lostOn ?? []), lease.node] };
+      return { ...state, leases: state.leases.filter((l) => l !== lease), queued: [...state.queued, task] };
     }
+    case "abandoned":
+      return { ...state, leases: state.leases.filter((l) => l.leaseId !== e.leaseId) };
     case "node_seen":
       return { ...state, nodes: seen(state.nodes, e.node, e.nodeClass, e.at) };
   }
@@ -272,11 +291,20 @@ export const QueueBehavior: EntityBehavior<QueueState, QueueCommand, QueueEvent,
     return writes;
   },
   repair: (state) => [{ table: QUEUE_SUMMARY.table, id: QUEUE_SUMMARY.id, value: summaryOf(state, Date.now()) }, ...Object.keys(state.nodes).map((n) => nodeRow(state, n))],
-  effects: (_state, events) => (events.some((e) => e.type === "enqueued" || e.type === "returned") ? [{ kind: "nudge" }] : []),
+  effects: (_state, events) => [
+    ...events.flatMap((e): QueueIntent[] => (e.type === "abandoned" ? [{ kind: "abandoned", jobId: e.jobId, task: e.kind, lostOn: e.lostOn, at: e.at }] : [])),
+    ...(events.some((e) => e.type === "enqueued" || e.type === "returned") ? [{ kind: "nudge" } as const] : []),
+  ],
   view: replyOf,
 };
 
-/** The queue's one intent: tell idle nodes there is work (they would find it at their next poll anyway). */
-export function queueIntentHandlers(publishSignal: (signal: WorkSignal) => Promise<void>): IntentHandlers<QueueIntent, QueueState> {
-  return { nudge: () => publishSignal({ signal: "work" }) };
+/**
+ * The queue's intents: tell idle nodes there is work (they would find it at their next poll
+ * anyway); tell a job its task was abandoned.
+ */
+export function queueIntentHandlers(publishSignal: (signal: WorkSignal) => Promise<void>, abandoned: (jobId: string, task: TaskKind, lostOn: readonly string[], at: number) => Promise<void>): IntentHandlers<QueueIntent, QueueState> {
+  return {
+    nudge: () => publishSignal({ signal: "work" }),
+    abandoned: (intent) => abandoned(intent.jobId, intent.task, intent.lostOn, intent.at),
+  };
 }
