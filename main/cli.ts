@@ -6,7 +6,7 @@ import { mintDevToken } from "../src/identity.js";
 import { createLogger } from "../src/log.js";
 import { launchCluster } from "./launcher.js";
 import { ALL_ROLES, startServer, type Roles } from "./server.js";
-import { upload, videos } from "./upload-cli.js";
+import { CliError, upload, videos } from "./upload-cli.js";
 
 /** The commands, their options (node:util parseArgs) and their lines of the usage text. */
 const COMMANDS = {
@@ -58,13 +58,14 @@ class UsageError extends Error {}
  * A command's options, or --help; parsed before anything else runs, so that neither opens the data
  * folder, a store or a port.
  */
-function parseCommand(name: CommandName, args: string[]): { values: Record<string, string | boolean | undefined>; help: boolean } {
+function parseCommand(name: CommandName, args: string[]): { values: Record<string, string | boolean | undefined>; positionals: string[]; help: boolean } {
   const spec: { options: ParseArgsConfig["options"]; positionals?: boolean } = COMMANDS[name];
   try {
-    const { values } = parseArgs({ args, options: { ...spec.options, help: { type: "boolean", short: "h" } }, allowPositionals: spec.positionals ?? false, strict: true });
+    const { values, positionals } = parseArgs({ args, options: { ...spec.options, help: { type: "boolean", short: "h" } }, allowPositionals: spec.positionals ?? false, strict: true });
     const flat: Record<string, string | boolean | undefined> = {};
     for (const [key, value] of Object.entries(values)) flat[key] = Array.isArray(value) ? value[0] : value;
-    return { values: flat, help: flat.help === true };
+    if (positionals.length > 1) throw new Error(`Unexpected argument '${positionals[1]}'`);
+    return { values: flat, positionals, help: flat.help === true };
   } catch (e) {
     // parseArgs names the option or argument in its first sentence ("Unknown option '--foo'").
     const first = (e instanceof Error ? e.message : String(e)).split(". ")[0]!;
@@ -74,15 +75,23 @@ function parseCommand(name: CommandName, args: string[]): { values: Record<strin
 
 function onSignals(stop: (signal: string) => Promise<void>): void {
   let stopping = false;
-  for (const signal of ["SIGTERM", "SIGINT"] as const) {
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      stop(signal).then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
-    });
+  const stopOn = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    stop(signal).then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => stopOn(signal));
+  // Started by npx (npm exec), which does not pass a SIGTERM on to us: when npx goes, we go too,
+  // rather than run on as an orphan. Started any other way (node bin/media.js, a supervisor), we
+  // stay whatever happens to the parent.
+  if (process.env.npm_command === "exec") {
+    const parent = process.ppid;
+    setInterval(() => {
+      if (process.ppid !== parent) stopOn("parent exited");
+    }, 1000).unref();
   }
 }
 
@@ -124,7 +133,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (!isCommand(command)) throw new UsageError(`media: unknown ${command.startsWith("-") ? "option" : "command"} '${command}' (media --help lists the commands)`);
-  const { values, help } = parseCommand(command, rest);
+  const { values, positionals, help } = parseCommand(command, rest);
   if (help) {
     const { synopsis, about } = COMMANDS[command];
     process.stdout.write(`usage: media ${synopsis}\n${about.map((l) => `  ${l}\n`).join("")}`);
@@ -162,10 +171,11 @@ async function main(argv: string[]): Promise<void> {
       process.stdout.write((await mintDevToken(config, email)) + "\n");
       return;
     }
-    case "upload":
-      // Its arguments are checked above; upload reads them itself.
-      process.exitCode = await upload(config, rest);
+    case "upload": {
+      const text = (v: string | boolean | undefined) => (typeof v === "string" ? v : undefined);
+      process.exitCode = await upload(config, { file: positionals[0], title: text(values.title), visibility: text(values.visibility) });
       return;
+    }
     case "videos":
       process.exitCode = await videos(config);
       return;
@@ -175,7 +185,7 @@ async function main(argv: string[]): Promise<void> {
 main(process.argv.slice(2)).catch((e: unknown) => {
   // A bad setting stops the process with one line naming it.
   if (e instanceof ConfigError) process.stderr.write(`media: bad configuration: ${e.message}\n`);
-  else if (e instanceof UsageError) process.stderr.write(`${e.message}\n`);
+  else if (e instanceof UsageError || e instanceof CliError) process.stderr.write(`${e.message.startsWith("media") ? "" : "media: "}${e.message}\n`);
   else process.stderr.write(`media: ${e instanceof Error ? e.message : String(e)}\n`);
-  process.exit(e instanceof ConfigError || e instanceof UsageError ? 2 : 1);
+  process.exit(e instanceof ConfigError || e instanceof UsageError || (e instanceof CliError && e.message.startsWith("media upload:")) ? 2 : 1);
 });

@@ -511,13 +511,22 @@ describe("the CLI", () => {
       );
     const first = await media(["upload", padded, "--title", "From the CLI"], { MEDIA_UPLOAD_STOP_AFTER_PARTS: "1" });
     expect(first.code).toBe(3);
-    expect(first.stderr).toMatch(/\[#+ *\] \d+%/);
+    expect(first.stderr).toMatch(/\[#+ *\] \d+%  5\.0 MiB of \d+\.\d MiB  [\d.]+ (KiB|MiB|GiB)\/s/);
+    expect(first.stderr).toContain("Ctrl-C stops the upload; the same command resumes it");
     const second = await media(["upload", padded, "--title", "From the CLI"]);
     expect(second.stderr).toMatch(/resuming vid_\w+: 1 parts stored, [2-9] to send/);
+    expect(second.stderr).toMatch(/\n(probing|processing) \d+%\n/);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/playback: http:\/\/\S+\/bcdn_token=HS256-/);
     expect(second.stdout).toMatch(/embed: +http:\/\/\S+\/v\/vid_/);
     const listed = await media(["videos"]);
     expect(listed.stdout).toMatch(/vid_\w+ +ready .*From the CLI/);
+    // A file that is not a video: the job's error code and message, without the server's paths.
+    const junk = path.join(work, "junk.mp4");
+    writeFileSync(junk, Buffer.alloc(64 * 1024, 7));
+    const failed = await media(["upload", junk]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/vid_\w+ failed: input_invalid: not a readable media file: input: /);
+    expect(failed.stderr).not.toMatch(/\/(tmp|work|data)\//);
   }, 240_000);
 });
