@@ -2,7 +2,6 @@
 // streamed in (never held whole), parts carry their MD5 as ETag in their stored name, a multipart
 // upload is composed into the source on completion, and the edge reads objects with byte ranges.
 // A local folder in the embedded mode; an S3-compatible bucket (s3 adapter) in a cluster.
-import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
@@ -15,6 +14,7 @@ import { S3Blob } from "./blob/s3.js";
 import type { Config } from "./config.js";
 import type { NetGuard } from "./net-guard.js";
 import { BlobError, type BlobStore } from "./blob/port.js";
+import { OffloadedMd5 } from "./md5-offload.js";
 import { randomToken } from "./ids.js";
 
 export interface ObjectInfo {
@@ -68,26 +68,30 @@ export class LocalManagedStorage implements ManagedStorage {
     const target = this.localFile(key);
     await mkdir(path.dirname(target), { recursive: true });
     const partial = `${target}.${randomToken(8)}.part`;
-    const hash = createHash("md5");
+    // The ETag's MD5 on a worker thread: the event loop only reads the socket and writes the file.
+    const hash = new OffloadedMd5();
     let size = 0;
+    let md5: string;
     try {
       await pipeline(
         body,
         async function* (source: AsyncIterable<Uint8Array>) {
           for await (const chunk of source) {
-            hash.update(chunk);
+            await hash.update(chunk);
             size += chunk.byteLength;
             yield chunk;
           }
         },
         createWriteStream(partial),
       );
+      md5 = await hash.digest();
       await rename(partial, target);
     } catch (e) {
+      hash.discard();
       await rm(partial, { force: true });
       throw e;
     }
-    return { size, md5: hash.digest("hex") };
+    return { size, md5 };
   }
 
   async writePart(prefix: string, part: number, body: AsyncIterable<Uint8Array>): Promise<StoredPart> {
@@ -170,12 +174,12 @@ export class S3ManagedStorage implements ManagedStorage {
   }
 
   async write(key: string, body: AsyncIterable<Uint8Array>, contentType: string): Promise<{ size: number; md5: string }> {
-    const hash = createHash("md5");
+    const hash = new OffloadedMd5();
     let size = 0;
     const counted = Readable.from(
       (async function* () {
         for await (const chunk of body) {
-          hash.update(chunk);
+          await hash.update(chunk);
           size += chunk.byteLength;
           yield chunk;
         }
@@ -184,9 +188,10 @@ export class S3ManagedStorage implements ManagedStorage {
     try {
       await new Upload({ client: this.blob.client, params: { Bucket: this.bucket, Key: key, Body: counted, ContentType: contentType }, partSize: 8 * 1024 * 1024, queueSize: 2, leavePartsOnError: false }).done();
     } catch (e) {
+      hash.discard();
       throw this.blob.failure(e, key);
     }
-    return { size, md5: hash.digest("hex") };
+    return { size, md5: await hash.digest() };
   }
 
   async writePart(prefix: string, part: number, body: AsyncIterable<Uint8Array>): Promise<StoredPart> {
