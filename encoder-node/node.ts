@@ -32,6 +32,7 @@ import { drmSchemeOf, drmSystemsOf, planOutput, segmentSecondsOf, type OutputPla
 import { probe, type ProbeResult } from "./probe.js";
 import { renderThumbnails } from "./thumbnails.js";
 import { recogniserPaths, startRecogniser, type Recogniser } from "./recogniser.js";
+import { checkPrerequisites, standing } from "./prerequisites.js";
 import { needsTranscription, startTracks, startTranscripts, Transcripts, trackResults, writeTracks, type SubtitleContext } from "./subtitles.js";
 
 export interface EncoderDeps {
@@ -61,6 +62,8 @@ const TRANSCRIPTION_SHARE = 0.3;
 
 export interface EncoderNode {
   stop(): Promise<void>;
+  /** Whether the node can take tasks: what it needs on its machine is there (encoder-node/prerequisites.ts). */
+  health(): { ok: boolean; message?: string };
 }
 
 const decoder = new TextDecoder();
@@ -93,6 +96,9 @@ class ReportError extends Error {
   }
 }
 
+/** How often a node that lacks a prerequisite looks again. */
+const PREREQUISITES_RECHECK_MS = 30_000;
+
 /** How long a report the bus or the actors cannot take now is sent again before the task gives up. */
 const REPORT_RETRY_MS = 120_000;
 
@@ -122,6 +128,18 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   await mkdir(workRoot, { recursive: true });
   const running = new Map<string, AbortController>();
   const recogniser = d.recogniser ?? startRecogniser(recogniserPaths(), d.log);
+  // What the node needs on its machine: without ffmpeg and ffprobe it takes no task (jobs wait,
+  // health says why); each missing part is one plain line on stderr, whatever the log level.
+  let prerequisites = standing([]);
+  const checkMachine = async (first: boolean) => {
+    const found = await checkPrerequisites();
+    const was = prerequisites;
+    prerequisites = standing(found);
+    if (first) for (const p of found.filter((f) => !f.ok)) process.stderr.write(`media: ${p.required ? "encoder stopped" : "warning"}: ${p.detail}\n`);
+    if (!first && !was.ok && prerequisites.ok) d.log.info("the encoder's prerequisites are there now; taking tasks");
+    for (const p of found) d.log[p.ok ? "debug" : p.required ? "error" : "warn"]({ prerequisite: p.name, detail: p.detail }, p.ok ? "prerequisite found" : "prerequisite missing");
+  };
+  await checkMachine(true);
 
   // A canceled job stops its ffmpeg at once.
   const signals: Consumer = await d.bus.consume({
@@ -420,6 +438,12 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
 
   const loop = (async () => {
     while (!draining) {
+      if (!prerequisites.ok) {
+        // Looked at again now and then: installing ffmpeg needs no restart.
+        await idle(PREREQUISITES_RECHECK_MS);
+        if (!draining) await checkMachine(false);
+        continue;
+      }
       let grant: LeaseGrant | undefined;
       try {
         const reply = await d.queue({ type: "lease", node: nodeId, nodeClass: workerClass, leaseId: randomToken(16), ttlMs: leaseMs, at: Date.now() });
@@ -455,5 +479,6 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       await signals.stop();
       await recogniser.stop();
     },
+    health: () => prerequisites,
   };
 }

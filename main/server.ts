@@ -362,7 +362,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
   const address = new PublicAddress(config.publicUrl);
   const playback = new PlaybackRecords({ store, directory, box }, (type, id, listener) => updates!.subscribe(type, id, listener));
   const hosting: Hosting = { publicUrl: () => address.get(), managed, playback };
-  const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, guard, log, sessions, onKeyUsed, updates: updates!, hosting });
+  const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, guard, log, sessions, onKeyUsed, updates: updates!, hosting, ...(encoderNode ? { encoder: () => encoderNode.health() } : {}) });
   const hostOptions: HostOptions = {
     host: config.httpHost,
     port: config.httpPort,

@@ -24,4 +24,6 @@ export interface ServiceDeps {
   readonly guard: NetGuard;
   /** Entity updates as they happen (Watch streams); absent in processes that run no gateway. */
   readonly updates?: UpdatesHub;
+  /** The standing of this process's own encoder node, when it runs one (the embedded mode). */
+  readonly encoder?: () => { ok: boolean; message?: string };
 }

@@ -19,6 +19,8 @@ export function healthService(d: ServiceDeps): ServiceImpl<typeof HealthService>
       const checks: [string, Promise<{ ok: boolean; message?: string }>][] = [["database", d.store.health()]];
       // The bus is a component of its own only in cluster mode, where Kafka can fail apart from the process.
       if (d.config.mode === "cluster") checks.push(["bus", d.bus.health()], ["encoders", encoderPool(d.store)]);
+      // The process's own encoder: unhealthy while ffmpeg or ffprobe is missing (it takes no task then).
+      if (d.encoder) checks.push(["encoder", Promise.resolve(d.encoder())]);
       const components = await Promise.all(
         checks.map(async ([name, check]) => {
           const result = await check.catch((e: unknown) => ({ ok: false, message: String(e) }));

@@ -37,7 +37,7 @@ describe.skipIf(TARGET === "cluster")("front door on a fresh data folder", () =>
 
   it("answers a plain curl of HealthService/Check with healthy", async () => {
     const { stdout } = await run("curl", ["-s", "-X", "POST", "-H", "Content-Type: application/json", "-d", "{}", `${server.base}/media.v1.HealthService/Check`]);
-    expect(JSON.parse(stdout)).toEqual({ status: "healthy", version: expect.any(String), components: [{ name: "database", status: "healthy" }] });
+    expect(JSON.parse(stdout)).toEqual({ status: "healthy", version: expect.any(String), components: [{ name: "database", status: "healthy" }, { name: "encoder", status: "healthy" }] });
   });
 
   const auth = (): Interceptor => (next) => (req) => {
