@@ -60,7 +60,7 @@ describe.skipIf(TARGET === "cluster")("front door on a fresh data folder", () =>
       expect(list.apiKeys.map((k) => k.id)).toContain(created.apiKey!.id);
       if (useBinaryFormat) {
         // Spec JSON writes enums as lowercase strings, which protobuf's own JSON mapping does not
-        // read; generated clients get every field in binary (see README).
+        // read; generated clients get every field in binary (see docs/front-door.md).
         expect((await createClient(HealthService, transport).check({})).status).toBe(HealthStatus.HEALTHY);
       }
     });

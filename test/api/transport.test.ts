@@ -169,7 +169,7 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("front door
     expect(r.headers.allow).toMatch(/POST/);
   });
 
-  // uWS 20.30's own parser gives these no answer (README, "The front door"); node:http answers them.
+  // uWS 20.30's own parser gives these no answer (docs/front-door.md); node:http answers them.
   it.skipIf(host === "uws")("a method HTTP allows but the API does not use (QUERY, PROPFIND) → 405 with Allow", async () => {
     for (const method of ["QUERY", "PROPFIND"]) {
       const answer = await socket(server.base, `${method} /media.v1.HealthService/Check HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
