@@ -3,15 +3,14 @@
 // the one limit, answered in the protocol's own framing; headers go out with the first chunk the
 // handler produces, each chunk as soon as it exists; client aborts and back-pressure are honoured.
 import { STATUS_CODES } from "node:http";
-import uWS from "uWebSockets.js";
+import type uWS from "uWebSockets.js";
+import { requireUws, type UwsModule } from "./uws-loader.js";
 import type { ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Logger } from "../src/log.js";
 import { edgeErrorResponse, edgeRequest, type EdgeResponse } from "./edge.js";
 import { front, type CorsPolicy, type Routes } from "./front.js";
 
-/** uWS's listen flag (a runtime constant; its typings only declare a const enum). */
-const EXCLUSIVE_PORT = (uWS as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
 /** Request bytes held for a handler that has not read them yet, before the socket is paused. */
 const BODY_HIGH_WATER = 256 * 1024;
 
@@ -96,8 +95,11 @@ class RequestBody implements AsyncIterable<Uint8Array> {
   }
 }
 
-export async function listenUws(routes: Routes, options: HostOptions): Promise<HostServer> {
-  const app = uWS.App();
+/** Serves with `uws`, by default the build gateway/uws-loader.ts prefers (throws when none loads here). */
+export async function listenUws(routes: Routes, options: HostOptions, uws: UwsModule = requireUws()): Promise<HostServer> {
+  /** uWS's listen flag (a runtime constant; its typings only declare a const enum). */
+  const EXCLUSIVE_PORT = (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
+  const app = uws.App();
   let inFlight = 0;
   // Calls in flight, aborted on shutdown so open streams end (cheaper than a shutdown signal
   // linked into every call's context).
@@ -168,12 +170,12 @@ export async function listenUws(routes: Routes, options: HostOptions): Promise<H
     const listen = app.listen as unknown as (host: string, port: number, flags: number, cb: (s: uWS.us_listen_socket | false) => void) => void;
     listen.call(app, options.host, options.port, EXCLUSIVE_PORT, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${options.host}:${options.port}: the port is taken`))));
   });
-  const port = uWS.us_socket_local_port(listenSocket);
+  const port = uws.us_socket_local_port(listenSocket);
 
   return {
     port,
     async close(graceMs = 10_000) {
-      uWS.us_listen_socket_close(listenSocket);
+      uws.us_listen_socket_close(listenSocket);
       for (const call of calls) call.abort(new Error("server shutting down"));
       const deadline = Date.now() + graceMs;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

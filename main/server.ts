@@ -19,6 +19,7 @@ import { NetGuard } from "../src/net-guard.js";
 import { createHandlers } from "../gateway/router.js";
 import { PublicAddress, type Hosting } from "../gateway/hosting.js";
 import { hostingRoutes, PlaybackRecords } from "../gateway/hosting-edge.js";
+import { loadUws } from "../gateway/uws-loader.js";
 import { createContextValues } from "@connectrpc/connect";
 import { EdgeRouter } from "../gateway/edge.js";
 import { CLIENT_ADDRESS } from "../gateway/front.js";
@@ -391,19 +392,22 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
 }
 
 /**
- * uWS where its binary is built for this Node (its package would otherwise fall back to a slow
- * emulation of its own that our adapter does not drive); node:http where it is not (one log line
- * says so), or where the operator chose it.
+ * uWS where a build of it loads on this Node and this C library (gateway/uws-loader.ts: the newer
+ * build first), node:http where none does or where the operator chose it; one log line says which
+ * host serves, and why the builds before it did not.
  */
-async function listenHost(choice: "uws" | "node", handlers: Parameters<typeof listenNodeHttp>[0], options: HostOptions, log: Logger): Promise<{ server: HostServer; host: "uws" | "node" }> {
+async function listenHost(choice: "uws" | "node", handlers: Parameters<typeof listenNodeHttp>[0], options: HostOptions, log: Logger): Promise<{ server: HostServer; host: string }> {
   if (choice === "uws") {
-    const binary = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
-    const binaries = path.join(path.dirname(createRequire(import.meta.url).resolve("uWebSockets.js")), "..", "binaries");
-    if (existsSync(path.join(binaries, binary))) {
+    const found = loadUws();
+    if (found.uws) {
       const { listenUws } = await import("../gateway/uws.js");
-      return { server: await listenUws(handlers, options), host: "uws" };
+      const server = await listenUws(handlers, options, found.uws);
+      log.info({ node: process.version, ...(found.refused.length > 0 ? { not_loaded: found.refused } : {}) }, `serving with ${found.label}`);
+      return { server, host: "uws" };
     }
-    log.warn({ node: process.version, binary }, "uWebSockets.js has no build for this Node; serving with node:http");
+    log.warn({ node: process.version, not_loaded: found.refused }, "no uWebSockets.js build loads here; serving with node:http");
+  } else {
+    log.info({ node: process.version }, "serving with node:http (MEDIA_HTTP_SERVER=node)");
   }
   return { server: await listenNodeHttp(handlers, options), host: "node" };
 }
