@@ -12,6 +12,7 @@ import { LocalManagedStorage } from "../../src/managed-storage.js";
 import { FileStore } from "../../src/store/file-store.js";
 import type { JobRequest } from "../job/messages.js";
 import { derivedId, EVENT_FANOUT, EVENTS, type EventRecord } from "../ledger.js";
+import { request, videoRecord } from "./video.fixtures.js";
 import { videoIntentHandlers, type VideoRecord, type VideoState } from "./video.js";
 
 /** A bus that keeps what is published instead of delivering it. */
@@ -22,32 +23,9 @@ class RecordingBus extends MemoryBus {
   }
 }
 
-const request = { appId: "app_1", bodyHash: "video:vid_1" } as unknown as JobRequest;
-
-function video(over: Partial<VideoRecord> = {}): VideoRecord {
-  return {
-    id: "vid_1",
-    appId: "app_1",
-    organizationId: "org_1",
-    version: 4,
-    source: "upload",
-    status: "ready",
-    visibility: "unlisted",
-    tags: [],
-    inputContentType: "video/mp4",
-    jobId: "job_1",
-    hoverPreviews: false,
-    upload: { kind: "multipart", uploadId: "up_1", filename: "a.mp4", sizeBytes: 100, partSizeBytes: 50, expiresAt: 5000 },
-    jobRequest: request,
-    durationSeconds: 0,
-    renditions: [],
-    outputSizeBytes: 0,
-    createdAt: 1000,
-    updatedAt: 2000,
-    sourcePinned: false,
-    ...over,
-  };
-}
+/** A ready video whose multipart upload is recorded. */
+const video = (over: Partial<VideoRecord> = {}): VideoRecord =>
+  videoRecord({ version: 4, status: "ready", upload: { kind: "multipart", uploadId: "up_1", filename: "a.mp4", sizeBytes: 100, partSizeBytes: 50, expiresAt: 5000 }, updatedAt: 2000, ...over });
 
 const topics = topicsFor("t");
 const ctx = (state: VideoState, recovered = false) => ({ type: "video", id: "vid_1", state, seq: 3, recovered });

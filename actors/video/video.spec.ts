@@ -6,34 +6,10 @@ import { describe, expect, it } from "vitest";
 import { sortKey } from "../../src/pagination.js";
 import type { Rejection } from "../host.js";
 import type { DrmKeysData, JobRecord, JobRequest } from "../job/messages.js";
+import { request, videoRecord } from "./video.fixtures.js";
 import { jobOutcome, SOURCE_DELETIONS, sourceDeletionAt, VideoBehavior, videoEffects, VIDEOS, type JobOutcome, type VideoCommand, type VideoEvent, type VideoRecord, type VideoState } from "./video.js";
 
-const request = { appId: "app_1", bodyHash: "video:vid_1" } as unknown as JobRequest;
-
-function video(over: Partial<VideoRecord> = {}): VideoRecord {
-  return {
-    id: "vid_1",
-    appId: "app_1",
-    organizationId: "org_1",
-    version: 1,
-    source: "upload",
-    status: "uploading",
-    visibility: "unlisted",
-    tags: [],
-    inputContentType: "video/mp4",
-    jobId: "job_1",
-    hoverPreviews: false,
-    upload: { kind: "single", uploadId: "", filename: "a.mp4", sizeBytes: 100, partSizeBytes: 100, expiresAt: 5000 },
-    jobRequest: request,
-    durationSeconds: 0,
-    renditions: [],
-    outputSizeBytes: 0,
-    createdAt: 1000,
-    updatedAt: 1000,
-    sourcePinned: false,
-    ...over,
-  };
-}
+const video = videoRecord;
 
 const outcome = (over: Partial<JobOutcome> = {}): JobOutcome => ({
   jobId: "job_1",
