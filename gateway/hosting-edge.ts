@@ -23,7 +23,6 @@ export interface HostingEdgeDeps {
   readonly hosting: Hosting;
 }
 
-
 /** Segments and images never change under their name; playlists of a finished VOD neither, but stay short-lived. */
 const cacheControlOf = (file: string) => (file.endsWith(".m3u8") || file.endsWith(".mpd") ? "public, max-age=60" : "public, max-age=31536000, immutable");
 
@@ -82,11 +81,6 @@ export class PlaybackRecords {
     this.following.get(videoId)?.();
     this.following.delete(videoId);
     if (this.generation.size > this.maxEntries) this.generation.clear();
-  }
-
-  /** How many videos are cached (for tests). */
-  get size(): number {
-    return this.entries.size;
   }
 
   private clear(): void {
