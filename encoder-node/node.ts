@@ -379,6 +379,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
 
   // One task at a time (ffmpeg already uses every core of the node), leased from the encode queue.
   const { nodeId, workerClass, leaseMs, drainMs } = d.config.encoder;
+  /** This run of the node: the queue counts a task's losses once per life. */
+  const life = randomToken(8);
   let draining = false;
   let wake: () => void = () => undefined;
   /** Resolves after `ms`, or at once when work is signalled or the node stops. */
@@ -446,7 +448,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       }
       let grant: LeaseGrant | undefined;
       try {
-        const reply = await d.queue({ type: "lease", node: nodeId, nodeClass: workerClass, leaseId: randomToken(16), ttlMs: leaseMs, at: Date.now() });
+        const reply = await d.queue({ type: "lease", node: nodeId, nodeClass: workerClass, leaseId: randomToken(16), ttlMs: leaseMs, at: Date.now(), life });
         if (!reply.ok) throw new Error(reply.rejection.message);
         grant = reply.state.granted;
       } catch (e) {

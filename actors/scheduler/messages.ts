@@ -31,8 +31,11 @@ export type QueueCommand =
   /**
    * An idle node asks for work. A node runs one task at a time, so any lease it still holds is
    * stale (a reply it never got, or an earlier life of the node) and goes back to the queue first.
+   * `life` names this run of the node's process (a token drawn at its start): a task is abandoned
+   * after leases lost in 3 different lives, so one life that loses it again and again (the store or
+   * the bus away for longer than a lease) counts once.
    */
-  | { readonly type: "lease"; readonly node: string; readonly nodeClass: WorkerClass; readonly leaseId: string; readonly ttlMs: number; readonly at: number }
+  | { readonly type: "lease"; readonly node: string; readonly nodeClass: WorkerClass; readonly leaseId: string; readonly ttlMs: number; readonly at: number; readonly life?: string }
   | { readonly type: "renew"; readonly node: string; readonly leaseId: string; readonly at: number }
   /** The task ran (whatever its outcome: the job knows it). */
   | { readonly type: "done"; readonly node: string; readonly leaseId: string; readonly at: number }

@@ -331,32 +331,50 @@ describe("encode queue: leases", () => {
     expect(sent).toHaveLength(1);
   });
 
-  it(`a task whose lease is lost ${MAX_TASK_LOSSES} times (expired or stale) is abandoned: it leaves the queue and its job is told; releases are no loss`, () => {
+  it(`a task whose lease is lost in ${MAX_TASK_LOSSES} lives of nodes (expired or stale) is abandoned: it leaves the queue and its job is told; releases are no loss`, () => {
     expect(MAX_TASK_LOSSES).toBe(3);
-    // Lost to n1 (expired), released by n2 (a drain: no loss), lost to n2 (stale: it came back and asked again).
+    const as = (life: string, c: QueueCommand & { type: "lease" }) => ({ ...c, life });
+    // Lost by n1 (expired), released by n2 (a drain: no loss), lost by n2's life "a" (stale: it came back and asked again).
     const first = take(queued, "n1");
     const second = take(first.state, "n2", "standard", T0 + TTL + 1);
     expect(second.jobId).toBe("j1");
-    expect(second.state.leases.find((l) => l.node === "n2")!.task.lostOn).toEqual(["n1"]);
+    expect(second.state.leases.find((l) => l.node === "n2")!.task).toMatchObject({ lostOn: ["n1"], lostLives: ["n1"] });
     const released = run(second.state, { type: "release", node: "n2", leaseId: second.leaseId, at: T0 + TTL + 2 });
-    expect(released.queued.find((t) => t.jobId === "j1")!.lostOn).toEqual(["n1"]);
-    const third = take(released, "n2", "standard", T0 + TTL + 3);
-    expect(third.jobId).toBe("j1");
-    const fourth = take(third.state, "n2", "standard", T0 + TTL + 4);
-    expect(fourth.jobId).toBe("j1"); // the stale lease went back and was given out again
-    expect(fourth.state.leases.find((l) => l.node === "n2")!.task.lostOn).toEqual(["n1", "n2"]);
-    // The third loss: abandoned, not given out again; the queue hands out the next task.
-    const last = apply(fourth.state, lease("n2", "standard", T0 + TTL + 5));
-    expect(last.events[0]).toEqual({ type: "abandoned", leaseId: fourth.leaseId, node: "n2", jobId: "j1", kind: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + TTL + 5 });
-    expect(last.events[1]).toMatchObject({ type: "granted", lease: { node: "n2", task: { jobId: "j2" } } });
+    expect(released.queued.find((t) => t.jobId === "j1")).toMatchObject({ lostOn: ["n1"], lostLives: ["n1"] });
+    const a1 = as("a", lease("n2", "standard", T0 + TTL + 3));
+    const third = run(released, a1);
+    expect(replyOf(third, a1).granted?.jobId).toBe("j1");
+    expect(third.leases.find((l) => l.node === "n2")).toMatchObject({ life: "a" });
+    // Life "a" asks again (a reply it lost): a loss, its first.
+    const a2 = as("a", lease("n2", "standard", T0 + TTL + 4));
+    const fourth = run(third, a2);
+    expect(replyOf(fourth, a2).granted?.jobId).toBe("j1");
+    expect(fourth.leases.find((l) => l.node === "n2")!.task).toMatchObject({ lostOn: ["n1", "n2"], lostLives: ["n1", "a"] });
+    // And again: the same life counts once, so it is given out again.
+    const a3 = as("a", lease("n2", "standard", T0 + TTL + 5));
+    const fifth = apply(fourth, a3);
+    expect(fifth.events[0]).toEqual({ type: "returned", leaseId: a2.leaseId, node: "n2", reason: "stale", at: T0 + TTL + 5 });
+    expect(replyOf(fifth.state, a3).granted?.jobId).toBe("j1");
+    // n2 restarted (life "b"): the lease life "a" held is lost again, which "a" has counted already.
+    const b1 = as("b", lease("n2", "standard", T0 + TTL + 6));
+    const sixth = apply(fifth.state, b1);
+    expect(sixth.events[0]).toMatchObject({ type: "returned", leaseId: a3.leaseId, reason: "stale" });
+    expect(replyOf(sixth.state, b1).granted?.jobId).toBe("j1");
+    // Restarted again (life "c"): the loss in life "b", a third life, abandons the task; the queue hands out the next one.
+    const c1 = as("c", lease("n2", "standard", T0 + TTL + 7));
+    const last = apply(sixth.state, c1);
+    expect(last.events[0]).toEqual({ type: "abandoned", leaseId: b1.leaseId, node: "n2", jobId: "j1", kind: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + TTL + 7 });
+    expect(last.events[1]).toMatchObject({ type: "granted", lease: { node: "n2", life: "c", task: { jobId: "j2" } } });
     expect(last.state.queued.some((t) => t.jobId === "j1")).toBe(false);
     expect(last.state.leases.some((l) => l.task.jobId === "j1")).toBe(false);
-    expect(Q.effects!(last.state, last.events, lease("n2"), fourth.state)).toEqual([{ kind: "abandoned", jobId: "j1", task: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + TTL + 5 }]);
-    // Expiry counts the same: a third expired lease abandons the task without any node asking.
-    const expiring = apply(fourth.state, { type: "renew", node: "n9", leaseId: "none", at: T0 + 2 * TTL + 10 });
-    expect(expiring.events).toEqual([{ type: "abandoned", leaseId: fourth.leaseId, node: "n2", jobId: "j1", kind: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + 2 * TTL + 10 }]);
-    expect(expiring.state.leases).toEqual([]);
-    expect(Q.effects!(expiring.state, expiring.events, { type: "renew", node: "n9", leaseId: "none", at: 0 }, fourth.state)).toEqual([{ kind: "abandoned", jobId: "j1", task: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + 2 * TTL + 10 }]);
+    expect(Q.effects!(last.state, last.events, c1, sixth.state)).toEqual([{ kind: "abandoned", jobId: "j1", task: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + TTL + 7 }]);
+    // Expiry counts the same: the lease of life "a" running out is its first loss there, and abandons the task too.
+    const held = fourth.leases.find((l) => l.node === "n2")!;
+    const lapsed = apply({ ...fourth, leases: fourth.leases.map((l) => (l === held ? { ...l, life: "c" } : l)) }, { type: "renew", node: "n9", leaseId: "none", at: T0 + 2 * TTL + 10 });
+    expect(lapsed.events).toEqual([{ type: "abandoned", leaseId: a2.leaseId, node: "n2", jobId: "j1", kind: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + 2 * TTL + 10 }]);
+    expect(lapsed.state.leases).toEqual([]);
+    const sameLife = apply(fourth, { type: "renew", node: "n9", leaseId: "none", at: T0 + 2 * TTL + 10 });
+    expect(sameLife.events).toEqual([{ type: "returned", leaseId: a2.leaseId, node: "n2", reason: "expired", at: T0 + 2 * TTL + 10 }]);
   });
 
   it("an abandoned lease's node row is rewritten (idle again); a fold of an abandoned lease not held changes nothing but the leases", () => {

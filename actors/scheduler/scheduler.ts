@@ -6,9 +6,10 @@
 // per class step, on any; within a priority, apps take turns, and an app's older jobs go first.
 // A lease not renewed within its time goes back to the queue, ahead of its priority, so a killed
 // node's task is picked up again by the next free node; a node that asks for work holds nothing,
-// so whatever it still holds goes back too. A task lost this way MAX_TASK_LOSSES times (a node died
-// or stopped answering while it ran, each time) is not handed out again: it is abandoned, and its
-// job fails with encoder_lost. A drained node's release is no loss.
+// so whatever it still holds goes back too. A task lost this way in MAX_TASK_LOSSES different lives
+// of nodes (a process died or stopped answering while it ran it, each time) is not handed out
+// again: it is abandoned, and its job fails with encoder_lost. A drained node's release is no loss,
+// and one life losing the task again (an outage of the store or the bus) counts once.
 import { Code } from "@connectrpc/connect";
 import type { RecordWrite } from "../../src/store/port.js";
 import type { Decision, EntityBehavior } from "../host.js";
@@ -32,7 +33,7 @@ import {
 
 export * from "./messages.js";
 
-/** Leases of one task lost to dead or silent nodes before the task is abandoned (its job fails). */
+/** Node lives that lost a lease on one task before the task is abandoned (its job fails). */
 export const MAX_TASK_LOSSES = 3;
 /** How long a task waits for its priority's class before a node of the next class may take it (per class step). */
 export const PLACEMENT_GRACE_MS = 3_000;
@@ -45,8 +46,10 @@ export interface QueuedTask extends TaskRequest {
   readonly enqueuedAt: number;
   /** When a lease on it was given back (expired, released, stale): it was already running, so it goes first. */
   readonly returnedAt?: number;
-  /** The node of each lease on it that was lost (expired or stale), in order. */
+  /** The node of each life that lost a lease on it (expired or stale), in order, one per life. */
   readonly lostOn?: readonly string[];
+  /** Those lives (the lease command's `life`, else the node's name). */
+  readonly lostLives?: readonly string[];
 }
 
 export interface Lease {
@@ -57,6 +60,8 @@ export interface Lease {
   readonly leasedAt: number;
   readonly renewedAt: number;
   readonly ttlMs: number;
+  /** The run of the node's process that holds it (absent from nodes that do not say). */
+  readonly life?: string;
 }
 
 export interface NodeSeen {
@@ -128,9 +133,16 @@ export function pick(state: QueueState, nodeClass: WorkerClass, at: number): Que
   return undefined;
 }
 
+/** The task's losses after its lease `l` was lost: a life already counted counts once. */
+function losses(l: Lease): Pick<QueuedTask, "lostOn" | "lostLives"> {
+  const life = l.life ?? l.node;
+  const { lostOn = [], lostLives = [] } = l.task;
+  return lostLives.includes(life) ? { lostOn, lostLives } : { lostOn: [...lostOn, l.node], lostLives: [...lostLives, life] };
+}
+
 /** A lease lost (its node died or went silent): back to the queue, or abandoned at the last allowed loss. */
 function lost(l: Lease, reason: "expired" | "stale", at: number): QueueEvent {
-  const lostOn = [...(l.task.lostOn ?? []), l.node];
+  const { lostOn = [] } = losses(l);
   if (lostOn.length >= MAX_TASK_LOSSES) return { type: "abandoned", leaseId: l.leaseId, node: l.node, jobId: l.task.jobId, kind: l.task.kind, lostOn, at };
   return { type: "returned", leaseId: l.leaseId, node: l.node, reason, at };
 }
@@ -167,7 +179,7 @@ export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent>
       const free = events.reduce(fold, state);
       const task = pick(free, c.nodeClass, c.at);
       if (task) {
-        events.push({ type: "granted", lease: { leaseId: c.leaseId, node: c.node, nodeClass: c.nodeClass, task, leasedAt: c.at, renewedAt: c.at, ttlMs: c.ttlMs } });
+        events.push({ type: "granted", lease: { leaseId: c.leaseId, node: c.node, nodeClass: c.nodeClass, task, leasedAt: c.at, renewedAt: c.at, ttlMs: c.ttlMs, ...(c.life ? { life: c.life } : {}) } });
       } else {
         const seen = free.nodes[c.node];
         if (!seen || seen.nodeClass !== c.nodeClass || c.at - seen.seenAt >= SEEN_REFRESH_MS) events.push({ type: "node_seen", node: c.node, nodeClass: c.nodeClass, at: c.at });
@@ -223,7 +235,7 @@ export function fold(state: QueueState, e: QueueEvent): QueueState {
       const lease = state.leases.find((l) => l.leaseId === e.leaseId);
       if (!lease) return state;
       // Back in line ahead of the others of its priority: it had its turn and lost it through no fault of its own.
-      const task: QueuedTask = e.reason === "released" ? { ...lease.task, returnedAt: e.at } : { ...lease.task, returnedAt: e.at, lostOn: [...(lease.task.lostOn ?? []), lease.node] };
+      const task: QueuedTask = e.reason === "released" ? { ...lease.task, returnedAt: e.at } : { ...lease.task, returnedAt: e.at, ...losses(lease) };
       return { ...state, leases: state.leases.filter((l) => l !== lease), queued: [...state.queued, task] };
     }
     case "abandoned":

@@ -70,8 +70,12 @@ describe.skipIf(TARGET === "cluster")("a task that kills its encoder node on eve
     expect(failed).toMatchObject({ status: "error", error_code: "encoder_lost" });
     // Not handed out again, and the node takes the next job.
     const next = await upload(auth, boot.app_id, short);
-    const done = await waitForJob(server.base, next.job_id, auth, { ms: 90_000 });
-    expect(done.status).toBe("completed");
+    // Its job is created by the video once the upload completes: wait on the video.
+    const ready = await until("the next video ready", async () => {
+      const v = (await ok(call(server!.base, "VideoService/Get", { id: next.id }, auth))).video;
+      return v.status === "processing" || v.status === "uploading" ? undefined : v;
+    }, 90_000);
+    expect(ready.status).toBe("ready");
     expect(await ffmpegOf(video.job_id)).toEqual([]);
   }, 420_000);
 });
