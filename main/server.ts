@@ -20,6 +20,7 @@ import { createHandlers } from "../gateway/router.js";
 import { PublicAddress, type Hosting } from "../gateway/hosting.js";
 import { hostingRoutes, PlaybackRecords } from "../gateway/hosting-edge.js";
 import { loadUws } from "../gateway/uws-loader.js";
+import { startHashWorker } from "../src/md5-offload.js";
 import { createContextValues } from "@connectrpc/connect";
 import { EdgeRouter } from "../gateway/edge.js";
 import { CLIENT_ADDRESS } from "../gateway/front.js";
@@ -371,6 +372,8 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     log,
     contextValues: (address) => createContextValues().set(CLIENT_ADDRESS, address),
   };
+  // Upload ETags are hashed on a worker thread: started now rather than by the first upload.
+  startHashWorker();
   const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), metricsRoute()]);
   const { server: http, host } = await listenHost(config.httpServer, { rpc: handlers, edge }, hostOptions, log);
   address.listening(http.port);

@@ -18,7 +18,8 @@ parentPort.on("message", (m) => {
   if (!h) hashes.set(m.id, (h = createHash("md5")));
   if (m.chunk) {
     h.update(m.chunk);
-    parentPort.postMessage({ id: m.id, hashed: m.chunk.byteLength });
+    // The batch's memory goes back to be filled again.
+    parentPort.postMessage({ id: m.id, hashed: m.chunk.byteLength, buffer: m.chunk.buffer }, [m.chunk.buffer]);
   }
   if (m.end) {
     hashes.delete(m.id);
@@ -35,6 +36,9 @@ interface Pending {
 }
 
 let worker: Worker | undefined;
+/** Batch buffers the worker gave back: a few circulate, rather than one new megabyte per batch. */
+const spare: ArrayBuffer[] = [];
+const newBatch = () => new Uint8Array(spare.pop() ?? new ArrayBuffer(BATCH_BYTES));
 const pending = new Map<number, Pending>();
 let nextId = 1;
 
@@ -42,7 +46,8 @@ function hashWorker(): Worker {
   if (worker) return worker;
   const w = new Worker(WORKER_SOURCE, { eval: true });
   w.unref();
-  w.on("message", (m: { id: number; hashed?: number; digest?: string }) => {
+  w.on("message", (m: { id: number; hashed?: number; buffer?: ArrayBuffer; digest?: string }) => {
+    if (m.buffer?.byteLength === BATCH_BYTES && spare.length < 16) spare.push(m.buffer);
     const p = pending.get(m.id);
     if (!p) return;
     if (m.hashed !== undefined) {
@@ -72,12 +77,17 @@ function hashWorker(): Worker {
   return w;
 }
 
+/** Starts the hashing worker ahead of the first upload (a gateway at start), so no upload waits for it or pays its memory. */
+export function startHashWorker(): void {
+  hashWorker();
+}
+
 /** An MD5 being computed off the event loop: update with each chunk (awaiting it), then digest. */
 export class OffloadedMd5 {
   private readonly id = nextId++;
   private readonly state: Pending = { inFlight: 0 };
   /** The batch being filled: a plain Uint8Array of its own, so it can be moved to the worker. */
-  private batch = new Uint8Array(BATCH_BYTES);
+  private batch = newBatch();
   private used = 0;
   private failed: Error | undefined;
 
@@ -117,7 +127,7 @@ export class OffloadedMd5 {
     if (this.used === 0) return;
     // Uint8Array#slice copies into a buffer of its own (a Buffer's would not).
     const owned = this.used === BATCH_BYTES ? this.batch : this.batch.slice(0, this.used);
-    this.batch = new Uint8Array(BATCH_BYTES);
+    this.batch = newBatch();
     this.used = 0;
     this.state.inFlight += owned.byteLength;
     try {
