@@ -4,6 +4,7 @@
 // validators and conditional GETs.
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
+import { isDirectBody, type DirectBody, type TakeChunk } from "../src/direct-body.js";
 
 export type EdgeMethod = "GET" | "PUT" | "POST" | "DELETE";
 
@@ -110,15 +111,40 @@ export function edgeRequest(route: EdgeRoute, params: Record<string, string>, me
   return { method, path, query: new URLSearchParams(query), header, body: limitedBody(body, route.maxBodyBytes ?? 0, header.get("content-length")), signal, clientAddress, params };
 }
 
-/** A body held to `max` bytes: reading past it throws 413 (a declared Content-Length over it is refused before reading). */
-export async function* limitedBody(body: AsyncIterable<Uint8Array>, max: number, declared: string | null): AsyncIterable<Uint8Array> {
-  if (declared !== null && Number(declared) > max) throw new EdgeError(413, `the body of ${declared} bytes exceeds the limit of ${max}`);
-  let read = 0;
-  for await (const chunk of body) {
-    read += chunk.byteLength;
-    if (read > max) throw new EdgeError(413, `the body exceeds the limit of ${max} bytes`);
-    yield chunk;
-  }
+/**
+ * A body held to `max` bytes: reading past it throws 413 (a declared Content-Length over it is
+ * refused before reading). A direct body stays direct.
+ */
+export function limitedBody(body: AsyncIterable<Uint8Array>, max: number, declared: string | null): AsyncIterable<Uint8Array> {
+  const refuseDeclared = () => {
+    if (declared !== null && Number(declared) > max) throw new EdgeError(413, `the body of ${declared} bytes exceeds the limit of ${max}`);
+  };
+  const over = () => new EdgeError(413, `the body exceeds the limit of ${max} bytes`);
+  const iterable: AsyncIterable<Uint8Array> = {
+    async *[Symbol.asyncIterator]() {
+      refuseDeclared();
+      let read = 0;
+      for await (const chunk of body) {
+        read += chunk.byteLength;
+        if (read > max) throw over();
+        yield chunk;
+      }
+    },
+  };
+  if (!isDirectBody(body)) return iterable;
+  const direct: DirectBody = {
+    ...iterable,
+    async forEachChunk(take: TakeChunk) {
+      refuseDeclared();
+      let read = 0;
+      await body.forEachChunk((chunk) => {
+        read += chunk.byteLength;
+        if (read > max) throw over();
+        return take(chunk);
+      });
+    },
+  };
+  return direct;
 }
 
 /** Bytes `start` to `end` inclusive, or why a Range header cannot be served. */

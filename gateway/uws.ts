@@ -8,6 +8,7 @@ import { requireUws, type UwsModule } from "./uws-loader.js";
 import type { ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Logger } from "../src/log.js";
+import type { DirectBody, TakeChunk } from "../src/direct-body.js";
 import { edgeErrorResponse, edgeRequest, type EdgeResponse } from "./edge.js";
 import { front, type CorsPolicy, type Routes } from "./front.js";
 
@@ -36,8 +37,12 @@ function statusLine(status: number): string {
   return line;
 }
 
-/** The request body as the handler reads it: chunks queued from onData, the socket paused while too many wait. */
-class RequestBody implements AsyncIterable<Uint8Array> {
+/**
+ * The request body as the handler reads it: chunks queued from onData, the socket paused while too
+ * many wait; or, once a consumer asks for them directly, each chunk given to it straight from uWS's
+ * buffer, the socket paused while the consumer's promise is pending.
+ */
+class RequestBody implements DirectBody {
   private readonly chunks: Uint8Array[] = [];
   private queued = 0;
   private ended = false;
@@ -46,8 +51,68 @@ class RequestBody implements AsyncIterable<Uint8Array> {
   private paused = false;
   /** Set once the response is finished or aborted: uWS forbids touching it after that. */
   private closed = false;
+  /** The direct consumer, with its promise's ends and the number of its promises still pending. */
+  private direct: { take: TakeChunk; resolve: () => void; reject: (e: unknown) => void; holds: number } | undefined;
 
   constructor(private readonly res: uWS.HttpResponse) {}
+
+  /** uWS's onData: the buffer is reused after this call, so a queued chunk is a copy. */
+  data(ab: ArrayBuffer, last: boolean): void {
+    if (this.direct && !this.closed) this.give(new Uint8Array(ab), last);
+    else this.push(new Uint8Array(ab.slice(0)), last);
+  }
+
+  async forEachChunk(take: TakeChunk): Promise<void> {
+    // What arrived before the consumer asked is queued: it goes first.
+    for (let chunk = this.chunks.shift(); chunk; chunk = this.chunks.shift()) {
+      this.queued -= chunk.byteLength;
+      await take(chunk);
+    }
+    if (this.failure) throw this.failure;
+    if (this.ended || this.closed) return;
+    return new Promise<void>((resolve, reject) => {
+      this.direct = { take, resolve, reject, holds: 0 };
+      this.setPaused(false);
+    });
+  }
+
+  private give(chunk: Uint8Array, last: boolean): void {
+    const direct = this.direct!;
+    if (last) this.ended = true;
+    let held: void | Promise<void>;
+    try {
+      held = direct.take(chunk);
+    } catch (e) {
+      return this.endDirect(e);
+    }
+    if (held) {
+      direct.holds++;
+      this.setPaused(true);
+      held.then(
+        () => {
+          if (--direct.holds > 0) return;
+          this.setPaused(false);
+          if (this.ended) this.endDirect();
+        },
+        (e: unknown) => this.endDirect(e),
+      );
+    } else if (last && direct.holds === 0) this.endDirect();
+  }
+
+  private endDirect(error?: unknown): void {
+    const direct = this.direct;
+    if (!direct) return;
+    this.direct = undefined;
+    if (error === undefined) direct.resolve();
+    else direct.reject(error);
+  }
+
+  private setPaused(paused: boolean): void {
+    if (this.closed || this.paused === paused) return;
+    this.paused = paused;
+    if (paused) this.res.pause();
+    else this.res.resume();
+  }
 
   push(chunk: Uint8Array, last: boolean): void {
     if (this.closed) return; // answered already (a limit, an error): the rest is dropped
@@ -65,14 +130,16 @@ class RequestBody implements AsyncIterable<Uint8Array> {
     this.failure = error;
     this.closed = true;
     this.wake?.();
+    this.endDirect(error);
   }
 
   /** The response is about to end: let the rest of the body flow (and be dropped) so the connection stays usable. */
   release(): void {
     if (this.closed) return;
-    this.closed = true;
     this.chunks.length = 0;
+    this.endDirect(new Error("the answer went out before the body was read"));
     if (this.paused) this.res.resume();
+    this.closed = true;
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
@@ -131,7 +198,7 @@ export async function listenUws(routes: Routes, options: HostOptions, uws: UwsMo
       body.fail(new Error("client went away"));
       abort.abort(new Error("client went away"));
     });
-    res.onData((ab, isLast) => body.push(new Uint8Array(ab.slice(0)), isLast)); // uWS reuses the buffer after this callback
+    res.onData((ab, isLast) => body.data(ab, isLast));
 
     const clientAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
     const serve = async () => {

@@ -2,11 +2,10 @@
 // streamed in (never held whole), parts carry their MD5 as ETag in their stored name, a multipart
 // upload is composed into the source on completion, and the edge reads objects with byte ranges.
 // A local folder in the embedded mode; an S3-compatible bucket (s3 adapter) in a cluster.
-import { createReadStream, createWriteStream } from "node:fs";
+import { createReadStream } from "node:fs";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import { CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, UploadPartCopyCommand } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { LocalBlob } from "./blob/local.js";
@@ -14,6 +13,7 @@ import { S3Blob } from "./blob/s3.js";
 import type { Config } from "./config.js";
 import type { NetGuard } from "./net-guard.js";
 import { BlobError, type BlobStore } from "./blob/port.js";
+import { isDirectBody } from "./direct-body.js";
 import { OffloadedMd5 } from "./md5-offload.js";
 import { randomToken } from "./ids.js";
 
@@ -68,26 +68,21 @@ export class LocalManagedStorage implements ManagedStorage {
     const target = this.localFile(key);
     await mkdir(path.dirname(target), { recursive: true });
     const partial = `${target}.${randomToken(8)}.part`;
-    // The ETag's MD5 on a worker thread: the event loop only reads the socket and writes the file.
-    const hash = new OffloadedMd5();
+    // The ETag's MD5 and the file's writes on a worker thread: the event loop only reads the socket.
+    const sink = new OffloadedMd5(partial);
     let size = 0;
     let md5: string;
     try {
-      await pipeline(
-        body,
-        async function* (source: AsyncIterable<Uint8Array>) {
-          for await (const chunk of source) {
-            await hash.update(chunk);
-            size += chunk.byteLength;
-            yield chunk;
-          }
-        },
-        createWriteStream(partial),
-      );
-      md5 = await hash.digest();
+      const take = (chunk: Uint8Array) => {
+        size += chunk.byteLength;
+        return sink.update(chunk);
+      };
+      if (isDirectBody(body)) await body.forEachChunk(take);
+      else for await (const chunk of body) await take(chunk);
+      md5 = await sink.digest();
       await rename(partial, target);
     } catch (e) {
-      hash.discard();
+      sink.discard();
       await rm(partial, { force: true });
       throw e;
     }

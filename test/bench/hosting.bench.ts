@@ -7,7 +7,7 @@
 //             the same rungs encoded by one hand-written ffmpeg command.
 // Run: npx tsx test/bench/hosting.bench.ts   (BENCH_SUITES=segments,upload,ladder, BENCH_ROUNDS, BENCH_DURATION)
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { createReadStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -29,6 +29,12 @@ const ROUNDS = num("BENCH_ROUNDS", 3);
 const DURATION = num("BENCH_DURATION", 5);
 const SUITES = (process.env.BENCH_SUITES ?? "segments,upload,ladder").split(",");
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** CPU seconds (user + system) a process has used, threads included. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 
 function rssKb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -62,6 +68,23 @@ http { access_log off; sendfile on; tcp_nopush on; client_max_body_size 0; clien
   throw new Error("nginx did not start");
 }
 
+type Client = "fetch" | "curl";
+
+/**
+ * A PUT of a file, chunked (uWS refuses a Content-Length of ten digits, 1 GB and up, on any
+ * request), by Node's own fetch (what our CLI uses; it spends more CPU than either server, so on two
+ * cores it measures a server's share of the CPU) or by curl (lean: it measures the servers).
+ */
+async function put(client: Client, url: string, file: string): Promise<void> {
+  if (client === "curl") {
+    await run("curl", ["-sS", "--fail", "-o", "/dev/null", "-T", file, "-H", "Transfer-Encoding: chunked", url]);
+    return;
+  }
+  const res = await fetch(url, { method: "PUT", body: createReadStream(file) as unknown as BodyInit, duplex: "half" } as RequestInit);
+  if (res.status >= 300) throw new Error(`PUT ${url}: ${res.status}`);
+  await res.arrayBuffer();
+}
+
 async function clip(file: string, seconds: number, size: string): Promise<void> {
   await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", `testsrc2=size=${size}:rate=30:duration=${seconds}`, "-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`,
     "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", file]);
@@ -69,17 +92,17 @@ async function clip(file: string, seconds: number, size: string): Promise<void> 
 
 async function main(): Promise<void> {
   const dataDir = tempDataDir();
+  // Every folder made here goes at the end: a run writes gigabytes (the 1 GiB file, twice uploaded).
+  const scratch = [dataDir];
   const server = await spawnServer(dataDir, freePort(), { MEDIA_RATE_LIMIT_KEY: "0", MEDIA_RATE_LIMIT_ANONYMOUS: "0" });
   const boot = readBootstrap(dataDir);
   const key = { bearer: boot.api_key, org: boot.organization_id };
   const results: Record<string, unknown> = {};
-  const upload = async (file: string, title: string) => {
+  const upload = async (file: string, title: string, client: Client = "fetch") => {
     const size = statSync(file).size;
     const created = (await call(server.base, "VideoService/CreateUpload", { filename: path.basename(file), content_type: "video/mp4", size_bytes: size, title, visibility: "public" }, key)).body;
     const started = Date.now();
-    // Chunked: uWS refuses a Content-Length of ten digits (1 GB and up) on any request.
-    const res = await fetch(created.upload_url, { method: "PUT", body: createReadStream(file) as unknown as BodyInit, duplex: "half" } as RequestInit);
-    if (res.status !== 200) throw new Error(`upload: ${res.status}`);
+    await put(client, created.upload_url, file);
     const putMs = Date.now() - started;
     return { id: created.video.id as string, putMs, started };
   };
@@ -128,28 +151,49 @@ async function main(): Promise<void> {
     await run("dd", ["if=/dev/urandom", `of=${big}`, "bs=1M", "count=1024", "status=none"]);
     const nginxPort = freePort();
     const nginxRoot = tempDataDir();
+    scratch.push(nginxRoot);
     const nginx = await startNginx(nginxRoot, nginxPort);
-    const edgeMs: number[] = [];
-    const refMs: number[] = [];
-    let rssGrowthMb = 0;
-    for (let r = 0; r < Math.min(ROUNDS, 2); r++) {
-      const before = rssKb(server.child.pid!);
-      let peak = before;
-      const sampler = setInterval(() => (peak = Math.max(peak, rssKb(server.child.pid!))), 50);
-      const { putMs } = await upload(big, `upload ${r}`);
-      clearInterval(sampler);
-      rssGrowthMb = Math.max(rssGrowthMb, (peak - before) / 1024);
-      edgeMs.push(putMs);
-      const started = Date.now();
-      const res = await fetch(`http://127.0.0.1:${nginxPort}/put/big-${r}.bin`, { method: "PUT", body: createReadStream(big) as unknown as BodyInit, duplex: "half" } as RequestInit);
-      if (res.status >= 300) throw new Error(`nginx PUT: ${res.status}`);
-      refMs.push(Date.now() - started);
-      console.log(`round ${r + 1}: edge ${edgeMs.at(-1)} ms, nginx ${refMs.at(-1)} ms, server RSS growth ${((peak - before) / 1024).toFixed(1)} MB`);
+    const byClient: Record<string, unknown> = {};
+    for (const client of ["fetch", "curl"] as const) {
+      const edgeMs: number[] = [];
+      const refMs: number[] = [];
+      const serverCpu: number[] = [];
+      let rssGrowthMb = 0;
+      // Each PUT starts with the disk's dirty pages written back (both sides write the gigabyte to
+      // disk, and the one that went second paid for the first's writeback), and the sides take turns
+      // at going first.
+      const edgeRound = async (r: number) => {
+        const before = rssKb(server.child.pid!);
+        let peak = before;
+        const sampler = setInterval(() => (peak = Math.max(peak, rssKb(server.child.pid!))), 50);
+        const cpuBefore = cpuSeconds(server.child.pid!);
+        const { putMs } = await upload(big, `upload ${client} ${r}`, client);
+        clearInterval(sampler);
+        serverCpu.push(cpuSeconds(server.child.pid!) - cpuBefore);
+        rssGrowthMb = Math.max(rssGrowthMb, (peak - before) / 1024);
+        edgeMs.push(putMs);
+        return (peak - before) / 1024;
+      };
+      const nginxRound = async (r: number) => {
+        const started = Date.now();
+        await put(client, `http://127.0.0.1:${nginxPort}/put/big-${r % 2}.bin`, big);
+        refMs.push(Date.now() - started);
+      };
+      for (let r = 0; r < ROUNDS; r++) {
+        let growth = 0;
+        for (const side of r % 2 === 0 ? ["edge", "nginx"] : ["nginx", "edge"]) {
+          await run("sync");
+          if (side === "edge") growth = await edgeRound(r);
+          else await nginxRound(r);
+        }
+        console.log(`${client} round ${r + 1}: edge ${edgeMs.at(-1)} ms, nginx ${refMs.at(-1)} ms, server RSS growth ${growth.toFixed(1)} MB, server CPU ${serverCpu.at(-1)!.toFixed(1)} s`);
+      }
+      const ratio = median(refMs) / median(edgeMs);
+      byClient[client] = { edgeMs: median(edgeMs), nginxMs: median(refMs), throughputRatio: ratio, serverRssGrowthMb: rssGrowthMb, serverCpuSeconds: median(serverCpu) };
+      console.log(`upload 1 GiB by ${client}: edge ${median(edgeMs)} ms, nginx ${median(refMs)} ms, throughput ratio ${ratio.toFixed(2)}, RSS growth ${rssGrowthMb.toFixed(1)} MB, server CPU ${median(serverCpu).toFixed(1)} s`);
     }
     nginx.kill();
-    const ratio = median(refMs) / median(edgeMs);
-    results.upload = { bytes: statSync(big).size, edgeMs: median(edgeMs), nginxMs: median(refMs), throughputRatio: ratio, serverRssGrowthMb: rssGrowthMb };
-    console.log(`upload 1 GiB: edge ${median(edgeMs)} ms, nginx ${median(refMs)} ms, throughput ratio ${ratio.toFixed(2)}, RSS growth ${rssGrowthMb.toFixed(1)} MB`);
+    results.upload = { bytes: statSync(big).size, rounds: ROUNDS, ...byClient };
   }
 
   if (SUITES.includes("ladder")) {
@@ -162,6 +206,7 @@ async function main(): Promise<void> {
     // The same rungs by hand, as a careful engineer writes them for HLS: one decode split four
     // ways, x264 "fast" at CRF 23 capped at the same per-rung rate (VBV), 2 s GOPs without scene cuts.
     const out = tempDataDir();
+    scratch.push(out);
     const t0 = Date.now();
     const rungs = v.renditions.map((r: { width: number; height: number }) => r);
     const split = `[0:v]split=${rungs.length}${rungs.map((_: unknown, i: number) => `[s${i}]`).join("")};` + rungs.map((r: { width: number; height: number }, i: number) => `[s${i}]scale=${r.width}:${r.height}[v${i}]`).join(";");
@@ -177,6 +222,7 @@ async function main(): Promise<void> {
   }
 
   await server.stop();
+  for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
   const resultsDir = path.join(import.meta.dirname, "results");
   mkdirSync(resultsDir, { recursive: true });
   // Suites run separately on one day add up in one file.
