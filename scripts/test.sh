@@ -44,11 +44,10 @@ gate() {
 
 if [[ $# -gt 0 ]]; then
   run vitest "$@" || status=$?
-elif [[ "${MEDIA_TEST_LANES:-1}" == 2 ]]; then
+elif [[ "${MEDIA_TEST_LANES:-2}" == 2 ]]; then
   # Two lanes side by side (two cores): the suites on real Kafka and Cassandra, which restart them
   # and so run alone on them, and everything else; the gate beside them. Within a lane one file at
-  # a time (vitest.config.ts). Opt-in until a whole run on a quiet machine has shown it green: under
-  # heavy load one edge upload test failed in it.
+  # a time (vitest.config.ts). MEDIA_TEST_LANES=1 runs everything in one vitest process instead.
   pids=()
   run cluster --project api-cluster --project cluster & pids+=($!)
   run local --project unit --project api --project media --project browser --project conformance --project fuzz --project runtime & pids+=($!)
