@@ -3,7 +3,7 @@
 // The key is claimed in the store before the call runs, so concurrent retries through different
 // gateways still run the call once.
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
+import { createContextKey, type Interceptor } from "@connectrpc/connect";
 import { alreadyExists, invalid, VersionConflict } from "../src/errors.js";
 import { sha256 } from "../src/secrets.js";
 import type { Store, StoredRecord } from "../src/store/port.js";
@@ -11,6 +11,14 @@ import { LIMITS } from "../src/validation.js";
 import { CALLER, type Rule } from "./access.js";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+/**
+ * The call's Idempotency-Key header, for a handler whose call creates something: a call that failed
+ * without an answer (a timeout, a store away) may still have created it, and releasing the claim
+ * lets the retry run again, so such a handler derives the created id from the key (JobService/Create
+ * does) and the retry meets what the first call made instead of making a second.
+ */
+export const IDEMPOTENCY_KEY = createContextKey<string | undefined>(undefined, { description: "the Idempotency-Key header" });
 /** A claim older than this belongs to a call whose gateway died: the next retry takes it over. */
 const CLAIM_STALE_MS = 30_000;
 const TABLE = "idempotency";
@@ -22,6 +30,9 @@ interface Remembered {
   readonly claimedAt: number;
 }
 
+/** The stored claim of a key: per caller (an API key's id, a user in an organization) and method. */
+export const idempotencyRecordId = (principal: string, method: string, key: string): string => sha256(`${principal}\0${method}\0${key}`);
+
 export function idempotencyInterceptor(store: Store, ruleOf: (service: string, method: string) => Rule | undefined): Interceptor {
   return (next) => async (req) => {
     const key = req.header.get("idempotency-key");
@@ -29,9 +40,10 @@ export function idempotencyInterceptor(store: Store, ruleOf: (service: string, m
     if (key === "" || key.length > LIMITS.idempotencyKey) {
       throw invalid([{ field: "Idempotency-Key", description: `header must be 1 to ${LIMITS.idempotencyKey} characters` }]);
     }
+    req.contextValues.set(IDEMPOTENCY_KEY, key);
     const caller = req.contextValues.get(CALLER);
     const principal = caller?.kind === "key" ? caller.key.id : caller?.kind === "session" ? `${caller.user.id}/${caller.org?.id ?? ""}` : "anonymous";
-    const id = sha256(`${principal}\0${req.service.typeName}/${req.method.name}\0${key}`);
+    const id = idempotencyRecordId(principal, `${req.service.typeName}/${req.method.name}`, key);
     const bodyHash = sha256(toBinary(req.method.input, req.message));
 
     const replay = (r: Remembered) => {

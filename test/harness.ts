@@ -10,6 +10,7 @@ import { mintDevToken } from "../src/identity.js";
 import { createLogger } from "../src/log.js";
 import { launchCluster } from "../main/launcher.js";
 import { startServer, type Bootstrap } from "../main/server.js";
+import type { Store } from "../src/store/port.js";
 import { cassandraContactPoint, kafkaBrokers } from "./cluster/endpoints.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");
@@ -23,7 +24,8 @@ export function testConfig(dataDir: string, extra: Record<string, string> = {}):
 }
 
 export interface Harness {
-  readonly server: { readonly port: number; close(): Promise<void> };
+  /** The embedded server (its store reachable), or the cluster's first gateway. */
+  readonly server: { readonly port: number; readonly store?: Store; close(): Promise<void> };
   readonly config: Config;
   readonly base: string;
   /** Every gateway's base URL (one in the embedded mode). */

@@ -36,6 +36,7 @@ import { Check } from "../../src/validation.js";
 import { checkOutputSpec, drmSchemeOf } from "../../src/spec-check.js";
 import { checkThumbnailSpec } from "../../src/thumbnail-spec.js";
 import { callerOf, REQUEST_ID, type Caller } from "../access.js";
+import { IDEMPOTENCY_KEY } from "../idempotency.js";
 import { enumWireName } from "../../wire/codec.js";
 import { JOB_STATUS_NAMES, jobMessage } from "../../wire/present-job.js";
 import { requireActingApp, visible } from "../tenancy.js";
@@ -230,8 +231,12 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         if (input.sourceDeletedAt !== undefined) throw apiError(Code.FailedPrecondition, `video ${input.id}'s source was deleted`, [{ field: "input_video_id", description: "the video's source file was deleted (delete_source_after_days); pin sources with source_pinned to keep them" }]);
         if (input.status === "uploading" || input.status === "deleted") throw apiError(Code.FailedPrecondition, `video ${input.id} is ${input.status}`, [{ field: "input_video_id", description: `the video is ${input.status}: it has no source to read` }]);
       }
-      const id = req.idempotencyKey !== "" ? `${Prefix.job}${d.box.deriveToken(`job:${app.id}:${req.idempotencyKey}`, 20)}` : newId(Prefix.job);
-      const derived = (what: string, prefix: Prefix) => (req.idempotencyKey !== "" ? `${prefix}${d.box.deriveToken(`${id}:${what}`, 20)}` : newId(prefix));
+      // A key (the body's, or the Idempotency-Key header's) makes every id derived: a retry of a
+      // create that failed without an answer reaches the job the first one may have made.
+      const header = ctx.values.get(IDEMPOTENCY_KEY);
+      const key = req.idempotencyKey !== "" ? `job:${app.id}:${req.idempotencyKey}` : header !== undefined ? `job:${app.id}:header:${header}` : undefined;
+      const id = key !== undefined ? `${Prefix.job}${d.box.deriveToken(key, 20)}` : newId(Prefix.job);
+      const derived = (what: string, prefix: Prefix) => (key !== undefined ? `${prefix}${d.box.deriveToken(`${id}:${what}`, 20)}` : newId(prefix));
       const request: JobRequest = {
         appId: app.id,
         organizationId: app.organizationId,

@@ -9,7 +9,8 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GcsBlob, parseServiceAccount, S3Blob } from "../../src/blob/index.js";
 import { NetGuard } from "../../src/net-guard.js";
-import { call, ok, errorDetails, startHarness, waitForJob, type Auth, type Harness } from "../harness.js";
+import { call, ok, errorDetails, startHarness, TARGET, waitForJob, type Auth, type Harness } from "../harness.js";
+import { idempotencyRecordId } from "../../gateway/idempotency.js";
 import { makeTestCa, serviceAccountJson, startFakeGcs, startHttpsPeer, startMinio, type GcsPeer, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
 import { parseHlsMaster, parseHlsMedia, parseMpd } from "../media.js";
 import { stream, type StreamMessage } from "../watch.js";
@@ -108,6 +109,26 @@ async function fetchOut(url: string): Promise<string> {
 }
 
 describe("JobService", () => {
+  // A Create that failed without an answer (an ask timed out while Kafka or Cassandra restarted)
+  // may still have made its job; the gateway then releases the key's claim so the retry runs
+  // again. The retry must meet that job, not make a second one charged again: the chaos suite saw
+  // one. Here the claim is released by hand (embedded: the test reaches the store).
+  it.skipIf(TARGET === "cluster")("a Create retried with its Idempotency-Key after an answer was lost meets the job the first call made", async () => {
+    const body = { input_origin_id: inputOrigin, input_path: "clips/in.mp4", output_origin_id: outputOrigin, outputs: [mp4Output()], metadata: { case: "lost-answer" } };
+    const headers = { "idempotency-key": "lost-answer-1" };
+    const first = await ok(call(h.base, "JobService/Create", body, { ...key, headers }));
+    const keys = (await ok(call(h.base, "APIKeyService/List", { pagination: { limit: 100 } }, key))).api_keys as { id: string }[];
+    for (const k of keys) await h.server.store!.commit({ writes: [{ table: "idempotency", id: idempotencyRecordId(k.id, "media.v1.JobService/Create", "lost-answer-1"), value: null }] });
+    const retried = await call(h.base, "JobService/Create", body, { ...key, headers });
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get("idempotent-replayed")).toBeNull(); // it ran again, and met the same job
+    expect(retried.body.job.id).toBe(first.job.id);
+    expect(retried.body.job.outputs.map((o: { id: string }) => o.id)).toEqual(first.job.outputs.map((o: { id: string }) => o.id));
+    const listed = (await ok(call(h.base, "JobService/List", { pagination: { limit: 100 } }, key))).jobs as { metadata: Record<string, string> }[];
+    expect(listed.filter((j) => j.metadata.case === "lost-answer")).toHaveLength(1);
+    await waitForJob(h.base, first.job.id, key);
+  }, 120_000);
+
   it("encodes an mp4 and an HLS ladder from an origin input, with thumbnails; Watch sees snapshot, updates and the end", async () => {
     const created = await ok(
       call(h.base, "JobService/Create", {
