@@ -4,7 +4,9 @@ import { defineConfig } from "vitest/config";
 // against the embedded mode. api-cluster: the same suites against 2 gateways and 2 actor hosts on
 // real Kafka and Cassandra. cluster: adapter contracts and failure tests that need the real
 // infrastructure.
-const slow = { testTimeout: 120_000, hookTimeout: 180_000, pool: "forks" as const };
+// A test's time limit catches a hang, not slowness: with two lanes side by side (scripts/test.sh) a
+// test that encodes or transcribes gets half the cores, so the limits are twice what one lane needs.
+const slow = { testTimeout: 240_000, hookTimeout: 300_000, pool: "forks" as const };
 const cluster = { ...slow, globalSetup: ["test/cluster/infra.setup.ts"] };
 
 export default defineConfig({

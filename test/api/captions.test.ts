@@ -67,7 +67,7 @@ afterAll(async () => {
   await minio?.stop();
 });
 
-const waitFor = (id: string, ms = 150_000) => waitForJob(h.base, id, key, { ms });
+const waitFor = (id: string, ms = 220_000) => waitForJob(h.base, id, key, { ms });
 
 /** An object of the output bucket, by its s3:// URL or key. */
 async function out(urlOrKey: string): Promise<string> {

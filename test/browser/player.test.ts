@@ -321,17 +321,20 @@ describe("player in Chromium", () => {
   });
 
   it.each(["hls.js", "native"])("renews ahead of `expires` and resumes where playback was (%s)", async (engine) => {
-    // Tokens expire in 64 s: the player renews 60 s ahead, which is after its 5 s minimum.
-    const { edge, base } = await serve({ bumpAfterSegments: Infinity, lastGeneration: 1, expiresInSeconds: 64 });
+    // Tokens expire in 66 s: the player renews 60 s ahead, about 6 s after the page was rendered.
+    const { edge, base } = await serve({ bumpAfterSegments: Infinity, lastGeneration: 1, expiresInSeconds: 66 });
     const { page, log } = await openPage(browser, `${base}/v/vid_test?engine=${engine}`);
-    await playbackAdvances(page, 1);
+    const reached = await playbackAdvances(page, 1);
+    // On a loaded machine the page may be slow to start: where playback was at the renewal is then
+    // only known to be past 0; otherwise it is at least where it was seen here.
+    const seenBeforeRenewal = (await playerState(page)).renewals === 0;
     const renewed = await waitForRenewals(page, 1, 15_000);
-    const context = () => JSON.stringify({ renewed, forbidden: edge.forbidden, log: log.console }, null, 1);
+    const context = () => JSON.stringify({ reached, seenBeforeRenewal, renewed, forbidden: edge.forbidden, log: log.console }, null, 1);
     expect(renewed.engine, context()).toBe(engine);
-    expect(renewed.resumedAt, context()).toBeGreaterThan(3);
+    expect(renewed.resumedAt, context()).toBeGreaterThanOrEqual(seenBeforeRenewal ? reached - 0.1 : 0.1);
     expect(renewed.source, context()).toMatch(/^\/tok2&expires=\d+\//);
-    // Within a couple of seconds playback is past where it was: it resumed, it did not start over.
-    const after = await waitForCurrentTime(page, renewed.resumedAt!, { timeoutMs: 2_500 });
+    // Within seconds playback is past where it was: it resumed, it did not start over.
+    const after = await waitForCurrentTime(page, renewed.resumedAt!, { timeoutMs: 5_000 });
     expect(after, context()).toBeGreaterThan(renewed.resumedAt!);
     expect(await waitForCurrentTime(page, 8, { timeoutMs: 10_000 }), context()).toBeGreaterThan(8);
     expect((await videoState(page)).error, context()).toBeNull();
