@@ -2,11 +2,12 @@
 // `upload` and `videos` use the hosting API.
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { ConfigError, loadConfig, type Config } from "../src/config.js";
-import { mintDevToken } from "../src/identity.js";
 import { createLogger } from "../src/log.js";
-import { launchCluster } from "./launcher.js";
-import { ALL_ROLES, startServer, type Roles } from "./server.js";
+import type { Roles } from "./server.js";
 import { CliError, upload, videos } from "./upload-cli.js";
+
+// The server (and the launcher and the token minter) load only for the commands that use them:
+// usage, errors, upload and videos answer in a fraction of a second instead of the server's load.
 
 /** The commands, their options (node:util parseArgs) and their lines of the usage text. */
 const COMMANDS = {
@@ -95,15 +96,17 @@ function onSignals(stop: (signal: string) => Promise<void>): void {
   }
 }
 
-async function serve(config: Config, roles: Roles = ALL_ROLES): Promise<void> {
+/** Serves every role, or the one given (cluster mode only). */
+async function serve(config: Config, roles?: Roles): Promise<void> {
   const log = createLogger(config.logLevel);
-  if ((!roles.gateway || !roles.actorHost || !roles.encoderNode) && config.mode !== "cluster") {
+  if (roles !== undefined && config.mode !== "cluster") {
     throw new ConfigError("MEDIA_MODE", "the gateway, actor-host and encoder-node roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster");
   }
+  const { startServer } = await import("./server.js");
   const server = await startServer(config, log, roles);
   // One plain line on stdout whatever the log level: launchers and operators wait for it.
-  if (roles.actorHost && !roles.gateway) process.stdout.write(`media actor host ready (pid ${process.pid})\n`);
-  if (roles.encoderNode && !roles.gateway) process.stdout.write(`media encoder node ready (pid ${process.pid})\n`);
+  if (roles?.actorHost) process.stdout.write(`media actor host ready (pid ${process.pid})\n`);
+  if (roles?.encoderNode) process.stdout.write(`media encoder node ready (pid ${process.pid})\n`);
   if (server.bootstrapCreated && server.bootstrap) {
     process.stdout.write(`\nmedia is running on http://localhost:${server.port}\n`);
     process.stdout.write(`bootstrap credentials (also in ${config.dataDir}/bootstrap.json):\n${JSON.stringify(server.bootstrap, null, 2)}\n\n`);
@@ -150,6 +153,7 @@ async function main(argv: string[]): Promise<void> {
     case "encoder-node":
       return serve(config, { gateway: false, actorHost: false, encoderNode: true });
     case "cluster": {
+      const { launchCluster } = await import("./launcher.js");
       const cluster = await launchCluster({
         gateways: flag(values, "gateways", 2),
         actorHosts: flag(values, "actor-hosts", 2),
@@ -168,6 +172,7 @@ async function main(argv: string[]): Promise<void> {
         process.stderr.write("media token: --email <address> is required\n");
         process.exit(2);
       }
+      const { mintDevToken } = await import("../src/identity.js");
       process.stdout.write((await mintDevToken(config, email)) + "\n");
       return;
     }
