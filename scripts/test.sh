@@ -63,6 +63,7 @@ node -e '
   const path = require("path");
   const dir = process.argv[1];
   let passed = 0, failed = 0;
+  const failures = [];
   for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".json"))) {
     const r = JSON.parse(fs.readFileSync(`${dir}/${f}`, "utf8"));
     passed += r.numPassedTests;
@@ -78,10 +79,24 @@ node -e '
     const each = Object.entries(projects).map(([p, s]) => `${p} ${(s / 60).toFixed(1)}`).join(", ");
     const slowest = files.sort((a, b) => b.s - a.s).slice(0, 5).map((t) => `${t.file} ${t.s.toFixed(0)} s`).join(", ");
     console.log(`${lane}: ${r.numPassedTests} passed, ${r.numFailedTests} failed; minutes per project: ${each}; slowest files: ${slowest}`);
+    // The failures again, last, where a CI log cut to its tail still shows them.
+    for (const t of r.testResults) {
+      for (const a of t.assertionResults ?? []) {
+        if (a.status !== "failed") continue;
+        const why = (a.failureMessages ?? []).join(" ").replace(/\u001b\[[0-9;]*m/g, "").split("\n").slice(0, 3).join(" ").slice(0, 400);
+        failures.push(`FAILED ${path.relative(process.cwd(), t.name)} > ${a.fullName}: ${why}`);
+      }
+      if (t.status === "failed" && !(t.assertionResults ?? []).some((a) => a.status === "failed")) failures.push(`FAILED ${path.relative(process.cwd(), t.name)}: ${String(t.message ?? "").slice(0, 400)}`);
+    }
+    if (r.success === false && r.numFailedTests === 0 && r.numFailedTestSuites === 0) failures.push(`FAILED ${lane}: vitest reported an error outside the tests (an unhandled error; search the log for "Unhandled")`);
   }
+  for (const f of failures) console.log(f);
   const gate = fs.existsSync(`${dir}/gate`) ? fs.readFileSync(`${dir}/gate`, "utf8").trim() : "";
   if (gate === "passed") passed++;
-  if (gate === "failed") failed++;
+  if (gate === "failed") {
+    failed++;
+    console.log("FAILED the mutation gate: see the [gate] lines (a module under its floor, or Stryker failed)");
+  }
   console.log(`tests: ${passed} passed, ${failed} failed`);
 ' "$out" || true
 exit "$status"
