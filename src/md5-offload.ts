@@ -59,7 +59,7 @@ interface Pending {
   /** Writers waiting for the worker to catch up (several when chunks keep coming while one waits). */
   drained: (() => void)[];
   done?: { resolve: (hex: string) => void; reject: (e: Error) => void };
-  /** The worker's failure for this stream (a write that failed), reported at the next update or the digest. */
+  /** Why this stream failed (a write in the worker, a batch that could not be sent), reported at the next update or the digest. */
   error?: Error;
 }
 
@@ -125,7 +125,6 @@ export class OffloadedMd5 {
   /** The batch being filled: a plain Uint8Array of its own, so it can be moved to the worker. */
   private batch = newBatch();
   private used = 0;
-  private failed: Error | undefined;
 
   constructor(file?: string) {
     pending.set(this.id, this.state);
@@ -139,7 +138,6 @@ export class OffloadedMd5 {
    */
   update(chunk: Uint8Array): Promise<void> | undefined {
     if (this.state.error) throw this.state.error;
-    if (this.failed) throw this.failed;
     for (let at = 0; at < chunk.byteLength; ) {
       const n = Math.min(chunk.byteLength - at, BATCH_BYTES - this.used);
       this.batch.set(chunk.subarray(at, at + n), this.used);
@@ -161,7 +159,7 @@ export class OffloadedMd5 {
     });
   }
 
-  /** Forget a hash that will not be finished (a failed upload); its file is closed once no write is in flight, not removed. */
+  /** Forget a hash that will not be finished (a failed upload); its file is closed, not removed. */
   discard(): void {
     this.used = 0;
     pending.delete(this.id);
@@ -178,7 +176,7 @@ export class OffloadedMd5 {
     try {
       hashWorker().postMessage({ id: this.id, chunk: owned }, [owned.buffer]);
     } catch (e) {
-      this.failed = e as Error;
+      this.state.error = e as Error;
       throw e;
     }
   }
