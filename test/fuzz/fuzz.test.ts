@@ -50,7 +50,7 @@ const PASSES: Pass[] = [
   { name: "transport", auth: true, transport: true, phases: "fuzzing", mode: "positive", share: 0.3, checks: `${OURS},${CONFORMANCE},transport_expectation` },
 ];
 
-function schemathesis(host: string, base: string, h: Harness, pass: Pass, seconds: number): Promise<{ code: number; out: string }> {
+function schemathesis(host: string, base: string, h: Harness, pass: Pass, seconds: number, protectedIds: string[]): Promise<{ code: number; out: string }> {
   // uWS 20.30 drops methods it does not route (QUERY, which the coverage phase and unsupported_method
   // send) without an answer: docs/front-door.md. node:http gets them all.
   const config = path.join(work, `${host}.toml`);
@@ -74,7 +74,7 @@ function schemathesis(host: string, base: string, h: Harness, pass: Pass, second
         cwd: work,
         maxBuffer: 64 << 20,
         timeout: (seconds + 120) * 1000,
-        env: { ...process.env, PYTHONPATH: path.join(ROOT, "test/fuzz"), SCHEMATHESIS_HOOKS: "hooks", FUZZ_PASS: pass.transport ? "transport" : "plain", FUZZ_HOST: host, NO_COLOR: "1" },
+        env: { ...process.env, PYTHONPATH: path.join(ROOT, "test/fuzz"), SCHEMATHESIS_HOOKS: "hooks", FUZZ_PROTECTED: protectedIds.join(","), FUZZ_PASS: pass.transport ? "transport" : "plain", FUZZ_HOST: host, NO_COLOR: "1" },
       },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
     );
@@ -130,13 +130,23 @@ for (const host of HOSTS) {
   describe(`fuzz (${host} host)`, () => {
     let h: Harness;
     let base: string;
+    // The ids the fuzzer must not end (hooks.py, FUZZ_PROTECTED): its key, app and organization.
+    let protectedIds: string[];
     const auth = () => ({ authorization: `Bearer ${h.boot.api_key}`, "x-organization-id": h.boot.organization_id });
+    const keysOfOurApp = async () => {
+      const r = await raw(base, { path: "/media.v1.APIKeyService/List", headers: { "content-type": "application/json", ...auth() }, body: "{}" });
+      return "error" in r ? r.error : `${r.status} ${r.body.toString()}`;
+    };
 
     beforeAll(async () => {
       // Limits off: a refused call tests the limiter (rate-limit tests), not the method behind it.
       const unlimited = { MEDIA_RATE_LIMIT_KEY: "off", MEDIA_RATE_LIMIT_ANONYMOUS: "off", MEDIA_RATE_LIMIT_HEALTH: "off" };
       h = await startHarness(host === "node" ? { ...unlimited, MEDIA_HTTP_SERVER: "node" } : unlimited);
       base = h.bases[0]!;
+      const listed = await keysOfOurApp();
+      const ids = [...listed.matchAll(/"id":"(ak_[A-Za-z0-9]+)"/g)].map((m) => m[1]!);
+      expect(ids, listed).not.toEqual([]);
+      protectedIds = [...ids, h.boot.app_id, h.boot.organization_id];
     });
     afterAll(async () => {
       await h?.server.close();
@@ -150,10 +160,12 @@ for (const host of HOSTS) {
     for (const pass of PASSES) {
       it(`schemathesis: ${pass.name}`, async () => {
         const seconds = (BUDGET * pass.share) / HOSTS.length;
-        const { code, out } = await schemathesis(host, base, h, pass, seconds);
+        const { code, out } = await schemathesis(host, base, h, pass, seconds, protectedIds);
         const summary = out.slice(out.lastIndexOf("SUMMARY")).slice(0, 2000);
         console.log(`[fuzz ${host}] ${pass.name}\n${summary}`);
         expect(code, findings(out)).toBe(0);
+        // A pass that ended its own credentials fuzzed nothing but 401s after that point.
+        expect(await keysOfOurApp(), "the fuzzer's API key still works").toMatch(/^200 /);
       }, (BUDGET + 300) * 1000);
     }
 
