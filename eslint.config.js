@@ -5,7 +5,9 @@
 // One folder per entity under actors/ (job/, webhook-endpoint/, api-key/); an entity's messages
 // file is its protocol, which the encoder nodes speak too.
 // test/ and bin/ may import anything.
+import js from "@eslint/js";
 import { defineConfig } from "eslint/config";
+import globals from "globals";
 import tseslint from "typescript-eslint";
 import importX from "eslint-plugin-import-x";
 import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
@@ -47,5 +49,12 @@ export default defineConfig(
         },
       ],
     },
+  },
+  // The player page's script runs in browsers as it stands (ES2017, a classic script, no build).
+  {
+    files: ["gateway/player/*.js"],
+    ...js.configs.recommended,
+    languageOptions: { ecmaVersion: 2017, sourceType: "script", globals: { ...globals.browser } },
+    rules: { ...js.configs.recommended.rules, strict: ["error", "global"], "no-var": "off" },
   },
 );
