@@ -5,7 +5,7 @@
 // `update` intent publishes its new state (without secrets) on "updates"; every gateway reads all
 // of it (Watch streams) through its own one-member group, from the end of the log.
 import { Code } from "@connectrpc/connect";
-import { partitionFor } from "../src/bus/memory-bus.js";
+import { partitionFor } from "../src/bus/port.js";
 import type { Bus, BusMessage, Consumer } from "../src/bus/port.js";
 import { randomToken } from "../src/ids.js";
 import type { Logger } from "../src/log.js";

@@ -11,7 +11,7 @@
 // wakes each marked entity (which rewrites its read models) and runs the intents of every entry
 // after the marker's seq. The marker goes once the entity has been idle and caught up for a while.
 // Consumers are idempotent, so an intent that runs twice (after a crash) changes nothing twice.
-import { partitionFor } from "../src/bus/memory-bus.js";
+import { partitionFor } from "../src/bus/port.js";
 import type { Logger } from "../src/log.js";
 import type { Store } from "../src/store/port.js";
 

@@ -8,7 +8,7 @@
 // stays after its last attempt, as a tombstone, for as long as an intent could run again. The host
 // that owns the job arms a timer per open row; after a restart or a takeover it re-arms them from
 // its shards' rows.
-import { partitionFor } from "../src/bus/memory-bus.js";
+import { partitionFor } from "../src/bus/port.js";
 import type { JobRecord, LegacyPost } from "../actors/job/job.js";
 import { derivedId } from "../actors/ledger.js";
 import { messageToJson } from "../wire/codec.js";

@@ -2,7 +2,7 @@
 // project, KafkaBus against a real broker in test/cluster). Each test uses its own topic and group
 // names, so the suite can share one bus and a broker that keeps data between runs.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { partitionFor } from "./memory-bus.js";
+import { partitionFor } from "./port.js";
 import type { Bus, BusMessage, ConsumeOptions, Consumer } from "./port.js";
 
 export interface BusContractOptions {

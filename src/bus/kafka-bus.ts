@@ -1,7 +1,7 @@
 // The cluster bus: the Bus port over Kafka with kafkajs.
 //
 // Producing: acks from all in-sync replicas (-1), Kafka's default partitioner (murmur2 of the key,
-// the same as the Java client and MemoryBus's partitionFor), at most one request in flight per
+// the same as the Java client and the port's partitionFor), at most one request in flight per
 // broker connection. Not kafkajs's idempotent producer: it is marked experimental and loses
 // messages under concurrent sends (tulios/kafkajs#1005); a retried send may therefore duplicate a
 // message, which the bus's at-least-once contract already allows.

@@ -3,7 +3,8 @@
 import kafkajs from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { busContract } from "./bus-contract.js";
-import { MemoryBus, murmur2, partitionFor } from "./memory-bus.js";
+import { MemoryBus } from "./memory-bus.js";
+import { murmur2, partitionFor } from "./port.js";
 import type { BusMessage } from "./port.js";
 
 busContract("MemoryBus", async () => {

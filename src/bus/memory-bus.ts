@@ -15,47 +15,7 @@
 // Kafka, offsets of a group that has had no member for `emptyGroupRetentionMs` expire, and a
 // partition never keeps more than `maxRetainedPerPartition` messages: a group whose offset falls
 // below the start of the log resumes at the start (auto.offset.reset=earliest).
-import type { Bus, BusHealth, BusMessage, ConsumeOptions, Consumer, OutgoingMessage, TopicSpec } from "./port.js";
-
-const encoder = new TextEncoder();
-
-/** Kafka's murmur2 (org.apache.kafka.common.utils.Utils#murmur2), as a signed 32-bit integer. */
-export function murmur2(data: Uint8Array): number {
-  const m = 0x5bd1e995;
-  const length = data.length;
-  let h = (0x9747b28c ^ length) | 0;
-  const length4 = length >>> 2;
-  for (let i = 0; i < length4; i++) {
-    const i4 = i * 4;
-    let k = (data[i4]! & 0xff) | ((data[i4 + 1]! & 0xff) << 8) | ((data[i4 + 2]! & 0xff) << 16) | ((data[i4 + 3]! & 0xff) << 24);
-    k = Math.imul(k, m);
-    k ^= k >>> 24;
-    k = Math.imul(k, m);
-    h = Math.imul(h, m);
-    h ^= k;
-  }
-  const tail = length & ~3;
-  switch (length % 4) {
-    case 3:
-      h ^= (data[tail + 2]! & 0xff) << 16;
-    // falls through
-    case 2:
-      h ^= (data[tail + 1]! & 0xff) << 8;
-    // falls through
-    case 1:
-      h ^= data[tail]! & 0xff;
-      h = Math.imul(h, m);
-  }
-  h ^= h >>> 13;
-  h = Math.imul(h, m);
-  h ^= h >>> 15;
-  return h | 0;
-}
-
-/** The partition Kafka's default partitioner (Java client, kafkajs DefaultPartitioner) picks for a key. */
-export function partitionFor(key: string, partitions: number): number {
-  return (murmur2(encoder.encode(key)) & 0x7fffffff) % partitions;
-}
+import { partitionFor, type Bus, type BusHealth, type BusMessage, type ConsumeOptions, type Consumer, type OutgoingMessage, type TopicSpec } from "./port.js";
 
 export interface MemoryBusOptions {
   /** Hard cap on the messages a partition keeps, consumed or not (Kafka's retention). Default 100 000. */

@@ -8,7 +8,7 @@
 import kafkajs from "kafkajs";
 import { afterAll, describe, expect, it } from "vitest";
 import { topicsFor } from "../../actors/commands.js";
-import { partitionFor } from "../../src/bus/memory-bus.js";
+import { partitionFor } from "../../src/bus/port.js";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { freePort, freshKeyspace, readBootstrap, tempDataDir, clusterEnv, dropKeyspace } from "../harness.js";
 import { kafkaBrokers } from "./endpoints.js";
