@@ -1,6 +1,7 @@
 // This process's Prometheus metrics: one prom-client registry, the media_* instruments every role records into, and timing wrappers around the store and bus ports.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Bus } from "./bus/port.js";
+import { PRIORITIES, type Priority, type WorkerClass } from "./encode-queue.js";
 import { VersionConflict } from "./errors.js";
 import type { Store } from "./store/port.js";
 
@@ -163,9 +164,6 @@ export function observeJobEnded(job: { readonly status: string; readonly created
   jobDuration.observe({ outcome: job.status }, Math.max(0, (end - job.createdAt) / 1000));
 }
 
-export type Priority = "premium" | "standard" | "economy";
-export type WorkerClass = "small" | "standard" | "large";
-const PRIORITIES: readonly Priority[] = ["premium", "standard", "economy"];
 const CLASSES: readonly WorkerClass[] = ["small", "standard", "large"];
 
 /** Tasks an encoder node of this process took: inc({ kind: "probe" | "encode", priority, class }). */

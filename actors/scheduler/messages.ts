@@ -2,12 +2,9 @@
 // the next task for their worker class, its renewals, its end). Encoder nodes speak it, so it
 // imports only the kernel.
 
-export const PRIORITIES = ["premium", "standard", "economy"] as const;
-export type Priority = (typeof PRIORITIES)[number];
+import type { Priority, WorkerClass } from "../../src/encode-queue.js";
 
-/** Worker classes, smallest first. */
-export const WORKER_CLASSES = ["small", "standard", "large"] as const;
-export type WorkerClass = (typeof WORKER_CLASSES)[number];
+export { PRIORITIES, WORKER_CLASSES, type Priority, type WorkerClass } from "../../src/encode-queue.js";
 
 /** The one queue of a deployment: entity type and id. */
 export const QUEUE_TYPE = "encode_queue";
