@@ -1,7 +1,8 @@
-// The encoder node role: consumes encode tasks (probe, then encode) from topic "encode", runs
-// ffprobe and ffmpeg on a local copy of the input, writes outputs to the job's output origin under
-// deterministic keys, and reports every step to the job's actor over the command topic. Tasks are
-// at least once: each run is a new attempt, and the actor counts only the latest attempt's reports.
+// The encoder node role: leases tasks (probe, then encode) for its worker class from the encode
+// queue, one at a time, renewing the lease while it runs; runs ffprobe and ffmpeg on a local copy
+// of the input, writes outputs to the job's output origin under deterministic keys, and reports
+// every step to the job's actor over the command topic. Tasks are at least once: each run is a new
+// attempt, and the actor counts only the latest attempt's reports.
 import { fromJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { existsSync } from "node:fs";

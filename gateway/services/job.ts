@@ -1,5 +1,6 @@
-// JobService: the gateway validates a create request in full (inputs, origins, presets, output
-// specs, thumbnails), resolves every output's storage location, and hands the job to its JobActor;
+// JobService: the gateway checks a create request's fields (inputs, origins, presets, output
+// specs, thumbnails) and reads what the job needs (origins, presets, the app's hosting), then asks
+// the JobActor to decide the job (its outputs' locations, fee and state); the encode queue and
 // encoder nodes do the rest. Reads come from the read model; Watch follows the updates topic.
 import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
