@@ -41,8 +41,8 @@ async function setup() {
   await bus.start();
   const topics = topicsFor("t");
   await bus.ensureTopics([{ topic: topics.commands, partitions: 2 }, { topic: topics.replies, partitions: 1 }]);
-  const host = new ActorHost(store, createLogger("silent"));
-  const consumer = await serveCommands(bus, topics, host, [Counter as unknown as EntityBehavior<unknown, unknown, unknown>], createLogger("silent"));
+  const host = new ActorHost(store, createLogger("silent")).register(Counter as unknown as EntityBehavior<unknown, unknown, unknown>);
+  const consumer = await serveCommands(bus, topics, host, createLogger("silent"));
   return { store, bus, topics, host, consumer };
 }
 

@@ -5,19 +5,18 @@
 // `update` intent publishes its new state (without secrets) on "updates"; every gateway reads all
 // of it (Watch streams) through its own one-member group, from the end of the log.
 import { Code } from "@connectrpc/connect";
-import { partitionFor } from "../src/bus/port.js";
-import type { Bus, BusMessage, Consumer } from "../src/bus/port.js";
+import { partitionFor, type Bus, type BusMessage, type Consumer } from "../src/bus/port.js";
 import { randomToken } from "../src/ids.js";
 import type { Logger } from "../src/log.js";
 import type { Topics } from "../src/bus/topics.js";
-import type { ActorHost, EntityBehavior, Reply } from "./host.js";
-import type { Intent } from "./outbox.js";
+import { entity, type EntityRef } from "./entity.js";
+import type { ActorHost, Reply } from "./host.js";
 
 export { topicsFor, type Topics } from "../src/bus/topics.js";
 
 /** Something that runs a command on an entity's actor, wherever that actor lives. */
 export interface EntityCommands {
-  ask<S, C, E, I extends Intent, R = S>(behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<Reply<R>>;
+  ask<C, R>(ref: EntityRef<C, R>, id: string, command: C): Promise<Reply<R>>;
 }
 
 interface CommandEnvelope {
@@ -68,7 +67,7 @@ export class CommandClient implements EntityCommands {
     this.pending.clear();
   }
 
-  async ask<S, C, E, I extends Intent, R = S>(behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<Reply<R>> {
+  async ask<C, R>(ref: EntityRef<C, R>, id: string, command: C): Promise<Reply<R>> {
     const correlation = randomToken(16);
     const reply = new Promise<Reply<R>>((resolve) => {
       const timer = setTimeout(() => {
@@ -77,10 +76,10 @@ export class CommandClient implements EntityCommands {
       }, this.timeoutMs);
       this.pending.set(correlation, { resolve: resolve as (r: Reply<unknown>) => void, timer });
     });
-    const envelope: CommandEnvelope = { type: behavior.type, id, command };
+    const envelope: CommandEnvelope = { type: ref.type, id, command };
     // Not awaited: the reply's own deadline bounds the call even while the bus retries a publish.
     this.bus
-      .publish(this.topics.commands, [{ key: `${behavior.type}:${id}`, value: encode(envelope), headers: { "reply-to": this.id, correlation } }])
+      .publish(this.topics.commands, [{ key: `${ref.type}:${id}`, value: encode(envelope), headers: { "reply-to": this.id, correlation } }])
       .catch((e: unknown) => {
         const p = this.pending.get(correlation);
         if (!p) return;
@@ -92,8 +91,8 @@ export class CommandClient implements EntityCommands {
   }
 
   /** A command that needs no answer (a progress report): published, and no reply is asked for. */
-  tell<S, C, E, I extends Intent, R>(behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<void> {
-    return tell(this.bus, this.topics, behavior, id, command);
+  tell<C, R>(ref: EntityRef<C, R>, id: string, command: C): Promise<void> {
+    return tell(this.bus, this.topics, ref, id, command);
   }
 
   private onReply(m: BusMessage): void {
@@ -120,21 +119,19 @@ export function ownedKeys(owned: readonly number[], partitions: number): (key: s
 export const TOLD_RETRY_MS = 5 * 60_000;
 
 /** Sends a command that needs no answer (a fan-out, a report): published, not awaited by anyone. */
-export function tell<S, C, E, I extends Intent, R>(bus: Bus, topics: Topics, behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<void> {
-  const envelope: CommandEnvelope = { type: behavior.type, id, command };
-  return bus.publish(topics.commands, [{ key: `${behavior.type}:${id}`, value: encode(envelope) }]);
+export function tell<C, R>(bus: Bus, topics: Topics, ref: EntityRef<C, R>, id: string, command: C): Promise<void> {
+  const envelope: CommandEnvelope = { type: ref.type, id, command };
+  return bus.publish(topics.commands, [{ key: `${ref.type}:${id}`, value: encode(envelope) }]);
 }
 
-/** Actor-host side: serves the commands of the partitions this host owns. */
+/** Actor-host side: serves the commands of the partitions this host owns, for the types registered with it. */
 export async function serveCommands(
   bus: Bus,
   topics: Topics,
   actors: ActorHost,
-  behaviors: readonly EntityBehavior<unknown, unknown, unknown, Intent>[],
   log: Logger,
   onAssigned: (partitions: readonly number[]) => void = () => undefined,
 ): Promise<Consumer> {
-  const byType = new Map(behaviors.map((b) => [b.type, b]));
   /** Told commands being handed over again, by partition and offset: since when. */
   const failing = new Map<string, number>();
   return bus.consume({
@@ -148,9 +145,8 @@ export async function serveCommands(
     },
     handler: async (m) => {
       const envelope = decode<CommandEnvelope>(m.value);
-      const behavior = byType.get(envelope.type);
-      const reply: Reply<unknown> = behavior
-        ? await actors.ask(behavior, envelope.id, envelope.command).catch((e: unknown) => ({
+      const reply: Reply<unknown> = actors.runs(envelope.type)
+        ? await actors.ask(entity(envelope.type), envelope.id, envelope.command).catch((e: unknown) => ({
             ok: false as const,
             rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
           }))

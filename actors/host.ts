@@ -7,6 +7,7 @@ import { Code } from "@connectrpc/connect";
 import type { Logger } from "../src/log.js";
 import type { Rejection, Reply } from "../src/replies.js";
 import type { JournalEvent, RecordWrite, Snapshot, Store } from "../src/store/port.js";
+import type { EntityRef } from "./entity.js";
 import { EVENTS_FIELD, INTENTS_FIELD, NO_OUTBOX, type Intent, type Outbox } from "./outbox.js";
 
 const { start, configurePersistence, spawnPersistent, query, dispatch, stop } = nact as unknown as {
@@ -22,7 +23,8 @@ export type { Rejection, Reply };
 
 export type Decision<E> = readonly E[] | Rejection;
 
-export interface EntityBehavior<S, C, E, I extends Intent = Intent, R = S> {
+/** An entity type's behaviour: what its reference stands for, registered with the host at the root. */
+export interface EntityBehavior<S, C, E, I extends Intent = Intent, R = S> extends EntityRef<C, R> {
   /** Persistence key prefix, e.g. "api_key". */
   readonly type: string;
   readonly initial: S;
@@ -53,6 +55,10 @@ interface EventBatch<E> {
   readonly [BATCH]: readonly E[];
   readonly [INTENTS_FIELD]?: readonly Intent[];
 }
+
+/** A behaviour of any entity type: a host runs many. */
+type AnyBehavior = EntityBehavior<any, any, any, Intent, any>;
+const isBehavior = (ref: EntityRef<unknown, unknown>): ref is AnyBehavior => typeof (ref as Partial<AnyBehavior>).decide === "function";
 
 /** Asks an actor for nothing but its state: recovery (and read-model repair) without a command. */
 const WAKE = Object.freeze({ wake: true });
@@ -111,6 +117,7 @@ export class ActorHost {
   private readonly system: unknown;
   private readonly engine: StoreEngine;
   private readonly refs = new Map<string, unknown>();
+  private readonly behaviors = new Map<string, AnyBehavior>();
   private incarnations = 0;
 
   constructor(
@@ -124,33 +131,59 @@ export class ActorHost {
     this.system = start(configurePersistence(this.engine));
   }
 
-  /** Recovers the entity (rewriting its read models) and returns its state, without a command. */
-  async wake<S, C, E, I extends Intent, R>(behavior: EntityBehavior<S, C, E, I, R>, id: string): Promise<S> {
+  /** Runs these entity types here: an ask or tell by reference finds its behaviour by type. */
+  register(...behaviors: readonly AnyBehavior[]): this {
+    for (const b of behaviors) {
+      const known = this.behaviors.get(b.type);
+      if (known !== undefined && known !== b) throw new Error(`entity type ${b.type} is registered twice with different behaviours`);
+      this.behaviors.set(b.type, b);
+    }
+    return this;
+  }
+
+  /** Recovers the entity (rewriting its read models) and returns its whole state, without a command. */
+  async wake(ref: EntityRef<unknown, unknown>, id: string): Promise<unknown> {
     // A wake is answered with the whole state, whatever the entity's view.
-    const reply = (await this.ask(behavior, id, WAKE as unknown as C)) as unknown as Reply<S>;
-    if (!reply.ok) throw new Error(`${behavior.type} ${id} could not be woken: ${reply.rejection.message}`);
+    const reply = (await this.ask(ref, id, WAKE)) as Reply<unknown>;
+    if (!reply.ok) throw new Error(`${ref.type} ${id} could not be woken: ${reply.rejection.message}`);
     return reply.state;
   }
 
-  /** Sends a command to the entity's actor, spawning (and recovering) it when needed. */
-  async ask<S, C, E, I extends Intent, R = S>(behavior: EntityBehavior<S, C, E, I, R>, id: string, command: C): Promise<Reply<R>> {
+  /**
+   * Sends a command to the entity's actor, spawning (and recovering) it when needed. The reference
+   * names a registered type; a behaviour given itself is registered on first use (specs do that).
+   */
+  async ask<C, R>(ref: EntityRef<C, R>, id: string, command: C): Promise<Reply<R>> {
+    const behavior = this.behaviorOf(ref);
     const key = `${behavior.type}:${id}`;
-    let ref = this.refs.get(key);
-    if (!ref) {
+    let actor = this.refs.get(key);
+    if (!actor) {
       // A fresh name each spawn: an evicted incarnation may still be stopping under the old one.
       const name = `${key.replace(/[^A-Za-z0-9_-]/g, "_")}_${++this.incarnations}`;
-      ref = spawnPersistent(this.system, this.actorFunction(behavior, key), key, name, {
+      actor = spawnPersistent(this.system, this.actorFunction(behavior, key), key, name, {
         snapshotEvery: 50,
         shutdownAfter: 10 * 60_000,
       });
-      this.refs.set(key, ref);
+      this.refs.set(key, actor);
     }
     try {
-      return (await query(ref, (sender) => ({ command, sender }) satisfies Envelope<C>, this.askTimeoutMs)) as Reply<R>;
+      return (await query(actor, (sender) => ({ command, sender }) satisfies Envelope<C>, this.askTimeoutMs)) as Reply<R>;
     } catch (e) {
       this.evict(key);
       throw e;
     }
+  }
+
+  /** Whether entities of this type run here. */
+  runs(type: string): boolean {
+    return this.behaviors.has(type);
+  }
+
+  private behaviorOf(ref: EntityRef<unknown, unknown>): AnyBehavior {
+    const known = this.behaviors.get(ref.type);
+    if (known !== undefined) return known;
+    if (isBehavior(ref)) return this.register(ref).behaviors.get(ref.type)!;
+    throw new Error(`entity type ${ref.type} is not registered with this actor host`);
   }
 
   /** Drops every cached actor; each recovers from the store on its next command. */

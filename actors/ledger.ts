@@ -1,12 +1,14 @@
-// The event ledger: every event an entity change produces, recorded once with an id derived from
-// what happened (so writing it again is no change), frozen at emit time. Job events are written
-// by the JobActor in the same commit as the job event they follow from; a fan-out row beside each
-// marks it for delivery to the app's webhook endpoints until the job's fan-out intent has run.
+// The event ledger's envelope: every event an entity change produces, recorded once with an id
+// derived from what happened (so writing it again is no change), frozen at emit time. Each entity
+// says which of its changes make events (actors/job/ledger-events.ts, the video's
+// videoLedgerEvents) and writes them in the same commit as the change they follow from; a fan-out
+// row beside each marks it for delivery to the app's webhook endpoints until the entity's fan-out
+// intent has run.
 import { createHash } from "node:crypto";
 import { sortKey } from "../src/pagination.js";
 import type { RecordWrite } from "../src/store/port.js";
-import type { JobEvent, JobRecord } from "./job/messages.js";
-import type { VideoRecord } from "./video/video.js";
+import type { JobRecord } from "./job/messages.js";
+import type { VideoRecord } from "./video/messages.js";
 
 export const EVENTS = "events";
 /** Synthetic events of SendTestWebhook (ids evt_test_…): delivered like others, never listed. */
@@ -46,32 +48,6 @@ export function derivedId(prefix: string, label: string, length = 24): string {
     out += ALPHABET[byte % 62];
   }
   return `${prefix}${out}`;
-}
-
-const OUTCOME: Partial<Record<JobRecord["status"], EventType>> = { completed: "job.succeeded", failed: "job.failed", partial: "job.partial", canceled: "job.canceled" };
-
-/** The ledger events a job event produces, given the job after it. */
-export function jobLedgerEvents(job: JobRecord, event: JobEvent): EventRecord[] {
-  const base = { appId: job.appId, organizationId: job.organizationId, requestId: job.requestId ?? "", apiVersion: API_VERSION };
-  const make = (type: EventType, at: number, outputId?: string): EventRecord => ({
-    ...base,
-    id: derivedId("evt_", `${job.id}:${type}:${outputId ?? ""}`),
-    type,
-    subject: { kind: "job", job, ...(outputId ? { outputId } : {}) },
-    createdAt: at,
-  });
-  switch (event.type) {
-    case "output_completed":
-      return [make("output.ready", event.at, event.outputId)];
-    case "output_failed":
-      return [make("output.failed", event.at, event.outputId)];
-    case "settled": {
-      const type = OUTCOME[event.status];
-      return type ? [make(type, event.at)] : [];
-    }
-    default:
-      return [];
-  }
 }
 
 /** The rows of an event: the ledger entry and its fan-out mark. */

@@ -5,7 +5,7 @@
 // the host resumes every open delivery from the store (PENDING_DELIVERIES).
 import type { ActorHost } from "../actors/host.js";
 import { EVENTS, TEST_EVENTS, type EventRecord } from "../actors/ledger.js";
-import { activeSecrets, PENDING_DELIVERIES, PENDING_PARTITION, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../actors/webhook-endpoint/webhook-endpoint.js";
+import { activeSecrets, PENDING_DELIVERIES, PENDING_PARTITION, WebhookEndpoint, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../actors/webhook-endpoint/messages.js";
 import { envelope } from "../wire/present-webhook.js";
 import { ownedKeys } from "../actors/commands.js";
 import type { Logger } from "../src/log.js";
@@ -101,12 +101,12 @@ export class Deliverer {
     for (;;) {
       const page = await this.store.scan<{ endpointId: string }>(PENDING_DELIVERIES, PENDING_PARTITION, { limit: 500, ...(before !== undefined ? { before } : {}) });
       for (const row of page.items) {
-        if (mine(`${WebhookEndpointBehavior.type}:${row.value.endpointId}`)) endpoints.add(row.value.endpointId);
+        if (mine(`${WebhookEndpoint.type}:${row.value.endpointId}`)) endpoints.add(row.value.endpointId);
       }
       if (!page.more) break;
       before = page.items.at(-1)!.sort;
     }
-    for (const id of endpoints) await this.host.ask(WebhookEndpointBehavior, id, { type: "resume" });
+    for (const id of endpoints) await this.host.ask(WebhookEndpoint, id, { type: "resume" });
   }
 
   private countPending(): void {
@@ -160,7 +160,7 @@ export class Deliverer {
       webhookDeliveryAttempts.inc({ result: outcome.ok ? "success" : "failure" });
       this.timers.delete(key);
       this.countPending();
-      const reply = await this.host.ask(WebhookEndpointBehavior, e.id, {
+      const reply = await this.host.ask(WebhookEndpoint, e.id, {
         type: "attempted",
         at,
         deliveryId: d.id,

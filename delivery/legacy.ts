@@ -9,7 +9,7 @@
 // that owns the job arms a timer per open row; after a restart or a takeover it re-arms them from
 // its shards' rows.
 import { partitionFor } from "../src/bus/port.js";
-import type { JobRecord, LegacyPost } from "../actors/job/job.js";
+import type { JobRecord, LegacyPost } from "../actors/job/messages.js";
 import { derivedId } from "../actors/ledger.js";
 import { messageToJson } from "../wire/codec.js";
 import { jobMessage } from "../wire/present-job.js";

@@ -2,7 +2,7 @@
 // sessions, the X-Organization-ID rules, roles and key scopes. Runs as a Connect interceptor,
 // so every protocol gets the same answers.
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
-import { API_KEYS, API_KEY_HASHES, type ApiKeyRecord, type KeyByHash } from "../actors/api-key/api-key.js";
+import { API_KEYS, API_KEY_HASHES, type ApiKeyRecord, type KeyByHash } from "../actors/api-key/messages.js";
 import { apiError, invalid, permissionDenied, unauthenticated } from "../src/errors.js";
 import { atLeast, type AppRecord, type Directory, type OrganizationRecord, type Role, type UserRecord } from "../src/directory.js";
 import type { SessionVerifier } from "../src/identity.js";

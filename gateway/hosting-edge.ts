@@ -2,8 +2,7 @@
 // storage (a whole file, or one part of a multipart upload), token-checked playback of a video's
 // playable directory (Bunny-compatible directory tokens in the path, so playlists' relative URIs
 // stay covered), and the player page with its token renewal.
-import type { VideoRecord } from "../actors/video/video.js";
-import { VideoBehavior, VIDEOS } from "../actors/video/video.js";
+import { Video, VIDEOS, type VideoRecord } from "../actors/video/messages.js";
 import type { AppRecord, Directory } from "../src/directory.js";
 import { verifyDirectoryPath } from "../src/cdn-token.js";
 import { clearKeyLicense, clearKeyRequest, DRM_LIMITS } from "../src/drm/clearkey.js";
@@ -20,7 +19,8 @@ export interface HostingEdgeDeps {
   readonly store: Store;
   readonly directory: Directory;
   readonly box: SecretBox;
-  readonly hosting: Hosting;
+  /** The edge reads its playback cache too, not only forgets in it. */
+  readonly hosting: Hosting & { readonly playback: PlaybackRecords };
 }
 
 /** Segments and images never change under their name; playlists of a finished VOD neither, but stay short-lived. */
@@ -64,7 +64,7 @@ export class PlaybackRecords {
     if (hit && now - hit.at < this.ttlMs) return hit;
     if (this.entries.size >= this.maxEntries) this.clear();
     // Followed before the read: an update that lands during it forgets what the read returns.
-    if (this.follow && !this.following.has(videoId)) this.following.set(videoId, this.follow(VideoBehavior.type, videoId, () => this.forget(videoId)));
+    if (this.follow && !this.following.has(videoId)) this.following.set(videoId, this.follow(Video.type, videoId, () => this.forget(videoId)));
     const generation = this.generation.get(videoId) ?? 0;
     const video = (await this.d.store.get<VideoRecord>(VIDEOS, videoId))?.value;
     const app = video ? await this.d.directory.app(video.appId) : undefined;

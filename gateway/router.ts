@@ -35,7 +35,7 @@ import { jobService } from "./services/job.js";
 import { webhookService } from "./services/webhook.js";
 import { videoService } from "./services/video.js";
 import type { Hosting } from "./hosting.js";
-import type { ApiKeyRecord } from "../actors/api-key/api-key.js";
+import type { ApiKeyRecord } from "../actors/api-key/messages.js";
 
 /** Services whose capability arrives in a later issue: every method answers unimplemented. */
 const LATER: readonly { service: DescService; capability: string; resource: (typeof SCOPE_RESOURCES)[number] }[] = [];

@@ -3,15 +3,21 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key/api-key.js";
+import { ApiKeyBehavior } from "../actors/api-key/api-key.js";
+import { ApiKey, apiKeyRecord, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key/messages.js";
 import { ownedKeys, serveCommands, CommandClient, tell, topicsFor, UpdatesHub, type EntityCommands } from "../actors/commands.js";
-import { jobOutcome, VideoBehavior, videoIntentHandlers } from "../actors/video/video.js";
+import { VideoBehavior, videoIntentHandlers } from "../actors/video/video.js";
+import { Video } from "../actors/video/messages.js";
 import { SourceRetention } from "../actors/video/retention.js";
-import { ActorHost, type EntityBehavior } from "../actors/host.js";
-import { ACTIVE_JOBS, ACTIVE_PARTITION, JobBehavior, jobIntentHandlers, JOBS, TERMINAL, type JobRecord } from "../actors/job/job.js";
+import { entity } from "../actors/entity.js";
+import { ActorHost } from "../actors/host.js";
+import { JobBehavior, jobIntentHandlers } from "../actors/job/job.js";
+import { ACTIVE_JOBS, ACTIVE_PARTITION, Job, JOBS, TERMINAL, type JobRecord } from "../actors/job/messages.js";
 import { Relay, type Intent, type Outbox } from "../actors/outbox.js";
-import { QueueBehavior, queueIntentHandlers, QUEUE_ID, type QueueIntent, type QueueState } from "../actors/scheduler/scheduler.js";
-import { WebhookEndpointBehavior, type EndpointIntent, type EndpointState } from "../actors/webhook-endpoint/webhook-endpoint.js";
+import { QueueBehavior, queueIntentHandlers, type QueueIntent, type QueueState } from "../actors/scheduler/scheduler.js";
+import { Queue, QUEUE_ID } from "../actors/scheduler/messages.js";
+import { WebhookEndpointBehavior, type EndpointIntent } from "../actors/webhook-endpoint/webhook-endpoint.js";
+import { WebhookEndpoint, type EndpointState } from "../actors/webhook-endpoint/messages.js";
 import { Deliverer } from "../delivery/deliverer.js";
 import { LegacyPoster } from "../delivery/legacy.js";
 import { startEncoderNode, type EncoderNode } from "../encoder-node/node.js";
@@ -95,7 +101,7 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
   const app = await directory.createApp(org.id, { name: "Default app", hosting: newHosting(box) });
   const secret = `ak_${randomToken(KEY_SECRET_LENGTH)}`;
   const key = apiKeyRecord(secret, box.hashSecret(secret), { id: newId(Prefix.apiKey), appId: app.id, organizationId: org.id, name: "bootstrap", scopes: [], createdAt: Date.now() });
-  const reply = await actors.ask(ApiKeyBehavior, key.id, { type: "create", key });
+  const reply = await actors.ask(ApiKey, key.id, { type: "create", key });
   if (!reply.ok) throw new Error(`bootstrap key: ${reply.rejection.message}`);
   const result: Bootstrap = { organization_id: org.id, app_id: app.id, api_key: secret, user_email: email };
   writeFileSync(file, JSON.stringify(result, null, 2) + "\n", { mode: 0o600 });
@@ -104,7 +110,7 @@ async function bootstrapIfEmpty(config: Config, store: Store, directory: Directo
 }
 
 /** The actors this build has; commands for any other type are refused. */
-const BEHAVIORS = [ApiKeyBehavior, JobBehavior, VideoBehavior, WebhookEndpointBehavior, QueueBehavior] as unknown as readonly EntityBehavior<unknown, unknown, unknown, Intent>[];
+const BEHAVIORS = [ApiKeyBehavior, JobBehavior, VideoBehavior, WebhookEndpointBehavior, QueueBehavior] as const;
 
 /**
  * The embedded bus lives in this process: a restart loses the tasks it held. So an embedded host
@@ -118,11 +124,11 @@ async function redispatchAfterRestart(store: Store, host: ActorHost, owned: read
     const page = await store.scan<{ jobId: string }>(ACTIVE_JOBS, ACTIVE_PARTITION, { limit: 500, ...(before !== undefined ? { before } : {}) });
     for (const row of page.items) {
       const id = row.value.jobId;
-      if (!mine(`${JobBehavior.type}:${id}`)) continue;
+      if (!mine(`${Job.type}:${id}`)) continue;
       const job = (await store.get<JobRecord>(JOBS, id))?.value;
       if (!job || job.status === "awaiting_confirmation") continue;
       log.info({ job_id: id, status: job.status }, "handing the task of an unfinished job out again after a restart");
-      await host.ask(JobBehavior, id, { type: "resume" });
+      await host.ask(Job, id, { type: "resume" });
     }
     if (!page.more) return;
     before = page.items.at(-1)!.sort;
@@ -137,7 +143,7 @@ async function redispatchAfterRestart(store: Store, host: ActorHost, owned: read
 function withFailpoints(outbox: Outbox, failpoints: readonly string[]): Outbox {
   if (failpoints.length === 0) return outbox;
   const hit = (type: string, intents: readonly Intent[], state: unknown): boolean => {
-    if (type !== JobBehavior.type) return false;
+    if (type !== Job.type) return false;
     const job = (state as { job?: JobRecord }).job;
     if (failpoints.includes("job-encode-task") && intents.some((i) => i.kind === "task" && (i as { task?: string }).task === "encode")) return true;
     return failpoints.includes("job-settled") && job !== undefined && TERMINAL.has(job.status);
@@ -239,35 +245,30 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     // Effects leave the actors as intents journaled with their events; the relay carries them out.
     const relay = new Relay(store, log, { partitions });
     const failpoints = (process.env.MEDIA_FAILPOINT ?? "").split(",").filter((f) => f !== "");
-    const host = new ActorHost(store, log, 10_000, withFailpoints(relay, failpoints));
+    const host = new ActorHost(store, log, 10_000, withFailpoints(relay, failpoints)).register(...BEHAVIORS);
     actorHost = host;
-    const byType = new Map(BEHAVIORS.map((b) => [b.type, b]));
-    relay.attach((type, id) => host.wake(byType.get(type)!, id));
+    relay.attach((type, id) => host.wake(entity(type), id));
     const deliverer = new Deliverer(store, host, box, guard, log, config.webhooks);
     const legacy = new LegacyPoster(store, guard, box, log, { partitions, retryScale: config.webhooks.retryScale });
     relay.register(
-      JobBehavior.type,
+      Job.type,
       jobIntentHandlers({
         bus,
         topics,
         store,
         legacy: (job, seq, posts) => legacy.record(job, seq, posts),
-        // The app's retention rule as it stands when the job ends decides when the source goes.
-        video: async (job) => {
-          const days = (await new Directory(store).app(job.appId))?.hosting?.deleteSourceAfterDays ?? 0;
-          await tell(bus, topics, VideoBehavior, job.managed!.videoId, { type: "job_ended", outcome: jobOutcome(job), retentionMs: days * config.sourceRetention.dayMs });
-        },
+        retentionDayMs: config.sourceRetention.dayMs,
       }),
     );
-    relay.register(VideoBehavior.type, videoIntentHandlers({ bus, topics, store, managed }));
+    relay.register(Video.type, videoIntentHandlers({ bus, topics, store, managed }));
     relay.register<QueueIntent, QueueState>(
-      QueueBehavior.type,
+      Queue.type,
       queueIntentHandlers(
         (signal) => bus.publish(topics.signals, [{ key: "work", value: new TextEncoder().encode(JSON.stringify(signal)) }]),
-        (jobId, task, lostOn, at) => tell(bus, topics, JobBehavior, jobId, { type: "task_abandoned", task, lostOn, at }),
+        (jobId, task, lostOn, at) => tell(bus, topics, Job, jobId, { type: "task_abandoned", task, lostOn, at }),
       ),
     );
-    relay.register<EndpointIntent, EndpointState>(WebhookEndpointBehavior.type, { deliveries: async (_intent, { state }) => deliverer.schedule(state) });
+    relay.register<EndpointIntent, EndpointState>(WebhookEndpoint.type, { deliveries: async (_intent, { state }) => deliverer.schedule(state) });
     const retention = new SourceRetention(store, host, log, { partitions, sweepMs: config.sourceRetention.sweepMs });
     stopEffects = () => {
       retention.stop();
@@ -276,7 +277,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
       legacy.stop();
     };
     let started = false;
-    commandConsumer = await serveCommands(bus, topics, host, BEHAVIORS, log, (assigned) => {
+    commandConsumer = await serveCommands(bus, topics, host, log, (assigned) => {
       relay.assign(assigned);
       retention.assign(assigned);
       // Another host may have owned these entities: its timers are its own; arm ours from the store.
@@ -314,9 +315,9 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     encoderNode = await startEncoderNode({
       bus,
       topics,
-      report: (jobId, command) => client.ask(JobBehavior, jobId, command),
-      notify: (jobId, command) => client.tell(JobBehavior, jobId, command),
-      queue: (command) => client.ask(QueueBehavior, QUEUE_ID, command),
+      report: (jobId, command) => client.ask(Job, jobId, command),
+      notify: (jobId, command) => client.tell(Job, jobId, command),
+      queue: (command) => client.ask(Queue, QUEUE_ID, command),
       box,
       guard,
       config,
@@ -357,13 +358,13 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     const now = Date.now();
     if (now - (lastTouched.get(key.id) ?? key.lastUsedAt ?? 0) < 60_000) return;
     lastTouched.set(key.id, now);
-    commands!.ask(ApiKeyBehavior, key.id, { type: "touch", at: now }).catch((e: unknown) => log.warn({ err: e, key_id: key.id }, "last_used_at not recorded"));
+    commands!.ask(ApiKey, key.id, { type: "touch", at: now }).catch((e: unknown) => log.warn({ err: e, key_id: key.id }, "last_used_at not recorded"));
   };
 
   // Upload URLs, the edge and the player page hang off the public URL, known once the port is.
   const address = new PublicAddress(config.publicUrl);
   const playback = new PlaybackRecords({ store, directory, box }, (type, id, listener) => updates!.subscribe(type, id, listener));
-  const hosting: Hosting = { publicUrl: () => address.get(), managed, playback };
+  const hosting = { publicUrl: () => address.get(), managed, playback } satisfies Hosting;
   const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, guard, log, sessions, onKeyUsed, updates: updates!, hosting, ...(encoderNode ? { encoder: () => encoderNode.health() } : {}) });
   const hostOptions: HostOptions = {
     host: config.httpHost,

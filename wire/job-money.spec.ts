@@ -7,7 +7,8 @@ import { VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { PROCESSING_FEE_MICROS } from "../src/pricing.js";
 import { jobMessage } from "./present-job.js";
 import type { Rejection } from "../actors/host.js";
-import { JobBehavior, type JobRecord, type JobRequest } from "../actors/job/job.js";
+import { JobBehavior } from "../actors/job/job.js";
+import type { JobRecord, JobRequest } from "../actors/job/messages.js";
 import { at, createJob, probe, run } from "../actors/job/job.fixtures.js";
 
 const started = (delayed = false) =>

@@ -2,7 +2,7 @@
 // is integer micro-EUR in the record and EUR numbers only here; lines sum exactly to the totals
 // because the totals are sums of the same integers.
 import { create, fromJson } from "@bufbuild/protobuf";
-import type { FeeState, JobRecord, OutputState } from "../actors/job/job.js";
+import type { FeeState, JobRecord, OutputState } from "../actors/job/messages.js";
 import {
   CostBreakdownLineSchema,
   CostBreakdownSchema,

@@ -1,7 +1,7 @@
 // Videos as the API shows them: the stored record, plus the links computed on every read
 // (signed playback and poster URLs, the embed URL and snippet), never stored.
 import { create } from "@bufbuild/protobuf";
-import type { VideoRecord, Visibility } from "../actors/video/video.js";
+import type { VideoRecord, Visibility } from "../actors/video/messages.js";
 import { VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { VideoSchema, VideoSource, VideoStatus, VideoVisibility, type Video } from "../src/gen/media/v1/video_pb.js";
 import { eur } from "../src/pricing.js";

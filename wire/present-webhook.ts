@@ -2,9 +2,9 @@
 // delivery carries, and the sample resources of test events. The delivery engine renders bodies
 // with `envelope` too, so an event's data reads the same in RetrieveEvent and on the receiver's side.
 import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
-import { JOB_ERROR_CODES, processingFee, type JobRecord, type JobStatus, type OutputState } from "../actors/job/job.js";
+import { JOB_ERROR_CODES, processingFee, type JobRecord, type JobStatus, type OutputState } from "../actors/job/messages.js";
 import { derivedId, type EventRecord, type EventType } from "../actors/ledger.js";
-import { endpointHealth, type DeliveryRecord, type DeliveryStatus, type EndpointRecord } from "../actors/webhook-endpoint/webhook-endpoint.js";
+import { endpointHealth, type DeliveryRecord, type DeliveryStatus, type EndpointRecord } from "../actors/webhook-endpoint/messages.js";
 import { JobSchema, OutputSpecSchema, OutputType } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { RenditionSchema, VideoSchema, VideoSource, VideoStatus, VideoVisibility } from "../src/gen/media/v1/video_pb.js";

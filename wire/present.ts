@@ -1,7 +1,7 @@
 // Records to wire messages: the one place where stored shapes become API resources.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { ApiKeyRecord } from "../actors/api-key/api-key.js";
+import type { ApiKeyRecord } from "../actors/api-key/messages.js";
 import type { AppRecord, MembershipRecord, OrganizationRecord, Role as RoleName, UserRecord } from "../src/directory.js";
 import { ApiKeySchema, type ApiKey } from "../src/gen/media/v1/api_key_pb.js";
 import { AppSchema, AppStatus, type App } from "../src/gen/media/v1/app_pb.js";

@@ -3,7 +3,8 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { sortKey } from "../../src/pagination.js";
-import { API_KEY_HASHES, API_KEYS, ApiKeyBehavior as B, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyCommand, type ApiKeyState } from "./api-key.js";
+import { ApiKeyBehavior as B } from "./api-key.js";
+import { API_KEY_HASHES, API_KEYS, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyCommand, type ApiKeyState } from "./messages.js";
 
 const secret = `ak_${"a1B2c3D4e5".repeat(4)}`;
 const key = apiKeyRecord(secret, "hash_1", { id: "key_1", appId: "app_1", organizationId: "org_1", name: "ci", scopes: ["jobs:write"], createdAt: 100 });

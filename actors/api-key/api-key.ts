@@ -3,61 +3,14 @@ import { Code } from "@connectrpc/connect";
 import { sortKey } from "../../src/pagination.js";
 import type { RecordWrite } from "../../src/store/port.js";
 import type { Decision, EntityBehavior } from "../host.js";
+import { API_KEY_HASHES, API_KEYS, ORG_API_KEYS, type ApiKeyCommand, type ApiKeyCommandOf, type ApiKeyCommands, type ApiKeyRecord, type ApiKeyState, type KeyByHash } from "./messages.js";
 
-export interface ApiKeyRecord {
-  readonly id: string;
-  readonly appId: string;
-  readonly organizationId: string;
-  readonly name: string;
-  readonly description?: string;
-  readonly keyPrefix: string;
-  readonly keyHint: string;
-  readonly secretHash: string;
-  readonly scopes: readonly string[];
-  readonly lastUsedAt?: number;
-  readonly expiresAt?: number;
-  readonly createdAt: number;
-  readonly revokedAt?: number;
-  readonly revokeReason?: string;
-}
-
-/** Length of the random part of a key secret (`ak_` + 40 base62 characters). */
-export const KEY_SECRET_LENGTH = 40;
-/** "ak_" and 8 characters: enough to find a key in logs, useless to an attacker. */
-const KEY_PREFIX_LENGTH = 11;
-
-/** The stored record of a key whose secret is `secret`; the secret itself is kept only as its hash. */
-export function apiKeyRecord(secret: string, secretHash: string, fields: Omit<ApiKeyRecord, "keyPrefix" | "keyHint" | "secretHash">): ApiKeyRecord {
-  return { ...fields, keyPrefix: secret.slice(0, KEY_PREFIX_LENGTH), keyHint: secret.slice(-4), secretHash };
-}
-
-export interface ApiKeyState {
-  readonly key?: ApiKeyRecord;
-}
-
-/** The key's commands by type: what each carries. */
-export interface ApiKeyCommands {
-  readonly create: { readonly key: ApiKeyRecord };
-  readonly revoke: { readonly at: number; readonly reason?: string };
-  readonly touch: { readonly at: number };
-}
-type CommandOf<K extends keyof ApiKeyCommands> = { readonly type: K } & ApiKeyCommands[K];
-export type ApiKeyCommand = { [K in keyof ApiKeyCommands]: CommandOf<K> }[keyof ApiKeyCommands];
+type CommandOf<K extends keyof ApiKeyCommands> = ApiKeyCommandOf<K>;
 
 export type ApiKeyEvent =
   | { readonly type: "created"; readonly key: ApiKeyRecord }
   | { readonly type: "revoked"; readonly at: number; readonly reason?: string }
   | { readonly type: "used"; readonly at: number };
-
-export const API_KEYS = "api_keys";
-export const API_KEY_HASHES = "api_key_hashes";
-/** A row of API_KEY_HASHES. `key` is absent on rows written before it was carried. */
-export interface KeyByHash {
-  readonly keyId: string;
-  readonly key?: ApiKeyRecord;
-}
-/** The same read model listed by organization, for portal callers who list across apps. */
-export const ORG_API_KEYS = "org_api_keys";
 
 /** One decision per command type: a mapped type, so each handler gets its own command's fields. */
 type Handlers = { readonly [K in keyof ApiKeyCommands]: (state: ApiKeyState, c: CommandOf<K>) => Decision<ApiKeyEvent> };

@@ -3,7 +3,7 @@
 // during an encode.
 import { describe, expect, it } from "vitest";
 import { at, createJob, decided, encodingJob, probedJob, run } from "./job.fixtures.js";
-import { JOB_ERROR_CODES, type JobCommand, type JobState } from "./job.js";
+import { JOB_ERROR_CODES, type JobCommand, type JobState } from "./messages.js";
 
 const abandoned = (task: "probe" | "encode", lostOn = ["n1", "n2", "n1"]): JobCommand => ({ type: "task_abandoned", task, lostOn, at: 4000 });
 const job = (s: JobState) => s.job!;

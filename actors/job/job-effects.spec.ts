@@ -12,7 +12,8 @@ import { sortKey } from "../../src/pagination.js";
 import { FileStore } from "../../src/store/file-store.js";
 import { EVENT_FANOUT, EVENTS, type EventRecord } from "../ledger.js";
 import { at, createJob, decided, encodingJob, origin, probedJob, run } from "./job.fixtures.js";
-import { ACTIVE_JOBS, ACTIVE_PARTITION, JOBS, jobEffects, jobIntentHandlers, JobBehavior, taskFor, withoutSecrets, type JobCommand, type JobIntent, type JobRecord, type JobState, type LegacyPost } from "./job.js";
+import { jobEffects, jobIntentHandlers, JobBehavior, taskFor, withoutSecrets, type JobIntent } from "./job.js";
+import { ACTIVE_JOBS, ACTIVE_PARTITION, JOBS, type JobCommand, type JobRecord, type JobState, type LegacyPost } from "./messages.js";
 
 const job = (s: JobState): JobRecord => {
   if (!s.job) throw new Error("no job");
@@ -176,7 +177,7 @@ describe("job intents carried out", () => {
     const store = new FileStore(mkdtempSync(path.join(tmpdir(), "job-intents-")));
     await store.open();
     const legacy: [string, number, readonly LegacyPost[]][] = [];
-    const handlers = jobIntentHandlers({ bus, topics, store, legacy: async (j, seq, posts) => void legacy.push([j.id, seq, posts]), video: async () => undefined });
+    const handlers = jobIntentHandlers({ bus, topics, store, legacy: async (j, seq, posts) => void legacy.push([j.id, seq, posts]), retentionDayMs: 86_400_000 });
     return { bus, store, legacy, handlers };
   }
   const s = run({}, createJob({ outputOrigin: origin() }));

@@ -5,7 +5,8 @@ import { OutputSpecSchema, OutputType } from "../../src/gen/media/v1/job_pb.js";
 import { VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
 import type { OriginRecord } from "../../src/origins.js";
 import type { Rejection } from "../host.js";
-import { JobBehavior, type JobCommand, type JobEvent, type JobRequest, type JobState, type OutputRequest, type ProbeData } from "./job.js";
+import { JobBehavior } from "./job.js";
+import type { JobCommand, JobEvent, JobRequest, JobState, OutputRequest, ProbeData } from "./messages.js";
 
 /** An OutputSpec as proto JSON, the form a job keeps it in. */
 export function specJson(init: MessageInitShape<typeof OutputSpecSchema>): JsonObject {

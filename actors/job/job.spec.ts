@@ -7,7 +7,8 @@ import { OutputType, SubtitleSource } from "../../src/gen/media/v1/job_pb.js";
 import { AudioCodec, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
 import { PROCESSING_FEE_MICROS, TRANSCRIPTION_MICROS_PER_SECOND, transcribedSeconds } from "../../src/pricing.js";
 import { at, createJob, decided, encodingJob, origin, output, probe, probedJob, rejected, run, specJson } from "./job.fixtures.js";
-import { estimateOutputs, foldJob, JOB_ERROR_CODES, JobBehavior, jobEffects, processingFee, type JobCommand, type JobRecord, type JobRequest, type JobState, type OutputState, type ProbeData } from "./job.js";
+import { estimateOutputs, foldJob, JobBehavior, jobEffects } from "./job.js";
+import { JOB_ERROR_CODES, processingFee, type JobCommand, type JobRecord, type JobRequest, type JobState, type OutputState, type ProbeData } from "./messages.js";
 
 const finish = (over: Partial<Extract<JobCommand, { type: "encode_finished" }>> = {}): JobCommand => ({ type: "encode_finished", attempt: "e1", at: 3000, durationMs: 1000, ...over });
 const completeOutput = (outputId: string, attempt = "e1"): JobCommand => ({ type: "output_completed", attempt, at, outputId, url: `s3://b/${outputId}.mp4`, sizeBytes: 10 });

@@ -8,31 +8,23 @@ import { OutputSpecSchema, SubtitleSource } from "../../src/gen/media/v1/job_pb.
 import { ladderOutputSpec, playPrefix } from "../../src/hosting.js";
 import { sortKey } from "../../src/pagination.js";
 import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS, TRANSCRIPTION_MICROS_PER_SECOND, transcribedSeconds } from "../../src/pricing.js";
-import { isJobErrorCode, JOB_ERROR_CODES, TERMINAL, type EncodeTask, type JobSignal, type Failure, type FeeState, type JobCommand, type JobCommandOf, type JobCommands, type JobEvent, type JobRecord, type JobState, type JobStatus, type OutputState, type ProbeData } from "./messages.js";
+import { ACTIVE_JOBS, ACTIVE_PARTITION, isJobErrorCode, JOB_ERROR_CODES, JOBS, processingFee, TERMINAL, type EncodeTask, type LegacyPost, type JobSignal, type Failure, type FeeState, type JobCommand, type JobCommandOf, type JobCommands, type JobEvent, type JobRecord, type JobState, type JobStatus, type OutputState, type ProbeData } from "./messages.js";
 import type { OriginRecord } from "../../src/origins.js";
-import type { RecordWrite } from "../../src/store/port.js";
+import type { RecordWrite, Store } from "../../src/store/port.js";
 import type { Decision, EntityBehavior } from "../host.js";
 import type { Bus } from "../../src/bus/port.js";
 import type { Topics } from "../../src/bus/topics.js";
-import type { Store } from "../../src/store/port.js";
-import { fanOut } from "../webhook-endpoint/fanout.js";
-import { jobLedgerEvents, ledgerWrites, type EventRecord } from "../ledger.js";
+import { fanOut } from "../fanout.js";
+import { ledgerWrites, type EventRecord } from "../ledger.js";
+import { jobLedgerEvents } from "./ledger-events.js";
+import { tellVideoOutcome } from "./outcome.js";
 import type { IntentHandlers } from "../outbox.js";
 import { publishUpdate, tell } from "../commands.js";
 import { observeJobEnded } from "../../src/metrics.js";
-import { QueueBehavior, QUEUE_ID } from "../scheduler/scheduler.js";
-
-export const JOBS = "jobs";
-/** Non-terminal jobs, one partition: what an actor host resumes after it takes partitions over. */
-export const ACTIVE_JOBS = "active_jobs";
-export const ACTIVE_PARTITION = "all";
-
-// The job's records and messages are its protocol (encoder nodes speak them too); re-exported for this actor's users.
-export { isJobErrorCode, JOB_ERROR_CODES, TERMINAL } from "./messages.js";
-export type { JobStatus, OutputStatus, JobErrorCode, ProbeResult, ProbeData, OutputState, FeeState, ThumbnailResultData, JobRecord, JobState, Failure, JobCommand, JobEvent, EncodeTask, JobRequest, OutputRequest, OutputVars } from "./messages.js";
+import { Queue, QUEUE_ID } from "../scheduler/messages.js";
 
 const missing = { code: Code.NotFound, message: "job not found" } as const;
-/** A running encode without progress still records a change this often (see the stall sweep). */
+/** A running encode without progress still records a change this often: its updated_at and Watch streams show it alive. */
 const KEEPALIVE_MS = 20_000;
 const isTerminal = (j: JobRecord) => TERMINAL.has(j.status);
 
@@ -138,7 +130,7 @@ const decideBy: Handlers = {
     const o = job.outputs.find((x) => x.id === c.outputId);
     const progress = Math.max(0, Math.min(99, Math.floor(c.progress)));
     if (!o || o.status !== "processing") return [];
-    // No change is news only as a sign of life: once in a while, so the stall sweep sees the encode.
+    // No change is news only as a sign of life: once in a while, so readers see the encode alive.
     if (progress <= o.progress && c.at - job.updatedAt < KEEPALIVE_MS) return [];
     return [{ type: "output_progress", at: c.at, outputId: c.outputId, progress: Math.max(progress, o.progress) }];
   }),
@@ -322,18 +314,6 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
   }
 }
 
-/** The processing fee every job quotes; it is voided when no encoder ever starts the job. */
-export function processingFee(id: string): FeeState {
-  return { id, type: "processing", description: "Processing fee", rateMicros: PROCESSING_FEE_MICROS, quantity: 1, voided: false };
-}
-
-export type LegacyEvent = "job.completed" | "job.failed" | "job.progress" | "job.canceled" | "output.completed" | "output.failed";
-export interface LegacyPost {
-  readonly event: LegacyEvent;
-  readonly outputId?: string;
-  readonly at: number;
-}
-
 /** The effects of a job change, each run by the outbox at least once (see jobEffects). */
 export type JobIntent =
   | { readonly kind: "update" }
@@ -445,8 +425,8 @@ export interface JobEffectDeps {
   readonly store: Store;
   /** Records (and arms) the legacy webhook posts of a job change. */
   readonly legacy: (job: JobRecord, seq: number, posts: readonly LegacyPost[]) => Promise<void>;
-  /** Tells a managed job's video how the job ended (idempotent on the video's side). */
-  readonly video: (job: JobRecord) => Promise<void>;
+  /** The length of a day of source retention in ms (shortened by tests): see tellVideoOutcome. */
+  readonly retentionDayMs: number;
 }
 
 /** How each job intent is carried out; the outbox runs them at least once, and each is idempotent. */
@@ -465,12 +445,12 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
       const job = state.job;
       if (!job) return;
       const task: EncodeTask = { kind: intent.task, jobId: id };
-      await tell(d.bus, d.topics, QueueBehavior, QUEUE_ID, { type: "enqueue", task: { ...task, appId: job.appId, priority: job.priority, order: job.createdAt }, at: Date.now() });
+      await tell(d.bus, d.topics, Queue, QUEUE_ID, { type: "enqueue", task: { ...task, appId: job.appId, priority: job.priority, order: job.createdAt }, at: Date.now() });
     },
     stop: async (_intent, { id }) => {
       const signal: JobSignal = { jobId: id, signal: "stop" };
       await d.bus.publish(d.topics.signals, [{ key: id, value: encoded(signal) }]);
-      await tell(d.bus, d.topics, QueueBehavior, QUEUE_ID, { type: "cancel", jobId: id, at: Date.now() });
+      await tell(d.bus, d.topics, Queue, QUEUE_ID, { type: "cancel", jobId: id, at: Date.now() });
     },
     // Endpoints enqueue an event once. A recovered entry writes its ledger rows again: the write
     // that followed its append may not have happened.
@@ -482,7 +462,7 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
       if (state.job) await d.legacy(state.job, seq, intent.posts);
     },
     video: async (_intent, { state }) => {
-      if (state.job) await d.video(state.job);
+      if (state.job) await tellVideoOutcome({ bus: d.bus, topics: d.topics, store: d.store, dayMs: d.retentionDayMs }, state.job);
     },
   };
 }

@@ -4,6 +4,13 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { DrmScheme, TrackClass } from "../../src/drm/types.js";
 import type { OriginRecord } from "../../src/origins.js";
+import { PROCESSING_FEE_MICROS } from "../../src/pricing.js";
+import { entity } from "../entity.js";
+
+export const JOBS = "jobs";
+/** Non-terminal jobs, one partition: what an actor host resumes after it takes partitions over. */
+export const ACTIVE_JOBS = "active_jobs";
+export const ACTIVE_PARTITION = "all";
 
 export type JobStatus = "pending" | "probing" | "awaiting_confirmation" | "processing" | "completed" | "failed" | "canceled" | "partial";
 export type OutputStatus = "pending" | "processing" | "completed" | "failed" | "canceled";
@@ -294,6 +301,22 @@ export interface JobCommands {
 }
 export type JobCommandOf<K extends keyof JobCommands> = { readonly type: K } & JobCommands[K];
 export type JobCommand = { [K in keyof JobCommands]: JobCommandOf<K> }[keyof JobCommands];
+
+/** A job entity: asked with a JobCommand, it answers its whole state. */
+export const Job = entity<JobCommand, JobState>("job");
+
+/** The processing fee every job quotes; it is voided when no encoder ever starts the job. */
+export function processingFee(id: string): FeeState {
+  return { id, type: "processing", description: "Processing fee", rateMicros: PROCESSING_FEE_MICROS, quantity: 1, voided: false };
+}
+
+/** The legacy per-job callbacks (a job's `callback_url`): what is posted, when. */
+export type LegacyEvent = "job.completed" | "job.failed" | "job.progress" | "job.canceled" | "output.completed" | "output.failed";
+export interface LegacyPost {
+  readonly event: LegacyEvent;
+  readonly outputId?: string;
+  readonly at: number;
+}
 
 export type JobEvent =
   | { readonly type: "created"; readonly job: JobRecord }

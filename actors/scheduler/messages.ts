@@ -3,6 +3,7 @@
 // imports only the kernel.
 
 import type { Priority, WorkerClass } from "../../src/encode-queue.js";
+import { entity } from "../entity.js";
 
 export { PRIORITIES, WORKER_CLASSES, type Priority, type WorkerClass } from "../../src/encode-queue.js";
 
@@ -54,6 +55,9 @@ export interface QueueReply {
   readonly granted?: LeaseGrant;
   readonly held?: boolean;
 }
+
+/** The deployment's one encode queue (id QUEUE_ID): asked with a QueueCommand, it answers a QueueReply. */
+export const Queue = entity<QueueCommand, QueueReply>(QUEUE_TYPE);
 
 /** Sent on the signals topic when work is queued: idle nodes ask for it at once instead of at their next poll. */
 export interface WorkSignal {

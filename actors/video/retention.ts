@@ -5,7 +5,8 @@ import type { Logger } from "../../src/log.js";
 import type { Store } from "../../src/store/port.js";
 import { ownedKeys } from "../commands.js";
 import type { ActorHost } from "../host.js";
-import { SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, VideoBehavior } from "./video.js";
+import { VideoBehavior } from "./video.js";
+import { SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION } from "./messages.js";
 
 export class SourceRetention {
   private owned: (key: string) => boolean = () => false;

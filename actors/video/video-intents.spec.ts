@@ -13,7 +13,8 @@ import { FileStore } from "../../src/store/file-store.js";
 import type { JobRequest } from "../job/messages.js";
 import { derivedId, EVENT_FANOUT, EVENTS, type EventRecord } from "../ledger.js";
 import { request, videoRecord } from "./video.fixtures.js";
-import { videoIntentHandlers, type VideoRecord, type VideoState } from "./video.js";
+import { videoIntentHandlers } from "./video.js";
+import type { VideoRecord, VideoState } from "./messages.js";
 
 /** A bus that keeps what is published instead of delivering it. */
 class RecordingBus extends MemoryBus {

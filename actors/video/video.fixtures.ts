@@ -1,7 +1,7 @@
 // Builders the video actor's specs share: a video record as the gateway creates it (uploading, one
 // single-part upload) and the job request it carries.
 import type { JobRequest } from "../job/messages.js";
-import type { VideoRecord } from "./video.js";
+import type { VideoRecord } from "./messages.js";
 
 export const request = { appId: "app_1", bodyHash: "video:vid_1" } as unknown as JobRequest;
 

@@ -1,13 +1,13 @@
 // The VideoActor's rules without I/O: which commands each state takes, what the fold makes of the
-// job's outcome, the intents each change calls for, the ledger events, and the outcome a managed
-// job reports.
+// job's outcome, the intents each change calls for, the ledger events.
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { sortKey } from "../../src/pagination.js";
 import type { Rejection } from "../host.js";
 import type { DrmKeysData, JobRecord, JobRequest } from "../job/messages.js";
 import { request, videoRecord } from "./video.fixtures.js";
-import { jobOutcome, SOURCE_DELETIONS, sourceDeletionAt, VideoBehavior, videoEffects, VIDEOS, type JobOutcome, type VideoCommand, type VideoEvent, type VideoRecord, type VideoState } from "./video.js";
+import { sourceDeletionAt, VideoBehavior, videoEffects, type VideoEvent } from "./video.js";
+import { SOURCE_DELETIONS, VIDEOS, type JobOutcome, type VideoCommand, type VideoRecord, type VideoState } from "./messages.js";
 
 const video = videoRecord;
 
@@ -269,74 +269,5 @@ describe("VideoActor effects and ledger", () => {
     expect(kinds([touch, { type: "deleted", at: 3000 }])).toEqual(["update", "purge:all"]);
     expect(kinds([touch, { type: "source_deleted", at: 3000 }])).toEqual(["update", "purge:source"]);
     expect(kinds([touch])).toEqual(["update"]);
-  });
-});
-
-describe("a managed job's outcome", () => {
-  const job = (over: Partial<JobRecord> = {}): JobRecord =>
-    ({
-      id: "job_1",
-      status: "completed",
-      completedAt: 7000,
-      updatedAt: 6000,
-      inputMetadata: { durationMs: 8000 },
-      outputs: [
-        { id: "out_0", status: "completed", keyPrefix: "play/vid_1/out_0", main: "index.m3u8", sizeBytes: 1000, actualMicros: 40, renditions: [{ name: "854x480", codec: "h264", width: 854, height: 480, sizeBytes: 800_000 }, { name: "360x640", codec: "h264", width: 360, height: 640, sizeBytes: 100_000 }] },
-        { id: "out_1", status: "failed", keyPrefix: "play/vid_1/out_1", sizeBytes: 500, actualMicros: 0 },
-      ],
-      fees: [{ actualMicros: 2 }],
-      thumbnailResults: [
-        { key: "k/poster.jpg", mode: "single", format: "jpg", sizeBytes: 10 },
-        { key: "k/loop.webp", mode: "animated", format: "webp", sizeBytes: 20 },
-        { key: "k/loop.mp4", mode: "animated", format: "mp4", sizeBytes: 30 },
-      ],
-      ...over,
-    }) as unknown as JobRecord;
-
-  it("names the HLS playlist, measures each rendition's bitrate, sums the renditions' sizes and the money, finds the poster and loops", () => {
-    const o = jobOutcome(job());
-    // The renditions' 900,000 bytes: not the outputs' own sizes (playlists, other outputs) nor the thumbnails.
-    expect(o).toMatchObject({ jobId: "job_1", at: 7000, status: "completed", durationSeconds: 8, actualMicros: 42, playlistKey: "play/vid_1/out_0/index.m3u8", outputSizeBytes: 900_000, posterKey: "k/poster.jpg", hoverWebpKey: "k/loop.webp", hoverMp4Key: "k/loop.mp4" });
-    // 800,000 bytes over 8 s: 800 kbps; a portrait rung is named by its short side.
-    expect(o.renditions.map((r) => [r.resolution, r.bitrateKbps])).toEqual([["480p", 800], ["360p", 100]]);
-  });
-
-  it("without an HLS output, a duration or thumbnails: no playlist, 0 kbps, nothing named; canceled stays canceled", () => {
-    const o = jobOutcome(job({ status: "canceled", completedAt: undefined, inputMetadata: undefined, errorCode: "internal", errorMessage: "x", outputs: [{ id: "o", status: "completed", keyPrefix: "p", main: "video.mp4", sizeBytes: 5, renditions: [] }] as never, thumbnailResults: [], fees: [] }));
-    expect(o).toMatchObject({ status: "canceled", at: 6000, durationSeconds: 0, actualMicros: 0, outputSizeBytes: 0, renditions: [], errorCode: "internal", errorMessage: "x" });
-    expect(o.playlistKey).toBeUndefined();
-    expect(o.posterKey).toBeUndefined();
-    const zero = jobOutcome(job({ inputMetadata: { durationMs: 0 } as never }));
-    expect(zero.renditions[0]!.bitrateKbps).toBe(0);
-  });
-
-  it("finds the poster and each loop by mode and format, wherever they come in the list", () => {
-    const thumbnailResults = [
-      { key: "k/frame-0.webp", mode: "interval", format: "webp", sizeBytes: 1 },
-      { key: "k/loop.mp4", mode: "animated", format: "mp4", sizeBytes: 1 },
-      { key: "k/loop.webp", mode: "animated", format: "webp", sizeBytes: 1 },
-      { key: "k/poster.jpg", mode: "single", format: "jpg", sizeBytes: 1 },
-    ];
-    expect(jobOutcome(job({ thumbnailResults } as never))).toMatchObject({ posterKey: "k/poster.jpg", hoverWebpKey: "k/loop.webp", hoverMp4Key: "k/loop.mp4" });
-    const noLoops = jobOutcome(job({ thumbnailResults: [thumbnailResults[0], thumbnailResults[3]] } as never));
-    expect([noLoops.hoverWebpKey, noLoops.hoverMp4Key]).toEqual([undefined, undefined]);
-  });
-
-  it("keeps the job's ending: completed, partial and failed as they are; any other status is canceled", () => {
-    const statusOf = (status: string) => jobOutcome(job({ status } as never)).status;
-    expect(["completed", "partial", "failed", "canceled", "processing"].map(statusOf)).toEqual(["completed", "partial", "failed", "canceled", "canceled"]);
-  });
-
-  it("carries the stream's content keys, and none for a stream without them", () => {
-    const drm: DrmKeysData = { scheme: "cbcs", clearKey: false, kids: [{ trackClass: "hd", kid: "00112233445566778899aabbccddeeff" }], sealed: "sealed" };
-    const [hls, failed] = job().outputs;
-    expect(jobOutcome(job({ outputs: [{ ...hls, drm }, failed] } as never)).drm).toEqual(drm);
-    expect("drm" in jobOutcome(job())).toBe(false);
-  });
-
-  it("takes a DASH manifest when there is no HLS playlist, and the HLS playlist over an earlier DASH one", () => {
-    const dash = { id: "out_d", status: "completed", keyPrefix: "play/vid_1/out_d", main: "manifest.mpd", sizeBytes: 1, renditions: [] };
-    expect(jobOutcome(job({ outputs: [dash] } as never)).playlistKey).toBe("play/vid_1/out_d/manifest.mpd");
-    expect(jobOutcome(job({ outputs: [dash, ...job().outputs] } as never)).playlistKey).toBe("play/vid_1/out_0/index.m3u8");
   });
 });

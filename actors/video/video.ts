@@ -13,125 +13,21 @@ import { publishUpdate, tell } from "../commands.js";
 import type { Decision, EntityBehavior } from "../host.js";
 import { API_VERSION, derivedId, ledgerWrites, type EventRecord, type EventType } from "../ledger.js";
 import type { IntentHandlers } from "../outbox.js";
-import { fanOut } from "../webhook-endpoint/fanout.js";
-import { JobBehavior } from "../job/job.js";
-import type { DrmKeysData, JobRecord, JobRequest } from "../job/messages.js";
-
-export const VIDEOS = "videos";
-
-export type VideoStatus = "uploading" | "processing" | "ready" | "error" | "archived" | "deleted";
-export type Visibility = "public" | "unlisted" | "private";
-
-export interface RenditionRecord {
-  readonly id: string;
-  readonly resolution: string;
-  readonly codec: "h264" | "h265" | "vp9" | "av1";
-  readonly bitrateKbps: number;
-  readonly width: number;
-  readonly height: number;
-  readonly sizeBytes: number;
-}
-
-export interface UploadRecord {
-  readonly kind: "single" | "multipart";
-  /** Names the multipart upload (and its parts' folder); "" for single uploads. */
-  readonly uploadId: string;
-  readonly filename: string;
-  /** Declared size: CompleteUpload checks the stored bytes against it. */
-  readonly sizeBytes: number;
-  readonly partSizeBytes: number;
-  readonly expiresAt: number;
-}
-
-export interface VideoRecord {
-  readonly id: string;
-  readonly appId: string;
-  readonly organizationId: string;
-  /** Number of events folded: Watch streams order updates by it. */
-  readonly version: number;
-  readonly source: "upload" | "job";
-  readonly status: VideoStatus;
-  /** The status before an archive (ready or error). */
-  readonly archivedFrom?: VideoStatus;
-  readonly visibility: Visibility;
-  readonly title?: string;
-  readonly description?: string;
-  readonly tags: readonly string[];
-  readonly inputSizeBytes?: number;
-  readonly inputContentType: string;
-  readonly jobId: string;
-  readonly preset?: string;
-  readonly hoverPreviews: boolean;
-  /** URL ingest: the source URL. */
-  readonly url?: string;
-  readonly upload?: UploadRecord;
-  /** The ingest job, decided at creation; started once the source is there. */
-  readonly jobRequest: JobRequest;
-  readonly durationSeconds: number;
-  readonly renditions: readonly RenditionRecord[];
-  readonly outputSizeBytes: number;
-  readonly encodingCostMicros?: number;
-  /** Storage keys of what the player needs, under the playable directory. */
-  readonly playlistKey?: string;
-  readonly posterKey?: string;
-  readonly hoverWebpKey?: string;
-  readonly hoverMp4Key?: string;
-  /** A protected stream's key IDs and sealed keys: what the edge's key server answers from. */
-  readonly drm?: DrmKeysData;
-  readonly errorCode?: string;
-  readonly errorMessage?: string;
-  readonly requestId?: string;
-  readonly createdAt: number;
-  readonly updatedAt: number;
-  readonly readyAt?: number;
-  readonly sourcePinned: boolean;
-  readonly sourceScheduledForDeletionAt?: number;
-  readonly sourceDeletedAt?: number;
-}
-
-export interface VideoState {
-  readonly video?: VideoRecord;
-}
-
-/** How the video's job ended, as the job tells it (see the job's `video` intent). */
-export interface JobOutcome {
-  readonly jobId: string;
-  readonly at: number;
-  readonly status: "completed" | "partial" | "failed" | "canceled";
-  readonly errorCode?: string;
-  readonly errorMessage?: string;
-  readonly durationSeconds: number;
-  readonly actualMicros: number;
-  readonly playlistKey?: string;
-  readonly renditions: readonly Omit<RenditionRecord, "id">[];
-  readonly outputSizeBytes: number;
-  readonly posterKey?: string;
-  readonly hoverWebpKey?: string;
-  readonly hoverMp4Key?: string;
-  readonly drm?: DrmKeysData;
-}
-
-export interface VideoPatch {
-  readonly title?: string;
-  readonly description?: string;
-  readonly tags?: readonly string[];
-  readonly visibility?: Visibility;
-  readonly sourcePinned?: boolean;
-}
-
-export interface VideoCommands {
-  readonly create: { readonly video: VideoRecord };
-  /** The gateway verified the stored upload: the source is in place. */
-  readonly complete_upload: { readonly at: number; readonly sizeBytes: number; readonly requestId?: string };
-  /** retentionMs: the app's delete_source_after_days when the job ended, in ms (0 keeps the source). */
-  readonly job_ended: { readonly outcome: JobOutcome; readonly retentionMs?: number };
-  readonly update: { readonly at: number; readonly patch: VideoPatch; readonly deleteSourceAt?: number | null };
-  readonly archive: { readonly at: number };
-  readonly delete: { readonly at: number };
-  readonly source_deleted: { readonly at: number };
-}
-export type VideoCommandOf<K extends keyof VideoCommands> = { readonly type: K } & VideoCommands[K];
-export type VideoCommand = { [K in keyof VideoCommands]: VideoCommandOf<K> }[keyof VideoCommands];
+import { fanOut } from "../fanout.js";
+import { Job } from "../job/messages.js";
+import {
+  SOURCE_DELETIONS,
+  SOURCE_DELETIONS_PARTITION,
+  VIDEOS,
+  type SourceDeletionRow,
+  type JobOutcome,
+  type VideoCommand,
+  type VideoCommandOf,
+  type VideoCommands,
+  type VideoPatch,
+  type VideoRecord,
+  type VideoState,
+} from "./messages.js";
 
 export type VideoEvent =
   | { readonly type: "created"; readonly video: VideoRecord }
@@ -279,16 +175,6 @@ export function videoLedgerEvents(v: VideoRecord, e: VideoEvent): EventRecord[] 
   return [];
 }
 
-/** Sources due for deletion, one partition: what the retention sweep of each actor host reads. */
-export const SOURCE_DELETIONS = "source_deletions";
-export const SOURCE_DELETIONS_PARTITION = "all";
-/** A pending source deletion (rows written before appId was kept lack it). */
-export interface SourceDeletionRow {
-  readonly videoId: string;
-  readonly appId?: string;
-  readonly due: number;
-}
-
 /** Rows of the video's read model: one per video, listed by app, newest first; its pending source deletion. */
 function videoRows(v: VideoRecord): RecordWrite[] {
   return [
@@ -348,7 +234,7 @@ export function videoIntentHandlers(d: VideoEffectDeps): IntentHandlers<VideoInt
     start_job: async (_intent, { state }) => {
       const v = state.video;
       if (!v) return;
-      await tell(d.bus, d.topics, JobBehavior, v.jobId, { type: "create", id: v.jobId, at: v.updatedAt, request: v.jobRequest });
+      await tell(d.bus, d.topics, Job, v.jobId, { type: "create", id: v.jobId, at: v.updatedAt, request: v.jobRequest });
     },
     fanout: async (intent, { recovered }) => {
       if (recovered) await d.store.commit({ writes: intent.events.flatMap(ledgerWrites) });
@@ -361,44 +247,5 @@ export function videoIntentHandlers(d: VideoEffectDeps): IntentHandlers<VideoInt
       if (v.upload?.uploadId) await d.managed.deletePrefix(partsPrefix(v.id, v.upload.uploadId));
       if (intent.what === "all") await d.managed.deletePrefix(playPrefix(v.id));
     },
-  };
-}
-
-/** How a managed job ended, as its video needs it: the stream (HLS master, else a DASH MPD), the renditions, the money, the poster and previews, the keys. */
-export function jobOutcome(job: JobRecord): JobOutcome {
-  const durationSeconds = Math.round((job.inputMetadata?.durationMs ?? 0) / 10) / 100;
-  // Stryker disable next-line MethodExpression,ConditionalExpression: an output names its main file only once completed (actors/job), so no other output matches below; the filter states the intent
-  const completed = job.outputs.filter((o) => o.status === "completed");
-  const stream = completed.find((o) => o.main?.endsWith(".m3u8")) ?? completed.find((o) => o.main?.endsWith(".mpd"));
-  const renditions = (stream?.renditions ?? []).map((r) => ({
-    resolution: `${Math.min(r.width, r.height)}p`,
-    codec: r.codec,
-    bitrateKbps: durationSeconds > 0 ? Math.round((r.sizeBytes * 8) / durationSeconds / 1000) : 0,
-    width: r.width,
-    height: r.height,
-    sizeBytes: r.sizeBytes,
-  }));
-  const thumbs = job.thumbnailResults;
-  const poster = thumbs.find((t) => t.mode === "single");
-  const webp = thumbs.find((t) => t.mode === "animated" && t.format === "webp");
-  // MP4 is a format of animated thumbnails only (ThumbnailFormat.MP4).
-  const mp4 = thumbs.find((t) => t.format === "mp4");
-  const actualMicros = job.outputs.reduce((s, o) => s + (o.actualMicros ?? 0), 0) + job.fees.reduce((s, f) => s + (f.actualMicros ?? 0), 0);
-  return {
-    jobId: job.id,
-    at: job.completedAt ?? job.updatedAt,
-    status: job.status === "completed" || job.status === "partial" || job.status === "failed" ? job.status : "canceled",
-    ...(job.errorCode ? { errorCode: job.errorCode } : {}),
-    ...(job.errorMessage ? { errorMessage: job.errorMessage } : {}),
-    durationSeconds,
-    actualMicros,
-    ...(stream ? { playlistKey: `${stream.keyPrefix}/${stream.main}` } : {}),
-    renditions,
-    // The spec's "total stored rendition size": the renditions listed, so the field is their sum.
-    outputSizeBytes: renditions.reduce((s, r) => s + r.sizeBytes, 0),
-    ...(poster ? { posterKey: poster.key } : {}),
-    ...(webp ? { hoverWebpKey: webp.key } : {}),
-    ...(mp4 ? { hoverMp4Key: mp4.key } : {}),
-    ...(stream?.drm ? { drm: stream.drm } : {}),
   };
 }

@@ -3,22 +3,8 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { sortKey } from "../../src/pagination.js";
-import {
-  activeSecrets,
-  endpointHealth,
-  EVENT_DELIVERIES,
-  MAX_ATTEMPTS,
-  PENDING_DELIVERIES,
-  PENDING_PARTITION,
-  subscribes,
-  WEBHOOK_ENDPOINTS,
-  WEBHOOK_DELIVERIES,
-  WebhookEndpointBehavior as B,
-  type EndpointCommand,
-  type EndpointEvent,
-  type EndpointRecord,
-  type EndpointState,
-} from "./webhook-endpoint.js";
+import { WebhookEndpointBehavior as B, type EndpointEvent } from "./webhook-endpoint.js";
+import { activeSecrets, endpointHealth, EVENT_DELIVERIES, MAX_ATTEMPTS, PENDING_DELIVERIES, PENDING_PARTITION, subscribes, WEBHOOK_ENDPOINTS, WEBHOOK_DELIVERIES, type EndpointCommand, type EndpointRecord, type EndpointState } from "./messages.js";
 
 const endpoint: EndpointRecord = {
   id: "we_1",

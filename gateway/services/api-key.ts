@@ -2,7 +2,7 @@
 // from the read model the actor keeps. The secret exists only in the Create response.
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { API_KEYS, ApiKeyBehavior, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key/api-key.js";
+import { API_KEYS, ApiKey, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key/messages.js";
 import type { Reply } from "../../actors/host.js";
 import { apiError, invalidField, permissionDenied } from "../../src/errors.js";
 import type { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";
@@ -57,7 +57,7 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
         ...(req.description !== undefined ? { description: req.description } : {}),
         ...(expiresAt !== undefined ? { expiresAt } : {}),
       });
-      const state = accepted(await d.actors.ask(ApiKeyBehavior, key.id, { type: "create", key }));
+      const state = accepted(await d.actors.ask(ApiKey, key.id, { type: "create", key }));
       return { apiKey: apiKeyMessage(state.key!), secret };
     },
     async get(req, ctx) {
@@ -80,7 +80,7 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
       new Check().length("reason", req.reason, 0, LIMITS.revokeReason).done();
       const key = await visibleKey(d, caller, req.id);
       const state = accepted(
-        await d.actors.ask(ApiKeyBehavior, key.id, { type: "revoke", at: Date.now(), ...(req.reason !== undefined ? { reason: req.reason } : {}) }),
+        await d.actors.ask(ApiKey, key.id, { type: "revoke", at: Date.now(), ...(req.reason !== undefined ? { reason: req.reason } : {}) }),
       );
       return { apiKey: apiKeyMessage(state.key!) };
     },

@@ -10,7 +10,7 @@ import { appMessage } from "../../wire/present.js";
 import { HOSTING_LIMITS, newHosting, rotateKey, type AppHostingRecord } from "../../src/hosting.js";
 import { visibleApp } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
-import { SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, VIDEOS, VideoBehavior, type SourceDeletionRow, type VideoRecord } from "../../actors/video/video.js";
+import { SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, Video, VIDEOS, type SourceDeletionRow, type VideoRecord } from "../../actors/video/messages.js";
 
 export const LEGACY_WEBHOOK_EVENTS = ["job.completed", "job.failed", "job.progress", "job.canceled", "output.completed", "output.failed"] as const;
 
@@ -86,7 +86,7 @@ async function clearPendingDeletions(d: ServiceDeps, appId: string): Promise<voi
     const page = await d.store.scan<SourceDeletionRow>(SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, { limit: 500, filter: (r) => r.appId === undefined || r.appId === appId, ...(before !== undefined ? { before } : {}) });
     for (const row of page.items) {
       if (!(await ofApp(row.value))) continue;
-      const reply = await d.actors.ask(VideoBehavior, row.value.videoId, { type: "update", at: Date.now(), patch: {}, deleteSourceAt: null });
+      const reply = await d.actors.ask(Video, row.value.videoId, { type: "update", at: Date.now(), patch: {}, deleteSourceAt: null });
       if (!reply.ok) d.log.warn({ video_id: row.value.videoId, reason: reply.rejection.message }, "pending source deletion not cleared");
     }
     if (!page.more || page.items.length === 0) return;

@@ -4,8 +4,8 @@
 // encoder nodes do the rest. Reads come from the read model; Watch follows the updates topic.
 import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { JOBS, JobBehavior, TERMINAL, type JobRecord, type JobRequest, type JobState, type OutputVars } from "../../actors/job/job.js";
-import { VIDEOS, VideoBehavior, type VideoRecord } from "../../actors/video/video.js";
+import { Job as JobEntity, JOBS, TERMINAL, type JobRecord, type JobRequest, type JobState, type OutputVars } from "../../actors/job/messages.js";
+import { Video, VIDEOS, type VideoRecord } from "../../actors/video/messages.js";
 import type { Reply } from "../../actors/host.js";
 import type { EntityUpdate } from "../../actors/commands.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
@@ -273,7 +273,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         await managedVideo(d, request, id, at);
       }
       // The job's actor decides the job from the request: its outputs' locations, its fee, its state.
-      const job = accepted(await d.actors.ask(JobBehavior, id, { type: "create", id, at, request }));
+      const job = accepted(await d.actors.ask(JobEntity, id, { type: "create", id, at, request }));
       return { job: jobMessage(job), ...(job.managed ? { videoId: job.managed.videoId } : {}) };
     },
 
@@ -293,12 +293,12 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
 
     async cancel(req, ctx) {
       const job = await visibleJob(d, callerOf(ctx.values), req.id);
-      return { job: await present(accepted(await d.actors.ask(JobBehavior, job.id, { type: "cancel", at: Date.now() }))) };
+      return { job: await present(accepted(await d.actors.ask(JobEntity, job.id, { type: "cancel", at: Date.now() }))) };
     },
 
     async confirm(req, ctx) {
       const job = await visibleJob(d, callerOf(ctx.values), req.id);
-      return { job: jobMessage(accepted(await d.actors.ask(JobBehavior, job.id, { type: "confirm", at: Date.now() }))) };
+      return { job: jobMessage(accepted(await d.actors.ask(JobEntity, job.id, { type: "confirm", at: Date.now() }))) };
     },
 
     async *watch(req, ctx: HandlerContext) {
@@ -308,7 +308,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       // Subscribe before reading the snapshot, so no change falls between the two.
       const queue: EntityUpdate[] = [];
       let wake: (() => void) | undefined;
-      const unsubscribe = d.updates.subscribe(JobBehavior.type, req.id, (u) => {
+      const unsubscribe = d.updates.subscribe(JobEntity.type, req.id, (u) => {
         queue.push(u);
         wake?.();
       });
@@ -365,7 +365,7 @@ async function managedVideo(d: ServiceDeps, request: JobRequest, jobId: string, 
     updatedAt: at,
     sourcePinned: false,
   };
-  const reply = await d.actors.ask(VideoBehavior, videoId, { type: "create", video });
+  const reply = await d.actors.ask(Video, videoId, { type: "create", video });
   if (!reply.ok && reply.rejection.code !== Code.AlreadyExists) throw apiError(reply.rejection.code, reply.rejection.message, reply.rejection.violations);
 }
 

@@ -8,7 +8,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { EntityUpdate } from "../../actors/commands.js";
 import type { JobRequest } from "../../actors/job/messages.js";
 import { derivedId } from "../../actors/ledger.js";
-import { VIDEOS, VideoBehavior, type UploadRecord, type VideoPatch, type VideoRecord, type VideoState, type Visibility } from "../../actors/video/video.js";
+import { Video as VideoEntity, VIDEOS, type UploadRecord, type VideoPatch, type VideoRecord, type VideoState, type Visibility } from "../../actors/video/messages.js";
 import type { AppRecord } from "../../src/directory.js";
 import { apiError, failedPrecondition } from "../../src/errors.js";
 import { PaginationRequestSchema } from "../../src/gen/media/v1/common_pb.js";
@@ -163,7 +163,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       updatedAt: at,
       sourcePinned: false,
     };
-    return accepted(await d.actors.ask(VideoBehavior, id, { type: "create", video }));
+    return accepted(await d.actors.ask(VideoEntity, id, { type: "create", video }));
   }
 
   function checkUploadSize(check: Check, size: bigint): number {
@@ -282,7 +282,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
         size = await completeMultipart(d.hosting, video, upload, req, mismatch);
       }
       if (size !== upload.sizeBytes) mismatch("size_bytes", `the stored file has ${size} bytes, not the ${upload.sizeBytes} declared; upload it again`);
-      const next = accepted(await d.actors.ask(VideoBehavior, video.id, { type: "complete_upload", at: Date.now(), sizeBytes: size, ...(ctx.values.get(REQUEST_ID) ? { requestId: ctx.values.get(REQUEST_ID) } : {}) }));
+      const next = accepted(await d.actors.ask(VideoEntity, video.id, { type: "complete_upload", at: Date.now(), sizeBytes: size, ...(ctx.values.get(REQUEST_ID) ? { requestId: ctx.values.get(REQUEST_ID) } : {}) }));
       return { video: present(next, app) };
     },
 
@@ -341,14 +341,14 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       if (req.sourcePinned === false && video.sourcePinned && video.readyAt !== undefined && video.sourceDeletedAt === undefined && app.hosting!.deleteSourceAfterDays > 0) {
         deleteSourceAt = video.readyAt + app.hosting!.deleteSourceAfterDays * d.config.sourceRetention.dayMs;
       }
-      const next = accepted(await d.actors.ask(VideoBehavior, video.id, { type: "update", at: Date.now(), patch, ...(deleteSourceAt !== undefined ? { deleteSourceAt } : {}) }));
+      const next = accepted(await d.actors.ask(VideoEntity, video.id, { type: "update", at: Date.now(), patch, ...(deleteSourceAt !== undefined ? { deleteSourceAt } : {}) }));
       d.hosting.playback.forget(video.id);
       return { video: present(next, app) };
     },
 
     async archive(req, ctx) {
       const { video, app } = await visibleVideo(callerOf(ctx.values), req.id);
-      const archived = accepted(await d.actors.ask(VideoBehavior, video.id, { type: "archive", at: Date.now() }));
+      const archived = accepted(await d.actors.ask(VideoEntity, video.id, { type: "archive", at: Date.now() }));
       // This gateway's edge refuses the video from now on; the others learn it from the video's update.
       d.hosting.playback.forget(video.id);
       return { video: present(archived, app) };
@@ -356,7 +356,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
 
     async delete(req, ctx) {
       const { video, app } = await visibleVideo(callerOf(ctx.values), req.id);
-      const deleted = accepted(await d.actors.ask(VideoBehavior, video.id, { type: "delete", at: Date.now() }));
+      const deleted = accepted(await d.actors.ask(VideoEntity, video.id, { type: "delete", at: Date.now() }));
       d.hosting.playback.forget(video.id);
       return { video: present(deleted, app) };
     },
@@ -367,7 +367,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       if (!d.updates) throw apiError(Code.Unavailable, "this gateway does not follow video updates");
       const queue: EntityUpdate[] = [];
       let wake: (() => void) | undefined;
-      const unsubscribe = d.updates.subscribe(VideoBehavior.type, req.id, (u) => {
+      const unsubscribe = d.updates.subscribe(VideoEntity.type, req.id, (u) => {
         queue.push(u);
         wake?.();
       });

@@ -6,23 +6,14 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, type ServiceImpl } from "@connectrpc/connect";
 import type { Reply } from "../../actors/host.js";
 import { API_VERSION, API_VERSIONS, EVENTS, EVENT_TYPES, TEST_EVENTS, type EventRecord, type EventType } from "../../actors/ledger.js";
-import {
-  EVENT_DELIVERIES,
-  subscribes,
-  WEBHOOK_DELIVERIES,
-  WEBHOOK_ENDPOINTS,
-  WebhookEndpointBehavior,
-  type DeliveryRecord,
-  type EndpointRecord,
-  type EndpointState,
-} from "../../actors/webhook-endpoint/webhook-endpoint.js";
+import { EVENT_DELIVERIES, subscribes, WEBHOOK_DELIVERIES, WEBHOOK_ENDPOINTS, WebhookEndpoint, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../../actors/webhook-endpoint/messages.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import { WebhookEndpointStatus, type WebhookService } from "../../src/gen/media/v1/webhook_pb.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
 import { NetGuard, NetGuardError } from "../../src/net-guard.js";
 import { sortKey } from "../../src/pagination.js";
 import { Check } from "../../src/validation.js";
-import { pendingWebhooks } from "../../actors/webhook-endpoint/fanout.js";
+import { pendingWebhooks } from "../../actors/fanout.js";
 import { newWebhookSecret } from "../../src/webhooks/sign.js";
 import { callerOf, type Caller } from "../access.js";
 import { DELIVERY_STATUS_NAMES, deliveryMessage, endpointMessage, eventMessage, healthMessage, sampleEventData } from "../../wire/present-webhook.js";
@@ -139,7 +130,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
         updatedAt: now,
         health: [],
       };
-      const state = accepted(await d.actors.ask(WebhookEndpointBehavior, endpoint.id, { type: "create", endpoint }));
+      const state = accepted(await d.actors.ask(WebhookEndpoint, endpoint.id, { type: "create", endpoint }));
       return { endpoint: endpointMessage(state.endpoint, { secret, now }) };
     },
 
@@ -160,7 +151,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       check.done();
       const e = await visibleEndpoint(d, caller, req.id, "id", true);
       const state = accepted(
-        await d.actors.ask(WebhookEndpointBehavior, e.id, {
+        await d.actors.ask(WebhookEndpoint, e.id, {
           type: "update",
           at: Date.now(),
           ...(req.description !== "" ? { description: req.description } : {}),
@@ -174,7 +165,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
 
     async deleteWebhookEndpoint(req, ctx) {
       const e = await visibleEndpoint(d, callerOf(ctx.values), req.id, "id", true);
-      const state = accepted(await d.actors.ask(WebhookEndpointBehavior, e.id, { type: "delete", at: Date.now() }));
+      const state = accepted(await d.actors.ask(WebhookEndpoint, e.id, { type: "delete", at: Date.now() }));
       return { endpoint: endpointMessage(state.endpoint) };
     },
 
@@ -191,7 +182,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       const e = await visibleEndpoint(d, callerOf(ctx.values), req.id, "id", true);
       const secret = newWebhookSecret();
       const at = Date.now();
-      const state = accepted(await d.actors.ask(WebhookEndpointBehavior, e.id, { type: "rotate", at, sealed: d.box.encrypt(secret), overlapMs: WEBHOOK_LIMITS.secretOverlapMs }));
+      const state = accepted(await d.actors.ask(WebhookEndpoint, e.id, { type: "rotate", at, sealed: d.box.encrypt(secret), overlapMs: WEBHOOK_LIMITS.secretOverlapMs }));
       return { endpoint: endpointMessage(state.endpoint, { secret, now: at }) };
     },
 
@@ -220,7 +211,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       // still refuse (disabled, rate limit), and the expiry removes such an unused event.
       await d.store.commit({ writes: [{ table: TEST_EVENTS, id, value: event, partition: e.appId, sort: sortKey(at, id), expiresAt: at + TEST_EVENT_TTL_MS }] });
       const deliveryId = newId(Prefix.delivery);
-      const state = accepted(await d.actors.ask(WebhookEndpointBehavior, e.id, { type: "test", at, event: { id, type }, deliveryId }));
+      const state = accepted(await d.actors.ask(WebhookEndpoint, e.id, { type: "test", at, event: { id, type }, deliveryId }));
       return { delivery: deliveryMessage(await enqueued(d, state, deliveryId)) };
     },
 
@@ -265,7 +256,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       const deliveries = await Promise.all(
         targets.map(async (e) => {
           const deliveryId = newId(Prefix.delivery);
-          const reply = await d.actors.ask(WebhookEndpointBehavior, e.id, { type: "enqueue", at, event: { id: ev.id, type: ev.type }, deliveryId, force: true });
+          const reply = await d.actors.ask(WebhookEndpoint, e.id, { type: "enqueue", at, event: { id: ev.id, type: ev.type }, deliveryId, force: true });
           // In a fan-out, an endpoint disabled or deleted since it was read is simply not a target.
           if (!reply.ok && req.endpointId === "" && (reply.rejection.code === Code.FailedPrecondition || reply.rejection.code === Code.NotFound)) return undefined;
           return deliveryMessage(await enqueued(d, accepted(reply), deliveryId));

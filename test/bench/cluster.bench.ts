@@ -28,7 +28,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import cassandra from "cassandra-driver";
 import kafkajs from "kafkajs";
-import { API_KEYS } from "../../actors/api-key/api-key.js";
+import { API_KEYS } from "../../actors/api-key/messages.js";
 import { KafkaBus } from "../../src/bus/kafka-bus.js";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";

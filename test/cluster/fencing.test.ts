@@ -3,7 +3,8 @@
 // duplicate. Real Cassandra, two independent connections, two nact systems.
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiKeyBehavior, type ApiKeyRecord } from "../../actors/api-key/api-key.js";
+import { ApiKeyBehavior } from "../../actors/api-key/api-key.js";
+import type { ApiKeyRecord } from "../../actors/api-key/messages.js";
 import { ActorHost } from "../../actors/host.js";
 import { createLogger } from "../../src/log.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";

@@ -3,10 +3,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { EVENT_FANOUT, ledgerWrites, type EventRecord } from "../ledger.js";
-import { EVENT_DELIVERIES, WEBHOOK_ENDPOINTS, type DeliveryRecord, type EndpointRecord } from "./webhook-endpoint.js";
-import { sortKey } from "../../src/pagination.js";
-import { FileStore } from "../../src/store/file-store.js";
+import { EVENT_FANOUT, ledgerWrites, type EventRecord } from "./ledger.js";
+import { EVENT_DELIVERIES, WEBHOOK_ENDPOINTS, type DeliveryRecord, type EndpointRecord } from "./webhook-endpoint/messages.js";
+import { sortKey } from "../src/pagination.js";
+import { FileStore } from "../src/store/file-store.js";
 import { fanoutDeliveryId, pendingWebhooks } from "./fanout.js";
 
 const endpoint = (id: string, over: Partial<EndpointRecord> = {}): EndpointRecord => ({

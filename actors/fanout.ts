@@ -3,11 +3,11 @@
 // runs it again after a crash; an endpoint enqueues one event once, so a repeated fan-out delivers
 // nothing twice. The ledger row's fan-out mark (read by pending_webhooks) goes once every command
 // is on the bus.
-import { tell, type Topics } from "../commands.js";
-import { derivedId, EVENT_FANOUT, type EventRecord } from "../ledger.js";
-import { EVENT_DELIVERIES, subscribes, WEBHOOK_ENDPOINTS, WebhookEndpointBehavior, type DeliveryRecord, type EndpointRecord } from "./webhook-endpoint.js";
-import type { Bus } from "../../src/bus/port.js";
-import type { Store } from "../../src/store/port.js";
+import { tell, type Topics } from "./commands.js";
+import { derivedId, EVENT_FANOUT, type EventRecord } from "./ledger.js";
+import { EVENT_DELIVERIES, subscribes, WEBHOOK_ENDPOINTS, WebhookEndpoint, type DeliveryRecord, type EndpointRecord } from "./webhook-endpoint/messages.js";
+import type { Bus } from "../src/bus/port.js";
+import type { Store } from "../src/store/port.js";
 
 type EventRef = Pick<EventRecord, "id" | "appId" | "type">;
 
@@ -49,7 +49,7 @@ export async function fanOut(store: Store, bus: Bus, topics: Topics, events: rea
     const endpoints = await subscribers(store, event.appId, event.type);
     await Promise.all(
       endpoints.map((e) =>
-        tell(bus, topics, WebhookEndpointBehavior, e.id, {
+        tell(bus, topics, WebhookEndpoint, e.id, {
           type: "enqueue",
           at: Date.now(),
           event: { id: event.id, type: event.type },

@@ -1,0 +1,56 @@
+// The API key's protocol: its reference, record, commands and read-model tables. Everything outside
+// actors/api-key/ that speaks to a key or reads one imports this file, never the behaviour.
+import { entity } from "../entity.js";
+
+export interface ApiKeyRecord {
+  readonly id: string;
+  readonly appId: string;
+  readonly organizationId: string;
+  readonly name: string;
+  readonly description?: string;
+  readonly keyPrefix: string;
+  readonly keyHint: string;
+  readonly secretHash: string;
+  readonly scopes: readonly string[];
+  readonly lastUsedAt?: number;
+  readonly expiresAt?: number;
+  readonly createdAt: number;
+  readonly revokedAt?: number;
+  readonly revokeReason?: string;
+}
+
+/** Length of the random part of a key secret (`ak_` + 40 base62 characters). */
+export const KEY_SECRET_LENGTH = 40;
+/** "ak_" and 8 characters: enough to find a key in logs, useless to an attacker. */
+const KEY_PREFIX_LENGTH = 11;
+
+/** The stored record of a key whose secret is `secret`; the secret itself is kept only as its hash. */
+export function apiKeyRecord(secret: string, secretHash: string, fields: Omit<ApiKeyRecord, "keyPrefix" | "keyHint" | "secretHash">): ApiKeyRecord {
+  return { ...fields, keyPrefix: secret.slice(0, KEY_PREFIX_LENGTH), keyHint: secret.slice(-4), secretHash };
+}
+
+export interface ApiKeyState {
+  readonly key?: ApiKeyRecord;
+}
+
+/** The key's commands by type: what each carries. */
+export interface ApiKeyCommands {
+  readonly create: { readonly key: ApiKeyRecord };
+  readonly revoke: { readonly at: number; readonly reason?: string };
+  readonly touch: { readonly at: number };
+}
+export type ApiKeyCommandOf<K extends keyof ApiKeyCommands> = { readonly type: K } & ApiKeyCommands[K];
+export type ApiKeyCommand = { [K in keyof ApiKeyCommands]: ApiKeyCommandOf<K> }[keyof ApiKeyCommands];
+
+/** An API key entity: asked with an ApiKeyCommand, it answers its whole state. */
+export const ApiKey = entity<ApiKeyCommand, ApiKeyState>("api_key");
+
+export const API_KEYS = "api_keys";
+export const API_KEY_HASHES = "api_key_hashes";
+/** A row of API_KEY_HASHES. `key` is absent on rows written before it was carried. */
+export interface KeyByHash {
+  readonly keyId: string;
+  readonly key?: ApiKeyRecord;
+}
+/** The same read model listed by organization, for portal callers who list across apps. */
+export const ORG_API_KEYS = "org_api_keys";
