@@ -2,8 +2,11 @@
 // Layers, bottom to top (a folder imports only from folders below it):
 //   src/ (shared kernel) ← actors/ ← wire/ ← gateway/, delivery/ ← main/ (composition root)
 //   src/, actors/job/messages.ts ← encoder-node/ ← main/
-// One folder per entity under actors/ (job/, webhook-endpoint/, api-key/); an entity's messages
-// file is its protocol, which the encoder nodes speak too.
+// One folder per entity under actors/ (api-key/, job/, scheduler/, video/, webhook-endpoint/); an
+// entity's messages.ts is its protocol (its reference, records, commands, replies and tables):
+// outside its folder nothing else of it is imported, but by main/ (which registers behaviours),
+// specs and test/. The encoder nodes speak the job's and the queue's protocols too.
+// No import cycles, type-only imports included (scripts/eslint/no-import-cycle.js).
 // test/ and bin/ may import anything.
 import js from "@eslint/js";
 import { defineConfig } from "eslint/config";
@@ -11,44 +14,65 @@ import globals from "globals";
 import tseslint from "typescript-eslint";
 import importX from "eslint-plugin-import-x";
 import { createTypeScriptImportResolver } from "eslint-import-resolver-typescript";
+import noImportCycle from "./scripts/eslint/no-import-cycle.js";
 
 const TOP = ["./main", "./gateway", "./delivery", "./wire", "./actors", "./encoder-node"];
 /** Folders a layer must not import: everything above it and its peers. */
 const zone = (target, from, message) => ({ target, from, message });
+const LAYERS = [
+  zone("./src", TOP, "the shared kernel (src/) imports nothing above it"),
+  zone("./actors", ["./main", "./gateway", "./delivery", "./wire", "./encoder-node"], "actors/ import only the kernel (src/) and each other"),
+  zone("./wire", ["./main", "./gateway", "./delivery", "./encoder-node"], "wire/ (records to wire messages) imports only src/ and actors/"),
+  zone("./gateway", ["./main", "./delivery", "./encoder-node"], "gateway/ imports only src/, actors/ and wire/"),
+  zone("./delivery", ["./main", "./gateway", "./encoder-node"], "delivery/ imports only src/, actors/ and wire/"),
+  zone("./encoder-node", ["./main", "./gateway", "./delivery", "./wire"], "encoder-node/ imports only the kernel (src/) and the job's messages"),
+  { target: "./encoder-node", from: "./actors", except: ["./job/messages.ts", "./scheduler/messages.ts"], message: "encoder-node/ speaks the job's and the encode queue's messages (actors/job/messages.ts, actors/scheduler/messages.ts), nothing else of the actors" },
+];
+/** The entities: one folder each under actors/, its protocol in messages.ts. */
+const ENTITIES = ["api-key", "job", "scheduler", "video", "webhook-endpoint"];
+const PROTOCOL_FILES = ["./entity.ts", ...ENTITIES.map((e) => `./${e}/messages.ts`)];
+/** An entity's messages import only the kernel, the entity reference and other entities' messages. */
+const PROTOCOLS = ENTITIES.map((e) => ({
+  target: `./actors/${e}/messages.ts`,
+  from: "./actors",
+  except: PROTOCOL_FILES,
+  message: "an entity's messages import only the kernel (src/), actors/entity.ts and other entities' messages",
+}));
+/** Outside an entity's folder, only its messages: callers ask by reference; main/ registers the behaviour. */
+const ENTITY_BOUNDARIES = ENTITIES.map((e) => ({
+  target: ["./src", "./wire", "./gateway", "./delivery", "./encoder-node", "./actors/*.ts", ...ENTITIES.filter((o) => o !== e).map((o) => `./actors/${o}`)],
+  from: `./actors/${e}`,
+  except: ["./messages.ts"],
+  message: `outside actors/${e}/ import only its protocol, actors/${e}/messages.ts (ask and tell take its reference; main/ registers the behaviour)`,
+}));
+// Generated code, dependencies, and tool folders (.cache, .infra, .venv-fuzz: binaries and third-party files).
+// local/no-import-cycle gets the same list, so it follows no import into them.
+const IGNORES = ["node_modules/**", "src/gen/**", "test/conformance/gen/**", "data/**", ".*/**"];
 
 export default defineConfig(
-  // Generated code, dependencies, and tool folders (.cache, .infra, .venv-fuzz: binaries and third-party files).
-  { ignores: ["node_modules/**", "src/gen/**", "test/conformance/gen/**", "data/**", ".*/**"] },
+  { ignores: IGNORES },
   {
     files: ["**/*.ts"],
     languageOptions: {
       parser: tseslint.parser,
       parserOptions: { projectService: { allowDefaultProject: ["vitest.config.ts"] }, tsconfigRootDir: import.meta.dirname },
     },
-    plugins: { "@typescript-eslint": tseslint.plugin, "import-x": importX },
+    plugins: { "@typescript-eslint": tseslint.plugin, "import-x": importX, local: { rules: { "no-import-cycle": noImportCycle } } },
     settings: {
       "import-x/resolver-next": [createTypeScriptImportResolver({ project: "./tsconfig.json" })],
     },
     rules: {
       "@typescript-eslint/no-floating-promises": "error",
       "import-x/no-cycle": ["error", { maxDepth: Infinity }],
-      "import-x/no-restricted-paths": [
-        "error",
-        {
-          zones: [
-            zone("./src", TOP, "the shared kernel (src/) imports nothing above it"),
-            zone("./actors", ["./main", "./gateway", "./delivery", "./wire", "./encoder-node"], "actors/ import only the kernel (src/) and each other"),
-            zone("./wire", ["./main", "./gateway", "./delivery", "./encoder-node"], "wire/ (records to wire messages) imports only src/ and actors/"),
-            zone("./gateway", ["./main", "./delivery", "./encoder-node"], "gateway/ imports only src/, actors/ and wire/"),
-            zone("./delivery", ["./main", "./gateway", "./encoder-node"], "delivery/ imports only src/, actors/ and wire/"),
-            zone("./encoder-node", ["./main", "./gateway", "./delivery", "./wire"], "encoder-node/ imports only the kernel (src/) and the job's messages"),
-            { target: "./encoder-node", from: "./actors", except: ["./job/messages.ts", "./scheduler/messages.ts"], message: "encoder-node/ speaks the job's and the encode queue's messages (actors/job/messages.ts, actors/scheduler/messages.ts), nothing else of the actors" },
-            zone("./actors/job/messages.ts", ["./actors/host.ts", "./actors/outbox.ts", "./actors/commands.ts", "./actors/ledger.ts", "./actors/job/job.ts", "./actors/webhook-endpoint", "./actors/api-key"], "an entity's messages import only the kernel"),
-            zone("./actors/scheduler/messages.ts", ["./actors/host.ts", "./actors/outbox.ts", "./actors/commands.ts", "./actors/ledger.ts", "./actors/job", "./actors/scheduler/scheduler.ts", "./actors/webhook-endpoint", "./actors/api-key", "./actors/video"], "an entity's messages import only the kernel"),
-          ],
-        },
-      ],
+      // import-x/no-cycle skips type-only imports; this one follows them too (scripts/eslint/no-import-cycle.js).
+      "local/no-import-cycle": ["error", { root: import.meta.dirname, ignores: IGNORES }],
+      "import-x/no-restricted-paths": ["error", { zones: [...LAYERS, ...PROTOCOLS, ...ENTITY_BOUNDARIES] }],
     },
+  },
+  // Specs and fixtures may reach into any entity (a spec of the wire mapping runs a job's decisions).
+  {
+    files: ["**/*.spec.ts", "**/*.fixtures.ts"],
+    rules: { "import-x/no-restricted-paths": ["error", { zones: [...LAYERS, ...PROTOCOLS] }] },
   },
   // The player page's script runs in browsers as it stands (ES2017, a classic script, no build).
   {

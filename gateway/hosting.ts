@@ -1,12 +1,11 @@
 // Hosting at the gateway: where the public address is, the links a video read carries (signed
 // playback and poster URLs, the embed URL and snippet), and the presigned upload URLs the edge
 // accepts. Shared by VideoService and the edge routes.
-import type { VideoRecord } from "../actors/video/video.js";
+import type { VideoRecord } from "../actors/video/messages.js";
 import type { AppRecord } from "../src/directory.js";
 import { signDirectoryUrl } from "../src/cdn-token.js";
 import { signingKey, tokenPathOf, TOKEN_SECONDS } from "../src/hosting.js";
 import type { ManagedStorage } from "../src/managed-storage.js";
-import type { PlaybackRecords } from "./hosting-edge.js";
 import type { SecretBox } from "../src/secrets.js";
 import { embedCode, type VideoLinks } from "../wire/present-video.js";
 
@@ -14,8 +13,8 @@ export interface Hosting {
   /** Where clients reach this deployment, without a trailing slash (known once the gateway listens). */
   publicUrl(): string;
   readonly managed: ManagedStorage;
-  /** The edge's cache of videos being played; whoever changes a video forgets it there. */
-  readonly playback: PlaybackRecords;
+  /** The edge's cache of videos being played (PlaybackRecords); whoever changes a video forgets it there. */
+  readonly playback: { forget(videoId: string): void };
 }
 
 /** A settable public URL: MEDIA_PUBLIC_URL, or http://localhost:<port> once the port is known. */
