@@ -4,10 +4,11 @@ import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { sortKey } from "../../src/pagination.js";
 import { ApiKeyBehavior as B } from "./api-key.js";
-import { API_KEY_HASHES, API_KEYS, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyCommand, type ApiKeyState } from "./messages.js";
+import { API_KEY_HASHES, API_KEYS, KEY_SECRET_LENGTH, ORG_API_KEYS, secretFields, type ApiKeyCommand, type ApiKeyState } from "./messages.js";
 
 const secret = `ak_${"a1B2c3D4e5".repeat(4)}`;
-const key = apiKeyRecord(secret, "hash_1", { id: "key_1", appId: "app_1", organizationId: "org_1", name: "ci", scopes: ["jobs:write"], createdAt: 100 });
+const request = { appId: "app_1", organizationId: "org_1", name: "ci", scopes: ["jobs:write", "jobs:write"], ...secretFields(secret, "hash_1") };
+const create: ApiKeyCommand = { type: "create", id: "key_1", at: 100, request };
 
 function run(state: ApiKeyState, ...commands: ApiKeyCommand[]): ApiKeyState {
   for (const c of commands) {
@@ -17,18 +18,20 @@ function run(state: ApiKeyState, ...commands: ApiKeyCommand[]): ApiKeyState {
   }
   return state;
 }
-const created = run(B.initial, { type: "create", key });
+const created = run(B.initial, create);
+const key = created.key!;
 
 describe("API key actor", () => {
-  it("keeps the secret only as its hash, with a prefix and a hint to recognise it by", () => {
+  it("decides the record: the secret only as its hash, with a prefix and a hint to recognise it by; each scope once; created when asked", () => {
     expect(secret).toHaveLength(3 + KEY_SECRET_LENGTH);
-    expect(key).toEqual({ id: "key_1", appId: "app_1", organizationId: "org_1", name: "ci", scopes: ["jobs:write"], createdAt: 100, keyPrefix: "ak_a1B2c3D4", keyHint: "D4e5", secretHash: "hash_1" });
+    expect(key).toStrictEqual({ id: "key_1", appId: "app_1", organizationId: "org_1", name: "ci", scopes: ["jobs:write"], createdAt: 100, keyPrefix: "ak_a1B2c3D4", keyHint: "D4e5", secretHash: "hash_1" });
+    const described = run(B.initial, { ...create, request: { ...request, description: "deploys", expiresAt: 5000 } });
+    expect(described.key).toMatchObject({ description: "deploys", expiresAt: 5000 });
   });
 
   it("a create retried with the same secret is no change; another secret under the same id is refused", () => {
-    expect(created.key).toEqual(key);
-    expect(B.decide(created, { type: "create", key })).toEqual([]);
-    expect(B.decide(created, { type: "create", key: { ...key, secretHash: "hash_2" } })).toEqual({ code: Code.AlreadyExists, message: "API key key_1 exists" });
+    expect(B.decide(created, create)).toEqual([]);
+    expect(B.decide(created, { ...create, request: { ...request, secretHash: "hash_2" } })).toEqual({ code: Code.AlreadyExists, message: "API key key_1 exists" });
   });
 
   it("revokes once, with or without a reason", () => {

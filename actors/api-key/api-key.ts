@@ -20,8 +20,8 @@ const missing = { code: Code.NotFound, message: "API key not found" } as const;
 const decideBy: Handlers = {
   // A create retried after a lost reply carries the same derived secret: answer it, change nothing.
   create: (state, c) => {
-    if (!state.key) return [{ type: "created", key: c.key }];
-    return state.key.secretHash === c.key.secretHash ? [] : { code: Code.AlreadyExists, message: `API key ${c.key.id} exists` };
+    if (!state.key) return [{ type: "created", key: keyOf(c) }];
+    return state.key.secretHash === c.request.secretHash ? [] : { code: Code.AlreadyExists, message: `API key ${c.id} exists` };
   },
   revoke: (state, c) => {
     if (!state.key) return missing;
@@ -30,6 +30,24 @@ const decideBy: Handlers = {
   },
   touch: (state, c) => (!state.key || state.key.revokedAt !== undefined ? [] : [{ type: "used", at: c.at }]),
 };
+
+/** The record a create decides: the request's fields, each scope once, created when asked. */
+function keyOf(c: CommandOf<"create">): ApiKeyRecord {
+  const r = c.request;
+  return {
+    id: c.id,
+    appId: r.appId,
+    organizationId: r.organizationId,
+    name: r.name,
+    ...(r.description !== undefined ? { description: r.description } : {}),
+    keyPrefix: r.keyPrefix,
+    keyHint: r.keyHint,
+    secretHash: r.secretHash,
+    scopes: [...new Set(r.scopes)],
+    ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}),
+    createdAt: c.at,
+  };
+}
 
 function decide<K extends keyof ApiKeyCommands>(state: ApiKeyState, command: CommandOf<K>): Decision<ApiKeyEvent> {
   return decideBy[command.type](state, command);

@@ -24,9 +24,26 @@ export const KEY_SECRET_LENGTH = 40;
 /** "ak_" and 8 characters: enough to find a key in logs, useless to an attacker. */
 const KEY_PREFIX_LENGTH = 11;
 
-/** The stored record of a key whose secret is `secret`; the secret itself is kept only as its hash. */
-export function apiKeyRecord(secret: string, secretHash: string, fields: Omit<ApiKeyRecord, "keyPrefix" | "keyHint" | "secretHash">): ApiKeyRecord {
-  return { ...fields, keyPrefix: secret.slice(0, KEY_PREFIX_LENGTH), keyHint: secret.slice(-4), secretHash };
+/**
+ * What a create carries: the caller's fields, and what the gateway that made the secret derived
+ * from it. The secret itself never reaches the actor; the key decides its record from this.
+ */
+export interface ApiKeyRequest {
+  readonly appId: string;
+  readonly organizationId: string;
+  readonly name: string;
+  readonly description?: string;
+  /** As asked: the key keeps each once. */
+  readonly scopes: readonly string[];
+  readonly expiresAt?: number;
+  readonly secretHash: string;
+  readonly keyPrefix: string;
+  readonly keyHint: string;
+}
+
+/** What a secret shows of itself in a request: its hash, and a prefix and a hint to recognise it by. */
+export function secretFields(secret: string, secretHash: string): Pick<ApiKeyRequest, "secretHash" | "keyPrefix" | "keyHint"> {
+  return { secretHash, keyPrefix: secret.slice(0, KEY_PREFIX_LENGTH), keyHint: secret.slice(-4) };
 }
 
 export interface ApiKeyState {
@@ -35,7 +52,8 @@ export interface ApiKeyState {
 
 /** The key's commands by type: what each carries. */
 export interface ApiKeyCommands {
-  readonly create: { readonly key: ApiKeyRecord };
+  /** id: the key's (derived from an Idempotency-Key when there is one); at: when it was asked. */
+  readonly create: { readonly id: string; readonly at: number; readonly request: ApiKeyRequest };
   readonly revoke: { readonly at: number; readonly reason?: string };
   readonly touch: { readonly at: number };
 }

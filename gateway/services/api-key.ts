@@ -2,7 +2,7 @@
 // from the read model the actor keeps. The secret exists only in the Create response.
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { API_KEYS, ApiKey, apiKeyRecord, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key/messages.js";
+import { API_KEYS, ApiKey, secretFields, KEY_SECRET_LENGTH, ORG_API_KEYS, type ApiKeyRecord } from "../../actors/api-key/messages.js";
 import type { Reply } from "../../actors/host.js";
 import { apiError, invalidField, permissionDenied } from "../../src/errors.js";
 import type { APIKeyService } from "../../src/gen/media/v1/api_key_pb.js";
@@ -47,17 +47,17 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
       const retryKey = ctx.requestHeader.get("idempotency-key");
       const label = retryKey ? `api-key:${caller.kind === "key" ? caller.key.id : caller.user.id}:${app.id}:${retryKey}` : undefined;
       const secret = `ak_${label ? d.box.deriveToken(`${label}:secret`, KEY_SECRET_LENGTH) : randomToken(KEY_SECRET_LENGTH)}`;
-      const key = apiKeyRecord(secret, d.box.hashSecret(secret), {
-        id: label ? `${Prefix.apiKey}${d.box.deriveToken(`${label}:id`, 20)}` : newId(Prefix.apiKey),
+      const id = label ? `${Prefix.apiKey}${d.box.deriveToken(`${label}:id`, 20)}` : newId(Prefix.apiKey);
+      const request = {
         appId: app.id,
         organizationId: app.organizationId,
         name: req.name,
-        scopes: [...new Set(req.scopes)],
-        createdAt: Date.now(),
+        scopes: req.scopes,
         ...(req.description !== undefined ? { description: req.description } : {}),
         ...(expiresAt !== undefined ? { expiresAt } : {}),
-      });
-      const state = accepted(await d.actors.ask(ApiKey, key.id, { type: "create", key }));
+        ...secretFields(secret, d.box.hashSecret(secret)),
+      };
+      const state = accepted(await d.actors.ask(ApiKey, id, { type: "create", id, at: Date.now(), request }));
       return { apiKey: apiKeyMessage(state.key!), secret };
     },
     async get(req, ctx) {

@@ -4,7 +4,7 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyBehavior } from "../../actors/api-key/api-key.js";
-import type { ApiKeyRecord } from "../../actors/api-key/messages.js";
+
 import { ActorHost } from "../../actors/host.js";
 import { createLogger } from "../../src/log.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
@@ -30,23 +30,18 @@ afterAll(async () => {
   await Promise.all(stores.map((s) => s.close()));
 });
 
-const key = (id: string): ApiKeyRecord => ({
+const create = (id: string) => ({
+  type: "create" as const,
   id,
-  appId: "app_fence",
-  organizationId: "org_fence",
-  name: "fenced",
-  keyPrefix: "ak_fence",
-  keyHint: "nce1",
-  secretHash: `hash-${id}`,
-  scopes: [],
-  createdAt: Date.now(),
+  at: Date.now(),
+  request: { appId: "app_fence", organizationId: "org_fence", name: "fenced", keyPrefix: "ak_fence", keyHint: "nce1", secretHash: `hash-${id}`, scopes: [] },
 });
 
 describe("two actor hosts owning one entity", () => {
   it("let exactly one of two racing writes win; the journal stays contiguous", async () => {
     const [a, b] = hosts as [ActorHost, ActorHost];
     const id = "ak_fencing_race";
-    expect((await a.ask(ApiKeyBehavior, id, { type: "create", key: key(id) })).ok).toBe(true);
+    expect((await a.ask(ApiKeyBehavior, id, create(id))).ok).toBe(true);
     // Both hosts load the actor at sequence 1...
     expect((await b.ask(ApiKeyBehavior, id, { type: "touch", at: 1 })).ok).toBe(true); // b: seq 2
     // ...a still believes seq 1 is the last one: its write of seq 2 is refused, cleanly.
