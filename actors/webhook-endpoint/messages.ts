@@ -111,8 +111,23 @@ export interface EventRef {
   readonly type: string;
 }
 
+/** What a create carries: the caller's fields and the first signing secret, sealed by the gateway that made it. */
+export interface EndpointRequest {
+  readonly appId: string;
+  readonly organizationId: string;
+  readonly url: string;
+  readonly description?: string;
+  /** As asked: the endpoint keeps each once. */
+  readonly enabledEvents: readonly string[];
+  /** Pinned version; absent: the build's current one. */
+  readonly apiVersion?: string;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly sealedSecret: string;
+}
+
 export type EndpointCommand =
-  | { readonly type: "create"; readonly endpoint: EndpointRecord }
+  /** id: the endpoint's; at: when it was asked. */
+  | { readonly type: "create"; readonly id: string; readonly at: number; readonly request: EndpointRequest }
   | { readonly type: "update"; readonly at: number; readonly description?: string; readonly enabledEvents?: readonly string[]; readonly metadata?: Readonly<Record<string, string>>; readonly status?: "enabled" | "disabled" }
   | { readonly type: "delete"; readonly at: number }
   | { readonly type: "rotate"; readonly at: number; readonly sealed: string; readonly overlapMs: number }

@@ -3,6 +3,7 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { sortKey } from "../../src/pagination.js";
+import { API_VERSION } from "../ledger.js";
 import { WebhookEndpointBehavior as B, type EndpointEvent } from "./webhook-endpoint.js";
 import { activeSecrets, endpointHealth, EVENT_DELIVERIES, MAX_ATTEMPTS, PENDING_DELIVERIES, PENDING_PARTITION, subscribes, WEBHOOK_ENDPOINTS, WEBHOOK_DELIVERIES, type EndpointCommand, type EndpointRecord, type EndpointState } from "./messages.js";
 
@@ -19,6 +20,13 @@ const endpoint: EndpointRecord = {
   createdAt: 0,
   updatedAt: 0,
   health: [],
+};
+/** The create that decides `endpoint`. */
+const create: EndpointCommand = {
+  type: "create",
+  id: "we_1",
+  at: 0,
+  request: { appId: "app_1", organizationId: "org_1", url: "https://hooks.example.test/in", enabledEvents: ["*"], apiVersion: "2026-11-01", metadata: {}, sealedSecret: "sealed" },
 };
 
 /** Runs commands through decide and fold, as the host does, and keeps every event. */
@@ -41,7 +49,7 @@ const exhaust = (deliveryId: string, at: number): EndpointCommand[] => [
 ];
 
 describe("webhook endpoint actor", () => {
-  const created = run([{ type: "create", endpoint }]).state;
+  const created = run([create]).state;
 
   it("exhausts a delivery at the 15th failed attempt, with no next attempt", () => {
     const { state, events } = run(exhaust("whd_1", 100), created);
@@ -90,11 +98,31 @@ describe("webhook endpoint actor", () => {
 });
 
 describe("webhook endpoint configuration", () => {
-  const created = run([{ type: "create", endpoint }]).state;
+  const created = run([create]).state;
   const decide = (state: EndpointState, c: EndpointCommand) => B.decide(state, c);
 
+  it("a create decides the record: enabled, each event type once, its first secret, created when asked, the current API version unless pinned", () => {
+    expect(created.endpoint).toStrictEqual(endpoint);
+    const asked = run([{ type: "create", id: "we_2", at: 50, request: { appId: "app_1", organizationId: "org_1", url: "https://x.test/", description: "ci", enabledEvents: ["job.failed", "video.ready", "job.failed"], metadata: { team: "a" }, sealedSecret: "s" } }]).state.endpoint!;
+    expect(asked).toStrictEqual({
+      id: "we_2",
+      appId: "app_1",
+      organizationId: "org_1",
+      url: "https://x.test/",
+      description: "ci",
+      enabledEvents: ["job.failed", "video.ready"],
+      status: "enabled",
+      apiVersion: API_VERSION,
+      metadata: { team: "a" },
+      secrets: [{ sealed: "s", createdAt: 50 }],
+      createdAt: 50,
+      updatedAt: 50,
+      health: [],
+    });
+  });
+
   it("exists once; every other command needs it, and only attempts and resumes reach a deleted one", () => {
-    expect(decide(created, { type: "create", endpoint })).toEqual({ code: Code.AlreadyExists, message: "webhook endpoint we_1 exists" });
+    expect(decide(created, create)).toEqual({ code: Code.AlreadyExists, message: "webhook endpoint we_1 exists" });
     const missing = { code: Code.NotFound, message: "webhook endpoint not found" };
     const others: EndpointCommand[] = [
       { type: "update", at: 1 },
@@ -146,13 +174,14 @@ describe("webhook endpoint configuration", () => {
     ]);
     expect(activeSecrets(twice.endpoint!, 259).map((s) => s.sealed)).toEqual(["s3", "s2"]);
     expect(activeSecrets(twice.endpoint!, 260).map((s) => s.sealed)).toEqual(["s3"]);
-    const bare = run([{ type: "create", endpoint: { ...endpoint, secrets: [] } }, { type: "rotate", at: 1, sealed: "s1", overlapMs: 1 }]).state;
+    // An endpoint without a secret (journals older than the first secret at create) gets one unexpiring.
+    const bare = run([{ type: "rotate", at: 1, sealed: "s1", overlapMs: 1 }], B.fold(B.initial, { type: "created", endpoint: { ...endpoint, secrets: [] } })).state;
     expect(bare.endpoint!.secrets).toEqual([{ sealed: "s1", createdAt: 1 }]);
   });
 });
 
 describe("webhook deliveries", () => {
-  const created = run([{ type: "create", endpoint }]).state;
+  const created = run([create]).state;
   const event = (id: string, type = "job.failed") => ({ id, type });
   const enqueue = (id: string, at = 10, force?: boolean): EndpointCommand => ({ type: "enqueue", at, event: event(id), deliveryId: `whd_${id}`, ...(force !== undefined ? { force } : {}) });
 

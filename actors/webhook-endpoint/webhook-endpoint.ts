@@ -8,6 +8,7 @@ import { sortKey } from "../../src/pagination.js";
 import type { RecordWrite } from "../../src/store/port.js";
 import { MAX_ATTEMPTS, shouldAutoDisable } from "../../src/webhooks/schedule.js";
 import type { Decision, EntityBehavior } from "../host.js";
+import { API_VERSION } from "../ledger.js";
 import {
   EVENT_DELIVERIES,
   PENDING_DELIVERIES,
@@ -49,8 +50,28 @@ export type EndpointEvent =
 
 const missing = { code: Code.NotFound, message: "webhook endpoint not found" } as const;
 
+/** The record a create decides: enabled, each event type once, its first secret, the current API version unless pinned. */
+function endpointOf(c: Extract<EndpointCommand, { type: "create" }>): EndpointRecord {
+  const r = c.request;
+  return {
+    id: c.id,
+    appId: r.appId,
+    organizationId: r.organizationId,
+    url: r.url,
+    ...(r.description !== undefined ? { description: r.description } : {}),
+    enabledEvents: [...new Set(r.enabledEvents)],
+    status: "enabled",
+    apiVersion: r.apiVersion ?? API_VERSION,
+    metadata: { ...r.metadata },
+    secrets: [{ sealed: r.sealedSecret, createdAt: c.at }],
+    createdAt: c.at,
+    updatedAt: c.at,
+    health: [],
+  };
+}
+
 function decide(state: EndpointState, c: EndpointCommand): Decision<EndpointEvent> {
-  if (c.type === "create") return state.endpoint ? { code: Code.AlreadyExists, message: `webhook endpoint ${c.endpoint.id} exists` } : [{ type: "created", endpoint: c.endpoint }];
+  if (c.type === "create") return state.endpoint ? { code: Code.AlreadyExists, message: `webhook endpoint ${c.id} exists` } : [{ type: "created", endpoint: endpointOf(c) }];
   const e = state.endpoint;
   if (!e || (e.deletedAt !== undefined && c.type !== "attempted" && c.type !== "resume")) return missing;
   switch (c.type) {

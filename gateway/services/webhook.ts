@@ -115,22 +115,18 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       if (app.status !== "active") throw failedPrecondition(`app ${app.id} is archived`);
       const secret = newWebhookSecret();
       const now = Date.now();
-      const endpoint: EndpointRecord = {
-        id: newId(Prefix.webhookEndpoint),
+      const id = newId(Prefix.webhookEndpoint);
+      const request = {
         appId: app.id,
         organizationId: app.organizationId,
         url: req.url,
         ...(req.description !== "" ? { description: req.description } : {}),
-        enabledEvents: [...new Set(req.enabledEvents)],
-        status: "enabled",
-        apiVersion: req.apiVersion || API_VERSION,
-        metadata: { ...req.metadata },
-        secrets: [{ sealed: d.box.encrypt(secret), createdAt: now }],
-        createdAt: now,
-        updatedAt: now,
-        health: [],
+        enabledEvents: req.enabledEvents,
+        ...(req.apiVersion !== "" ? { apiVersion: req.apiVersion } : {}),
+        metadata: req.metadata,
+        sealedSecret: d.box.encrypt(secret),
       };
-      const state = accepted(await d.actors.ask(WebhookEndpoint, endpoint.id, { type: "create", endpoint }));
+      const state = accepted(await d.actors.ask(WebhookEndpoint, id, { type: "create", id, at: now, request }));
       return { endpoint: endpointMessage(state.endpoint, { secret, now }) };
     },
 
