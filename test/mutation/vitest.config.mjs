@@ -12,5 +12,7 @@ if (typeof unit !== "object" || unit instanceof Promise || !unit.test) throw new
 
 export default defineConfig({
   root: fileURLToPath(new URL("../..", import.meta.url)),
-  test: { ...unit.test, fileParallelism: false },
+  // includeTaskLocation: each test's position reaches Stryker (patches/ backports the runner's side,
+  // stryker-js #6188), so its incremental diff re-tests only what an edited spec's changed tests killed.
+  test: { ...unit.test, fileParallelism: false, includeTaskLocation: true },
 });
