@@ -105,8 +105,35 @@ export interface VideoPatch {
   readonly sourcePinned?: boolean;
 }
 
+/**
+ * What a video is created from: the caller's fields and the ingest job the gateway decided with it
+ * (a preset resolved from the store, the app's ladder). The video decides the rest of its record:
+ * uploading or processing, the upload URL's expiry, its version and times. Omitted fields take a
+ * managed job's defaults: unlisted, no tags, no previews.
+ */
+export interface VideoRequest {
+  readonly appId: string;
+  readonly organizationId: string;
+  readonly source: "upload" | "job";
+  readonly visibility?: Visibility;
+  readonly title?: string;
+  readonly description?: string;
+  readonly tags?: readonly string[];
+  readonly inputContentType?: string;
+  readonly jobId: string;
+  readonly preset?: string;
+  readonly hoverPreviews?: boolean;
+  /** URL ingest: the source URL. */
+  readonly url?: string;
+  /** An upload: the video waits for it, its URLs valid for UPLOAD_URL_SECONDS from creation. */
+  readonly upload?: Omit<UploadRecord, "expiresAt">;
+  readonly jobRequest: JobRequest;
+  readonly requestId?: string;
+}
+
 export interface VideoCommands {
-  readonly create: { readonly video: VideoRecord };
+  /** `at` is the creation time; the same id, job and time again is a retry. */
+  readonly create: { readonly id: string; readonly at: number; readonly request: VideoRequest };
   /** The gateway verified the stored upload: the source is in place. */
   readonly complete_upload: { readonly at: number; readonly sizeBytes: number; readonly requestId?: string };
   /** retentionMs: the app's delete_source_after_days when the job ended, in ms (0 keeps the source). */

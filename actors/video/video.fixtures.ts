@@ -1,11 +1,12 @@
-// Builders the video actor's specs share: a video record as the gateway creates it (uploading, one
-// single-part upload) and the job request it carries.
+// Builders the video actor's specs share: the create command CreateUpload sends (one single-part
+// upload), the record it decides, and the job request it carries.
+import { UPLOAD_URL_SECONDS } from "../../src/hosting.js";
 import type { JobRequest } from "../job/messages.js";
-import type { VideoRecord } from "./messages.js";
+import type { VideoCommandOf, VideoRecord, VideoRequest } from "./messages.js";
 
 export const request = { appId: "app_1", bodyHash: "video:vid_1" } as unknown as JobRequest;
 
-/** A video as CreateUpload makes it, with `over` applied. */
+/** The video createVideo() decides, with `over` applied. */
 export function videoRecord(over: Partial<VideoRecord> = {}): VideoRecord {
   return {
     id: "vid_1",
@@ -19,7 +20,7 @@ export function videoRecord(over: Partial<VideoRecord> = {}): VideoRecord {
     inputContentType: "video/mp4",
     jobId: "job_1",
     hoverPreviews: false,
-    upload: { kind: "single", uploadId: "", filename: "a.mp4", sizeBytes: 100, partSizeBytes: 100, expiresAt: 5000 },
+    upload: { kind: "single", uploadId: "", filename: "a.mp4", sizeBytes: 100, partSizeBytes: 100, expiresAt: 1000 + UPLOAD_URL_SECONDS * 1000 },
     jobRequest: request,
     durationSeconds: 0,
     renditions: [],
@@ -30,3 +31,22 @@ export function videoRecord(over: Partial<VideoRecord> = {}): VideoRecord {
     ...over,
   };
 }
+
+/** What CreateUpload asks of vid_1 at 1000, with `over` applied: it decides videoRecord(). */
+export function videoRequest(over: Partial<VideoRequest> = {}): VideoRequest {
+  return {
+    appId: "app_1",
+    organizationId: "org_1",
+    source: "upload",
+    visibility: "unlisted",
+    tags: [],
+    inputContentType: "video/mp4",
+    jobId: "job_1",
+    hoverPreviews: false,
+    upload: { kind: "single", uploadId: "", filename: "a.mp4", sizeBytes: 100, partSizeBytes: 100 },
+    jobRequest: request,
+    ...over,
+  };
+}
+
+export const createVideo = (over: Partial<VideoRequest> = {}, at = 1000, id = "vid_1"): VideoCommandOf<"create"> => ({ type: "create", id, at, request: videoRequest(over) });

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { sortKey } from "../../src/pagination.js";
 import type { Rejection } from "../host.js";
 import type { DrmKeysData, JobRecord, JobRequest } from "../job/messages.js";
-import { request, videoRecord } from "./video.fixtures.js";
+import { createVideo, request, videoRecord } from "./video.fixtures.js";
 import { sourceDeletionAt, VideoBehavior, videoEffects, type VideoEvent } from "./video.js";
 import { SOURCE_DELETIONS, VIDEOS, type JobOutcome, type VideoCommand, type VideoRecord, type VideoState } from "./messages.js";
 
@@ -39,18 +39,49 @@ function run(state: VideoState, ...commands: VideoCommand[]): VideoState {
   return state;
 }
 
-const created = (over: Partial<VideoRecord> = {}) => run({}, { type: "create", video: video(over) });
+/** A video as its create decides it, with `over` set on the record (a state reached by other means). */
+const created = (over: Partial<VideoRecord> = {}): VideoState => ({ video: { ...run({}, createVideo({}, 1000, over.id ?? "vid_1")).video!, ...over } });
 const processing = () => run(created(), { type: "complete_upload", at: 2000, sizeBytes: 100 });
 
 describe("VideoActor decisions", () => {
-  it("create: once; the same create again is no change, another is already_exists; commands need a video", () => {
-    const s = created();
-    expect(s.video?.status).toBe("uploading");
-    expect(decided(s, { type: "create", video: video() })).toEqual([]);
-    expect(rejected(s, { type: "create", video: video({ createdAt: 2 }) }).code).toBeDefined();
-    expect(rejected(s, { type: "create", video: video({ jobId: "job_2" }) }).message).toMatch(/already exists/);
+  it("create: the record decided from the request, once; the same create again is no change, another is already_exists; commands need a video", () => {
+    const s = run({}, createVideo());
+    expect(s.video).toStrictEqual(video());
+    expect(decided(s, createVideo())).toEqual([]);
+    expect(rejected(s, createVideo({}, 2)).code).toBe(Code.AlreadyExists);
+    expect(rejected(s, createVideo({ jobId: "job_2" }))).toEqual({ code: Code.AlreadyExists, message: "video vid_1 already exists" });
     expect(rejected({}, { type: "archive", at: 1 }).message).toBe("video not found");
     expect(decided({}, { type: "job_ended", outcome: outcome() })).toEqual([]);
+  });
+
+  it("create: a URL ingest or a managed job's video starts processing, omitted fields take their defaults; the caller's fields are kept", () => {
+    const fromUrl = run({}, createVideo({ upload: undefined, url: "https://x/a.mp4" })).video!;
+    expect(fromUrl).toMatchObject({ status: "processing", url: "https://x/a.mp4" });
+    expect("upload" in fromUrl).toBe(false);
+    const managed = run({}, { type: "create", id: "vid_2", at: 7, request: { appId: "app_1", organizationId: "org_1", source: "job", jobId: "job_9", jobRequest: request } }).video!;
+    expect(managed).toStrictEqual({
+      id: "vid_2",
+      appId: "app_1",
+      organizationId: "org_1",
+      version: 1,
+      source: "job",
+      status: "processing",
+      visibility: "unlisted",
+      tags: [],
+      inputContentType: "",
+      jobId: "job_9",
+      hoverPreviews: false,
+      jobRequest: request,
+      durationSeconds: 0,
+      renditions: [],
+      outputSizeBytes: 0,
+      createdAt: 7,
+      updatedAt: 7,
+      sourcePinned: false,
+    });
+    const described = run({}, createVideo({ title: "t", description: "d", tags: ["a", "b"], visibility: "private", preset: "p", hoverPreviews: true, requestId: "req_1" }, 50)).video!;
+    expect(described).toMatchObject({ title: "t", description: "d", tags: ["a", "b"], visibility: "private", preset: "p", hoverPreviews: true, requestId: "req_1", createdAt: 50, updatedAt: 50 });
+    expect(described.upload!.expiresAt).toBe(50 + 3_600_000);
   });
 
   it("complete_upload: uploading to processing with the verified size; a retry with the same size is no change; other states refused", () => {
@@ -208,8 +239,8 @@ describe("VideoActor effects and ledger", () => {
 
   it("an upload's completion starts the job and records video.uploaded; URL ingest starts at creation without it", () => {
     const kinds = (i: ReturnType<typeof effects>) => i.map((x) => x.kind);
-    expect(kinds(effects({}, { type: "create", video: video() }))).toEqual(["update"]);
-    const fromUrl = effects({}, { type: "create", video: video({ status: "processing", upload: undefined, url: "https://x/a.mp4" }) });
+    expect(kinds(effects({}, createVideo()))).toEqual(["update"]);
+    const fromUrl = effects({}, createVideo({ upload: undefined, url: "https://x/a.mp4" }));
     expect(kinds(fromUrl)).toEqual(["update", "start_job"]);
     const completed = effects(created(), { type: "complete_upload", at: 2000, sizeBytes: 100 });
     expect(kinds(completed)).toEqual(["update", "start_job", "fanout"]);

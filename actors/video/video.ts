@@ -5,7 +5,7 @@
 import { Code } from "@connectrpc/connect";
 import type { Bus } from "../../src/bus/port.js";
 import type { Topics } from "../../src/bus/topics.js";
-import { partsPrefix, playPrefix, sourceKey } from "../../src/hosting.js";
+import { partsPrefix, playPrefix, sourceKey, UPLOAD_URL_SECONDS } from "../../src/hosting.js";
 import type { ManagedStorage } from "../../src/managed-storage.js";
 import { sortKey } from "../../src/pagination.js";
 import type { RecordWrite, Store } from "../../src/store/port.js";
@@ -58,8 +58,8 @@ const onVideo =
 const HANDLERS: Handlers = {
   // The same create again (a retried call, the job and the gateway both creating a managed job's video) is no change.
   create: (state, c) => {
-    if (!state.video) return [{ type: "created", video: c.video }];
-    return state.video.jobId === c.video.jobId && state.video.createdAt === c.video.createdAt ? [] : { code: Code.AlreadyExists, message: `video ${c.video.id} already exists` };
+    if (!state.video) return [{ type: "created", video: videoOf(c) }];
+    return state.video.jobId === c.request.jobId && state.video.createdAt === c.at ? [] : { code: Code.AlreadyExists, message: `video ${c.id} already exists` };
   },
   complete_upload: onVideo((v, c) => {
     if (v.status === "processing" && v.inputSizeBytes === c.sizeBytes) return []; // a retried completion
@@ -88,8 +88,38 @@ const HANDLERS: Handlers = {
   source_deleted: onVideo((v, c) => (v.sourceDeletedAt !== undefined ? [] : [{ type: "source_deleted", at: c.at }])),
 };
 
-function decide(state: VideoState, command: VideoCommand): Decision<VideoEvent> {
-  return (HANDLERS[command.type] as (s: VideoState, c: VideoCommand) => Decision<VideoEvent>)(state, command);
+/** The record a create decides: uploading while an upload is awaited, else processing; nothing encoded yet. */
+function videoOf({ id, at, request: r }: VideoCommandOf<"create">): VideoRecord {
+  return {
+    id,
+    appId: r.appId,
+    organizationId: r.organizationId,
+    version: 1,
+    source: r.source,
+    status: r.upload ? "uploading" : "processing",
+    visibility: r.visibility ?? "unlisted",
+    ...(r.title !== undefined ? { title: r.title } : {}),
+    ...(r.description !== undefined ? { description: r.description } : {}),
+    tags: [...(r.tags ?? [])],
+    inputContentType: r.inputContentType ?? "",
+    jobId: r.jobId,
+    ...(r.preset !== undefined ? { preset: r.preset } : {}),
+    hoverPreviews: r.hoverPreviews ?? false,
+    ...(r.url !== undefined ? { url: r.url } : {}),
+    ...(r.upload ? { upload: { ...r.upload, expiresAt: at + UPLOAD_URL_SECONDS * 1000 } } : {}),
+    jobRequest: r.jobRequest,
+    durationSeconds: 0,
+    renditions: [],
+    outputSizeBytes: 0,
+    ...(r.requestId !== undefined ? { requestId: r.requestId } : {}),
+    createdAt: at,
+    updatedAt: at,
+    sourcePinned: false,
+  };
+}
+
+function decide<K extends keyof VideoCommands>(state: VideoState, command: VideoCommandOf<K>): Decision<VideoEvent> {
+  return HANDLERS[command.type](state, command);
 }
 
 /** When the source of a video that became ready is deleted: its app's rule, unless pinned. */

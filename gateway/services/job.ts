@@ -344,28 +344,8 @@ async function managedVideo(d: ServiceDeps, request: JobRequest, jobId: string, 
   const videoId = request.managed!.videoId;
   const existing = (await d.store.get<VideoRecord>(VIDEOS, videoId))?.value;
   if (existing) return;
-  const video: VideoRecord = {
-    id: videoId,
-    appId: request.appId,
-    organizationId: request.organizationId,
-    version: 1,
-    source: "job",
-    status: "processing",
-    visibility: "unlisted",
-    tags: [],
-    inputContentType: "",
-    jobId,
-    hoverPreviews: false,
-    jobRequest: request,
-    durationSeconds: 0,
-    renditions: [],
-    outputSizeBytes: 0,
-    ...(request.requestId ? { requestId: request.requestId } : {}),
-    createdAt: at,
-    updatedAt: at,
-    sourcePinned: false,
-  };
-  const reply = await d.actors.ask(Video, videoId, { type: "create", video });
+  const video = { appId: request.appId, organizationId: request.organizationId, source: "job", jobId, jobRequest: request, ...(request.requestId ? { requestId: request.requestId } : {}) } as const;
+  const reply = await d.actors.ask(Video, videoId, { type: "create", id: videoId, at, request: video });
   if (!reply.ok && reply.rejection.code !== Code.AlreadyExists) throw apiError(reply.rejection.code, reply.rejection.message, reply.rejection.violations);
 }
 

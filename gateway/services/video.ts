@@ -8,7 +8,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { EntityUpdate } from "../../actors/commands.js";
 import type { JobRequest } from "../../actors/job/messages.js";
 import { derivedId } from "../../actors/ledger.js";
-import { Video as VideoEntity, VIDEOS, type UploadRecord, type VideoPatch, type VideoRecord, type VideoState, type Visibility } from "../../actors/video/messages.js";
+import { Video as VideoEntity, VIDEOS, type UploadRecord, type VideoPatch, type VideoRecord, type VideoRequest, type VideoState, type Visibility } from "../../actors/video/messages.js";
 import type { AppRecord } from "../../src/directory.js";
 import { apiError, failedPrecondition } from "../../src/errors.js";
 import { PaginationRequestSchema } from "../../src/gen/media/v1/common_pb.js";
@@ -137,13 +137,10 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     const requestId = ctx.values.get(REQUEST_ID) || undefined;
     const job = await ingestJob(app, id, r, how.url ? { url: how.url } : {}, requestId, check);
     check.done();
-    const video: VideoRecord = {
-      id,
+    const request: VideoRequest = {
       appId: app.id,
       organizationId: app.organizationId,
-      version: 1,
       source: "upload",
-      status: how.upload ? "uploading" : "processing",
       visibility: VISIBILITY_NAMES[r.visibility] ?? "unlisted",
       ...(r.title !== "" ? { title: r.title } : {}),
       ...(r.description !== "" ? { description: r.description } : {}),
@@ -153,17 +150,11 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       ...(r.preset !== "" ? { preset: r.preset } : {}),
       hoverPreviews: r.hoverPreviews,
       ...(how.url ? { url: how.url } : {}),
-      ...(how.upload ? { upload: { ...how.upload, expiresAt: at + UPLOAD_URL_SECONDS * 1000 } } : {}),
+      ...(how.upload ? { upload: how.upload } : {}),
       jobRequest: job.request,
-      durationSeconds: 0,
-      renditions: [],
-      outputSizeBytes: 0,
       ...(requestId ? { requestId } : {}),
-      createdAt: at,
-      updatedAt: at,
-      sourcePinned: false,
     };
-    return accepted(await d.actors.ask(VideoEntity, id, { type: "create", video }));
+    return accepted(await d.actors.ask(VideoEntity, id, { type: "create", id, at, request }));
   }
 
   function checkUploadSize(check: Check, size: bigint): number {
