@@ -222,7 +222,13 @@ export async function listenUws(routes: Routes, options: HostOptions, uws: UwsMo
         options.log.error({ err: e, path }, "gateway handler failed");
         if (!aborted) {
           body.release();
-          res.cork(() => res.writeStatus(statusLine(500)).end());
+          // A handler may fail after its answer went out (uWS then refuses any access to the
+          // response): nothing is left to tell the client, and throwing here would go unhandled.
+          try {
+            res.cork(() => res.writeStatus(statusLine(500)).end());
+          } catch {
+            // the response had already ended
+          }
         }
       })
       .finally(() => {
