@@ -26,7 +26,13 @@ const LAYERS = [
   zone("./gateway", ["./main", "./delivery", "./encoder-node"], "gateway/ imports only src/, actors/ and wire/"),
   zone("./delivery", ["./main", "./gateway", "./encoder-node"], "delivery/ imports only src/, actors/ and wire/"),
   zone("./encoder-node", ["./main", "./gateway", "./delivery", "./wire"], "encoder-node/ imports only the kernel (src/) and the job's messages"),
-  { target: "./encoder-node", from: "./actors", except: ["./job/messages.ts", "./scheduler/messages.ts"], message: "encoder-node/ speaks the job's and the encode queue's messages (actors/job/messages.ts, actors/scheduler/messages.ts), nothing else of the actors" },
+  {
+    target: "./encoder-node",
+    from: "./actors",
+    except: ["./job/messages.ts", "./scheduler/messages.ts"],
+    message:
+      "encoder-node/ speaks the job's and the encode queue's messages (actors/job/messages.ts, actors/scheduler/messages.ts), nothing else of the actors",
+  },
 ];
 /** The entities: one folder each under actors/, its protocol in messages.ts. */
 const ENTITIES = ["api-key", "job", "scheduler", "video", "webhook-endpoint"];

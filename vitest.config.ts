@@ -17,7 +17,20 @@ export default defineConfig({
     // from the root only (a project's own fileParallelism is ignored).
     fileParallelism: false,
     projects: [
-      { test: { name: "unit", include: ["src/**/*.spec.ts", "actors/**/*.spec.ts", "wire/**/*.spec.ts", "gateway/**/*.spec.ts", "delivery/**/*.spec.ts", "encoder-node/**/*.spec.ts", "main/**/*.spec.ts"] } },
+      {
+        test: {
+          name: "unit",
+          include: [
+            "src/**/*.spec.ts",
+            "actors/**/*.spec.ts",
+            "wire/**/*.spec.ts",
+            "gateway/**/*.spec.ts",
+            "delivery/**/*.spec.ts",
+            "encoder-node/**/*.spec.ts",
+            "main/**/*.spec.ts",
+          ],
+        },
+      },
       { test: { name: "media", include: ["test/media/**/*.test.ts"], ...slow } },
       { test: { name: "api", include: ["test/api/**/*.test.ts"], ...slow } },
       { test: { name: "api-cluster", include: ["test/api/**/*.test.ts"], env: { MEDIA_TEST_TARGET: "cluster" }, ...cluster } },

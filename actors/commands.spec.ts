@@ -40,7 +40,10 @@ async function setup() {
   const bus = new MemoryBus();
   await bus.start();
   const topics = topicsFor("t");
-  await bus.ensureTopics([{ topic: topics.commands, partitions: 2 }, { topic: topics.replies, partitions: 1 }]);
+  await bus.ensureTopics([
+    { topic: topics.commands, partitions: 2 },
+    { topic: topics.replies, partitions: 1 },
+  ]);
   const host = new ActorHost(store, createLogger("silent")).register(Counter as unknown as EntityBehavior<unknown, unknown, unknown>);
   const consumer = await serveCommands(bus, topics, host, createLogger("silent"));
   return { store, bus, topics, host, consumer };

@@ -62,11 +62,14 @@ describe("pending_webhooks", () => {
       endpoint("we_disabled", { status: "disabled", disabledReason: "manual" }),
       endpoint("we_later", { createdAt: 2000 }), // created after the event happened
     ];
-    await store.commit({ writes: endpoints.map((e) => ({ table: WEBHOOK_ENDPOINTS, id: e.id, value: e, partition: e.appId, sort: sortKey(e.createdAt, e.id) })) });
+    await store.commit({
+      writes: endpoints.map((e) => ({ table: WEBHOOK_ENDPOINTS, id: e.id, value: e, partition: e.appId, sort: sortKey(e.createdAt, e.id) })),
+    });
     await store.commit({ writes: ledgerWrites(event) });
   });
 
-  const put = (d: DeliveryRecord) => store.commit({ writes: [{ table: EVENT_DELIVERIES, id: d.id, value: d, partition: d.eventId, sort: sortKey(d.createdAt, d.id) }] });
+  const put = (d: DeliveryRecord) =>
+    store.commit({ writes: [{ table: EVENT_DELIVERIES, id: d.id, value: d, partition: d.eventId, sort: sortKey(d.createdAt, d.id) }] });
 
   it("counts the endpoints an event is still to be handed to, before its fan-out", async () => {
     expect(await pendingWebhooks(store, event)).toBe(2);

@@ -41,7 +41,9 @@ export async function pendingWebhooks(store: Store, e: Pick<EventRecord, "id" | 
   if (!(await store.get(EVENT_FANOUT, e.id))) return (await store.scan<DeliveryRecord>(EVENT_DELIVERIES, e.id, { limit: 1, filter: open })).total;
   const [targets, made] = await Promise.all([subscribers(store, e.appId, e.type), store.scan<DeliveryRecord>(EVENT_DELIVERIES, e.id, { limit: 1000 })]);
   const existing = new Set(made.items.map((r) => r.id));
-  return made.items.filter((r) => open(r.value)).length + targets.filter((t) => t.createdAt <= e.createdAt && !existing.has(fanoutDeliveryId(e.id, t.id))).length;
+  return (
+    made.items.filter((r) => open(r.value)).length + targets.filter((t) => t.createdAt <= e.createdAt && !existing.has(fanoutDeliveryId(e.id, t.id))).length
+  );
 }
 
 export async function fanOut(store: Store, bus: Bus, topics: Topics, events: readonly EventRef[]): Promise<void> {

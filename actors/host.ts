@@ -205,7 +205,11 @@ export class ActorHost {
     const answer = (state: S, command: C): unknown => (behavior.view ? behavior.view(state, command) : state);
     const host = this;
     let repaired = false; // per incarnation: this function is made once per spawn
-    return async (state: S | undefined, msg: unknown, ctx: { recovering?: boolean; self: unknown; persist: (e: E | EventBatch<E>, tags: string[], writes: readonly RecordWrite[]) => Promise<void> }) => {
+    return async (
+      state: S | undefined,
+      msg: unknown,
+      ctx: { recovering?: boolean; self: unknown; persist: (e: E | EventBatch<E>, tags: string[], writes: readonly RecordWrite[]) => Promise<void> },
+    ) => {
       const current = state ?? behavior.initial;
       if (ctx.recovering) return isBatch<E>(msg) ? msg[BATCH].reduce(behavior.fold, current) : behavior.fold(current, msg as E);
       const { command, sender } = msg as Envelope<C>;
@@ -215,7 +219,10 @@ export class ActorHost {
           try {
             await host.store.commit({ writes });
           } catch (e) {
-            dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: `the entity could not be recovered: ${(e as Error).message}` } } satisfies Reply<S>);
+            dispatch(sender, {
+              ok: false,
+              rejection: { code: Code.Unavailable, message: `the entity could not be recovered: ${(e as Error).message}` },
+            } satisfies Reply<S>);
             return current;
           }
         }
@@ -255,7 +262,10 @@ export class ActorHost {
       try {
         // One journal entry and one commit for the whole decision: a reader of the read models
         // never sees part of it (a failed output on a job still processing), nor does a crash.
-        const entry = events.length === 1 && intents.length === 0 ? events[0]! : ({ [BATCH]: events, ...(intents.length > 0 ? { [INTENTS_FIELD]: intents } : {}) } satisfies EventBatch<E>);
+        const entry =
+          events.length === 1 && intents.length === 0
+            ? events[0]!
+            : ({ [BATCH]: events, ...(intents.length > 0 ? { [INTENTS_FIELD]: intents } : {}) } satisfies EventBatch<E>);
         await ctx.persist(entry, [], lastWriteWins(writes));
       } catch (e) {
         // A failed or fenced write leaves this copy's sequence unknown: drop it, recover on next use.

@@ -24,7 +24,17 @@ export const API_VERSIONS: readonly string[] = [API_VERSION];
  * The event catalog. Concrete types only; `*` subscribes to all, present and future.
  * job.partial and job.canceled complete the job outcomes the spec's list leaves open.
  */
-export const EVENT_TYPES = ["job.succeeded", "job.failed", "job.partial", "job.canceled", "output.ready", "output.failed", "video.ready", "video.failed", "video.uploaded"] as const;
+export const EVENT_TYPES = [
+  "job.succeeded",
+  "job.failed",
+  "job.partial",
+  "job.canceled",
+  "output.ready",
+  "output.failed",
+  "video.ready",
+  "video.failed",
+  "video.uploaded",
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export interface EventRecord {
@@ -33,7 +43,10 @@ export interface EventRecord {
   readonly organizationId: string;
   readonly type: EventType;
   /** The resource as it was when the event happened (rendered as the API shows it), or a test event's sample data. */
-  readonly subject: { readonly kind: "job"; readonly job: JobRecord; readonly outputId?: string } | { readonly kind: "video"; readonly video: VideoRecord } | { readonly kind: "test"; readonly data: unknown };
+  readonly subject:
+    | { readonly kind: "job"; readonly job: JobRecord; readonly outputId?: string }
+    | { readonly kind: "video"; readonly video: VideoRecord }
+    | { readonly kind: "test"; readonly data: unknown };
   readonly requestId: string;
   readonly apiVersion: string;
   readonly createdAt: number;

@@ -17,7 +17,12 @@ async function until(what: string, probe: () => boolean, ms = 5_000): Promise<vo
   }
 }
 
-const entry = (seq: number, intents: Intent[]) => ({ key: "thing:t1", seq, data: { [EVENTS_FIELD]: [{ type: "x" }], [INTENTS_FIELD]: intents }, createdAt: seq });
+const entry = (seq: number, intents: Intent[]) => ({
+  key: "thing:t1",
+  seq,
+  data: { [EVENTS_FIELD]: [{ type: "x" }], [INTENTS_FIELD]: intents },
+  createdAt: seq,
+});
 
 describe("outbox relay", () => {
   it("runs the intents of an uncertain append that landed, though the relay was busy with the entry before it", async () => {
@@ -86,7 +91,10 @@ describe("outbox relay when it stops", () => {
     relay.stop();
     release();
     // A spinning drain would starve the event loop: this timer would never fire.
-    const ticked = await Promise.race([new Promise<boolean>((r) => setTimeout(() => r(true), 50)), new Promise<boolean>((r) => setTimeout(() => r(false), 2_000).unref())]);
+    const ticked = await Promise.race([
+      new Promise<boolean>((r) => setTimeout(() => r(true), 50)),
+      new Promise<boolean>((r) => setTimeout(() => r(false), 2_000).unref()),
+    ]);
     expect(ticked).toBe(true);
     expect(runs).toBe(1);
     await store.close();

@@ -219,7 +219,22 @@ export class Relay implements Outbox {
     await this.loaded(shard);
     let e = this.entities.get(key);
     if (!e) {
-      e = { type, id, key, shard, marked: false, relayed: -1, queue: [], draining: false, appending: 0, unrecorded: 0, markerOp: Promise.resolve(), ready: Promise.resolve(), idle: undefined, dropped: false };
+      e = {
+        type,
+        id,
+        key,
+        shard,
+        marked: false,
+        relayed: -1,
+        queue: [],
+        draining: false,
+        appending: 0,
+        unrecorded: 0,
+        markerOp: Promise.resolve(),
+        ready: Promise.resolve(),
+        idle: undefined,
+        dropped: false,
+      };
       this.entities.set(key, e);
     }
     return e;
@@ -249,7 +264,22 @@ export class Relay implements Outbox {
     for (const m of found) {
       const key = `${m.type}:${m.id}`;
       if (this.entities.has(key)) continue;
-      const e: Entity = { type: m.type, id: m.id, key, shard, marked: true, relayed: m.relayed, queue: [], draining: false, appending: 0, unrecorded: 0, markerOp: Promise.resolve(), ready: Promise.resolve(), idle: undefined, dropped: false };
+      const e: Entity = {
+        type: m.type,
+        id: m.id,
+        key,
+        shard,
+        marked: true,
+        relayed: m.relayed,
+        queue: [],
+        draining: false,
+        appending: 0,
+        unrecorded: 0,
+        markerOp: Promise.resolve(),
+        ready: Promise.resolve(),
+        idle: undefined,
+        dropped: false,
+      };
       this.entities.set(key, e);
       this.recover(e);
     }

@@ -5,7 +5,15 @@
 // the host resumes every open delivery from the store (PENDING_DELIVERIES).
 import type { ActorHost } from "../actors/host.js";
 import { EVENTS, TEST_EVENTS, type EventRecord } from "../actors/ledger.js";
-import { activeSecrets, PENDING_DELIVERIES, PENDING_PARTITION, WebhookEndpoint, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../actors/webhook-endpoint/messages.js";
+import {
+  activeSecrets,
+  PENDING_DELIVERIES,
+  PENDING_PARTITION,
+  WebhookEndpoint,
+  type DeliveryRecord,
+  type EndpointRecord,
+  type EndpointState,
+} from "../actors/webhook-endpoint/messages.js";
 import { envelope } from "../wire/present-webhook.js";
 import { ownedKeys } from "../actors/commands.js";
 import type { Logger } from "../src/log.js";
@@ -74,7 +82,10 @@ export class Deliverer {
       if (armed && armed.attempt === d.attempt + 1) continue;
       if ((this.started.get(key) ?? 0) >= d.attempt + 1) continue;
       if (armed) clearTimeout(armed.timer);
-      const timer = setTimeout(() => void this.attempt(e, d).catch((err: unknown) => this.log.error({ err, delivery_id: d.id }, "webhook attempt failed to record")), Math.max(0, d.nextAttemptAt - Date.now()));
+      const timer = setTimeout(
+        () => void this.attempt(e, d).catch((err: unknown) => this.log.error({ err, delivery_id: d.id }, "webhook attempt failed to record")),
+        Math.max(0, d.nextAttemptAt - Date.now()),
+      );
       this.timers.set(key, { attempt: d.attempt + 1, timer });
     }
     this.countPending();
@@ -99,7 +110,10 @@ export class Deliverer {
     const endpoints = new Set<string>();
     let before: string | undefined;
     for (;;) {
-      const page = await this.store.scan<{ endpointId: string }>(PENDING_DELIVERIES, PENDING_PARTITION, { limit: 500, ...(before !== undefined ? { before } : {}) });
+      const page = await this.store.scan<{ endpointId: string }>(PENDING_DELIVERIES, PENDING_PARTITION, {
+        limit: 500,
+        ...(before !== undefined ? { before } : {}),
+      });
       for (const row of page.items) {
         if (mine(`${WebhookEndpoint.type}:${row.value.endpointId}`)) endpoints.add(row.value.endpointId);
       }

@@ -75,11 +75,21 @@ export class LegacyPoster {
       const data = output ? messageToJson(JobOutputSchema, output) : messageToJson(JobSchema, message);
       const body = JSON.stringify({ event: p.event, job_id: job.id, app_id: job.appId, timestamp: new Date(p.at).toISOString(), data });
       const targets: { url: string; sealedSecret?: string }[] = [];
-      if (app?.webhook && app.webhook.events.includes(p.event)) targets.push({ url: app.webhook.url, ...(app.webhook.sealedSecret ? { sealedSecret: app.webhook.sealedSecret } : {}) });
+      if (app?.webhook && app.webhook.events.includes(p.event))
+        targets.push({ url: app.webhook.url, ...(app.webhook.sealedSecret ? { sealedSecret: app.webhook.sealedSecret } : {}) });
       if (job.webhookUrl !== "") targets.push({ url: job.webhookUrl });
       for (const t of targets) {
         const id = derivedId("lwh_", `${job.id}:${seq}:${p.event}:${p.outputId ?? ""}:${t.url}`);
-        const row: LegacyDelivery = { id, jobId: job.id, url: t.url, body, attempts: 0, dueAt: p.at, createdAt: p.at, ...(t.sealedSecret ? { sealedSecret: t.sealedSecret } : {}) };
+        const row: LegacyDelivery = {
+          id,
+          jobId: job.id,
+          url: t.url,
+          body,
+          attempts: 0,
+          dueAt: p.at,
+          createdAt: p.at,
+          ...(t.sealedSecret ? { sealedSecret: t.sealedSecret } : {}),
+        };
         try {
           await this.store.commit({ writes: [{ table: LEGACY_DELIVERIES, id, value: row, partition, sort: sortKey(p.at, id), expectedVersion: 0 }] });
         } catch (e) {
@@ -100,7 +110,11 @@ export class LegacyPoster {
     for (const shard of shards) {
       let before: string | undefined;
       for (;;) {
-        const page = await this.store.scan<LegacyDelivery>(LEGACY_DELIVERIES, `s${shard}`, { limit: 500, ...(before !== undefined ? { before } : {}), filter: (d) => !d.settled });
+        const page = await this.store.scan<LegacyDelivery>(LEGACY_DELIVERIES, `s${shard}`, {
+          limit: 500,
+          ...(before !== undefined ? { before } : {}),
+          filter: (d) => !d.settled,
+        });
         for (const { value } of page.items) this.arm(value);
         if (!page.more) break;
         before = page.items.at(-1)!.sort;
@@ -125,20 +139,25 @@ export class LegacyPoster {
 
   private arm(d: LegacyDelivery): void {
     if (this.stopped || this.timers.has(d.id) || this.inflight.has(d.id)) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(d.id);
-      this.inflight.add(d.id);
-      void this.post(d)
-        .catch((e: unknown) => this.log.warn({ err: e, job_id: d.jobId }, "legacy webhook not recorded"))
-        .finally(() => this.inflight.delete(d.id));
-    }, Math.max(0, d.dueAt - Date.now()));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(d.id);
+        this.inflight.add(d.id);
+        void this.post(d)
+          .catch((e: unknown) => this.log.warn({ err: e, job_id: d.jobId }, "legacy webhook not recorded"))
+          .finally(() => this.inflight.delete(d.id));
+      },
+      Math.max(0, d.dueAt - Date.now()),
+    );
     timer.unref();
     this.timers.set(d.id, timer);
   }
 
   private async post(d: LegacyDelivery): Promise<void> {
     const secret = d.sealedSecret ? this.box.decrypt(d.sealedSecret) : undefined;
-    const result = await postJson(this.guard, d.url, d.body, secret ? { "X-Webhook-Signature": legacySignature(secret, d.body) } : {}, { timeoutMs: LEGACY_TIMEOUT_MS });
+    const result = await postJson(this.guard, d.url, d.body, secret ? { "X-Webhook-Signature": legacySignature(secret, d.body) } : {}, {
+      timeoutMs: LEGACY_TIMEOUT_MS,
+    });
     if (this.stopped) return;
     const attempts = d.attempts + 1;
     const partition = this.partitionOf(d.jobId);

@@ -118,19 +118,49 @@ describe("parseSubtitles: refusals name the line", () => {
   it.each([
     ["an empty file", "", 1, "line 1: the file is empty"],
     ["a blank file", "\n \r\n\t\n", 1, "line 1: the file is empty"],
-    ["neither format", "hello\nworld\n", 1, "line 1: neither WebVTT (the first line must be WEBVTT) nor SRT (a cue number, then a line like 00:00:01,000 --> 00:00:02,000)"],
+    [
+      "neither format",
+      "hello\nworld\n",
+      1,
+      "line 1: neither WebVTT (the first line must be WEBVTT) nor SRT (a cue number, then a line like 00:00:01,000 --> 00:00:02,000)",
+    ],
     ["a bad header", "WEBVTTX\n\n00:01.000 --> 00:02.000\nx\n", 1, 'line 1: the header must be WEBVTT, optionally followed by a space and text, not "WEBVTTX"'],
-    ["a comma in a WebVTT time", "WEBVTT\n\n00:01.000 --> 00:02.000\nok\n\n00:03,000 --> 00:04.000\nbad\n", 6, 'line 6: bad timestamp "00:03,000" (expected hh:mm:ss.ttt or mm:ss.ttt)'],
+    [
+      "a comma in a WebVTT time",
+      "WEBVTT\n\n00:01.000 --> 00:02.000\nok\n\n00:03,000 --> 00:04.000\nbad\n",
+      6,
+      'line 6: bad timestamp "00:03,000" (expected hh:mm:ss.ttt or mm:ss.ttt)',
+    ],
     ["60 minutes", "WEBVTT\n\n00:60.000 --> 01:02.000\nx\n", 3, 'line 3: bad timestamp "00:60.000" (expected hh:mm:ss.ttt or mm:ss.ttt)'],
-    ["an SRT time without milliseconds", "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\n00:00:03 --> 00:00:04,000\nbad\n", 6, 'line 6: bad timestamp "00:00:03" (expected hh:mm:ss,mmm)'],
+    [
+      "an SRT time without milliseconds",
+      "1\n00:00:01,000 --> 00:00:02,000\nok\n\n2\n00:00:03 --> 00:00:04,000\nbad\n",
+      6,
+      'line 6: bad timestamp "00:00:03" (expected hh:mm:ss,mmm)',
+    ],
     ["a timing without an end", "1\n00:00:01,000 -->\nx\n", 2, 'line 2: bad cue timing "00:00:01,000 -->" (expected start --> end)'],
     ["an end before the start", "1\n00:00:05,000 --> 00:00:04,000\nx\n", 2, "line 2: the cue ends (00:00:04.000) before it starts (00:00:05.000)"],
     ["a negative time", "1\n-00:00:01,000 --> 00:00:02,000\nx\n", 2, 'line 2: negative time "-00:00:01,000"'],
-    ["a WebVTT block without a timing", "WEBVTT\n\n00:01.000 --> 00:02.000\nok\n\nid\ntext without timing\n", 7, 'line 7: expected a cue timing line (start --> end), found "text without timing"'],
-    ["an SRT block without a number or timing", "1\n00:00:01,000 --> 00:00:02,000\nok\n\njunk\nmore\n", 5, 'line 5: expected a cue number and a timing line (00:00:01,000 --> 00:00:02,000), found "junk"'],
+    [
+      "a WebVTT block without a timing",
+      "WEBVTT\n\n00:01.000 --> 00:02.000\nok\n\nid\ntext without timing\n",
+      7,
+      'line 7: expected a cue timing line (start --> end), found "text without timing"',
+    ],
+    [
+      "an SRT block without a number or timing",
+      "1\n00:00:01,000 --> 00:00:02,000\nok\n\njunk\nmore\n",
+      5,
+      'line 5: expected a cue number and a timing line (00:00:01,000 --> 00:00:02,000), found "junk"',
+    ],
     ["a header and no cues", "WEBVTT\nKind: captions\n\nNOTE nothing here\n", 5, "line 5: the file holds no cues"],
     ["a NUL byte", "WEBVTT\n\n00:01.000 --> 00:02.000\nab\0c\n", 4, "line 4: binary content (a NUL byte), not a text subtitle file"],
-    ["many replacement characters", `1\n00:00:01,000 --> 00:00:02,000\n${"\uFFFD".repeat(9)}\n`, 3, "line 3: binary content or not UTF-8 (9 invalid characters)"],
+    [
+      "many replacement characters",
+      `1\n00:00:01,000 --> 00:00:02,000\n${"\uFFFD".repeat(9)}\n`,
+      3,
+      "line 3: binary content or not UTF-8 (9 invalid characters)",
+    ],
   ])("%s", (_, text, line, message) => {
     const e = parseError(text);
     expect([e.code, e.name, e.line, e.message]).toEqual(["subtitle_invalid", "CaptionError", line, message]);
@@ -163,7 +193,9 @@ describe("parseSubtitles: refusals name the line", () => {
 
 /** Whisper-style words (leading spaces), one every `step` seconds from `at`, each spoken for `dur`; times in whole centiseconds. */
 function speak(text: string, at = 0, step = 0.3, dur = 0.25): TranscriptWord[] {
-  return text.split(" ").map((word, k) => ({ start: Math.round((at + k * step) * 100) / 100, end: Math.round((at + k * step + dur) * 100) / 100, word: ` ${word}` }));
+  return text
+    .split(" ")
+    .map((word, k) => ({ start: Math.round((at + k * step) * 100) / 100, end: Math.round((at + k * step + dur) * 100) / 100, word: ` ${word}` }));
 }
 
 /** A long deterministic transcript: varied word lengths, punctuation, and now and then a pause. */
@@ -192,7 +224,9 @@ describe("cuesFromTranscript", () => {
   });
 
   it("keeps short sentences together when they fit", () => {
-    expect(cuesFromTranscript([{ start: 0, end: 2, text: "", words: speak("Hi there. How are you?") }])).toEqual([{ start: 0, end: 1.45, text: "Hi there. How are you?" }]);
+    expect(cuesFromTranscript([{ start: 0, end: 2, text: "", words: speak("Hi there. How are you?") }])).toEqual([
+      { start: 0, end: 1.45, text: "Hi there. How are you?" },
+    ]);
   });
 
   it("ends a cue at a pause over 0.7 s, not at one of 0.7 s", () => {
@@ -206,16 +240,24 @@ describe("cuesFromTranscript", () => {
       { start: 0, end: 6.9, text: "a b c d e f g" },
       { start: 7, end: 9.9, text: "h i j" },
     ]);
-    expect(cuesFromTranscript([{ start: 0, end: 10, text: "", words: speak("a b c d e f g h i j", 0, 1, 0.9) }], { maxSeconds: 3 }).map((c) => c.text)).toEqual(["a b c", "d e f", "g h i", "j"]);
+    expect(cuesFromTranscript([{ start: 0, end: 10, text: "", words: speak("a b c d e f g h i j", 0, 1, 0.9) }], { maxSeconds: 3 }).map((c) => c.text)).toEqual(
+      ["a b c", "d e f", "g h i", "j"],
+    );
   });
 
   it("stretches a short cue to minSeconds where the next cue leaves room, and stops at the next cue's start", () => {
-    const roomy = [{ start: 0, end: 0.3, word: " Hi." }, { start: 1.1, end: 1.4, word: " Okay." }];
+    const roomy = [
+      { start: 0, end: 0.3, word: " Hi." },
+      { start: 1.1, end: 1.4, word: " Okay." },
+    ];
     expect(cuesFromTranscript([{ start: 0, end: 2, text: "", words: roomy }])).toEqual([
       { start: 0, end: 1, text: "Hi." },
       { start: 1.1, end: 2.1, text: "Okay." },
     ]);
-    const tight = [{ start: 0, end: 0.2, word: " Hi." }, { start: 0.95, end: 1.4, word: " Okay." }];
+    const tight = [
+      { start: 0, end: 0.2, word: " Hi." },
+      { start: 0.95, end: 1.4, word: " Okay." },
+    ];
     expect(cuesFromTranscript([{ start: 0, end: 2, text: "", words: tight }], { minSeconds: 2 })).toEqual([
       { start: 0, end: 0.95, text: "Hi." },
       { start: 0.95, end: 2.95, text: "Okay." },
@@ -223,17 +265,32 @@ describe("cuesFromTranscript", () => {
   });
 
   it("joins Whisper's word pieces, spaces words that carry no spacing, and escapes WebVTT's special characters", () => {
-    const pieces = [{ start: 0, end: 0.2, word: " Hel" }, { start: 0.2, end: 0.4, word: "lo" }, { start: 0.5, end: 0.7, word: " AT&T" }, { start: 0.8, end: 1, word: " <3" }, { start: 1, end: 1.1, word: "!" }];
+    const pieces = [
+      { start: 0, end: 0.2, word: " Hel" },
+      { start: 0.2, end: 0.4, word: "lo" },
+      { start: 0.5, end: 0.7, word: " AT&T" },
+      { start: 0.8, end: 1, word: " <3" },
+      { start: 1, end: 1.1, word: "!" },
+    ];
     expect(cuesFromTranscript([{ start: 0, end: 1.1, text: "", words: pieces }])).toEqual([{ start: 0, end: 1.1, text: "Hello AT&amp;T &lt;3!" }]);
-    const bare = [{ start: 0, end: 0.5, word: "Hello" }, { start: 0.5, end: 1.2, word: "world" }];
+    const bare = [
+      { start: 0, end: 0.5, word: "Hello" },
+      { start: 0.5, end: 1.2, word: "world" },
+    ];
     expect(cuesFromTranscript([{ start: 0, end: 1.2, text: "", words: bare }])).toEqual([{ start: 0, end: 1.2, text: "Hello world" }]);
   });
 
   it("makes one cue of a short segment without words, and splits a long one evenly by characters", () => {
     expect(cuesFromTranscript([{ start: 1, end: 3, text: "  Hello   there. " }])).toEqual([{ start: 1, end: 3, text: "Hello there." }]);
-    const text = "A long segment without any word timings at all, which has to be split into several cues because it is far too long for two lines of forty-two characters.";
+    const text =
+      "A long segment without any word timings at all, which has to be split into several cues because it is far too long for two lines of forty-two characters.";
     const cues = cuesFromTranscript([{ start: 0, end: 20, text }]);
-    expect(cues.map((c) => c.text)).toEqual(["A long segment without any word timings", "at all, which has to be split into", "several cues because it is far too long", "for two lines of forty-two characters."]);
+    expect(cues.map((c) => c.text)).toEqual([
+      "A long segment without any word timings",
+      "at all, which has to be split into",
+      "several cues because it is far too long",
+      "for two lines of forty-two characters.",
+    ]);
     // Time in proportion to characters, with no gaps.
     const at = (s: string) => Math.round((20 * text.indexOf(s) * 1000) / text.length) / 1000;
     expect(cues.map((c) => [c.start, c.end])).toEqual([
@@ -257,27 +314,36 @@ describe("cuesFromTranscript", () => {
     ]);
   });
 
-  it.each([42, 20])("on a long transcript with lines of %i: loses no word, starts each cue at its first word, never overlaps, never breaks the limits", (maxLineChars) => {
-    const words = lecture(600);
-    const cues = cuesFromTranscript([{ start: 0, end: 999, text: "", words: words.slice(0, 250) }, { start: 0, end: 999, text: "", words: words.slice(250) }], { maxLineChars });
-    expect(cues.flatMap((c) => c.text.split(/[\n ]/))).toEqual(words.map((w) => w.word.trim()));
-    let k = 0;
-    cues.forEach((cue, n) => {
-      const own = words.slice(k, (k += cue.text.split(/[\n ]/).length));
-      const first = own[0]!;
-      const last = own.at(-1)!;
-      expect(cue.start).toBe(first.start);
-      const next = cues[n + 1];
-      expect(cue.end).toBe(Math.round(Math.min(Math.max(last.end, first.start + 1), next?.start ?? Infinity) * 1000) / 1000);
-      if (next) expect(cue.end).toBeLessThanOrEqual(next.start);
-      expect(last.end - first.start).toBeLessThanOrEqual(7);
-      own.slice(1).forEach((w, j) => expect(w.start - own[j]!.end).toBeLessThanOrEqual(0.7));
-      const lines = cue.text.split("\n");
-      expect(lines.length).toBeLessThanOrEqual(2);
-      for (const line of lines) expect(line.length).toBeLessThanOrEqual(maxLineChars);
-    });
-    expect(k).toBe(words.length);
-  });
+  it.each([42, 20])(
+    "on a long transcript with lines of %i: loses no word, starts each cue at its first word, never overlaps, never breaks the limits",
+    (maxLineChars) => {
+      const words = lecture(600);
+      const cues = cuesFromTranscript(
+        [
+          { start: 0, end: 999, text: "", words: words.slice(0, 250) },
+          { start: 0, end: 999, text: "", words: words.slice(250) },
+        ],
+        { maxLineChars },
+      );
+      expect(cues.flatMap((c) => c.text.split(/[\n ]/))).toEqual(words.map((w) => w.word.trim()));
+      let k = 0;
+      cues.forEach((cue, n) => {
+        const own = words.slice(k, (k += cue.text.split(/[\n ]/).length));
+        const first = own[0]!;
+        const last = own.at(-1)!;
+        expect(cue.start).toBe(first.start);
+        const next = cues[n + 1];
+        expect(cue.end).toBe(Math.round(Math.min(Math.max(last.end, first.start + 1), next?.start ?? Infinity) * 1000) / 1000);
+        if (next) expect(cue.end).toBeLessThanOrEqual(next.start);
+        expect(last.end - first.start).toBeLessThanOrEqual(7);
+        own.slice(1).forEach((w, j) => expect(w.start - own[j]!.end).toBeLessThanOrEqual(0.7));
+        const lines = cue.text.split("\n");
+        expect(lines.length).toBeLessThanOrEqual(2);
+        for (const line of lines) expect(line.length).toBeLessThanOrEqual(maxLineChars);
+      });
+      expect(k).toBe(words.length);
+    },
+  );
 
   it("refuses limits that cannot make cues", () => {
     expect(() => cuesFromTranscript([], { maxLineChars: 0 })).toThrow(RangeError);
@@ -308,13 +374,23 @@ describe("WebVTT writing", () => {
   });
 
   it("formats times with hours, rounding to the millisecond", () => {
-    expect([0, 3661.5, 59.9996, 0.0004, 360_000, -2].map(formatVttTime)).toEqual(["00:00:00.000", "01:01:01.500", "00:01:00.000", "00:00:00.000", "100:00:00.000", "00:00:00.000"]);
+    expect([0, 3661.5, 59.9996, 0.0004, 360_000, -2].map(formatVttTime)).toEqual([
+      "00:00:00.000",
+      "01:01:01.500",
+      "00:01:00.000",
+      "00:00:00.000",
+      "100:00:00.000",
+      "00:00:00.000",
+    ]);
   });
 
   it("writes chapters as cues of plain titles", () => {
-    expect(writeChaptersVtt([{ start: 0, end: 65, title: "Intro & <setup>" }, { start: 65, end: 130.5, title: "Part\ntwo " }])).toBe(
-      "WEBVTT\n\n00:00:00.000 --> 00:01:05.000\nIntro &amp; &lt;setup&gt;\n\n00:01:05.000 --> 00:02:10.500\nPart two\n",
-    );
+    expect(
+      writeChaptersVtt([
+        { start: 0, end: 65, title: "Intro & <setup>" },
+        { start: 65, end: 130.5, title: "Part\ntwo " },
+      ]),
+    ).toBe("WEBVTT\n\n00:00:00.000 --> 00:01:05.000\nIntro &amp; &lt;setup&gt;\n\n00:01:05.000 --> 00:02:10.500\nPart two\n");
   });
 });
 
@@ -334,7 +410,10 @@ describe("hlsSubtitleRendition", () => {
       "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:6.000,\nseg_00000.vtt\n#EXTINF:6.000,\nseg_00001.vtt\n#EXTINF:2.000,\nseg_00002.vtt\n#EXT-X-ENDLIST\n",
     );
     expect(r.segments).toEqual([
-      { name: "seg_00000.vtt", text: `${map}\n00:00:01.000 --> 00:00:02.000\nearly\n\n00:00:04.000 --> 00:00:06.000\nedge\n\n00:00:05.000 --> 00:00:07.000\nspans\n` },
+      {
+        name: "seg_00000.vtt",
+        text: `${map}\n00:00:01.000 --> 00:00:02.000\nearly\n\n00:00:04.000 --> 00:00:06.000\nedge\n\n00:00:05.000 --> 00:00:07.000\nspans\n`,
+      },
       { name: "seg_00001.vtt", text: `${map}\n00:00:05.000 --> 00:00:07.000\nspans\n` },
       { name: "seg_00002.vtt", text: `${map}\n00:00:12.000 --> 00:00:12.500\nlast\n` },
     ]);
@@ -351,7 +430,9 @@ describe("hlsSubtitleRendition", () => {
     expect(hlsSubtitleRendition(cues, { segmentSeconds: 6, durationSeconds: 12, mpegts: 0 }).segments).toHaveLength(2);
     expect(hlsSubtitleRendition(cues, { segmentSeconds: 0.1, durationSeconds: 0.1 + 0.2, mpegts: 0 }).segments).toHaveLength(3);
     const short = hlsSubtitleRendition(cues, { segmentSeconds: 6, durationSeconds: 4.2, mpegts: 0 });
-    expect(short.playlist).toContain("#EXT-X-TARGETDURATION:5\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4.200,\nseg_00000.vtt\n#EXT-X-ENDLIST\n");
+    expect(short.playlist).toContain(
+      "#EXT-X-TARGETDURATION:5\n#EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4.200,\nseg_00000.vtt\n#EXT-X-ENDLIST\n",
+    );
   });
 
   it("refuses a zero segment length or duration", () => {
@@ -447,7 +528,18 @@ describe("addTextTracksToMpd", () => {
     const names = elementsOf(addTextTracksToMpd(MPD, tracks));
     expect(names.filter((n) => n === "AdaptationSet")).toHaveLength(4);
     expect(names.filter((n) => n === "Representation")).toHaveLength(4);
-    expect(names.slice(-10)).toEqual(["AdaptationSet", "Label", "Role", "Representation", "BaseURL", "AdaptationSet", "Label", "Role", "Representation", "BaseURL"]);
+    expect(names.slice(-10)).toEqual([
+      "AdaptationSet",
+      "Label",
+      "Role",
+      "Representation",
+      "BaseURL",
+      "AdaptationSet",
+      "Label",
+      "Role",
+      "Representation",
+      "BaseURL",
+    ]);
     // The checker itself catches a broken document.
     expect(() => elementsOf(MPD.replace("\t\t</AdaptationSet>\n\t</Period>", "\t</Period>"))).toThrow(/closes/);
     expect(() => elementsOf(MPD.replace("<Label>", "<Label>a & b"))).not.toThrow();

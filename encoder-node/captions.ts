@@ -90,7 +90,8 @@ function parseTime(raw: string, pattern: RegExp, line: number, expected: string)
 function parseTiming(text: string, line: number, format: "vtt" | "srt"): { start: number; end: number } {
   const m = TIMING.exec(text);
   if (!m) throw fail(line, `bad cue timing "${text}" (expected start --> end)`);
-  const time = (raw: string) => (format === "vtt" ? parseTime(raw, VTT_TIME, line, "hh:mm:ss.ttt or mm:ss.ttt") : parseTime(raw, SRT_TIME, line, "hh:mm:ss,mmm"));
+  const time = (raw: string) =>
+    format === "vtt" ? parseTime(raw, VTT_TIME, line, "hh:mm:ss.ttt or mm:ss.ttt") : parseTime(raw, SRT_TIME, line, "hh:mm:ss,mmm");
   const start = time(m[1]!);
   const end = time(m[2]!);
   if (end < start) throw fail(line, `the cue ends (${formatVttTime(end)}) before it starts (${formatVttTime(start)})`);
@@ -148,7 +149,8 @@ function pushCue(cues: Cue[], line: number, timing: { start: number; end: number
 }
 
 function vttCues(lines: string[]): Cue[] {
-  if (!/^WEBVTT(?:[ \t].*)?$/.test(lines[0]!)) throw fail(1, `the header must be WEBVTT, optionally followed by a space and text, not "${lines[0]!.slice(0, 40)}"`);
+  if (!/^WEBVTT(?:[ \t].*)?$/.test(lines[0]!))
+    throw fail(1, `the header must be WEBVTT, optionally followed by a space and text, not "${lines[0]!.slice(0, 40)}"`);
   // The header runs to the first blank line (or a timing line, which browsers accept too).
   let i = 1;
   while (i < lines.length && !isBlank(lines[i]!) && !lines[i]!.includes("-->")) i++;
@@ -158,7 +160,11 @@ function vttCues(lines: string[]): Cue[] {
     if (/^NOTE(?:[ \t]|$)/.test(head) || /^(?:STYLE|REGION)[ \t]*$/.test(head)) continue;
     const at = head.includes("-->") ? 0 : 1; // an optional identifier line comes first
     const timingLine = block.lines[at];
-    if (timingLine === undefined || !timingLine.includes("-->")) throw fail(timingLine === undefined ? block.first : block.first + at, `expected a cue timing line (start --> end), found "${(timingLine ?? head).slice(0, 40)}"`);
+    if (timingLine === undefined || !timingLine.includes("-->"))
+      throw fail(
+        timingLine === undefined ? block.first : block.first + at,
+        `expected a cue timing line (start --> end), found "${(timingLine ?? head).slice(0, 40)}"`,
+      );
     const line = block.first + at;
     pushCue(cues, line, parseTiming(timingLine, line, "vtt"), block.lines.slice(at + 1), (t) => t.join("\n"));
   }
@@ -171,7 +177,11 @@ function srtCues(lines: string[]): Cue[] {
     // The cue number is optional: some writers drop it, and nothing uses it.
     const at = block.lines[0]!.includes("-->") ? 0 : /^\s*\d+\s*$/.test(block.lines[0]!) ? 1 : -1;
     const timingLine = at < 0 ? undefined : block.lines[at];
-    if (timingLine === undefined || !timingLine.includes("-->")) throw fail(timingLine === undefined ? block.first : block.first + at, `expected a cue number and a timing line (00:00:01,000 --> 00:00:02,000), found "${(timingLine ?? block.lines[0]!).slice(0, 40)}"`);
+    if (timingLine === undefined || !timingLine.includes("-->"))
+      throw fail(
+        timingLine === undefined ? block.first : block.first + at,
+        `expected a cue number and a timing line (00:00:01,000 --> 00:00:02,000), found "${(timingLine ?? block.lines[0]!).slice(0, 40)}"`,
+      );
     const line = block.first + at;
     pushCue(cues, line, parseTiming(timingLine, line, "srt"), block.lines.slice(at + 1), (t) => t.map(srtLineToVtt).join("\n"));
   }
@@ -244,7 +254,10 @@ function cuesOfRun(run: Word[], shape: CueShape): Cue[] {
 
 /** A segment without word timings: one cue, or several splitting its text evenly by characters and its time in proportion. */
 function cuesOfText(seg: TranscriptSegment, shape: CueShape): Cue[] {
-  const tokens = seg.text.trim().split(/\s+/).filter((t) => t !== "");
+  const tokens = seg.text
+    .trim()
+    .split(/\s+/)
+    .filter((t) => t !== "");
   if (tokens.length === 0) return [];
   const words = tokens.map((text) => ({ start: seg.start, end: seg.end, text, spaced: true }));
   const total = joinWords(words).length;
@@ -325,7 +338,15 @@ export function formatVttTime(seconds: number): string {
 export function writeWebVtt(cues: Cue[], opts: { timestampMap?: { mpegts: number } } = {}): string {
   const header = opts.timestampMap ? `WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:${Math.round(opts.timestampMap.mpegts)},LOCAL:00:00:00.000` : "WEBVTT";
   // A blank line would end the cue early and "-->" would start a new one.
-  const body = cues.map((c) => [`${formatVttTime(c.start)} --> ${formatVttTime(c.end)}`, ...c.text.split("\n").filter((l) => !isBlank(l)).map((l) => l.replaceAll("-->", "--&gt;"))].join("\n"));
+  const body = cues.map((c) =>
+    [
+      `${formatVttTime(c.start)} --> ${formatVttTime(c.end)}`,
+      ...c.text
+        .split("\n")
+        .filter((l) => !isBlank(l))
+        .map((l) => l.replaceAll("-->", "--&gt;")),
+    ].join("\n"),
+  );
   return [header, ...body].join("\n\n") + "\n";
 }
 
@@ -339,18 +360,26 @@ export function writeChaptersVtt(chapters: Chapter[]): string {
  * shorter), named seg_00000.vtt... beside it. Each segment carries every cue overlapping it, so a
  * cue spanning a boundary is in both (Apple's authoring practice), and the X-TIMESTAMP-MAP header.
  */
-export function hlsSubtitleRendition(cues: Cue[], o: { segmentSeconds: number; durationSeconds: number; mpegts: number }): { playlist: string; segments: { name: string; text: string }[] } {
+export function hlsSubtitleRendition(
+  cues: Cue[],
+  o: { segmentSeconds: number; durationSeconds: number; mpegts: number },
+): { playlist: string; segments: { name: string; text: string }[] } {
   // Whole milliseconds, as the playlist prints them: float error cannot add an empty segment or a second of target.
   const segmentMs = Math.round(o.segmentSeconds * 1000);
   const durationMs = Math.round(o.durationSeconds * 1000);
-  if (!(segmentMs > 0 && durationMs > 0)) throw new RangeError(`segmentSeconds and durationSeconds must be at least 1 ms: ${o.segmentSeconds}, ${o.durationSeconds}`);
+  if (!(segmentMs > 0 && durationMs > 0))
+    throw new RangeError(`segmentSeconds and durationSeconds must be at least 1 ms: ${o.segmentSeconds}, ${o.durationSeconds}`);
   const count = Math.ceil(durationMs / segmentMs);
   const segments: { name: string; text: string; ms: number }[] = [];
   for (let k = 0; k < count; k++) {
     const from = (k * segmentMs) / 1000;
     const to = Math.min((k + 1) * segmentMs, durationMs) / 1000;
     const inside = cues.filter((c) => c.start < to && (c.end > from || (c.end === c.start && c.start >= from)));
-    segments.push({ name: `seg_${String(k).padStart(5, "0")}.vtt`, text: writeWebVtt(inside, { timestampMap: { mpegts: o.mpegts } }), ms: Math.min(segmentMs, durationMs - k * segmentMs) });
+    segments.push({
+      name: `seg_${String(k).padStart(5, "0")}.vtt`,
+      text: writeWebVtt(inside, { timestampMap: { mpegts: o.mpegts } }),
+      ms: Math.min(segmentMs, durationMs - k * segmentMs),
+    });
   }
   const target = Math.ceil(Math.min(segmentMs, durationMs) / 1000); // the first segment is the longest
   const playlist = [

@@ -194,7 +194,10 @@ const PACKAGING_SHARE = 0.03;
  * with `keys`, and writes the manifests the plan asks for. Progress is the weighted mean of the
  * commands' progress; a failed command stops the others and its error is the one reported.
  */
-export async function runPlan(plan: OutputPlan, opts: { signal?: AbortSignal; onProgress?: (fraction: number) => void; keys?: readonly ContentKey[] }): Promise<RunResult> {
+export async function runPlan(
+  plan: OutputPlan,
+  opts: { signal?: AbortSignal; onProgress?: (fraction: number) => void; keys?: readonly ContentKey[] },
+): Promise<RunResult> {
   if (opts.signal?.aborted) throw new MediaError("canceled", "encode canceled");
   const started = Date.now();
   await mkdir(plan.dir, { recursive: true });
@@ -212,7 +215,11 @@ export async function runPlan(plan: OutputPlan, opts: { signal?: AbortSignal; on
   let cpu = 0;
   let cpuKnown = true;
   const run = async (i: number) => {
-    const r = await runFfmpeg(plan.commands[i]!, { durationMs: plan.durationMs, signal: stop.signal, onProgress: (p) => ((fractions[i] = p.fraction), report()) });
+    const r = await runFfmpeg(plan.commands[i]!, {
+      durationMs: plan.durationMs,
+      signal: stop.signal,
+      onProgress: (p) => ((fractions[i] = p.fraction), report()),
+    });
     fractions[i] = 1;
     report();
     if (r.cpuSeconds === undefined) cpuKnown = false;
@@ -248,7 +255,8 @@ export async function runPlan(plan: OutputPlan, opts: { signal?: AbortSignal; on
       await runPackager(plan.packaging, opts.keys ?? [], { signal: stop.signal });
       reporter.update(0.999);
     }
-    if (plan.aes128 && aes128Key && plan.hlsMaster) await probeAes128Codecs(plan.dir, plan.hlsMaster, aes128Key, path.dirname(plan.aes128.keyInfoFile), stop.signal);
+    if (plan.aes128 && aes128Key && plan.hlsMaster)
+      await probeAes128Codecs(plan.dir, plan.hlsMaster, aes128Key, path.dirname(plan.aes128.keyInfoFile), stop.signal);
     if (plan.dashManifest) await setMinBufferTime(path.join(plan.dir, plan.dashManifest.file), plan.dashManifest.minBufferTimeSeconds);
     if (plan.hlsMaster) await writeHlsMaster(plan.dir, plan.hlsMaster, stop.signal);
   } finally {
@@ -300,7 +308,16 @@ export function codecString(c: StreamCodec, isoBmff: boolean): string {
   const hex = (n: number) => n.toString(16).padStart(2, "0").toUpperCase();
   switch (c.codec) {
     case "h264": {
-      const profile: Record<string, string> = { "Constrained Baseline": "42E0", Baseline: "4200", Main: "4D40", Extended: "5800", High: "6400", "High 10": "6E00", "High 4:2:2": "7A00", "High 4:4:4 Predictive": "F400" };
+      const profile: Record<string, string> = {
+        "Constrained Baseline": "42E0",
+        Baseline: "4200",
+        Main: "4D40",
+        Extended: "5800",
+        High: "6400",
+        "High 10": "6E00",
+        "High 4:2:2": "7A00",
+        "High 4:4:4 Predictive": "F400",
+      };
       return `avc1.${profile[c.profile] ?? "6400"}${hex(Math.max(0, c.level))}`;
     }
     case "hevc": {
@@ -407,14 +424,21 @@ export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: Abor
     attrs.push(`URI=${quoted(s.playlist)}`);
     lines.push(`#EXT-X-MEDIA:${attrs.join(",")}`);
   }
-  for (const d of m.sessionData ?? []) lines.push(`#EXT-X-SESSION-DATA:DATA-ID=${quoted(d.id)},URI=${quoted(d.uri)}${d.language ? `,LANGUAGE=${quoted(d.language)}` : ""}`);
+  for (const d of m.sessionData ?? [])
+    lines.push(`#EXT-X-SESSION-DATA:DATA-ID=${quoted(d.id)},URI=${quoted(d.uri)}${d.language ? `,LANGUAGE=${quoted(d.language)}` : ""}`);
   const subtitleGroup = subtitles[0]?.groupId;
   const audioCodecs = [...new Set(audio.map((a) => a.codecs))];
   const audioPeak = Math.max(0, ...audio.map((a) => a.peak));
   const audioAverage = Math.max(0, ...audio.map((a) => a.average));
   for (const v of variants) {
     const codecs = [v.codecs, ...(v.audioGroup ? audioCodecs : [])].join(",");
-    const attrs = [`BANDWIDTH=${v.peak + (v.audioGroup ? audioPeak : 0)}`, `AVERAGE-BANDWIDTH=${v.average + (v.audioGroup ? audioAverage : 0)}`, `CODECS=${quoted(codecs)}`, `RESOLUTION=${v.width}x${v.height}`, `FRAME-RATE=${v.frameRate.toFixed(3)}`];
+    const attrs = [
+      `BANDWIDTH=${v.peak + (v.audioGroup ? audioPeak : 0)}`,
+      `AVERAGE-BANDWIDTH=${v.average + (v.audioGroup ? audioAverage : 0)}`,
+      `CODECS=${quoted(codecs)}`,
+      `RESOLUTION=${v.width}x${v.height}`,
+      `FRAME-RATE=${v.frameRate.toFixed(3)}`,
+    ];
     if (v.audioGroup) attrs.push(`AUDIO=${quoted(v.audioGroup)}`);
     if (subtitleGroup) attrs.push(`SUBTITLES=${quoted(subtitleGroup)}`);
     lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, v.playlist);

@@ -19,7 +19,16 @@ import { randomToken } from "../src/ids.js";
 import { sourceKey } from "../src/hosting.js";
 import { contentTypeOf } from "../src/content-types.js";
 import type { ManagedStorage } from "../src/managed-storage.js";
-import { isJobErrorCode, type DrmKeysData, type EncodeTask, type Failure, type JobCommand, type JobRecord, type JobSignal, type JobState } from "../actors/job/messages.js";
+import {
+  isJobErrorCode,
+  type DrmKeysData,
+  type EncodeTask,
+  type Failure,
+  type JobCommand,
+  type JobRecord,
+  type JobSignal,
+  type JobState,
+} from "../actors/job/messages.js";
 import type { Logger } from "../src/log.js";
 import { encodeTasks, encoderActivity } from "../src/metrics.js";
 import type { LeaseGrant, QueueCommand, QueueReply, WorkSignal } from "../actors/scheduler/messages.js";
@@ -69,7 +78,6 @@ export interface EncoderNode {
 
 const decoder = new TextDecoder();
 
-
 function failureOf(e: unknown, stage: "input" | "output" | "encode"): Failure {
   const message = withoutPaths(e instanceof Error ? e.message : String(e));
   if (e instanceof MediaError) return { code: isJobErrorCode(e.code) ? e.code : "internal", message };
@@ -86,7 +94,10 @@ function failureOf(e: unknown, stage: "input" | "output" | "encode"): Failure {
  * keep their paths: a slash after ":" or "/" is not a path's start.
  */
 export function withoutPaths(message: string): string {
-  return message.replace(/(^|[\s'"(=[])\/[^\s'"():,[\]]*\/([^\s'"():,[\]/]*)/g, (_all, before: string, base: string) => `${before}${base === "" ? "(a folder)" : base}`);
+  return message.replace(
+    /(^|[\s'"(=[])\/[^\s'"():,[\]]*\/([^\s'"():,[\]/]*)/g,
+    (_all, before: string, base: string) => `${before}${base === "" ? "(a folder)" : base}`,
+  );
 }
 
 /** A report the job's actor did not take: the task's outcome is unknown to the job, so the task runs again (its lease runs out). */
@@ -138,7 +149,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     prerequisites = standing(found);
     if (first) for (const p of found.filter((f) => !f.ok)) process.stderr.write(`media: ${p.required ? "encoder stopped" : "warning"}: ${p.detail}\n`);
     if (!first && !was.ok && prerequisites.ok) d.log.info("the encoder's prerequisites are there now; taking tasks");
-    for (const p of found) d.log[p.ok ? "debug" : p.required ? "error" : "warn"]({ prerequisite: p.name, detail: p.detail }, p.ok ? "prerequisite found" : "prerequisite missing");
+    for (const p of found)
+      d.log[p.ok ? "debug" : p.required ? "error" : "warn"]({ prerequisite: p.name, detail: p.detail }, p.ok ? "prerequisite found" : "prerequisite missing");
   };
   await checkMachine(true);
 
@@ -163,7 +175,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       // A job that does not exist will never take the task: drop it.
       if (!reply.ok && reply.rejection.code === Code.NotFound) return undefined;
       if (reply.ok) return reply.state.job;
-      if (reply.rejection.code !== Code.Unavailable || Date.now() + delay > deadline) throw new ReportError(`job ${job.id} refused ${command.type}: ${reply.rejection.message}`);
+      if (reply.rejection.code !== Code.Unavailable || Date.now() + delay > deadline)
+        throw new ReportError(`job ${job.id} refused ${command.type}: ${reply.rejection.message}`);
       d.log.warn({ job_id: job.id, report: command.type, reason: reply.rejection.message }, "report not taken; sending it again");
       await new Promise((r) => setTimeout(r, delay));
     }
@@ -186,7 +199,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       try {
         await d.managed.blob.getToFile(sourceKey(job.inputVideoId), partial);
       } catch (e) {
-        if (e instanceof BlobError && e.kind === "not_found") throw new MediaError("input_unreachable", `the source file of ${job.inputVideoId} is not in managed storage (deleted, or never uploaded)`);
+        if (e instanceof BlobError && e.kind === "not_found")
+          throw new MediaError("input_unreachable", `the source file of ${job.inputVideoId} is not in managed storage (deleted, or never uploaded)`);
         throw e;
       }
     } else if (job.inputOrigin) {
@@ -251,16 +265,30 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     // The packager encrypts each stream with its class's key; ffmpeg's aes_128 has one key per output.
     const order: TrackClass[] = ["audio", "sd", "hd"];
     const present = new Set((plan.packaging?.streams ?? []).map((st) => st.trackClass));
-    const classes = scheme === "aes128" ? [trackClassOf("video", Math.max(0, ...(plan.renditions ?? []).map((r) => Math.min(r.width, r.height))))] : order.filter((c) => present.has(c));
+    const classes =
+      scheme === "aes128"
+        ? [trackClassOf("video", Math.max(0, ...(plan.renditions ?? []).map((r) => Math.min(r.width, r.height))))]
+        : order.filter((c) => present.has(c));
     try {
-      return await keyProviderFor(drm, { guard: d.guard, log: d.log }).keys({ resourceId: drm.resourceId || outputId, classes, scheme, systems: drmSystemsOf(spec), signal });
+      return await keyProviderFor(drm, { guard: d.guard, log: d.log }).keys({
+        resourceId: drm.resourceId || outputId,
+        classes,
+        scheme,
+        systems: drmSystemsOf(spec),
+        signal,
+      });
     } catch (e) {
       if (e instanceof DrmKeyError) throw new MediaError("drm_key_unavailable", e.message);
       throw e;
     }
   }
 
-  const drmKeysData = (spec: OutputSpec, keys: readonly ContentKey[]): DrmKeysData => ({ scheme: drmSchemeOf(spec)!, clearKey: drmSchemeOf(spec) === "aes128" || drmSystemsOf(spec).includes("clearkey"), kids: keys.map((k) => ({ trackClass: k.trackClass, kid: k.kid })), sealed: sealKeys(d.box, keys) });
+  const drmKeysData = (spec: OutputSpec, keys: readonly ContentKey[]): DrmKeysData => ({
+    scheme: drmSchemeOf(spec)!,
+    clearKey: drmSchemeOf(spec) === "aes128" || drmSystemsOf(spec).includes("clearkey"),
+    kids: keys.map((k) => ({ trackClass: k.trackClass, kid: k.kid })),
+    sealed: sealKeys(d.box, keys),
+  });
 
   async function runEncode(task: EncodeTask, signal: AbortSignal): Promise<void> {
     const attempt = randomToken(12);
@@ -273,7 +301,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       file = await fetchInput(job, signal);
       input = job.inputMetadata ?? (await probe(file, signal));
     } catch (e) {
-      if (!signal.aborted) await ask(job, { type: "encode_finished", attempt, at: Date.now(), durationMs: Date.now() - started, failure: failureOf(e, "input") });
+      if (!signal.aborted)
+        await ask(job, { type: "encode_finished", attempt, at: Date.now(), durationMs: Date.now() - started, failure: failureOf(e, "input") });
       return;
     }
     const blob = job.managed ? d.managed.blob : openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config);
@@ -283,7 +312,9 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     const subtitleContext: SubtitleContext = {
       recogniser,
       guard: d.guard,
-      ...(inputOrigin ? { readInputOriginPath: (p: string, to: string) => openOriginBlob(inputOrigin, d.box, d.guard, d.config).getToFile(originKey(inputOrigin, p), to) } : {}),
+      ...(inputOrigin
+        ? { readInputOriginPath: (p: string, to: string) => openOriginBlob(inputOrigin, d.box, d.guard, d.config).getToFile(originKey(inputOrigin, p), to) }
+        : {}),
       inputFile: file,
       probe: input,
       ...(job.clip ? { clip: job.clip } : {}),
@@ -291,13 +322,20 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       signal,
     };
     const transcripts = new Transcripts(subtitleContext);
-    startTranscripts(job.outputs.filter((o) => o.status !== "completed").map((o) => fromJson(OutputSpecSchema, o.spec)), transcripts);
+    startTranscripts(
+      job.outputs.filter((o) => o.status !== "completed").map((o) => fromJson(OutputSpecSchema, o.spec)),
+      transcripts,
+    );
     for (const output of job.outputs) {
       if (signal.aborted) return;
       if (output.status === "completed") continue;
       try {
         const spec = fromJson(OutputSpecSchema, output.spec);
-        const plan = planOutput(spec, { file, probe: input }, { outputId: output.id, workDir: path.join(workDir, output.id), ...(job.clip ? { clip: job.clip } : {}) });
+        const plan = planOutput(
+          spec,
+          { file, probe: input },
+          { outputId: output.id, workDir: path.join(workDir, output.id), ...(job.clip ? { clip: job.clip } : {}) },
+        );
         let last = -1;
         let lastAt = 0;
         const report = (fraction: number) => {
@@ -337,9 +375,30 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           throw new OutputWriteError(failureOf(e, "output"));
         }
         // Renditions of a streaming output live in folders named after them (see plan.ts).
-        const renditions = (plan.renditions ?? []).map((r) => ({ name: r.name, codec: r.codec, width: r.width, height: r.height, sizeBytes: stored.byFolder.get(r.file.includes("/") ? r.file.slice(0, r.file.indexOf("/")) : "") ?? 0 }));
-        const { subtitles, chapters } = trackResults(output.id, tracks, written.files, (rel) => ({ url: blob.url(`${output.keyPrefix}/${rel}`), key: `${output.keyPrefix}/${rel}` }));
-        await ask(job, { type: "output_completed", attempt, at: Date.now(), outputId: output.id, url: blob.url(`${output.keyPrefix}/${plan.main}`), sizeBytes: stored.size, main: plan.main, renditions, ...(subtitles.length > 0 ? { subtitles } : {}), ...(chapters.length > 0 ? { chapters } : {}), ...(keys ? { drm: drmKeysData(spec, keys) } : {}) });
+        const renditions = (plan.renditions ?? []).map((r) => ({
+          name: r.name,
+          codec: r.codec,
+          width: r.width,
+          height: r.height,
+          sizeBytes: stored.byFolder.get(r.file.includes("/") ? r.file.slice(0, r.file.indexOf("/")) : "") ?? 0,
+        }));
+        const { subtitles, chapters } = trackResults(output.id, tracks, written.files, (rel) => ({
+          url: blob.url(`${output.keyPrefix}/${rel}`),
+          key: `${output.keyPrefix}/${rel}`,
+        }));
+        await ask(job, {
+          type: "output_completed",
+          attempt,
+          at: Date.now(),
+          outputId: output.id,
+          url: blob.url(`${output.keyPrefix}/${plan.main}`),
+          sizeBytes: stored.size,
+          main: plan.main,
+          renditions,
+          ...(subtitles.length > 0 ? { subtitles } : {}),
+          ...(chapters.length > 0 ? { chapters } : {}),
+          ...(keys ? { drm: drmKeysData(spec, keys) } : {}),
+        });
       } catch (e) {
         if (signal.aborted) return;
         // Not the output's failure: the job never heard how it went.
@@ -366,7 +425,18 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           for (const f of a.indexFile ? [a.file, a.indexFile] : [a.file]) {
             await blob.put(`${job.thumbnailPrefix}/${f}`, path.join(dir, f), contentTypeOf(f));
           }
-          results.push({ url: blob.url(key), key, mode: a.mode, index: a.index, thumbnailIndex: a.thumbnailIndex, format: a.format, width: a.width, height: a.height, timeSeconds: a.timeSeconds, sizeBytes: a.sizeBytes });
+          results.push({
+            url: blob.url(key),
+            key,
+            mode: a.mode,
+            index: a.index,
+            thumbnailIndex: a.thumbnailIndex,
+            format: a.format,
+            width: a.width,
+            height: a.height,
+            timeSeconds: a.timeSeconds,
+            sizeBytes: a.sizeBytes,
+          });
         }
         await ask(job, { type: "thumbnails_done", attempt, at: Date.now(), results });
       } catch (e) {
@@ -406,16 +476,19 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     running.set(grant.jobId, controller);
     const task: EncodeTask = { kind: grant.kind, jobId: grant.jobId };
     // Renewals keep the lease; one the queue no longer knows (it expired and went to another node) stops the work.
-    const renewals = setInterval(() => {
-      d.queue({ type: "renew", node: nodeId, leaseId: grant.leaseId, at: Date.now() })
-        .then((r) => {
-          if (r.ok && r.state.held === false) {
-            d.log.warn({ job_id: grant.jobId, lease_id: grant.leaseId }, "lease lost; stopping the task");
-            controller.abort();
-          }
-        })
-        .catch((e: unknown) => d.log.warn({ err: e, job_id: grant.jobId }, "lease not renewed"));
-    }, Math.max(500, Math.floor(leaseMs / 3)));
+    const renewals = setInterval(
+      () => {
+        d.queue({ type: "renew", node: nodeId, leaseId: grant.leaseId, at: Date.now() })
+          .then((r) => {
+            if (r.ok && r.state.held === false) {
+              d.log.warn({ job_id: grant.jobId, lease_id: grant.leaseId }, "lease lost; stopping the task");
+              controller.abort();
+            }
+          })
+          .catch((e: unknown) => d.log.warn({ err: e, job_id: grant.jobId }, "lease not renewed"));
+      },
+      Math.max(500, Math.floor(leaseMs / 3)),
+    );
     const idleAgain = activity.start();
     encodeTasks.inc({ kind: grant.kind, priority: grant.priority, class: workerClass });
     d.log.info({ job_id: grant.jobId, kind: grant.kind, priority: grant.priority, waited_ms: Date.now() - grant.enqueuedAt }, "task started");
@@ -435,7 +508,9 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       if (task.kind === "encode" || controller.signal.aborted) await rm(path.join(workRoot, task.jobId), { recursive: true, force: true });
     }
     const end = lease.handedBack ? "release" : "done";
-    await d.queue({ type: end, node: nodeId, leaseId: grant.leaseId, at: Date.now() }).catch((e: unknown) => d.log.warn({ err: e, job_id: task.jobId }, `lease ${end} not told; it runs out instead`));
+    await d
+      .queue({ type: end, node: nodeId, leaseId: grant.leaseId, at: Date.now() })
+      .catch((e: unknown) => d.log.warn({ err: e, job_id: task.jobId }, `lease ${end} not told; it runs out instead`));
     return true;
   }
 

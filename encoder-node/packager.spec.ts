@@ -16,8 +16,26 @@ const adaptive: PackagingPlan = {
   clearDir: "/work/out_1/_clear",
   secretsDir: "/work/out_1.keys",
   streams: [
-    { input: "/work/out_1/_clear/480p.mp4", kind: "video", trackClass: "sd", name: "480p", language: "", init: "init-0.m4s", segmentTemplate: "chunk-0-$Number%05d$.m4s", playlist: "media_0.m3u8" },
-    { input: "/work/out_1/_clear/audio_0.mp4", kind: "audio", trackClass: "audio", name: "audio_0", language: "pt-BR", init: "init-1.m4s", segmentTemplate: "chunk-1-$Number%05d$.m4s", playlist: "media_1.m3u8" },
+    {
+      input: "/work/out_1/_clear/480p.mp4",
+      kind: "video",
+      trackClass: "sd",
+      name: "480p",
+      language: "",
+      init: "init-0.m4s",
+      segmentTemplate: "chunk-0-$Number%05d$.m4s",
+      playlist: "media_0.m3u8",
+    },
+    {
+      input: "/work/out_1/_clear/audio_0.mp4",
+      kind: "audio",
+      trackClass: "audio",
+      name: "audio_0",
+      language: "pt-BR",
+      init: "init-1.m4s",
+      segmentTemplate: "chunk-1-$Number%05d$.m4s",
+      playlist: "media_1.m3u8",
+    },
   ],
   mpd: "manifest.mpd",
   hls: { master: "index.m3u8", playlistType: "VOD" },
@@ -29,13 +47,23 @@ describe("packagerArgs and packagerFlags", () => {
     expect(args).toEqual([
       "in=_clear/480p.mp4,stream=video,init_segment=init-0.m4s,segment_template=chunk-0-$Number%05d$.m4s,playlist_name=media_0.m3u8,drm_label=sd",
       "in=_clear/audio_0.mp4,stream=audio,init_segment=init-1.m4s,segment_template=chunk-1-$Number%05d$.m4s,playlist_name=media_1.m3u8,drm_label=audio,language=pt-BR",
-      "--flagfile", "/work/out_1.keys/packager.flags",
-      "--protection_scheme", "cbcs",
-      "--protection_systems", "CommonSystem,Widevine,PlayReady,FairPlay",
-      "--clear_lead", "0",
-      "--segment_duration", "4",
-      "--mpd_output", "manifest.mpd", "--generate_static_live_mpd",
-      "--hls_master_playlist_output", "index.m3u8", "--hls_playlist_type", "VOD",
+      "--flagfile",
+      "/work/out_1.keys/packager.flags",
+      "--protection_scheme",
+      "cbcs",
+      "--protection_systems",
+      "CommonSystem,Widevine,PlayReady,FairPlay",
+      "--clear_lead",
+      "0",
+      "--segment_duration",
+      "4",
+      "--mpd_output",
+      "manifest.mpd",
+      "--generate_static_live_mpd",
+      "--hls_master_playlist_output",
+      "index.m3u8",
+      "--hls_playlist_type",
+      "VOD",
       "--quiet",
     ]);
   });
@@ -47,11 +75,25 @@ describe("packagerArgs and packagerFlags", () => {
       expect(args).not.toContain(k.kid);
     }
     expect(args).not.toContain("--keys");
-    expect(packagerFlags(new Map([["sd", sd], ["audio", audio]]))).toBe(`--enable_raw_key_encryption\n--keys=label=sd:key_id=${sd.kid}:key=${sd.key},label=audio:key_id=${audio.kid}:key=${audio.key}\n`);
+    expect(
+      packagerFlags(
+        new Map([
+          ["sd", sd],
+          ["audio", audio],
+        ]),
+      ),
+    ).toBe(`--enable_raw_key_encryption\n--keys=label=sd:key_id=${sd.kid}:key=${sd.key},label=audio:key_id=${audio.kid}:key=${audio.key}\n`);
   });
 
   it("writes a single file per stream without a segment template, and only the outputs asked", () => {
-    const single: PackagingPlan = { ...adaptive, scheme: "cenc", systems: ["clearkey"], singleFile: true, streams: [{ input: "/work/out_1/_clear/480p.mp4", kind: "video", trackClass: "sd", name: "480p", language: "", init: "stream-0.m4s" }], hls: undefined };
+    const single: PackagingPlan = {
+      ...adaptive,
+      scheme: "cenc",
+      systems: ["clearkey"],
+      singleFile: true,
+      streams: [{ input: "/work/out_1/_clear/480p.mp4", kind: "video", trackClass: "sd", name: "480p", language: "", init: "stream-0.m4s" }],
+      hls: undefined,
+    };
     const args = packagerArgs(single, "/f");
     expect(args[0]).toBe("in=_clear/480p.mp4,stream=video,output=stream-0.m4s,drm_label=sd");
     expect(args).not.toContain("--hls_master_playlist_output");
@@ -88,7 +130,9 @@ describe("finishMediaPlaylist", () => {
   });
 
   it("keeps cenc's method and closes an EVENT playlist the packager left open", () => {
-    const event = written.map((l) => l.replace("VOD", "EVENT").replaceAll("METHOD=SAMPLE-AES,", "METHOD=SAMPLE-AES-CTR,")).filter((l) => l !== "#EXT-X-ENDLIST");
+    const event = written
+      .map((l) => l.replace("VOD", "EVENT").replaceAll("METHOD=SAMPLE-AES,", "METHOD=SAMPLE-AES-CTR,"))
+      .filter((l) => l !== "#EXT-X-ENDLIST");
     const out = finishMediaPlaylist(event.join("\n"), sd);
     expect(out.endsWith("seg_00001.m4s\n#EXT-X-ENDLIST\n")).toBe(true);
     expect(out).toContain(`#EXT-X-KEY:METHOD=SAMPLE-AES-CTR,URI="drm/${sd.kid}.key",KEYFORMAT="identity"`);

@@ -13,7 +13,9 @@ import type { PackagedStream, PackagingPlan } from "./plan.js";
  * The packager binary: MEDIA_PACKAGER, else the one the shaka-packager package ships. Its JS
  * wrapper exits 0 when the packager fails, so the binary is run directly.
  */
-export const packagerPath = () => process.env.MEDIA_PACKAGER || path.join(import.meta.dirname, "..", "node_modules", "shaka-packager", "bin", `packager-linux-${process.arch === "arm64" ? "arm64" : "x64"}`);
+export const packagerPath = () =>
+  process.env.MEDIA_PACKAGER ||
+  path.join(import.meta.dirname, "..", "node_modules", "shaka-packager", "bin", `packager-linux-${process.arch === "arm64" ? "arm64" : "x64"}`);
 
 const PROTECTION_SYSTEMS: Record<DrmSystemName, string> = { clearkey: "CommonSystem", widevine: "Widevine", playready: "PlayReady", fairplay: "FairPlay" };
 
@@ -26,7 +28,8 @@ const keyUri = (kid: string) => `drm/${kid}.key`;
 const STDERR_LINES = 5;
 
 function checkKey(key: ContentKey): void {
-  if (!HEX16.test(key.kid) || !HEX16.test(key.key) || (key.iv !== undefined && !HEX16.test(key.iv))) throw new MediaError("internal", `the ${key.trackClass} content key is not 16-byte lowercase hex`);
+  if (!HEX16.test(key.kid) || !HEX16.test(key.key) || (key.iv !== undefined && !HEX16.test(key.iv)))
+    throw new MediaError("internal", `the ${key.trackClass} content key is not 16-byte lowercase hex`);
 }
 
 /** Each stream with the key of its track class; a missing class is a bug of whoever asked for the keys. */
@@ -65,12 +68,17 @@ export function packagerArgs(p: PackagingPlan, flagFile: string): string[] {
   );
   return [
     ...descriptors,
-    "--flagfile", flagFile,
-    "--protection_scheme", p.scheme,
-    "--protection_systems", p.systems.map((s) => PROTECTION_SYSTEMS[s]).join(","),
+    "--flagfile",
+    flagFile,
+    "--protection_scheme",
+    p.scheme,
+    "--protection_systems",
+    p.systems.map((s) => PROTECTION_SYSTEMS[s]).join(","),
     // The default leaves the first 5 s in the clear.
-    "--clear_lead", "0",
-    "--segment_duration", String(p.segmentSeconds),
+    "--clear_lead",
+    "0",
+    "--segment_duration",
+    String(p.segmentSeconds),
     // Segment templates make a dynamic MPD otherwise; the encode is finished.
     ...(p.mpd ? ["--mpd_output", p.mpd, "--generate_static_live_mpd"] : []),
     ...(p.hls ? ["--hls_master_playlist_output", p.hls.master, "--hls_playlist_type", p.hls.playlistType] : []),
@@ -125,7 +133,10 @@ export function finishMediaPlaylist(text: string, key: ContentKey): string {
   const lines = text.split("\n").flatMap((line) => {
     if (!line.startsWith("#EXT-X-KEY:") || !line.includes('KEYFORMAT="identity"')) return [line];
     const method = /METHOD=([A-Z0-9-]+)/.exec(line)?.[1] ?? "SAMPLE-AES";
-    return [`#EXT-X-KEY:METHOD=${method},URI="${keyUri(key.kid)}",KEYFORMAT="identity"`, `#EXT-X-KEY:METHOD=${method},URI="data:text/plain;base64,${kid}",KEYFORMAT="org.w3.clearkey",KEYFORMATVERSIONS="1"`];
+    return [
+      `#EXT-X-KEY:METHOD=${method},URI="${keyUri(key.kid)}",KEYFORMAT="identity"`,
+      `#EXT-X-KEY:METHOD=${method},URI="data:text/plain;base64,${kid}",KEYFORMAT="org.w3.clearkey",KEYFORMATVERSIONS="1"`,
+    ];
   });
   const body = lines.join("\n").trimEnd();
   return `${body.endsWith("#EXT-X-ENDLIST") ? body : `${body}\n#EXT-X-ENDLIST`}\n`;

@@ -33,7 +33,16 @@ const graph = (cmd: string[]) => after(cmd, "-filter_complex") ?? "";
 
 describe("planOutput: sizes and names", () => {
   it("names files by resolution, scales by height keeping the aspect, and picks the largest as main", () => {
-    const p = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "480p" }, { codec: VideoCodec.H264, resolution: "1080p" }, { codec: VideoCodec.H264, resolution: "720p" }] }));
+    const p = plan(
+      spec({
+        type: OutputType.MP4,
+        video: [
+          { codec: VideoCodec.H264, resolution: "480p" },
+          { codec: VideoCodec.H264, resolution: "1080p" },
+          { codec: VideoCodec.H264, resolution: "720p" },
+        ],
+      }),
+    );
     expect(p.renditions?.map((r) => [r.file, r.width, r.height])).toEqual([
       ["480p.mp4", 854, 480],
       ["1080p.mp4", 1920, 1080],
@@ -48,7 +57,17 @@ describe("planOutput: sizes and names", () => {
   });
 
   it("never upscales a named resolution, keeps custom sizes exactly, and names them WxH", () => {
-    const p = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "1080p" }, { codec: VideoCodec.H264, width: 640, height: 360 }, { codec: VideoCodec.H264, width: 400 }] }), probe({}, { width: 1280, height: 720 }));
+    const p = plan(
+      spec({
+        type: OutputType.MP4,
+        video: [
+          { codec: VideoCodec.H264, resolution: "1080p" },
+          { codec: VideoCodec.H264, width: 640, height: 360 },
+          { codec: VideoCodec.H264, width: 400 },
+        ],
+      }),
+      probe({}, { width: 1280, height: 720 }),
+    );
     expect(p.renditions?.map((r) => [r.file, r.width, r.height])).toEqual([
       ["1080p.mp4", 1280, 720],
       ["640x360.mp4", 640, 360],
@@ -59,19 +78,42 @@ describe("planOutput: sizes and names", () => {
   it("uses the short side for portrait inputs and honours rotation and non-square pixels", () => {
     const portrait = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), probe({}, { width: 1080, height: 1920 }));
     expect([portrait.renditions![0]!.width, portrait.renditions![0]!.height]).toEqual([720, 1280]);
-    const rotated = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), probe({}, { width: 1920, height: 1080, rotation: -90 }));
+    const rotated = plan(
+      spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }),
+      probe({}, { width: 1920, height: 1080, rotation: -90 }),
+    );
     expect([rotated.renditions![0]!.width, rotated.renditions![0]!.height]).toEqual([720, 1280]);
-    const anamorphic = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "480p" }] }), probe({}, { width: 720, height: 480, sampleAspectRatio: 32 / 27 }));
+    const anamorphic = plan(
+      spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "480p" }] }),
+      probe({}, { width: 720, height: 480, sampleAspectRatio: 32 / 27 }),
+    );
     expect([anamorphic.renditions![0]!.width, anamorphic.renditions![0]!.height]).toEqual([854, 480]);
   });
 
   it("keeps file names unique when two variants share a size", () => {
-    const p = plan(spec({ type: OutputType.MKV, video: [{ codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H265, resolution: "720p" }, { codec: VideoCodec.H265, resolution: "720p" }] }));
+    const p = plan(
+      spec({
+        type: OutputType.MKV,
+        video: [
+          { codec: VideoCodec.H264, resolution: "720p" },
+          { codec: VideoCodec.H265, resolution: "720p" },
+          { codec: VideoCodec.H265, resolution: "720p" },
+        ],
+      }),
+    );
     expect(p.renditions?.map((r) => r.file)).toEqual(["720p_h264.mkv", "720p_h265_1.mkv", "720p_h265_2.mkv"]);
   });
 
   it("lowers the frame rate with the fps filter but never raises it", () => {
-    const p = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "720p", framerate: 24 }, { codec: VideoCodec.H264, resolution: "480p", framerate: 60 }] }));
+    const p = plan(
+      spec({
+        type: OutputType.MP4,
+        video: [
+          { codec: VideoCodec.H264, resolution: "720p", framerate: 24 },
+          { codec: VideoCodec.H264, resolution: "480p", framerate: 60 },
+        ],
+      }),
+    );
     expect(graph(p.commands[0]!)).toContain("[s0]fps=24,scale=1280:720");
     expect(graph(p.commands[0]!)).toContain("[s1]scale=854:480");
     expect(p.renditions?.map((r) => r.frameRate)).toEqual([24, 30]);
@@ -85,14 +127,24 @@ describe("planOutput: encoder settings", () => {
         type: OutputType.MP4,
         video: [
           { codec: VideoCodec.H264, resolution: "720p", quality: QualityTier.PREMIUM },
-          { codec: VideoCodec.H264, resolution: "480p", h264: { crf: 30, encoderPreset: "veryfast", profile: "main", level: "3.1", tune: "film", bframes: 0, refs: 2, keyint: 48 } },
+          {
+            codec: VideoCodec.H264,
+            resolution: "480p",
+            h264: { crf: 30, encoderPreset: "veryfast", profile: "main", level: "3.1", tune: "film", bframes: 0, refs: 2, keyint: 48 },
+          },
         ],
       }),
     ).commands[0]!;
     expect([after(cmd, "-crf:v:0"), after(cmd, "-preset:v:0")]).toEqual(["20", "slow"]);
     // Each file is its own output: the second variant is stream 0 of its file too.
     const second = cmd.slice(cmd.indexOf("[v1]"));
-    expect([after(second, "-crf:v:0"), after(second, "-preset:v:0"), after(second, "-profile:v:0"), after(second, "-level:v:0"), after(second, "-tune:v:0")]).toEqual(["30", "veryfast", "main", "3.1", "film"]);
+    expect([
+      after(second, "-crf:v:0"),
+      after(second, "-preset:v:0"),
+      after(second, "-profile:v:0"),
+      after(second, "-level:v:0"),
+      after(second, "-tune:v:0"),
+    ]).toEqual(["30", "veryfast", "main", "3.1", "film"]);
     expect([after(second, "-bf:v:0"), after(second, "-refs:v:0"), after(second, "-g:v:0")]).toEqual(["0", "2", "48"]);
   });
 
@@ -106,7 +158,13 @@ describe("planOutput: encoder settings", () => {
         ],
       }),
     ).commands[0]!;
-    expect([after(cmd, "-b:v:0"), after(cmd, "-minrate:v:0"), after(cmd, "-maxrate:v:0"), after(cmd, "-bufsize:v:0"), after(cmd, "-x264-params:v:0")]).toEqual(["3000k", "3000k", "3000k", "3000k", "nal-hrd=cbr"]);
+    expect([after(cmd, "-b:v:0"), after(cmd, "-minrate:v:0"), after(cmd, "-maxrate:v:0"), after(cmd, "-bufsize:v:0"), after(cmd, "-x264-params:v:0")]).toEqual([
+      "3000k",
+      "3000k",
+      "3000k",
+      "3000k",
+      "nal-hrd=cbr",
+    ]);
     const second = cmd.slice(cmd.indexOf("[v1]"));
     const target = tierTargetKbps("h264", 854, 480, 30);
     expect([after(second, "-b:v:0"), after(second, "-maxrate:v:0"), after(second, "-bufsize:v:0")]).toEqual([`${target}k`, "2500k", "4000k"]);
@@ -128,15 +186,39 @@ describe("planOutput: encoder settings", () => {
     expect(after(cmd, "-x265-params:v:0")).toBe("keyint=60:log-level=error:bframes=4");
     expect(graph(cmd)).toContain("format=yuv420p10le[v0]");
     const vp9 = cmd.slice(cmd.indexOf("[v1]"));
-    expect([after(vp9, "-c:v:0"), after(vp9, "-deadline:v:0"), after(vp9, "-cpu-used:v:0"), after(vp9, "-row-mt:v:0"), after(vp9, "-crf:v:0"), after(vp9, "-b:v:0")]).toEqual(["libvpx-vp9", "realtime", "8", "1", "33", "0"]);
+    expect([
+      after(vp9, "-c:v:0"),
+      after(vp9, "-deadline:v:0"),
+      after(vp9, "-cpu-used:v:0"),
+      after(vp9, "-row-mt:v:0"),
+      after(vp9, "-crf:v:0"),
+      after(vp9, "-b:v:0"),
+    ]).toEqual(["libvpx-vp9", "realtime", "8", "1", "33", "0"]);
     const av1 = cmd.slice(cmd.indexOf("[v2]"));
-    expect([after(av1, "-c:v:0"), after(av1, "-preset:v:0"), after(av1, "-crf:v:0"), after(av1, "-maxrate:v:0"), after(av1, "-svtav1-params:v:0")]).toEqual(["libsvtav1", "10", "40", "900k", "tune=1:film-grain=8"]);
+    expect([after(av1, "-c:v:0"), after(av1, "-preset:v:0"), after(av1, "-crf:v:0"), after(av1, "-maxrate:v:0"), after(av1, "-svtav1-params:v:0")]).toEqual([
+      "libsvtav1",
+      "10",
+      "40",
+      "900k",
+      "tune=1:film-grain=8",
+    ]);
   });
 
   it("auto mode caps each rung's maxrate at the input's ceiling scaled by pixels", () => {
     // A 1080p input at 1 Mbps: the 720p rung may not spend more than 1 Mbps × 720²/1080² ≈ 444 kbps.
     const input = probe({ bitRate: 1_128_000 }, { bitRate: 1_000_000 });
-    const p = plan(spec({ type: OutputType.MP4, encodingMode: EncodingMode.AUTO, video: [{ codec: VideoCodec.H264, resolution: "1080p" }, { codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H265, resolution: "720p" }] }), input);
+    const p = plan(
+      spec({
+        type: OutputType.MP4,
+        encodingMode: EncodingMode.AUTO,
+        video: [
+          { codec: VideoCodec.H264, resolution: "1080p" },
+          { codec: VideoCodec.H264, resolution: "720p" },
+          { codec: VideoCodec.H265, resolution: "720p" },
+        ],
+      }),
+      input,
+    );
     const cmd = p.commands[0]!;
     const rung = (i: number) => cmd.slice(cmd.indexOf(`[v${i}]`));
     expect(after(rung(0), "-maxrate:v:0")).toBe("1000k");
@@ -145,7 +227,10 @@ describe("planOutput: encoder settings", () => {
     // H.265 needs fewer bits than the H.264 source for the same quality.
     expect(after(rung(2), "-maxrate:v:0")).toBe("267k");
     // A rich source is capped by the tier's target instead.
-    const rich = plan(spec({ type: OutputType.MP4, encodingMode: EncodingMode.AUTO, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), probe({}, { bitRate: 50_000_000 }));
+    const rich = plan(
+      spec({ type: OutputType.MP4, encodingMode: EncodingMode.AUTO, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }),
+      probe({}, { bitRate: 50_000_000 }),
+    );
     expect(after(rich.commands[0]!, "-maxrate:v:0")).toBe(`${tierTargetKbps("h264", 1280, 720, 30)}k`);
     // Fixed mode leaves CRF uncapped.
     expect(plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), input).commands[0]).not.toContain("-maxrate:v:0");
@@ -157,14 +242,23 @@ describe("planOutput: audio", () => {
     const withAudio = plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] })).commands[0]!;
     expect([after(withAudio, "-c:a:0"), after(withAudio, "-b:a:0"), after(withAudio, "-ar:a:0")]).toEqual(["aac", "128k", "44100"]);
     expect(plan(spec({ type: OutputType.MP4, disableAudio: true, video: [{ codec: VideoCodec.H264 }] })).commands[0]).not.toContain("-c:a:0");
-    expect(plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe({ audio: undefined, audioStreams: 0 })).commands[0]).not.toContain("-c:a:0");
+    expect(plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe({ audio: undefined, audioStreams: 0 })).commands[0]).not.toContain(
+      "-c:a:0",
+    );
     const webm = plan(spec({ type: OutputType.WEBM, video: [{ codec: VideoCodec.VP9 }] })).commands[0]!;
     expect([after(webm, "-c:a:0"), after(webm, "-ar:a:0")]).toEqual(["libopus", "48000"]);
   });
 
   it("normalizes loudness with loudnorm and maps track i to input stream i when there are several", () => {
     const cmd = plan(
-      spec({ type: OutputType.MKV, video: [{ codec: VideoCodec.H264 }], audio: [{ codec: AudioCodec.AAC, normalize: true, language: "en" }, { codec: AudioCodec.MP3, channels: 2, sampleRate: 44100, language: "pt", name: "Português" }] }),
+      spec({
+        type: OutputType.MKV,
+        video: [{ codec: VideoCodec.H264 }],
+        audio: [
+          { codec: AudioCodec.AAC, normalize: true, language: "en" },
+          { codec: AudioCodec.MP3, channels: 2, sampleRate: 44100, language: "pt", name: "Português" },
+        ],
+      }),
       probe({ audioStreams: 2 }),
     ).commands[0]!;
     expect([after(cmd, "-filter:a:0"), after(cmd, "-ar:a:0")]).toEqual(["loudnorm=I=-23:TP=-1:LRA=7", "44100"]);
@@ -186,17 +280,27 @@ describe("planOutput: clip, layouts and strategies", () => {
     const cmd = p.commands[0]!;
     expect(cmd.slice(cmd.indexOf("-ss"), cmd.indexOf("-i") + 2)).toEqual(["-ss", "2.000", "-to", "5.500", "-i", "/in/input"]);
     expect(p.durationMs).toBe(3500);
-    expect(plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe(), { clip: { startSeconds: 4, endSeconds: 0 } }).durationMs).toBe(6000);
+    expect(plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe(), { clip: { startSeconds: 4, endSeconds: 0 } }).durationMs).toBe(
+      6000,
+    );
     const past = () => plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe(), { clip: { startSeconds: 12, endSeconds: 0 } });
     expect(past).toThrow(expect.objectContaining({ code: "input_unsupported" }));
   });
 
   it("fails an output with video variants on an input without video", () => {
-    expect(() => plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe({ video: undefined }))).toThrow(expect.objectContaining({ code: "input_unsupported" }));
+    expect(() => plan(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264 }] }), probe({ video: undefined }))).toThrow(
+      expect.objectContaining({ code: "input_unsupported" }),
+    );
   });
 
   it(`splits one decode by default (${DEFAULT_STRATEGY}) and runs one process per rendition on request`, () => {
-    const ladder = spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, resolution: "1080p" }, { codec: VideoCodec.H264, resolution: "480p" }] });
+    const ladder = spec({
+      type: OutputType.MP4,
+      video: [
+        { codec: VideoCodec.H264, resolution: "1080p" },
+        { codec: VideoCodec.H264, resolution: "480p" },
+      ],
+    });
     const split = plan(ladder);
     expect([split.strategy, split.commands.length, split.parallel]).toEqual(["split", 1, false]);
     const per = plan(ladder, probe(), { strategy: "per-rendition" });
@@ -207,14 +311,31 @@ describe("planOutput: clip, layouts and strategies", () => {
   });
 
   it("HLS: ts for H.264, fmp4 for HEVC or AV1 or when asked, keyframes aligned to the segment length", () => {
-    const h264 = plan(spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 4 }, video: [{ codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H264, resolution: "480p" }] }));
+    const h264 = plan(
+      spec({
+        type: OutputType.HLS,
+        hls: { segmentDurationSeconds: 4 },
+        video: [
+          { codec: VideoCodec.H264, resolution: "720p" },
+          { codec: VideoCodec.H264, resolution: "480p" },
+        ],
+      }),
+    );
     const cmd = h264.commands[0]!;
-    expect([after(cmd, "-hls_segment_type"), after(cmd, "-hls_time"), after(cmd, "-g:v:1"), after(cmd, "-sc_threshold:v:1"), after(cmd, "-force_key_frames:v:0")]).toEqual(["mpegts", "4", "60", "0", "expr:gte(t,n_forced*4)"]);
+    expect([
+      after(cmd, "-hls_segment_type"),
+      after(cmd, "-hls_time"),
+      after(cmd, "-g:v:1"),
+      after(cmd, "-sc_threshold:v:1"),
+      after(cmd, "-force_key_frames:v:0"),
+    ]).toEqual(["mpegts", "4", "60", "0", "expr:gte(t,n_forced*4)"]);
     expect(after(cmd, "-var_stream_map")).toBe("v:0,name:720p,agroup:audio v:1,name:480p,agroup:audio a:0,name:audio_0,agroup:audio");
     expect(h264.main).toBe("index.m3u8");
     expect(h264.hlsMaster?.variants.map((v) => v.playlist)).toEqual(["720p/index.m3u8", "480p/index.m3u8"]);
     // A 5 s segment is not a multiple of 2 s: GOPs of 1 s.
-    expect(after(plan(spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 5 }, video: [{ codec: VideoCodec.H264 }] })).commands[0]!, "-g:v:0")).toBe("30");
+    expect(after(plan(spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 5 }, video: [{ codec: VideoCodec.H264 }] })).commands[0]!, "-g:v:0")).toBe(
+      "30",
+    );
     const hevc = plan(spec({ type: OutputType.HLS, hls: { manifestName: "master" }, video: [{ codec: VideoCodec.H265 }] }));
     expect([after(hevc.commands[0]!, "-hls_segment_type"), after(hevc.commands[0]!, "-tag:v:0"), hevc.main]).toEqual(["fmp4", "hvc1", "master.m3u8"]);
     expect(after(hevc.commands[0]!, "-x265-params:v:0")).toBe("keyint=60:log-level=error:min-keyint=60:scenecut=0:open-gop=0");
@@ -223,19 +344,57 @@ describe("planOutput: clip, layouts and strategies", () => {
   });
 
   it("HLS per rendition: one process per video rendition and one for the audio tracks", () => {
-    const p = plan(spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H264, resolution: "480p" }], audio: [{ codec: AudioCodec.AAC }, { codec: AudioCodec.AAC, bitrateKbps: 64 }] }), probe(), { strategy: "per-rendition" });
+    const p = plan(
+      spec({
+        type: OutputType.HLS,
+        video: [
+          { codec: VideoCodec.H264, resolution: "720p" },
+          { codec: VideoCodec.H264, resolution: "480p" },
+        ],
+        audio: [{ codec: AudioCodec.AAC }, { codec: AudioCodec.AAC, bitrateKbps: 64 }],
+      }),
+      probe(),
+      { strategy: "per-rendition" },
+    );
     expect(p.commands.map((c) => after(c, "-var_stream_map"))).toEqual(["v:0,name:720p", "v:0,name:480p", "a:0,name:audio_0 a:1,name:audio_1"]);
     expect(p.parallel).toBe(true);
   });
 
   it("DASH and adaptive: one dash muxer, audio sets per language, HLS playlists over the same segments for adaptive", () => {
-    const dash = plan(spec({ type: OutputType.DASH, dash: { segmentTimeline: true, minBufferTimeSeconds: 4, manifestName: "stream" }, video: [{ codec: VideoCodec.VP9 }, { codec: VideoCodec.H264, resolution: "480p" }], audio: [{ codec: AudioCodec.OPUS, language: "en" }, { codec: AudioCodec.AAC, language: "en" }, { codec: AudioCodec.OPUS, language: "de" }] }), probe(), {
-      strategy: "per-rendition",
-    });
+    const dash = plan(
+      spec({
+        type: OutputType.DASH,
+        dash: { segmentTimeline: true, minBufferTimeSeconds: 4, manifestName: "stream" },
+        video: [{ codec: VideoCodec.VP9 }, { codec: VideoCodec.H264, resolution: "480p" }],
+        audio: [
+          { codec: AudioCodec.OPUS, language: "en" },
+          { codec: AudioCodec.AAC, language: "en" },
+          { codec: AudioCodec.OPUS, language: "de" },
+        ],
+      }),
+      probe(),
+      {
+        strategy: "per-rendition",
+      },
+    );
     const cmd = dash.commands[0]!;
-    expect([dash.main, dash.strategy, after(cmd, "-use_timeline"), after(cmd, "-adaptation_sets")]).toEqual(["stream.mpd", "split", "1", "id=0,streams=v id=1,streams=2 id=2,streams=3 id=3,streams=4"]);
+    expect([dash.main, dash.strategy, after(cmd, "-use_timeline"), after(cmd, "-adaptation_sets")]).toEqual([
+      "stream.mpd",
+      "split",
+      "1",
+      "id=0,streams=v id=1,streams=2 id=2,streams=3 id=3,streams=4",
+    ]);
     expect(dash.dashManifest).toEqual({ file: "stream.mpd", minBufferTimeSeconds: 4 });
-    const adaptive = plan(spec({ type: OutputType.ADAPTIVE, segments: { segmentDurationSeconds: 4 }, video: [{ codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H264, resolution: "480p" }] }));
+    const adaptive = plan(
+      spec({
+        type: OutputType.ADAPTIVE,
+        segments: { segmentDurationSeconds: 4 },
+        video: [
+          { codec: VideoCodec.H264, resolution: "720p" },
+          { codec: VideoCodec.H264, resolution: "480p" },
+        ],
+      }),
+    );
     expect([adaptive.main, after(adaptive.commands[0]!, "-hls_playlist"), after(adaptive.commands[0]!, "-seg_duration")]).toEqual(["index.m3u8", "1", "4"]);
     expect(adaptive.hlsMaster?.variants.map((v) => v.playlist)).toEqual(["media_0.m3u8", "media_1.m3u8"]);
     expect(adaptive.hlsMaster?.audio.map((a) => a.playlist)).toEqual(["media_2.m3u8"]);
@@ -243,7 +402,10 @@ describe("planOutput: clip, layouts and strategies", () => {
 });
 
 describe("planOutput: protected outputs", () => {
-  const ladder = [{ codec: VideoCodec.H264, resolution: "720p" }, { codec: VideoCodec.H264, resolution: "480p" }];
+  const ladder = [
+    { codec: VideoCodec.H264, resolution: "720p" },
+    { codec: VideoCodec.H264, resolution: "480p" },
+  ];
   const outputs = (cmd: string[]) => cmd.filter((a) => a.endsWith(".mp4"));
 
   it("drmSchemeOf: the scheme asked, else aes128 on ts HLS and cbcs on CMAF; undefined when clear", () => {
@@ -263,7 +425,15 @@ describe("planOutput: protected outputs", () => {
   });
 
   it("adaptive cbcs: clear MP4s per rendition and audio track for the packager, the clear layout's names, classes by size", () => {
-    const p = plan(spec({ type: OutputType.ADAPTIVE, segments: { segmentDurationSeconds: 4 }, video: ladder, audio: [{ codec: AudioCodec.AAC, language: "pt-BR" }], drm: { systems: [DrmSystem.CLEARKEY, DrmSystem.WIDEVINE] } }));
+    const p = plan(
+      spec({
+        type: OutputType.ADAPTIVE,
+        segments: { segmentDurationSeconds: 4 },
+        video: ladder,
+        audio: [{ codec: AudioCodec.AAC, language: "pt-BR" }],
+        drm: { systems: [DrmSystem.CLEARKEY, DrmSystem.WIDEVINE] },
+      }),
+    );
     const cmd = p.commands[0]!;
     expect([p.commands.length, p.strategy, p.parallel]).toEqual([1, "split", false]);
     expect(cmd).not.toContain("dash");
@@ -272,7 +442,23 @@ describe("planOutput: protected outputs", () => {
     // Each file holds one stream: the video files no audio, the audio file no video.
     const first = cmd.slice(cmd.indexOf("[v0]") - 1, cmd.indexOf("/work/out_1/_clear/720p.mp4") + 1);
     expect(first.filter((a) => a === "-map")).toHaveLength(1);
-    expect(cmd.slice(cmd.indexOf("/work/out_1/_clear/480p.mp4") + 1)).toEqual(["-map", "0:a:0", "-c:a:0", "aac", "-b:a:0", "128k", "-ar:a:0", "44100", "-metadata:s:a:0", "language=pt-BR", "-max_muxing_queue_size", "4096", "-f", "mp4", "/work/out_1/_clear/audio_0.mp4"]);
+    expect(cmd.slice(cmd.indexOf("/work/out_1/_clear/480p.mp4") + 1)).toEqual([
+      "-map",
+      "0:a:0",
+      "-c:a:0",
+      "aac",
+      "-b:a:0",
+      "128k",
+      "-ar:a:0",
+      "44100",
+      "-metadata:s:a:0",
+      "language=pt-BR",
+      "-max_muxing_queue_size",
+      "4096",
+      "-f",
+      "mp4",
+      "/work/out_1/_clear/audio_0.mp4",
+    ]);
     // Keyframes on the segment grid in every rendition: the packager cuts segments at them.
     expect([after(first, "-force_key_frames:v:0"), after(first, "-sc_threshold:v:0"), after(first, "-g:v:0")]).toEqual(["expr:gte(t,n_forced*4)", "0", "60"]);
     expect(p.packaging).toEqual({
@@ -284,33 +470,90 @@ describe("planOutput: protected outputs", () => {
       clearDir: "/work/out_1/_clear",
       secretsDir: "/work/out_1.keys",
       streams: [
-        { input: "/work/out_1/_clear/720p.mp4", kind: "video", trackClass: "hd", name: "720p", language: "", init: "init-0.m4s", segmentTemplate: "chunk-0-$Number%05d$.m4s", playlist: "media_0.m3u8" },
-        { input: "/work/out_1/_clear/480p.mp4", kind: "video", trackClass: "sd", name: "480p", language: "", init: "init-1.m4s", segmentTemplate: "chunk-1-$Number%05d$.m4s", playlist: "media_1.m3u8" },
-        { input: "/work/out_1/_clear/audio_0.mp4", kind: "audio", trackClass: "audio", name: "audio_0", language: "pt-BR", init: "init-2.m4s", segmentTemplate: "chunk-2-$Number%05d$.m4s", playlist: "media_2.m3u8" },
+        {
+          input: "/work/out_1/_clear/720p.mp4",
+          kind: "video",
+          trackClass: "hd",
+          name: "720p",
+          language: "",
+          init: "init-0.m4s",
+          segmentTemplate: "chunk-0-$Number%05d$.m4s",
+          playlist: "media_0.m3u8",
+        },
+        {
+          input: "/work/out_1/_clear/480p.mp4",
+          kind: "video",
+          trackClass: "sd",
+          name: "480p",
+          language: "",
+          init: "init-1.m4s",
+          segmentTemplate: "chunk-1-$Number%05d$.m4s",
+          playlist: "media_1.m3u8",
+        },
+        {
+          input: "/work/out_1/_clear/audio_0.mp4",
+          kind: "audio",
+          trackClass: "audio",
+          name: "audio_0",
+          language: "pt-BR",
+          init: "init-2.m4s",
+          segmentTemplate: "chunk-2-$Number%05d$.m4s",
+          playlist: "media_2.m3u8",
+        },
       ],
       mpd: "manifest.mpd",
       hls: { master: "index.m3u8", playlistType: "VOD" },
     });
     expect([p.main, p.renditions?.map((r) => r.file)]).toEqual(["index.m3u8", ["media_0.m3u8", "media_1.m3u8"]]);
-    expect([p.hlsMaster?.variants.map((v) => v.playlist), p.hlsMaster?.audio.map((a) => a.playlist)]).toEqual([["media_0.m3u8", "media_1.m3u8"], ["media_2.m3u8"]]);
+    expect([p.hlsMaster?.variants.map((v) => v.playlist), p.hlsMaster?.audio.map((a) => a.playlist)]).toEqual([
+      ["media_0.m3u8", "media_1.m3u8"],
+      ["media_2.m3u8"],
+    ]);
     expect(p.dashManifest).toEqual({ file: "manifest.mpd", minBufferTimeSeconds: 2 });
     expect(p.aes128).toBeUndefined();
   });
 
   it("dash cenc: the MPD only; a portrait 720x1280 rung is HD and a 480x854 one SD, by their short side", () => {
-    const p = plan(spec({ type: OutputType.DASH, dash: { manifestName: "stream" }, video: ladder, disableAudio: true, drm: { scheme: EncryptionScheme.CENC, systems: [DrmSystem.PLAYREADY] } }), probe({}, { width: 1080, height: 1920 }));
-    expect([p.main, p.renditions?.map((r) => r.file), p.hlsMaster, p.dashManifest?.file]).toEqual(["stream.mpd", ["stream.mpd", "stream.mpd"], undefined, "stream.mpd"]);
-    expect(p.packaging?.streams.map((s) => [s.name, s.trackClass, s.init, s.playlist])).toEqual([["720p", "hd", "init-0.m4s", undefined], ["480p", "sd", "init-1.m4s", undefined]]);
+    const p = plan(
+      spec({
+        type: OutputType.DASH,
+        dash: { manifestName: "stream" },
+        video: ladder,
+        disableAudio: true,
+        drm: { scheme: EncryptionScheme.CENC, systems: [DrmSystem.PLAYREADY] },
+      }),
+      probe({}, { width: 1080, height: 1920 }),
+    );
+    expect([p.main, p.renditions?.map((r) => r.file), p.hlsMaster, p.dashManifest?.file]).toEqual([
+      "stream.mpd",
+      ["stream.mpd", "stream.mpd"],
+      undefined,
+      "stream.mpd",
+    ]);
+    expect(p.packaging?.streams.map((s) => [s.name, s.trackClass, s.init, s.playlist])).toEqual([
+      ["720p", "hd", "init-0.m4s", undefined],
+      ["480p", "sd", "init-1.m4s", undefined],
+    ]);
     expect([p.packaging?.scheme, p.packaging?.mpd, p.packaging?.hls]).toEqual(["cenc", "stream.mpd", undefined]);
   });
 
   it("hls fmp4 cbcs per rendition: one process per rendition and one for the audio, rendition folders, EVENT kept", () => {
     const p = plan(
-      spec({ type: OutputType.HLS, hls: { segmentFormat: SegmentFormat.FMP4, playlistType: HlsPlaylistType.EVENT, manifestName: "master" }, video: ladder, audio: [{ codec: AudioCodec.AAC }, { codec: AudioCodec.AAC, bitrateKbps: 64 }], drm: { systems: [DrmSystem.CLEARKEY] } }),
+      spec({
+        type: OutputType.HLS,
+        hls: { segmentFormat: SegmentFormat.FMP4, playlistType: HlsPlaylistType.EVENT, manifestName: "master" },
+        video: ladder,
+        audio: [{ codec: AudioCodec.AAC }, { codec: AudioCodec.AAC, bitrateKbps: 64 }],
+        drm: { systems: [DrmSystem.CLEARKEY] },
+      }),
       probe(),
       { strategy: "per-rendition" },
     );
-    expect([p.strategy, p.parallel, p.commands.map(outputs)]).toEqual(["per-rendition", true, [["/work/out_1/_clear/720p.mp4"], ["/work/out_1/_clear/480p.mp4"], ["/work/out_1/_clear/audio_0.mp4", "/work/out_1/_clear/audio_1.mp4"]]]);
+    expect([p.strategy, p.parallel, p.commands.map(outputs)]).toEqual([
+      "per-rendition",
+      true,
+      [["/work/out_1/_clear/720p.mp4"], ["/work/out_1/_clear/480p.mp4"], ["/work/out_1/_clear/audio_0.mp4", "/work/out_1/_clear/audio_1.mp4"]],
+    ]);
     expect(p.commands[2]).not.toContain("-filter_complex");
     expect(p.weights?.length).toBe(3);
     expect(p.packaging?.streams.map((s) => [s.init, s.segmentTemplate, s.playlist])).toEqual([
@@ -319,14 +562,31 @@ describe("planOutput: protected outputs", () => {
       ["audio_0/init.mp4", "audio_0/seg_$Number%05d$.m4s", "audio_0/index.m3u8"],
       ["audio_1/init.mp4", "audio_1/seg_$Number%05d$.m4s", "audio_1/index.m3u8"],
     ]);
-    expect([p.packaging?.hls, p.packaging?.mpd, p.dashManifest, p.main]).toEqual([{ master: "master.m3u8", playlistType: "EVENT" }, undefined, undefined, "master.m3u8"]);
+    expect([p.packaging?.hls, p.packaging?.mpd, p.dashManifest, p.main]).toEqual([
+      { master: "master.m3u8", playlistType: "EVENT" },
+      undefined,
+      undefined,
+      "master.m3u8",
+    ]);
     expect(p.hlsMaster?.variants.map((v) => v.playlist)).toEqual(["720p/index.m3u8", "480p/index.m3u8"]);
   });
 
   it("single file: one file per stream, no segment template", () => {
-    const hls = plan(spec({ type: OutputType.HLS, segments: { singleFile: true, segmentFormat: SegmentFormat.FMP4 }, video: [{ codec: VideoCodec.H264 }], drm: { systems: [DrmSystem.CLEARKEY] } }));
-    expect(hls.packaging?.streams.map((s) => [s.init, s.segmentTemplate])).toEqual([["1920x1080/media.m4s", undefined], ["audio_0/media.m4s", undefined]]);
-    const dash = plan(spec({ type: OutputType.DASH, segments: { singleFile: true }, video: [{ codec: VideoCodec.H264 }], drm: { systems: [DrmSystem.CLEARKEY] } }));
+    const hls = plan(
+      spec({
+        type: OutputType.HLS,
+        segments: { singleFile: true, segmentFormat: SegmentFormat.FMP4 },
+        video: [{ codec: VideoCodec.H264 }],
+        drm: { systems: [DrmSystem.CLEARKEY] },
+      }),
+    );
+    expect(hls.packaging?.streams.map((s) => [s.init, s.segmentTemplate])).toEqual([
+      ["1920x1080/media.m4s", undefined],
+      ["audio_0/media.m4s", undefined],
+    ]);
+    const dash = plan(
+      spec({ type: OutputType.DASH, segments: { singleFile: true }, video: [{ codec: VideoCodec.H264 }], drm: { systems: [DrmSystem.CLEARKEY] } }),
+    );
     expect([dash.packaging?.singleFile, dash.packaging?.streams.map((s) => s.init)]).toEqual([true, ["stream-0.m4s", "stream-1.m4s"]]);
   });
 
@@ -334,7 +594,11 @@ describe("planOutput: protected outputs", () => {
     const s = spec({ type: OutputType.HLS, video: ladder, drm: {} });
     const split = plan(s);
     expect(split.aes128).toEqual({ keyInfoFile: "/work/out_1.keys/aes128.keyinfo" });
-    expect([split.packaging, after(split.commands[0]!, "-hls_key_info_file"), after(split.commands[0]!, "-hls_segment_type")]).toEqual([undefined, "/work/out_1.keys/aes128.keyinfo", "mpegts"]);
+    expect([split.packaging, after(split.commands[0]!, "-hls_key_info_file"), after(split.commands[0]!, "-hls_segment_type")]).toEqual([
+      undefined,
+      "/work/out_1.keys/aes128.keyinfo",
+      "mpegts",
+    ]);
     const per = plan(s, probe(), { strategy: "per-rendition" });
     expect(per.commands.map((c) => after(c, "-hls_key_info_file"))).toEqual(Array(3).fill("/work/out_1.keys/aes128.keyinfo"));
     // The key info file names the key file: neither may be among the files uploaded from dir.

@@ -146,7 +146,19 @@ const PROGRESSIVE: Partial<Record<OutputType, Container>> = {
  * Progress every 0.1 s: a 1080p ladder moves about 3% per half second, and callers are told every
  * whole percent, which ffmpeg can only show if it reports that often.
  */
-export const FFMPEG_GLOBAL = ["-hide_banner", "-nostdin", "-y", "-loglevel", "level+info", "-benchmark", "-progress", "pipe:1", "-stats_period", "0.1", "-nostats"];
+export const FFMPEG_GLOBAL = [
+  "-hide_banner",
+  "-nostdin",
+  "-y",
+  "-loglevel",
+  "level+info",
+  "-benchmark",
+  "-progress",
+  "pipe:1",
+  "-stats_period",
+  "0.1",
+  "-nostats",
+];
 
 // ───────────────────────────── layouts ─────────────────────────────
 
@@ -176,7 +188,16 @@ function resolveClip(opts: PlanOptions, input: ProbeResult): { clip?: Clip; dura
 
 const audioMaps = (audio: AudioPlan[]) => audio.flatMap((p) => ["-map", `0:a:${p.source}`]);
 
-function progressivePlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[], audio: AudioPlan[], container: Container, base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">, clip: Clip | undefined, strategy: LadderStrategy): OutputPlan {
+function progressivePlan(
+  ctx: RenditionContext,
+  input: PlanInput,
+  renditions: Rendition[],
+  audio: AudioPlan[],
+  container: Container,
+  base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">,
+  clip: Clip | undefined,
+  strategy: LadderStrategy,
+): OutputPlan {
   const mux = (file: string) => [...(container.movflags ? ["-movflags", "+faststart"] : []), "-max_muxing_queue_size", "4096", "-f", container.format, file];
   const audioOut = audio.flatMap((p, j) => audioArgs(p, j, ctx.input));
   if (renditions.length === 0) {
@@ -185,7 +206,14 @@ function progressivePlan(ctx: RenditionContext, input: PlanInput, renditions: Re
     return { ...base, main: file, commands: [cmd], parallel: false, strategy };
   }
   for (const r of renditions) r.file = `${r.name}.${container.ext}`;
-  const output = (r: Rendition, label: string) => ["-map", label, ...videoArgs(r, 0, ctx), ...audioMaps(audio), ...audioOut, ...mux(path.join(base.dir, r.file))];
+  const output = (r: Rendition, label: string) => [
+    "-map",
+    label,
+    ...videoArgs(r, 0, ctx),
+    ...audioMaps(audio),
+    ...audioOut,
+    ...mux(path.join(base.dir, r.file)),
+  ];
   const main = [...renditions].sort((x, y) => y.width * y.height - x.width * x.height)[0]!.file;
   const renditionPlans = renditions.map(summary);
   if (strategy === "split" || renditions.length === 1) {
@@ -210,10 +238,21 @@ export function languageName(tag: string): string {
   }
 }
 
-function hlsMasterOf(file: string, renditions: Rendition[], audio: AudioPlan[], playlistOf: (name: string, index: number, kind: "v" | "a") => string): HlsMasterPlan {
+function hlsMasterOf(
+  file: string,
+  renditions: Rendition[],
+  audio: AudioPlan[],
+  playlistOf: (name: string, index: number, kind: "v" | "a") => string,
+): HlsMasterPlan {
   return {
     file,
-    variants: renditions.map((r, i) => ({ playlist: playlistOf(r.name, i, "v"), width: r.width, height: r.height, frameRate: r.frameRate, ...(audio.length > 0 ? { audioGroup: AUDIO_GROUP } : {}) })),
+    variants: renditions.map((r, i) => ({
+      playlist: playlistOf(r.name, i, "v"),
+      width: r.width,
+      height: r.height,
+      frameRate: r.frameRate,
+      ...(audio.length > 0 ? { audioGroup: AUDIO_GROUP } : {}),
+    })),
     audio: audio.map((p, j) => ({
       playlist: playlistOf(p.name, j, "a"),
       groupId: AUDIO_GROUP,
@@ -225,24 +264,42 @@ function hlsMasterOf(file: string, renditions: Rendition[], audio: AudioPlan[], 
   };
 }
 
-function hlsPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[], audio: AudioPlan[], base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">, clip: Clip | undefined, strategy: LadderStrategy, keyInfoFile: string | undefined): OutputPlan {
+function hlsPlan(
+  ctx: RenditionContext,
+  input: PlanInput,
+  renditions: Rendition[],
+  audio: AudioPlan[],
+  base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">,
+  clip: Clip | undefined,
+  strategy: LadderStrategy,
+  keyInfoFile: string | undefined,
+): OutputPlan {
   const spec = ctx.spec;
   const fmp4 = segmentFormatOf(spec, OutputType.HLS) === SegmentFormat.FMP4;
   const ext = fmp4 ? "m4s" : "ts";
   const single = spec.segments?.singleFile === true;
   const master = `${spec.hls?.manifestName || "index"}.m3u8`;
   const muxer = (streams: string) => [
-    "-f", "hls",
-    "-hls_time", String(ctx.segmentSeconds),
-    "-hls_playlist_type", spec.hls?.playlistType === HlsPlaylistType.EVENT ? "event" : "vod",
-    "-hls_list_size", "0",
-    "-hls_segment_type", fmp4 ? "fmp4" : "mpegts",
+    "-f",
+    "hls",
+    "-hls_time",
+    String(ctx.segmentSeconds),
+    "-hls_playlist_type",
+    spec.hls?.playlistType === HlsPlaylistType.EVENT ? "event" : "vod",
+    "-hls_list_size",
+    "0",
+    "-hls_segment_type",
+    fmp4 ? "fmp4" : "mpegts",
     ...(fmp4 ? ["-hls_fmp4_init_filename", "init.mp4"] : []),
-    "-hls_flags", single ? "independent_segments+single_file" : "independent_segments",
-    "-hls_segment_filename", path.join(base.dir, single ? `%v/media.${ext}` : `%v/seg_%05d.${ext}`),
+    "-hls_flags",
+    single ? "independent_segments+single_file" : "independent_segments",
+    "-hls_segment_filename",
+    path.join(base.dir, single ? `%v/media.${ext}` : `%v/seg_%05d.${ext}`),
     ...(keyInfoFile ? ["-hls_key_info_file", keyInfoFile] : []),
-    "-max_muxing_queue_size", "4096",
-    "-var_stream_map", streams,
+    "-max_muxing_queue_size",
+    "4096",
+    "-var_stream_map",
+    streams,
     path.join(base.dir, "%v/index.m3u8"),
   ];
   for (const r of renditions) r.file = `${r.name}/index.m3u8`;
@@ -266,17 +323,40 @@ function hlsPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[
     return { ...base, main: master, commands: [cmd], parallel: false, strategy: "split", renditions: renditionPlans, hlsMaster, ...aes128 };
   }
   // One process per video rendition, and one for every audio track together.
-  const commands = renditions.map((r) => [...FFMPEG_GLOBAL, ...inputArgs(input, clip), "-filter_complex", splitGraph([r]), "-map", "[v0]", ...videoArgs(r, 0, ctx), ...muxer(`v:0,name:${r.name}`)]);
+  const commands = renditions.map((r) => [
+    ...FFMPEG_GLOBAL,
+    ...inputArgs(input, clip),
+    "-filter_complex",
+    splitGraph([r]),
+    "-map",
+    "[v0]",
+    ...videoArgs(r, 0, ctx),
+    ...muxer(`v:0,name:${r.name}`),
+  ]);
   const weights = renditions.map(renditionWeight);
   if (audio.length > 0) {
-    commands.push([...FFMPEG_GLOBAL, ...inputArgs(input, clip), ...audioMaps(audio), ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)), ...muxer(audio.map((p, j) => `a:${j},name:${p.name}`).join(" "))]);
+    commands.push([
+      ...FFMPEG_GLOBAL,
+      ...inputArgs(input, clip),
+      ...audioMaps(audio),
+      ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
+      ...muxer(audio.map((p, j) => `a:${j},name:${p.name}`).join(" ")),
+    ]);
     weights.push(AUDIO_TRACK_WEIGHT * audio.length);
   }
   return { ...base, main: master, commands, parallel: true, strategy, weights, renditions: renditionPlans, hlsMaster, ...aes128 };
 }
 
 /** DASH, and adaptive (CMAF): the dash muxer writes fmp4 segments and the MPD; adaptive adds HLS playlists over the same segments. */
-function dashPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[], audio: AudioPlan[], base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">, clip: Clip | undefined, adaptive: boolean): OutputPlan {
+function dashPlan(
+  ctx: RenditionContext,
+  input: PlanInput,
+  renditions: Rendition[],
+  audio: AudioPlan[],
+  base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">,
+  clip: Clip | undefined,
+  adaptive: boolean,
+): OutputPlan {
   const spec = ctx.spec;
   const mpd = `${spec.dash?.manifestName || "manifest"}.mpd`;
   const master = `${spec.hls?.manifestName || "index"}.m3u8`;
@@ -284,7 +364,9 @@ function dashPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition
   // Video in one adaptation set; audio in one set per language and codec, so players offer languages.
   const groups = new Map<string, number[]>();
   audio.forEach((p, j) => groups.set(`${p.track.language}/${p.codec}`, [...(groups.get(`${p.track.language}/${p.codec}`) ?? []), renditions.length + j]));
-  const sets = [...(renditions.length > 0 ? ["streams=v"] : []), ...[...groups.values()].map((streams) => `streams=${streams.join(",")}`)].map((s, id) => `id=${id},${s}`).join(" ");
+  const sets = [...(renditions.length > 0 ? ["streams=v"] : []), ...[...groups.values()].map((streams) => `streams=${streams.join(",")}`)]
+    .map((s, id) => `id=${id},${s}`)
+    .join(" ");
   const cmd = [
     ...FFMPEG_GLOBAL,
     ...inputArgs(input, clip),
@@ -293,15 +375,24 @@ function dashPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition
     ...audioMaps(audio),
     ...renditions.flatMap((r, i) => videoArgs(r, i, ctx)),
     ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
-    "-f", "dash",
-    "-seg_duration", String(ctx.segmentSeconds),
-    "-use_template", "1",
-    "-use_timeline", spec.dash?.segmentTimeline ? "1" : "0",
-    "-dash_segment_type", "mp4",
-    "-adaptation_sets", sets,
-    ...(single ? ["-single_file", "1", "-single_file_name", "stream-$RepresentationID$.m4s"] : ["-init_seg_name", "init-$RepresentationID$.m4s", "-media_seg_name", "chunk-$RepresentationID$-$Number%05d$.m4s"]),
+    "-f",
+    "dash",
+    "-seg_duration",
+    String(ctx.segmentSeconds),
+    "-use_template",
+    "1",
+    "-use_timeline",
+    spec.dash?.segmentTimeline ? "1" : "0",
+    "-dash_segment_type",
+    "mp4",
+    "-adaptation_sets",
+    sets,
+    ...(single
+      ? ["-single_file", "1", "-single_file_name", "stream-$RepresentationID$.m4s"]
+      : ["-init_seg_name", "init-$RepresentationID$.m4s", "-media_seg_name", "chunk-$RepresentationID$-$Number%05d$.m4s"]),
     ...(adaptive ? ["-hls_playlist", "1", "-hls_master_name", master] : []),
-    "-max_muxing_queue_size", "4096",
+    "-max_muxing_queue_size",
+    "4096",
     path.join(base.dir, mpd),
   ];
   // The dash muxer numbers representations (and media_N.m3u8) by output stream: video first, then audio.
@@ -329,7 +420,17 @@ const CLEAR_DIR = "_clear";
  * `chunk-N-` segments numbered like the dash muxer's streams, video first; adaptive both over one
  * CMAF segment set, with `media_N.m3u8` playlists.
  */
-function packagedPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendition[], audio: AudioPlan[], base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">, clip: Clip | undefined, strategy: LadderStrategy, scheme: "cbcs" | "cenc", segmentSeconds: number): OutputPlan {
+function packagedPlan(
+  ctx: RenditionContext,
+  input: PlanInput,
+  renditions: Rendition[],
+  audio: AudioPlan[],
+  base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">,
+  clip: Clip | undefined,
+  strategy: LadderStrategy,
+  scheme: "cbcs" | "cenc",
+  segmentSeconds: number,
+): OutputPlan {
   const spec = ctx.spec;
   const type = spec.type;
   const hls = type !== OutputType.DASH;
@@ -340,8 +441,20 @@ function packagedPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendi
   const clearFile = (name: string) => path.join(clearDir, `${name}.mp4`);
   const playlistOf = (name: string, index: number) => (type === OutputType.HLS ? `${name}/index.m3u8` : `media_${index}.m3u8`);
   const stream = (kind: "video" | "audio", name: string, index: number, trackClass: TrackClass, language: string): PackagedStream => {
-    const files = type === OutputType.HLS ? { init: single ? `${name}/media.m4s` : `${name}/init.mp4`, segments: `${name}/seg_$Number%05d$.m4s` } : { init: single ? `stream-${index}.m4s` : `init-${index}.m4s`, segments: `chunk-${index}-$Number%05d$.m4s` };
-    return { input: clearFile(name), kind, trackClass, name, language, init: files.init, ...(single ? {} : { segmentTemplate: files.segments }), ...(hls ? { playlist: playlistOf(name, index) } : {}) };
+    const files =
+      type === OutputType.HLS
+        ? { init: single ? `${name}/media.m4s` : `${name}/init.mp4`, segments: `${name}/seg_$Number%05d$.m4s` }
+        : { init: single ? `stream-${index}.m4s` : `init-${index}.m4s`, segments: `chunk-${index}-$Number%05d$.m4s` };
+    return {
+      input: clearFile(name),
+      kind,
+      trackClass,
+      name,
+      language,
+      init: files.init,
+      ...(single ? {} : { segmentTemplate: files.segments }),
+      ...(hls ? { playlist: playlistOf(name, index) } : {}),
+    };
   };
   const streams = [
     // Classes by the short side, the one a resolution is named by: a portrait 480x854 rung is SD.
@@ -371,10 +484,18 @@ function packagedPlan(ctx: RenditionContext, input: PlanInput, renditions: Rendi
     packaging,
     ...(type !== OutputType.HLS ? { dashManifest: { file: mpd, minBufferTimeSeconds: spec.dash?.minBufferTimeSeconds || 2 } } : {}),
     // Written after packaging, over the packager's media playlists: measured bandwidths, probed codecs.
-    ...(hls ? { hlsMaster: hlsMasterOf(master, renditions, audio, (name, index, kind) => playlistOf(name, kind === "v" ? index : renditions.length + index)) } : {}),
+    ...(hls
+      ? { hlsMaster: hlsMasterOf(master, renditions, audio, (name, index, kind) => playlistOf(name, kind === "v" ? index : renditions.length + index)) }
+      : {}),
   };
   if (strategy === "split" || renditions.length + (audio.length > 0 ? 1 : 0) <= 1) {
-    const cmd = [...FFMPEG_GLOBAL, ...inputArgs(input, clip), ...(renditions.length > 0 ? ["-filter_complex", splitGraph(renditions)] : []), ...renditions.flatMap((r, i) => videoOut(r, `[v${i}]`)), ...audioOut];
+    const cmd = [
+      ...FFMPEG_GLOBAL,
+      ...inputArgs(input, clip),
+      ...(renditions.length > 0 ? ["-filter_complex", splitGraph(renditions)] : []),
+      ...renditions.flatMap((r, i) => videoOut(r, `[v${i}]`)),
+      ...audioOut,
+    ];
     return { ...layout, commands: [cmd], parallel: false, strategy: "split" };
   }
   // One process per video rendition, and one for every audio track together.
@@ -414,7 +535,6 @@ export function drmSchemeOf(spec: OutputSpec): DrmScheme | undefined {
   return scheme === EncryptionScheme.CENC ? "cenc" : scheme === EncryptionScheme.AES_128 ? "aes128" : "cbcs";
 }
 
-
 /** The DRM systems an output is signalled for, in the order asked, each once. */
 export function drmSystemsOf(spec: OutputSpec): DrmSystemName[] {
   const names = (spec.drm?.systems ?? []).map((s) => DRM_SYSTEM_NAMES[s]).filter((n): n is DrmSystemName => n !== undefined);
@@ -431,7 +551,8 @@ const secretsDirOf = (dir: string) => path.join(path.dirname(dir), `${path.basen
 export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions): OutputPlan {
   const probe = input.probe;
   if (spec.video.length > 0 && !probe.video) throw new MediaError("input_unsupported", "the output has video variants but the input has no video stream");
-  if (spec.video.length === 0 && (spec.disableAudio || !probe.audio)) throw new MediaError("input_unsupported", "the output is audio-only but the input has no audio stream");
+  if (spec.video.length === 0 && (spec.disableAudio || !probe.audio))
+    throw new MediaError("input_unsupported", "the output is audio-only but the input has no audio stream");
   const { clip, durationMs } = resolveClip(opts, probe);
   const type = spec.type;
   const container = PROGRESSIVE[type];
@@ -440,7 +561,12 @@ export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions
     input: probe,
     spec,
     ...(segmentSeconds !== undefined ? { segmentSeconds } : {}),
-    isoBmff: type === OutputType.MP4 || type === OutputType.MOV || type === OutputType.DASH || type === OutputType.ADAPTIVE || (type === OutputType.HLS && segmentFormatOf(spec, type) === SegmentFormat.FMP4),
+    isoBmff:
+      type === OutputType.MP4 ||
+      type === OutputType.MOV ||
+      type === OutputType.DASH ||
+      type === OutputType.ADAPTIVE ||
+      (type === OutputType.HLS && segmentFormatOf(spec, type) === SegmentFormat.FMP4),
   };
   const renditions = planRenditions(ctx);
   const audio = planAudio(spec, probe, type === OutputType.WEBM ? AudioCodec.OPUS : AudioCodec.AAC);
@@ -448,8 +574,10 @@ export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions
   const strategy = opts.strategy ?? DEFAULT_STRATEGY;
   if (container) return progressivePlan(ctx, input, renditions, audio, container, base, clip, strategy);
   const scheme = drmSchemeOf(spec);
-  if ((scheme === "cbcs" || scheme === "cenc") && segmentSeconds !== undefined) return packagedPlan(ctx, input, renditions, audio, base, clip, strategy, scheme, segmentSeconds);
-  if (type === OutputType.HLS) return hlsPlan(ctx, input, renditions, audio, base, clip, strategy, scheme === "aes128" ? path.join(secretsDirOf(base.dir), "aes128.keyinfo") : undefined);
+  if ((scheme === "cbcs" || scheme === "cenc") && segmentSeconds !== undefined)
+    return packagedPlan(ctx, input, renditions, audio, base, clip, strategy, scheme, segmentSeconds);
+  if (type === OutputType.HLS)
+    return hlsPlan(ctx, input, renditions, audio, base, clip, strategy, scheme === "aes128" ? path.join(secretsDirOf(base.dir), "aes128.keyinfo") : undefined);
   if (type === OutputType.DASH || type === OutputType.ADAPTIVE) return dashPlan(ctx, input, renditions, audio, base, clip, type === OutputType.ADAPTIVE);
   throw new MediaError("internal", `output type ${type} cannot be planned; the output specification was not checked`);
 }

@@ -13,6 +13,9 @@ describe("encoder prerequisites", () => {
     const ok = { name: "ffmpeg", required: true, ok: true, detail: "ffmpeg version 5.1" };
     const optional = { name: "recogniser", required: false, ok: false, detail: "not installed" };
     expect(standing([ok, optional])).toEqual({ ok: true });
-    expect(standing([ok, { name: "ffprobe", required: true, ok: false, detail: "ffprobe is not installed" }, optional])).toEqual({ ok: false, message: "ffprobe is not installed" });
+    expect(standing([ok, { name: "ffprobe", required: true, ok: false, detail: "ffprobe is not installed" }, optional])).toEqual({
+      ok: false,
+      message: "ffprobe is not installed",
+    });
   });
 });

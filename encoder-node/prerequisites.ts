@@ -37,12 +37,24 @@ async function tool(name: "ffmpeg" | "ffprobe"): Promise<Prerequisite> {
     out = (await run(name, ["-hide_banner", "-version"], { timeout: 10_000 })).stdout;
   } catch (e) {
     const missing = (e as NodeJS.ErrnoException).code === "ENOENT";
-    return { name, required: true, ok: false, detail: missing ? `${name} is not installed (not on PATH): the encoder needs ${name} ${MIN_FFMPEG.join(".")} or newer; ${INSTALL_FFMPEG}` : `${name} does not run (${(e as Error).message.split("\n")[0]}); ${INSTALL_FFMPEG}` };
+    return {
+      name,
+      required: true,
+      ok: false,
+      detail: missing
+        ? `${name} is not installed (not on PATH): the encoder needs ${name} ${MIN_FFMPEG.join(".")} or newer; ${INSTALL_FFMPEG}`
+        : `${name} does not run (${(e as Error).message.split("\n")[0]}); ${INSTALL_FFMPEG}`,
+    };
   }
   const first = out.split("\n")[0] ?? "";
   const version = ffmpegVersion(first);
   if (version && (version[0] < MIN_FFMPEG[0] || (version[0] === MIN_FFMPEG[0] && version[1] < MIN_FFMPEG[1]))) {
-    return { name, required: true, ok: false, detail: `${name} ${version.join(".")} is too old: the encoder needs ${MIN_FFMPEG.join(".")} or newer; ${INSTALL_FFMPEG}` };
+    return {
+      name,
+      required: true,
+      ok: false,
+      detail: `${name} ${version.join(".")} is too old: the encoder needs ${MIN_FFMPEG.join(".")} or newer; ${INSTALL_FFMPEG}`,
+    };
   }
   return { name, required: true, ok: true, detail: first.replace(/ Copyright.*$/, "") };
 }
@@ -51,14 +63,25 @@ function packager(): Prerequisite {
   const binary = packagerPath();
   return existsSync(binary)
     ? { name: "packager", required: false, ok: true, detail: binary }
-    : { name: "packager", required: false, ok: false, detail: `Shaka Packager is missing (${binary}): DRM, CMAF and DASH outputs fail until npm install puts it back (the shaka-packager package ships it) or MEDIA_PACKAGER names one` };
+    : {
+        name: "packager",
+        required: false,
+        ok: false,
+        detail: `Shaka Packager is missing (${binary}): DRM, CMAF and DASH outputs fail until npm install puts it back (the shaka-packager package ships it) or MEDIA_PACKAGER names one`,
+      };
 }
 
 function recogniser(): Prerequisite {
   const { python } = recogniserPaths();
   return existsSync(python)
     ? { name: "recogniser", required: false, ok: true, detail: python }
-    : { name: "recogniser", required: false, ok: false, detail: "the speech recogniser is not installed: generated subtitle tracks fail with transcription_failed until bash scripts/asr-setup.sh installs it (npm test does)" };
+    : {
+        name: "recogniser",
+        required: false,
+        ok: false,
+        detail:
+          "the speech recogniser is not installed: generated subtitle tracks fail with transcription_failed until bash scripts/asr-setup.sh installs it (npm test does)",
+      };
 }
 
 export async function checkPrerequisites(): Promise<Prerequisite[]> {

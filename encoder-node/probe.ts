@@ -38,16 +38,21 @@ const PROBE_TIMEOUT_MS = 60_000;
 function ffprobe(args: string[], signal: AbortSignal | undefined): Promise<string> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(new MediaError("canceled", "probe canceled"));
-    execFile("ffprobe", ["-v", "error", "-print_format", "json", ...args], { signal, timeout: PROBE_TIMEOUT_MS, killSignal: "SIGKILL", maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (!err) return resolve(stdout);
-      if (signal?.aborted) return reject(new MediaError("canceled", "probe canceled"));
-      const e = err as NodeJS.ErrnoException & { killed?: boolean };
-      if (e.code === "ENOENT") return reject(new MediaError("internal", "ffprobe is not installed on this encoder node"));
-      if (e.killed) return reject(new MediaError("input_invalid", `ffprobe did not finish within ${PROBE_TIMEOUT_MS / 1000} s`));
-      const reason = stderr.trim().split("\n").slice(-3).join("; ") || e.message;
-      if (/No such file or directory|Permission denied/.test(reason)) return reject(new MediaError("input_unreachable", reason));
-      reject(new MediaError("input_invalid", `not a readable media file: ${reason}`));
-    });
+    execFile(
+      "ffprobe",
+      ["-v", "error", "-print_format", "json", ...args],
+      { signal, timeout: PROBE_TIMEOUT_MS, killSignal: "SIGKILL", maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (!err) return resolve(stdout);
+        if (signal?.aborted) return reject(new MediaError("canceled", "probe canceled"));
+        const e = err as NodeJS.ErrnoException & { killed?: boolean };
+        if (e.code === "ENOENT") return reject(new MediaError("internal", "ffprobe is not installed on this encoder node"));
+        if (e.killed) return reject(new MediaError("input_invalid", `ffprobe did not finish within ${PROBE_TIMEOUT_MS / 1000} s`));
+        const reason = stderr.trim().split("\n").slice(-3).join("; ") || e.message;
+        if (/No such file or directory|Permission denied/.test(reason)) return reject(new MediaError("input_unreachable", reason));
+        reject(new MediaError("input_invalid", `not a readable media file: ${reason}`));
+      },
+    );
   });
 }
 
@@ -101,7 +106,13 @@ export async function probe(file: string, signal?: AbortSignal): Promise<ProbeRe
     };
   }
   if (a) {
-    result.audio = { codec: a.codec_name ?? "", sampleRate: int(a.sample_rate), channels: int(a.channels), channelLayout: a.channel_layout ?? "", bitRate: int(a.bit_rate) };
+    result.audio = {
+      codec: a.codec_name ?? "",
+      sampleRate: int(a.sample_rate),
+      channels: int(a.channels),
+      channelLayout: a.channel_layout ?? "",
+      bitRate: int(a.bit_rate),
+    };
     result.audioStreams = audios.length;
   }
   return result;

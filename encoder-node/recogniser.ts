@@ -45,7 +45,10 @@ export function recogniserPaths(env: NodeJS.ProcessEnv = process.env): Recognise
   };
 }
 
-type Line = { id: string; type: "progress"; fraction: number } | { id: string; type: "result"; [k: string]: unknown } | { id: string; type: "error"; code: string; message: string };
+type Line =
+  | { id: string; type: "progress"; fraction: number }
+  | { id: string; type: "result"; [k: string]: unknown }
+  | { id: string; type: "error"; code: string; message: string };
 
 interface Pending {
   resolve: (v: Record<string, unknown>) => void;
@@ -61,7 +64,11 @@ export function startRecogniser(paths: RecogniserPaths, log: Logger): Recogniser
   let queue: Promise<unknown> = Promise.resolve();
 
   function spawnWorker(): ChildProcessWithoutNullStreams {
-    if (!existsSync(paths.python)) throw new MediaError("transcription_failed", `the speech recogniser is not installed on this encoder node (no ${paths.python}); run bash scripts/asr-setup.sh`);
+    if (!existsSync(paths.python))
+      throw new MediaError(
+        "transcription_failed",
+        `the speech recogniser is not installed on this encoder node (no ${paths.python}); run bash scripts/asr-setup.sh`,
+      );
     const child = spawn(paths.python, [paths.script, "--model", paths.model, "--minilm", paths.minilm], {
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...process.env, OMP_WAIT_POLICY: "PASSIVE", HF_HUB_OFFLINE: process.env["HF_HUB_OFFLINE"] ?? "1", PYTHONUNBUFFERED: "1" },
@@ -89,7 +96,10 @@ export function startRecogniser(paths: RecogniserPaths, log: Logger): Recogniser
     });
     child.on("exit", (code, sig) => {
       if (worker === child) worker = undefined;
-      const failure = new MediaError("transcription_failed", `the speech recogniser stopped (${sig ?? `exit ${code}`}): ${stderr.trim().split("\n").slice(-3).join(" | ")}`);
+      const failure = new MediaError(
+        "transcription_failed",
+        `the speech recogniser stopped (${sig ?? `exit ${code}`}): ${stderr.trim().split("\n").slice(-3).join(" | ")}`,
+      );
       for (const [id, p] of pending) {
         pending.delete(id);
         p.reject(failure);
@@ -99,7 +109,10 @@ export function startRecogniser(paths: RecogniserPaths, log: Logger): Recogniser
     return child;
   }
 
-  function request(body: Record<string, unknown>, opts: { signal?: AbortSignal; onProgress?: (fraction: number) => void } = {}): Promise<Record<string, unknown>> {
+  function request(
+    body: Record<string, unknown>,
+    opts: { signal?: AbortSignal; onProgress?: (fraction: number) => void } = {},
+  ): Promise<Record<string, unknown>> {
     const run = queue.then(
       () =>
         new Promise<Record<string, unknown>>((resolve, reject) => {
@@ -137,7 +150,11 @@ export function startRecogniser(paths: RecogniserPaths, log: Logger): Recogniser
   return {
     async transcribe(wav, language, opts) {
       const r = await request({ op: "transcribe", wav, language, chunk_seconds: 300 }, opts);
-      return { language: String(r["language"] ?? language), durationSeconds: Number(r["duration"] ?? 0), segments: (r["segments"] ?? []) as TranscriptSegment[] };
+      return {
+        language: String(r["language"] ?? language),
+        durationSeconds: Number(r["duration"] ?? 0),
+        segments: (r["segments"] ?? []) as TranscriptSegment[],
+      };
     },
     async chapters(sentences, minSeconds, maxChapters) {
       const r = await request({ op: "chapters", sentences, min_seconds: minSeconds, max_chapters: maxChapters });

@@ -182,12 +182,16 @@ function rateOf(v: VideoVariant, codec: VideoCodecName, tier: Tier, size: { widt
   const o = codecOptions(v);
   const requested = o?.bitrateMode ?? BitrateMode.UNSPECIFIED;
   // A target bitrate without a mode means "about this many bits": VBR.
-  const mode = requested === BitrateMode.CBR ? "cbr" : requested === BitrateMode.VBR || (requested === BitrateMode.UNSPECIFIED && v.bitrate > 0) ? "vbr" : "crf";
+  const mode =
+    requested === BitrateMode.CBR ? "cbr" : requested === BitrateMode.VBR || (requested === BitrateMode.UNSPECIFIED && v.bitrate > 0) ? "vbr" : "crf";
   let target = v.bitrate > 0 ? v.bitrate : tierTargetKbps(codec, size.width, size.height, fps, tier);
   let max = o?.maxBitrateKbps ?? 0;
   if (mode === "crf" && max === 0 && v.bitrate > 0) max = v.bitrate;
   if (ctx.spec.encodingMode === EncodingMode.AUTO) {
-    const ceiling = Math.min(tierTargetKbps(codec, size.width, size.height, fps, tier), inputCeilingKbps(ctx.input, codec, size.width, size.height) ?? Infinity);
+    const ceiling = Math.min(
+      tierTargetKbps(codec, size.width, size.height, fps, tier),
+      inputCeilingKbps(ctx.input, codec, size.width, size.height) ?? Infinity,
+    );
     if (mode === "crf") max = max > 0 ? Math.min(max, ceiling) : ceiling;
     else target = Math.min(target, ceiling);
   }
@@ -384,7 +388,10 @@ export interface AudioPlan {
 /** The audio tracks an output carries: its own, or one default track when the input has audio. */
 export function planAudio(spec: OutputSpec, input: ProbeResult, defaultCodec: AudioCodec.AAC | AudioCodec.OPUS): AudioPlan[] {
   if (spec.disableAudio || !input.audio) return [];
-  const tracks = spec.audio.length > 0 ? spec.audio : [{ codec: defaultCodec, bitrateKbps: 0, sampleRate: 0, channels: 0, normalize: false, language: "", name: "" } as AudioTrack];
+  const tracks =
+    spec.audio.length > 0
+      ? spec.audio
+      : [{ codec: defaultCodec, bitrateKbps: 0, sampleRate: 0, channels: 0, normalize: false, language: "", name: "" } as AudioTrack];
   const streams = Math.max(1, input.audioStreams ?? 1);
   return tracks.map((track, i) => {
     const codec = track.codec === AudioCodec.UNSPECIFIED ? defaultCodec : (track.codec as AudioPlan["codec"]);

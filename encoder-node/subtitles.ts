@@ -10,7 +10,18 @@ import type { NetGuard } from "../src/net-guard.js";
 import { SubtitleFormat, SubtitleKind, SubtitleSource, type OutputSpec, type SubtitleTrack } from "../src/gen/media/v1/job_pb.js";
 import { toWhisperLanguage } from "../src/asr-languages.js";
 import type { ChapterResultData, SubtitleResultData } from "../actors/job/messages.js";
-import { addTextTracksToMpd, CAPTION_LIMITS, CaptionError, cuesFromTranscript, hlsSubtitleRendition, parseSubtitles, writeChaptersVtt, writeWebVtt, type Chapter, type Cue } from "./captions.js";
+import {
+  addTextTracksToMpd,
+  CAPTION_LIMITS,
+  CaptionError,
+  cuesFromTranscript,
+  hlsSubtitleRendition,
+  parseSubtitles,
+  writeChaptersVtt,
+  writeWebVtt,
+  type Chapter,
+  type Cue,
+} from "./captions.js";
 import { FFMPEG_GLOBAL, languageName, type OutputPlan } from "./plan.js";
 import { parseMediaPlaylist, runFfmpeg, writeHlsMaster } from "./ffmpeg.js";
 import { MediaError } from "./media-errors.js";
@@ -94,7 +105,8 @@ export class Transcripts {
 
   /** The input's first audio stream after the clip, as 16 kHz mono 16-bit WAV (what Whisper hears). */
   private async extract(): Promise<string> {
-    if (!this.ctx.probe.audio) throw new MediaError("input_unsupported", "the output has a generated subtitle track, but the input has no audio stream to transcribe");
+    if (!this.ctx.probe.audio)
+      throw new MediaError("input_unsupported", "the output has a generated subtitle track, but the input has no audio stream to transcribe");
     const { start, end } = span(this.ctx);
     const file = path.join(this.ctx.workDir, "speech.wav");
     await mkdir(this.ctx.workDir, { recursive: true });
@@ -130,7 +142,8 @@ async function fetchProvided(t: SubtitleTrack, index: number, ctx: SubtitleConte
     throw new MediaError("subtitle_unreachable", `subtitle track ${index}: ${why}`);
   }
   const size = (await stat(file)).size;
-  if (size > CAPTION_LIMITS.maxBytes) throw new MediaError("subtitle_invalid", `subtitle track ${index}: the file is ${size} bytes; the limit is ${CAPTION_LIMITS.maxBytes}`);
+  if (size > CAPTION_LIMITS.maxBytes)
+    throw new MediaError("subtitle_invalid", `subtitle track ${index}: the file is ${size} bytes; the limit is ${CAPTION_LIMITS.maxBytes}`);
   const bytes = await readFile(file);
   await rm(file, { force: true });
   return bytes.toString("utf8");
@@ -157,9 +170,24 @@ async function generatedTrack(index: number, track: SubtitleTrack, transcript: T
   // The first chapter starts with the video, whatever silence comes before the first words.
   const chapters =
     track.generateChapters && transcript.segments.length > 0
-      ? (await ctx.recogniser.chapters(transcript.segments.map((s) => ({ start: s.start, end: s.end, text: s.text })), chapterMinSeconds(transcript.durationSeconds), MAX_CHAPTERS)).map((c, i) => (i === 0 ? { ...c, start: 0 } : c))
+      ? (
+          await ctx.recogniser.chapters(
+            transcript.segments.map((s) => ({ start: s.start, end: s.end, text: s.text })),
+            chapterMinSeconds(transcript.durationSeconds),
+            MAX_CHAPTERS,
+          )
+        ).map((c, i) => (i === 0 ? { ...c, start: 0 } : c))
       : undefined;
-  return { index, track, source: "generated", language, name: track.name || languageName(language) || "Captions", cues, transcript, ...(chapters ? { chapters } : {}) };
+  return {
+    index,
+    track,
+    source: "generated",
+    language,
+    name: track.name || languageName(language) || "Captions",
+    cues,
+    transcript,
+    ...(chapters ? { chapters } : {}),
+  };
 }
 
 /** A provided track, fetched, validated, converted and moved onto the clip's timeline. */
@@ -172,7 +200,14 @@ async function providedTrack(index: number, track: SubtitleTrack, ctx: SubtitleC
     if (e instanceof CaptionError) throw new MediaError("subtitle_invalid", `subtitle track ${index}: ${e.message}`);
     throw e;
   }
-  return { index, track, source: "url", language: track.language, name: track.name || languageName(track.language) || `Subtitles ${index + 1}`, cues: clipCues(cues, ctx) };
+  return {
+    index,
+    track,
+    source: "url",
+    language: track.language,
+    name: track.name || languageName(track.language) || `Subtitles ${index + 1}`,
+    cues: clipCues(cues, ctx),
+  };
 }
 
 /**
@@ -180,7 +215,12 @@ async function providedTrack(index: number, track: SubtitleTrack, ctx: SubtitleC
  * (fetched and checked before the encode, so a bad file fails the output early) and `generated`
  * (started at once, awaited after the encode).
  */
-export async function startTracks(spec: OutputSpec, ctx: SubtitleContext, transcripts: Transcripts, onProgress?: (fraction: number) => void): Promise<{ provided: PreparedTrack[]; generated: Promise<PreparedTrack[]> }> {
+export async function startTracks(
+  spec: OutputSpec,
+  ctx: SubtitleContext,
+  transcripts: Transcripts,
+  onProgress?: (fraction: number) => void,
+): Promise<{ provided: PreparedTrack[]; generated: Promise<PreparedTrack[]> }> {
   const kinds = spec.subtitleTracks.map((track, index) => ({ track, index }));
   const asked = kinds.filter((k) => k.track.source === SubtitleSource.GENERATED);
   const fractions = asked.map(() => 0);
@@ -217,7 +257,14 @@ const chaptersJsonFile = (index: number) => `subtitles/chapters_${index}.json`;
 /** Apple's HLS chapter list (com.apple.hls.chapters): start and duration of each chapter, its title by language. */
 export function appleChapters(chapters: readonly Chapter[], language: string): string {
   const round = (n: number) => Math.round(n * 1000) / 1000;
-  return JSON.stringify(chapters.map((c, i) => ({ chapter: i + 1, "start-time": round(c.start), duration: round(c.end - c.start), titles: [{ language: language || "und", title: c.title }] })));
+  return JSON.stringify(
+    chapters.map((c, i) => ({
+      chapter: i + 1,
+      "start-time": round(c.start),
+      duration: round(c.end - c.start),
+      titles: [{ language: language || "und", title: c.title }],
+    })),
+  );
 }
 const hlsPlaylist = (index: number) => `subtitles/track_${index}/index.m3u8`;
 const SUBTITLE_GROUP = "subs";
@@ -235,7 +282,8 @@ function planTracks(plan: OutputPlan, tracks: readonly PreparedTrack[]): void {
     captions: t.track.kind === SubtitleKind.CAPTIONS,
   }));
   const chaptered = tracks.filter((t) => t.chapters && t.chapters.length > 0);
-  if (chaptered.length > 0) plan.hlsMaster.sessionData = chaptered.map((t) => ({ id: "com.apple.hls.chapters", uri: chaptersJsonFile(t.index), language: t.language }));
+  if (chaptered.length > 0)
+    plan.hlsMaster.sessionData = chaptered.map((t) => ({ id: "com.apple.hls.chapters", uri: chaptersJsonFile(t.index), language: t.language }));
 }
 
 /**
@@ -255,7 +303,12 @@ async function mediaStartMpegTs(plan: OutputPlan, signal: AbortSignal): Promise<
 }
 
 /** After the encode: writes every track's files into the plan's folder and says where they are. */
-export async function writeTracks(plan: OutputPlan, tracks: readonly PreparedTrack[], segmentSeconds: number | undefined, signal: AbortSignal): Promise<{ files: { index: number; file: string; chapters?: string }[] }> {
+export async function writeTracks(
+  plan: OutputPlan,
+  tracks: readonly PreparedTrack[],
+  segmentSeconds: number | undefined,
+  signal: AbortSignal,
+): Promise<{ files: { index: number; file: string; chapters?: string }[] }> {
   if (tracks.length === 0) return { files: [] };
   await mkdir(path.join(plan.dir, "subtitles"), { recursive: true });
   const files: { index: number; file: string; chapters?: string }[] = [];
@@ -288,7 +341,13 @@ export async function writeTracks(plan: OutputPlan, tracks: readonly PreparedTra
     const text = await readFile(mpd, "utf8");
     const withText = addTextTracksToMpd(
       text,
-      tracks.map((t) => ({ id: `subtitle_${t.index}`, language: t.language || "und", label: t.name, url: trackFile(t.index), role: t.track.kind === SubtitleKind.CAPTIONS || t.source === "generated" ? ("caption" as const) : ("subtitle" as const) })),
+      tracks.map((t) => ({
+        id: `subtitle_${t.index}`,
+        language: t.language || "und",
+        label: t.name,
+        url: trackFile(t.index),
+        role: t.track.kind === SubtitleKind.CAPTIONS || t.source === "generated" ? ("caption" as const) : ("subtitle" as const),
+      })),
     );
     await writeFile(mpd, withText);
   }
@@ -296,7 +355,12 @@ export async function writeTracks(plan: OutputPlan, tracks: readonly PreparedTra
 }
 
 /** The job's records of an output's tracks, with URLs in the output's storage. */
-export function trackResults(outputId: string, tracks: readonly PreparedTrack[], files: readonly { index: number; file: string; chapters?: string }[], at: (rel: string) => { url: string; key: string }): { subtitles: SubtitleResultData[]; chapters: ChapterResultData[] } {
+export function trackResults(
+  outputId: string,
+  tracks: readonly PreparedTrack[],
+  files: readonly { index: number; file: string; chapters?: string }[],
+  at: (rel: string) => { url: string; key: string },
+): { subtitles: SubtitleResultData[]; chapters: ChapterResultData[] } {
   const round = (n: number) => Math.round(n * 1000) / 1000;
   const subtitles: SubtitleResultData[] = [];
   const chapters: ChapterResultData[] = [];
@@ -312,7 +376,14 @@ export function trackResults(outputId: string, tracks: readonly PreparedTrack[],
       ...at(f.file),
       ...(t.transcript ? { transcript: t.transcript.segments.map((s) => ({ start: round(s.start), end: round(s.end), text: s.text })) } : {}),
     });
-    if (f.chapters && t.chapters) chapters.push({ outputId, trackIndex: t.index, language: t.language, ...at(f.chapters), chapters: t.chapters.map((c) => ({ start: round(c.start), end: round(c.end), title: c.title })) });
+    if (f.chapters && t.chapters)
+      chapters.push({
+        outputId,
+        trackIndex: t.index,
+        language: t.language,
+        ...at(f.chapters),
+        chapters: t.chapters.map((c) => ({ start: round(c.start), end: round(c.end), title: c.title })),
+      });
   }
   return { subtitles, chapters };
 }

@@ -3,7 +3,14 @@
 import { stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ThumbnailSpec } from "../src/gen/media/v1/job_pb.js";
-import { THUMBNAIL_DEFAULTS as DEFAULTS, THUMBNAIL_FORMATS as FORMATS, THUMBNAIL_LIMITS, THUMBNAIL_MODES as MODES, type ThumbnailFormatName as Format, type ThumbnailModeName as Mode } from "../src/thumbnail-spec.js";
+import {
+  THUMBNAIL_DEFAULTS as DEFAULTS,
+  THUMBNAIL_FORMATS as FORMATS,
+  THUMBNAIL_LIMITS,
+  THUMBNAIL_MODES as MODES,
+  type ThumbnailFormatName as Format,
+  type ThumbnailModeName as Mode,
+} from "../src/thumbnail-spec.js";
 import { formatVttTime } from "./captions.js";
 import { runFfmpeg } from "./ffmpeg.js";
 import { MediaError } from "./media-errors.js";
@@ -69,11 +76,29 @@ async function renderOne(spec: ThumbnailSpec, t: number, input: PlanInput, opts:
   const fps = input.probe.video!.frameRate || 25;
   // The last frame starts one frame before the end: seeking past it yields nothing.
   const latest = Math.max(0, duration - 2 / fps);
-  const run = (args: string[]) => runFfmpeg(["-hide_banner", "-nostdin", "-y", "-loglevel", "level+error", ...args], { durationMs: 0, ...(opts.signal ? { signal: opts.signal } : {}) });
-  const artifact = async (file: string, index: number, size: { width: number; height: number }, timeSeconds: number, extra: Partial<ThumbnailArtifact> = {}): Promise<ThumbnailArtifact> => {
+  const run = (args: string[]) =>
+    runFfmpeg(["-hide_banner", "-nostdin", "-y", "-loglevel", "level+error", ...args], { durationMs: 0, ...(opts.signal ? { signal: opts.signal } : {}) });
+  const artifact = async (
+    file: string,
+    index: number,
+    size: { width: number; height: number },
+    timeSeconds: number,
+    extra: Partial<ThumbnailArtifact> = {},
+  ): Promise<ThumbnailArtifact> => {
     const sizeBytes = (await stat(path.join(opts.dir, file)).catch(() => undefined))?.size;
     if (!sizeBytes) throw new MediaError("encode_failed", `thumbnail ${file} was not written`);
-    return { file, mode, index, thumbnailIndex: t, format, width: size.width, height: size.height, timeSeconds: Math.round(timeSeconds * 1000) / 1000, sizeBytes, ...extra };
+    return {
+      file,
+      mode,
+      index,
+      thumbnailIndex: t,
+      format,
+      width: size.width,
+      height: size.height,
+      timeSeconds: Math.round(timeSeconds * 1000) / 1000,
+      sizeBytes,
+      ...extra,
+    };
   };
 
   switch (mode) {
@@ -91,7 +116,24 @@ async function renderOne(spec: ThumbnailSpec, t: number, input: PlanInput, opts:
       const size = sizeOf(spec, input);
       const pattern = `thumbnail-${t}-%03d.${format}`;
       // One decode of the span, the fps filter picking the frame nearest each tick.
-      await run(["-ss", start.toFixed(3), "-i", input.file, "-map", "0:v:0", "-vf", `fps=1000000/${Math.round(every * 1e6)},${scale(size)}`, "-frames:v", String(count), "-start_number", "0", ...QUALITY[format], "-f", "image2", path.join(opts.dir, pattern)]);
+      await run([
+        "-ss",
+        start.toFixed(3),
+        "-i",
+        input.file,
+        "-map",
+        "0:v:0",
+        "-vf",
+        `fps=1000000/${Math.round(every * 1e6)},${scale(size)}`,
+        "-frames:v",
+        String(count),
+        "-start_number",
+        "0",
+        ...QUALITY[format],
+        "-f",
+        "image2",
+        path.join(opts.dir, pattern),
+      ]);
       return Promise.all(Array.from({ length: count }, (_, k) => artifact(pattern.replace("%03d", String(k).padStart(3, "0")), k, size, start + k * every)));
     }
     case "sprite": {
@@ -106,7 +148,20 @@ async function renderOne(spec: ThumbnailSpec, t: number, input: PlanInput, opts:
       const tile = sizeOf(spec, input, DEFAULTS.spriteTileWidth);
       const file = `sprite-${t}.${format}`;
       const vtt = `sprite-${t}.vtt`;
-      await run(["-ss", start.toFixed(3), "-i", input.file, "-map", "0:v:0", "-vf", `fps=1000000/${Math.round(every * 1e6)},${scale(tile)},tile=${cols}x${rows}`, "-frames:v", "1", ...QUALITY[format], path.join(opts.dir, file)]);
+      await run([
+        "-ss",
+        start.toFixed(3),
+        "-i",
+        input.file,
+        "-map",
+        "0:v:0",
+        "-vf",
+        `fps=1000000/${Math.round(every * 1e6)},${scale(tile)},tile=${cols}x${rows}`,
+        "-frames:v",
+        "1",
+        ...QUALITY[format],
+        path.join(opts.dir, file),
+      ]);
       const cues = Array.from({ length: count }, (_, k) => {
         const from = start + k * every;
         const to = k === count - 1 ? Math.max(duration, from + 0.001) : from + every;
@@ -128,7 +183,21 @@ async function renderOne(spec: ThumbnailSpec, t: number, input: PlanInput, opts:
         format === "mp4"
           ? ["-c:v", "libx264", "-preset", "veryfast", "-crf", "28", "-pix_fmt", "yuv420p", "-movflags", "+faststart"]
           : ["-c:v", "libwebp_anim", "-quality", "70", "-loop", "0"];
-      await run(["-ss", start.toFixed(3), "-t", length.toFixed(3), "-i", input.file, "-map", "0:v:0", "-an", "-vf", `fps=${rate},${scale(size)}`, ...codec, path.join(opts.dir, file)]);
+      await run([
+        "-ss",
+        start.toFixed(3),
+        "-t",
+        length.toFixed(3),
+        "-i",
+        input.file,
+        "-map",
+        "0:v:0",
+        "-an",
+        "-vf",
+        `fps=${rate},${scale(size)}`,
+        ...codec,
+        path.join(opts.dir, file),
+      ]);
       return [await artifact(file, 0, size, start)];
     }
   }

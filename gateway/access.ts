@@ -150,7 +150,8 @@ async function authorize(deps: AccessDeps, rule: Rule, caller: Caller, orgHeader
   if (caller.kind === "session") {
     const u = caller.user;
     if (u.status !== "active") throw permissionDenied(`the account is ${u.status}`);
-    if (u.approvalStatus !== "approved" && !rule.pendingOk) throw permissionDenied(`the account is ${u.approvalStatus} approval`.replace("rejected approval", "not approved"));
+    if (u.approvalStatus !== "approved" && !rule.pendingOk)
+      throw permissionDenied(`the account is ${u.approvalStatus} approval`.replace("rejected approval", "not approved"));
   }
   if (rule.key === null && caller.kind === "key") throw permissionDenied("this operation needs a signed-in user, not an API key");
   if (caller.kind === "key" && caller.key.scopes.length > 0 && !hasScope(caller.key.scopes, rule.key!)) {

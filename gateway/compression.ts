@@ -59,4 +59,5 @@ function inflate(bytes: Uint8Array, readMaxBytes: number, partial: boolean): Uin
   }
 }
 
-const tooLarge = (readMaxBytes: number) => new ConnectError(`message is larger than the limit of ${readMaxBytes} bytes after decompression`, Code.ResourceExhausted);
+const tooLarge = (readMaxBytes: number) =>
+  new ConnectError(`message is larger than the limit of ${readMaxBytes} bytes after decompression`, Code.ResourceExhausted);

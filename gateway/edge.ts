@@ -50,8 +50,7 @@ export class EdgeError extends Error {
 }
 
 export type EdgeMatch =
-  | { readonly kind: "route"; readonly route: EdgeRoute; readonly params: Record<string, string> }
-  | { readonly kind: "method"; readonly allow: string };
+  { readonly kind: "route"; readonly route: EdgeRoute; readonly params: Record<string, string> } | { readonly kind: "method"; readonly allow: string };
 
 interface Compiled {
   readonly route: EdgeRoute;
@@ -78,7 +77,10 @@ export class EdgeRouter {
   match(method: string, path: string): EdgeMatch | undefined {
     let parts: string[];
     try {
-      parts = path.split("/").filter((s) => s !== "").map(decodeURIComponent);
+      parts = path
+        .split("/")
+        .filter((s) => s !== "")
+        .map(decodeURIComponent);
     } catch {
       return undefined; // a malformed escape names no route
     }
@@ -107,8 +109,27 @@ function bind(c: Compiled, parts: readonly string[]): Record<string, string> | u
 }
 
 /** The edge's view of a request: its body held to the route's limit. */
-export function edgeRequest(route: EdgeRoute, params: Record<string, string>, method: string, path: string, query: string, header: Headers, body: AsyncIterable<Uint8Array>, signal: AbortSignal, clientAddress: string): EdgeRequest {
-  return { method, path, query: new URLSearchParams(query), header, body: limitedBody(body, route.maxBodyBytes ?? 0, header.get("content-length")), signal, clientAddress, params };
+export function edgeRequest(
+  route: EdgeRoute,
+  params: Record<string, string>,
+  method: string,
+  path: string,
+  query: string,
+  header: Headers,
+  body: AsyncIterable<Uint8Array>,
+  signal: AbortSignal,
+  clientAddress: string,
+): EdgeRequest {
+  return {
+    method,
+    path,
+    query: new URLSearchParams(query),
+    header,
+    body: limitedBody(body, route.maxBodyBytes ?? 0, header.get("content-length")),
+    signal,
+    clientAddress,
+    params,
+  };
 }
 
 /**
@@ -182,7 +203,13 @@ export interface EntityInfo {
  * Content-Length, Accept-Ranges, Last-Modified and its ETag; If-None-Match answers 304, and
  * If-Range falls back to the whole entity when the validator changed. `read` streams bytes start..end.
  */
-export function entityResponse(req: Pick<EdgeRequest, "header" | "method">, info: EntityInfo, contentType: string, extra: Headers, read: (start: number, end: number) => AsyncIterable<Uint8Array>): EdgeResponse {
+export function entityResponse(
+  req: Pick<EdgeRequest, "header" | "method">,
+  info: EntityInfo,
+  contentType: string,
+  extra: Headers,
+  read: (start: number, end: number) => AsyncIterable<Uint8Array>,
+): EdgeResponse {
   const header = new Headers(extra);
   header.set("accept-ranges", "bytes");
   header.set("etag", info.etag);
@@ -205,7 +232,12 @@ export function entityResponse(req: Pick<EdgeRequest, "header" | "method">, info
 }
 
 /** A file as an answer (entityResponse), with a weak ETag from its size and mtime; the body streams from disk. */
-export async function fileResponse(req: Pick<EdgeRequest, "header" | "method">, file: string, contentType: string, extra: Headers = new Headers()): Promise<EdgeResponse> {
+export async function fileResponse(
+  req: Pick<EdgeRequest, "header" | "method">,
+  file: string,
+  contentType: string,
+  extra: Headers = new Headers(),
+): Promise<EdgeResponse> {
   let info;
   try {
     info = await stat(file);
@@ -214,7 +246,9 @@ export async function fileResponse(req: Pick<EdgeRequest, "header" | "method">, 
   }
   if (!info.isFile()) throw new EdgeError(404, "no such file");
   const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
-  return entityResponse(req, { size: info.size, etag, lastModified: info.mtimeMs }, contentType, extra, (start, end) => createReadStream(file, { start, end, highWaterMark: 256 * 1024 }));
+  return entityResponse(req, { size: info.size, etag, lastModified: info.mtimeMs }, contentType, extra, (start, end) =>
+    createReadStream(file, { start, end, highWaterMark: 256 * 1024 }),
+  );
 }
 
 /** An EdgeError (or anything else: 500) as the answer the client gets. */

@@ -17,14 +17,38 @@ export interface CorsPolicy {
 
 /** Request headers a browser may send: Connect's and gRPC-web's own, plus ours. */
 const ALLOW_HEADERS = [
-  "Content-Type", "Content-Encoding", "Accept-Encoding", "Authorization", "X-Organization-ID", "Idempotency-Key", "X-Request-ID",
-  "Connect-Protocol-Version", "Connect-Timeout-Ms", "Connect-Content-Encoding", "Connect-Accept-Encoding",
-  "Grpc-Timeout", "X-Grpc-Web", "X-User-Agent", "Content-Range", "Range",
+  "Content-Type",
+  "Content-Encoding",
+  "Accept-Encoding",
+  "Authorization",
+  "X-Organization-ID",
+  "Idempotency-Key",
+  "X-Request-ID",
+  "Connect-Protocol-Version",
+  "Connect-Timeout-Ms",
+  "Connect-Content-Encoding",
+  "Connect-Accept-Encoding",
+  "Grpc-Timeout",
+  "X-Grpc-Web",
+  "X-User-Agent",
+  "Content-Range",
+  "Range",
 ].join(", ");
 /** Response headers a browser script may read. */
 const EXPOSE_HEADERS = [
-  "Content-Encoding", "Connect-Content-Encoding", "Grpc-Status", "Grpc-Message", "Grpc-Status-Details-Bin",
-  "X-Request-ID", "RateLimit", "RateLimit-Policy", "Retry-After", "ETag", "Content-Range", "Accept-Ranges", "Location",
+  "Content-Encoding",
+  "Connect-Content-Encoding",
+  "Grpc-Status",
+  "Grpc-Message",
+  "Grpc-Status-Details-Bin",
+  "X-Request-ID",
+  "RateLimit",
+  "RateLimit-Policy",
+  "Retry-After",
+  "ETag",
+  "Content-Range",
+  "Accept-Ranges",
+  "Location",
 ].join(", ");
 const RPC_METHODS = "POST, OPTIONS";
 const PREFLIGHT_MAX_AGE = "7200";
@@ -44,7 +68,10 @@ function allowedOrigin(policy: CorsPolicy, origin: string | null): string | unde
 export function corsHeaders(policy: CorsPolicy, origin: string | null): [string, string][] {
   const allowed = allowedOrigin(policy, origin);
   if (!allowed) return [];
-  const headers: [string, string][] = [["access-control-allow-origin", allowed], ["access-control-expose-headers", EXPOSE_HEADERS]];
+  const headers: [string, string][] = [
+    ["access-control-allow-origin", allowed],
+    ["access-control-expose-headers", EXPOSE_HEADERS],
+  ];
   if (allowed !== "*") headers.push(["vary", "Origin"]);
   return headers;
 }

@@ -64,7 +64,11 @@ export class PlaybackRecords {
     if (hit && now - hit.at < this.ttlMs) return hit;
     if (this.entries.size >= this.maxEntries) this.clear();
     // Followed before the read: an update that lands during it forgets what the read returns.
-    if (this.follow && !this.following.has(videoId)) this.following.set(videoId, this.follow(Video.type, videoId, () => this.forget(videoId)));
+    if (this.follow && !this.following.has(videoId))
+      this.following.set(
+        videoId,
+        this.follow(Video.type, videoId, () => this.forget(videoId)),
+      );
     const generation = this.generation.get(videoId) ?? 0;
     const video = (await this.d.store.get<VideoRecord>(VIDEOS, videoId))?.value;
     const app = video ? await this.d.directory.app(video.appId) : undefined;
@@ -125,7 +129,8 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
         const video = await uploading(req, "", 0);
         if (video.upload!.kind !== "single") throw new EdgeError(409, "this video takes its file in parts: PUT each part to its own URL");
         const declared = req.header.get("content-length");
-        if (declared !== null && Number(declared) !== video.upload!.sizeBytes) throw new EdgeError(400, `Content-Length ${declared} is not the ${video.upload!.sizeBytes} bytes declared at CreateUpload`);
+        if (declared !== null && Number(declared) !== video.upload!.sizeBytes)
+          throw new EdgeError(400, `Content-Length ${declared} is not the ${video.upload!.sizeBytes} bytes declared at CreateUpload`);
         const { md5 } = await managed.write(sourceKey(video.id), req.body, video.inputContentType || "application/octet-stream");
         return { status: 200, header: etag(md5) };
       },
@@ -194,7 +199,11 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
         const drm = video.drm;
         if (!drm?.clearKey || drm.scheme === "aes128") throw new EdgeError(404, "this video has no Clear Key protection");
         const kids = clearKeyRequest(await readBody(req.body));
-        if (!kids) throw new EdgeError(400, `a Clear Key license request is JSON {"kids": [1 to ${DRM_LIMITS.licenseRequestKids} base64url key IDs], "type": "temporary"}`);
+        if (!kids)
+          throw new EdgeError(
+            400,
+            `a Clear Key license request is JSON {"kids": [1 to ${DRM_LIMITS.licenseRequestKids} base64url key IDs], "type": "temporary"}`,
+          );
         const keys = openKeys(d.box, drm.sealed).filter((k) => kids.includes(k.kid));
         if (keys.length === 0) throw new EdgeError(403, "none of the requested key IDs belong to this video");
         const header = new Headers();

@@ -78,7 +78,14 @@ export function uploadUrl(box: SecretBox, publicUrl: string, videoId: string, up
 }
 
 /** Whether an upload URL's query is genuine and unexpired. */
-export function uploadAllowed(box: SecretBox, videoId: string, uploadId: string, part: number, query: URLSearchParams, now = Date.now()): "ok" | "expired" | "signature" {
+export function uploadAllowed(
+  box: SecretBox,
+  videoId: string,
+  uploadId: string,
+  part: number,
+  query: URLSearchParams,
+  now = Date.now(),
+): "ok" | "expired" | "signature" {
   const expires = query.get("expires") ?? "";
   const sig = query.get("signature") ?? "";
   if (!/^\d{1,12}$/.test(expires) || !box.verify(uploadClaim(videoId, uploadId, part, Number(expires)), sig)) return "signature";

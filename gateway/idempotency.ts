@@ -49,7 +49,14 @@ export function idempotencyInterceptor(store: Store, ruleOf: (service: string, m
     const replay = (r: Remembered) => {
       if (r.bodyHash !== bodyHash) throw alreadyExists("Idempotency-Key was used with a different request body", "Idempotency-Key");
       const header = new Headers({ "idempotent-replayed": "true" });
-      return { stream: false, service: req.service, method: req.method, header, trailer: new Headers(), message: fromBinary(req.method.output, Buffer.from(r.response!, "base64")) } as never;
+      return {
+        stream: false,
+        service: req.service,
+        method: req.method,
+        header,
+        trailer: new Headers(),
+        message: fromBinary(req.method.output, Buffer.from(r.response!, "base64")),
+      } as never;
     };
 
     // Claim the key, or wait for whoever holds it.
@@ -74,7 +81,11 @@ export function idempotencyInterceptor(store: Store, ruleOf: (service: string, m
     try {
       const res = await next(req);
       if (!res.stream) {
-        const value: Remembered = { bodyHash, claimedAt: Date.now(), response: Buffer.from(toBinary(req.method.output, res.message as never)).toString("base64") };
+        const value: Remembered = {
+          bodyHash,
+          claimedAt: Date.now(),
+          response: Buffer.from(toBinary(req.method.output, res.message as never)).toString("base64"),
+        };
         await store.commit({ writes: [{ table: TABLE, id, value, expectedVersion: claimed, expiresAt: Date.now() + IDEMPOTENCY_TTL_MS }] });
       }
       return res;

@@ -72,7 +72,9 @@ function errorResponse(kind: JsonKind, error: ConnectError): UniversalServerResp
 
 function decodeRequest(input: DescMessage, text: string): Message | ConnectError {
   const read = readJson(input, text);
-  return read.ok ? read.message : invalid(read.violations, `invalid request: ${read.violations.map((v) => `${v.field || "body"}: ${v.description}`).join("; ")}`);
+  return read.ok
+    ? read.message
+    : invalid(read.violations, `invalid request: ${read.violations.map((v) => `${v.field || "body"}: ${v.description}`).join("; ")}`);
 }
 
 /** A unary method's implementation and interceptors, for the direct JSON path. */
@@ -91,7 +93,13 @@ function compress(header: Headers, json: Uint8Array, gzip: boolean): Promise<Uin
  * Unary JSON calls run the implementation directly, through the same interceptors, instead of
  * re-encoding to binary for Connect's protocol handler and back: the common call, half the work.
  */
-async function callDirect(direct: DirectUnary, req: UniversalServerRequest, message: Message, timeoutMs: number | undefined, gzip: boolean): Promise<UniversalServerResponse> {
+async function callDirect(
+  direct: DirectUnary,
+  req: UniversalServerRequest,
+  message: Message,
+  timeoutMs: number | undefined,
+  gzip: boolean,
+): Promise<UniversalServerResponse> {
   const { method } = direct.spec;
   const service = method.parent;
   const context = createHandlerContext({
@@ -123,9 +131,15 @@ async function callDirect(direct: DirectUnary, req: UniversalServerRequest, mess
 }
 
 /** A unary JSON request's message: read within the limit, decompressed within the limit, decoded. */
-async function readUnary(req: UniversalServerRequest, input: DescMessage, limits: BridgeLimits, request: (typeof COMPRESSIONS)[number] | null): Promise<Message> {
+async function readUnary(
+  req: UniversalServerRequest,
+  input: DescMessage,
+  limits: BridgeLimits,
+  request: (typeof COMPRESSIONS)[number] | null,
+): Promise<Message> {
   const body = req.body as AsyncIterable<Uint8Array>;
-  const bytes = request === null ? await readAllBytes(body, limits.readMaxBytes, req.header.get("content-length")) : await gunzipStream(body, limits.readMaxBytes);
+  const bytes =
+    request === null ? await readAllBytes(body, limits.readMaxBytes, req.header.get("content-length")) : await gunzipStream(body, limits.readMaxBytes);
   const decoded = decodeRequest(input, textDecoder.decode(bytes));
   if (decoded instanceof ConnectError) throw decoded;
   return decoded;
@@ -217,4 +231,3 @@ export function withSpecJson(inner: UniversalHandler, limits: BridgeLimits, dire
     supportedContentType: inner.supportedContentType,
   });
 }
-

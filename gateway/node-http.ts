@@ -99,10 +99,11 @@ async function writeEdge(res: ServerResponse, out: EdgeResponse, head: boolean, 
   if (out.body instanceof Uint8Array) return void res.end(out.body);
   for await (const chunk of out.body) {
     if (signal.aborted) return;
-    if (!res.write(chunk)) await new Promise<void>((resolve) => {
-      res.once("drain", resolve);
-      signal.addEventListener("abort", () => resolve(), { once: true });
-    });
+    if (!res.write(chunk))
+      await new Promise<void>((resolve) => {
+        res.once("drain", resolve);
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      });
   }
   res.end();
 }

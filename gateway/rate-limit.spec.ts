@@ -121,7 +121,10 @@ describe("config", () => {
     expect(c.rateLimits.key).toEqual({ quota: 200, windowSeconds: 1, burst: 400 });
     expect(c.rateLimits.anonymous).toEqual({ quota: 20, windowSeconds: 1, burst: 60 });
     expect(loadConfig({ ...base, MEDIA_RATE_LIMIT_KEY: "600/m" }).rateLimits.key).toEqual({ quota: 600, windowSeconds: 60, burst: 600 });
-    expect(loadConfig({ ...base, MEDIA_RATE_LIMIT_ANONYMOUS: "0", MEDIA_RATE_LIMIT_HEALTH: "off" }).rateLimits).toMatchObject({ anonymous: undefined, health: undefined });
+    expect(loadConfig({ ...base, MEDIA_RATE_LIMIT_ANONYMOUS: "0", MEDIA_RATE_LIMIT_HEALTH: "off" }).rateLimits).toMatchObject({
+      anonymous: undefined,
+      health: undefined,
+    });
   });
   it("stops on a bad value, naming the setting", () => {
     expect(() => loadConfig({ ...base, MEDIA_RATE_LIMIT_KEY: "fast" })).toThrow(/MEDIA_RATE_LIMIT_KEY/);
@@ -137,7 +140,13 @@ describe("rateLimitInterceptors", () => {
     const service = method === "Check" ? HealthService : APIKeyService;
     const contextValues = createContextValues().set(CLIENT_ADDRESS, "198.51.100.1");
     const header = new Headers(authorization ? { authorization } : {});
-    return { service, method: method === "Check" ? HealthService.method.check : APIKeyService.method.get, header, contextValues, stream: false } as unknown as Req;
+    return {
+      service,
+      method: method === "Check" ? HealthService.method.check : APIKeyService.method.get,
+      header,
+      contextValues,
+      stream: false,
+    } as unknown as Req;
   };
   const answer = async () => ({ header: new Headers(), trailer: new Headers(), stream: false, message: create(HealthService.method.check.output) }) as never;
 
@@ -173,7 +182,13 @@ describe("rateLimitInterceptors", () => {
       throw new ConnectError("invalid API key", Code.Unauthenticated);
     });
     const codes: Code[] = [];
-    for (let i = 0; i < 5; i++) codes.push(await run(request("Get", "Bearer ak_bad")).then(() => -1 as Code, (e: ConnectError) => e.code));
+    for (let i = 0; i < 5; i++)
+      codes.push(
+        await run(request("Get", "Bearer ak_bad")).then(
+          () => -1 as Code,
+          (e: ConnectError) => e.code,
+        ),
+      );
     expect(codes).toEqual([Code.Unauthenticated, Code.Unauthenticated, Code.ResourceExhausted, Code.ResourceExhausted, Code.ResourceExhausted]);
     expect(authChecks).toBe(2);
   });

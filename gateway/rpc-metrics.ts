@@ -72,7 +72,8 @@ export function withRpcMetrics(handler: UniversalHandler): UniversalHandler {
     }
     const contentType = res.header?.get("content-type") ?? "";
     const body = res.body as AsyncIterable<Uint8Array> | undefined;
-    if (body && /^application\/(connect\+|grpc-web)/.test(contentType)) return { ...res, body: observed(body, contentType.startsWith("application/grpc-web"), done) };
+    if (body && /^application\/(connect\+|grpc-web)/.test(contentType))
+      return { ...res, body: observed(body, contentType.startsWith("application/grpc-web"), done) };
     if (res.status === 200) {
       done("ok");
       return res;

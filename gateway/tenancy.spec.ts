@@ -10,7 +10,10 @@ const A2 = app("app_a2", "org_a");
 const B1 = app("app_b1", "org_b");
 const APPS = new Map([A1, A2, B1].map((a) => [a.id, a]));
 const org = { id: "org_a" } as OrganizationRecord;
-const directory = { app: async (id: string) => APPS.get(id), firstActiveApp: async (o: string) => [...APPS.values()].find((a) => a.organizationId === o) } as unknown as Directory;
+const directory = {
+  app: async (id: string) => APPS.get(id),
+  firstActiveApp: async (o: string) => [...APPS.values()].find((a) => a.organizationId === o),
+} as unknown as Directory;
 const key = { kind: "key", key: { id: "ak_1" }, app: A1, org } as unknown as Caller;
 const session = { kind: "session", user: { id: "usr_1" }, staff: false, org, role: "member" } as unknown as Caller;
 const noApps = { ...session, org: { id: "org_empty" } } as unknown as Caller;
@@ -44,7 +47,12 @@ describe("tenancy", () => {
     const rec = (appId: string, organizationId: string) => ({ id: "x", appId, organizationId });
     expect(visible(key, rec(A1.id, "org_a"), "job", "x").id).toBe("x");
     expect(visible(session, rec(A2.id, "org_a"), "job", "x").id).toBe("x");
-    for (const [caller, r] of [[key, rec(A2.id, "org_a")], [key, rec(B1.id, "org_b")], [session, rec(B1.id, "org_b")], [key, undefined]] as const) {
+    for (const [caller, r] of [
+      [key, rec(A2.id, "org_a")],
+      [key, rec(B1.id, "org_b")],
+      [session, rec(B1.id, "org_b")],
+      [key, undefined],
+    ] as const) {
       expect(await codeOf(() => visible(caller, r, "job", "x"))).toBe(Code.NotFound);
     }
     expect(await codeOf(visibleApp(directory, key, A2.id))).toBe(Code.NotFound);

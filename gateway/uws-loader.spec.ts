@@ -4,7 +4,12 @@ import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { loadUws, UWS_BUILDS } from "./uws-loader.js";
 
-const glibcMinor = Number(/GLIBC 2\.(\d+)|2\.(\d+)$/m.exec(execFileSync("ldd", ["--version"]).toString().split("\n")[0]!)?.slice(1).find(Boolean) ?? 0);
+const glibcMinor = Number(
+  /GLIBC 2\.(\d+)|2\.(\d+)$/m
+    .exec(execFileSync("ldd", ["--version"]).toString().split("\n")[0]!)
+    ?.slice(1)
+    .find(Boolean) ?? 0,
+);
 
 describe("which uWebSockets.js build serves", () => {
   it("on this machine: the newest build that loads, each refusal before it named", () => {
@@ -29,14 +34,11 @@ describe("which uWebSockets.js build serves", () => {
   it("prefers the first build whose binary loads, and says why others did not", () => {
     const loaded: string[] = [];
     const fake = { App: () => undefined };
-    const found = loadUws(
-      [{ alias: "uWebSockets.js", label: "first", binaries: "../binaries" }, UWS_BUILDS[1]!],
-      (file) => {
-        loaded.push(file);
-        if (file.endsWith(".node")) throw new Error("Error: boom\nversion `GLIBC_9.99' not found");
-        return fake;
-      },
-    );
+    const found = loadUws([{ alias: "uWebSockets.js", label: "first", binaries: "../binaries" }, UWS_BUILDS[1]!], (file) => {
+      loaded.push(file);
+      if (file.endsWith(".node")) throw new Error("Error: boom\nversion `GLIBC_9.99' not found");
+      return fake;
+    });
     expect(found.uws).toBeUndefined();
     expect(found.refused).toEqual(["first: version `GLIBC_9.99' not found", `${UWS_BUILDS[1]!.label}: version \`GLIBC_9.99' not found`]);
     const ok = loadUws([{ alias: "no-such-package", label: "missing", binaries: "." }, UWS_BUILDS[1]!], () => fake);

@@ -24,7 +24,8 @@ export const UWS_BUILDS: readonly UwsBuild[] = [
   { alias: "uWebSockets.js", label: "uWebSockets.js 20.30 (@trufflesuite build)", binaries: "../binaries" },
 ];
 
-export type UwsChoice = { readonly uws: UwsModule; readonly label: string; readonly refused: readonly string[] } | { readonly uws?: undefined; readonly refused: readonly string[] };
+export type UwsChoice =
+  { readonly uws: UwsModule; readonly label: string; readonly refused: readonly string[] } | { readonly uws?: undefined; readonly refused: readonly string[] };
 
 const require = createRequire(import.meta.url);
 

@@ -214,7 +214,15 @@ export async function listenUws(routes: Routes, options: HostOptions, uws: UwsMo
         return writeEdge(res, out, decision.cors, method === "HEAD", body, abort.signal);
       }
       const url = `http://${header.get("host") ?? "localhost"}${path}${query ? `?${query}` : ""}`;
-      const out = await decision.handler({ httpVersion: "1.1", method, url, header, body, signal: abort.signal, contextValues: options.contextValues(clientAddress) });
+      const out = await decision.handler({
+        httpVersion: "1.1",
+        method,
+        url,
+        header,
+        body,
+        signal: abort.signal,
+        contextValues: options.contextValues(clientAddress),
+      });
       return write(res, out, decision.cors, body, abort.signal);
     };
     void serve()
@@ -241,7 +249,9 @@ export async function listenUws(routes: Routes, options: HostOptions, uws: UwsMo
     // Exclusive: without it uWS sets SO_REUSEPORT, and a second server on a taken port would
     // silently share (and split) its connections instead of failing to start.
     const listen = app.listen as unknown as (host: string, port: number, flags: number, cb: (s: uWS.us_listen_socket | false) => void) => void;
-    listen.call(app, options.host, options.port, EXCLUSIVE_PORT, (socket) => (socket ? resolve(socket) : reject(new Error(`cannot listen on ${options.host}:${options.port}: the port is taken`))));
+    listen.call(app, options.host, options.port, EXCLUSIVE_PORT, (socket) =>
+      socket ? resolve(socket) : reject(new Error(`cannot listen on ${options.host}:${options.port}: the port is taken`)),
+    );
   });
   const port = uws.us_socket_local_port(listenSocket);
 
@@ -260,7 +270,13 @@ export async function listenUws(routes: Routes, options: HostOptions, uws: UwsMo
 /** Enveloped answers (Connect streaming, gRPC-web) flow message by message; unary ones go out whole, with a length. */
 const STREAMED = /^application\/(connect\+|grpc-web)/;
 
-async function write(res: uWS.HttpResponse, out: UniversalServerResponse, cors: readonly [string, string][], body: RequestBody, signal: AbortSignal): Promise<void> {
+async function write(
+  res: uWS.HttpResponse,
+  out: UniversalServerResponse,
+  cors: readonly [string, string][],
+  body: RequestBody,
+  signal: AbortSignal,
+): Promise<void> {
   const aborted = () => signal.aborted;
   const writeHead = () => {
     res.writeStatus(statusLine(out.status));
@@ -289,7 +305,13 @@ async function write(res: uWS.HttpResponse, out: UniversalServerResponse, cors: 
  * A body of unknown length, chunked: the head goes out with the first chunk, each chunk as soon as
  * it exists, waiting for the socket to drain when it fills; `beforeEnd` runs just before the end.
  */
-async function writeChunked(res: uWS.HttpResponse, iterator: AsyncIterator<Uint8Array>, writeHead: () => void, signal: AbortSignal, beforeEnd = () => undefined as void): Promise<void> {
+async function writeChunked(
+  res: uWS.HttpResponse,
+  iterator: AsyncIterator<Uint8Array>,
+  writeHead: () => void,
+  signal: AbortSignal,
+  beforeEnd = () => undefined as void,
+): Promise<void> {
   let headSent = false;
   try {
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
@@ -297,7 +319,7 @@ async function writeChunked(res: uWS.HttpResponse, iterator: AsyncIterator<Uint8
       const chunk = next.value;
       let ok = true;
       res.cork(() => {
-        if (!headSent) (headSent = true), writeHead();
+        if (!headSent) ((headSent = true), writeHead());
         ok = res.write(chunk);
       });
       if (!ok) await writable(res, signal);
@@ -330,7 +352,14 @@ function writable(res: uWS.HttpResponse, signal: AbortSignal, retry: (offset: nu
  * of unknown length chunked; either waits for the socket to drain when it fills. HEAD and bodiless
  * answers (304, 204) end without a body, keeping the length they report.
  */
-async function writeEdge(res: uWS.HttpResponse, out: EdgeResponse, cors: readonly [string, string][], head: boolean, body: RequestBody, signal: AbortSignal): Promise<void> {
+async function writeEdge(
+  res: uWS.HttpResponse,
+  out: EdgeResponse,
+  cors: readonly [string, string][],
+  head: boolean,
+  body: RequestBody,
+  signal: AbortSignal,
+): Promise<void> {
   if (signal.aborted) return;
   const declared = out.header.get("content-length");
   const total = declared === null ? undefined : Number(declared);
@@ -369,7 +398,7 @@ async function writeEdge(res: uWS.HttpResponse, out: EdgeResponse, cors: readonl
       const offset = res.getWriteOffset();
       let result: [boolean, boolean] = [true, false];
       res.cork(() => {
-        if (!headSent) (headSent = true), writeHead();
+        if (!headSent) ((headSent = true), writeHead());
         result = res.tryEnd(chunk, total);
       });
       if (result[1]) return; // all of total written

@@ -4,7 +4,14 @@
 // internal, though the caller sent it). Errors of our own services already have both and pass as is.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { readAllBytes, type UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, endStreamFlag, endStreamFromJson, endStreamToJson, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import {
+  codeToHttpStatus,
+  endStreamFlag,
+  endStreamFromJson,
+  endStreamToJson,
+  errorFromJsonBytes,
+  errorToJsonBytes,
+} from "@connectrpc/connect/protocol-connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { setTrailerStatus, trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { gunzipSync } from "node:zlib";

@@ -11,7 +11,14 @@ import { CliError, upload, videos } from "./upload-cli.js";
 
 /** The commands, their options (node:util parseArgs) and their lines of the usage text. */
 const COMMANDS = {
-  serve: { synopsis: "serve", about: ["run every role in one process (embedded default; MEDIA_MODE=cluster for Kafka and Cassandra)", "embedded, it locks its data folder (MEDIA_DATA_DIR, media.lock): one media process per folder"], options: {} },
+  serve: {
+    synopsis: "serve",
+    about: [
+      "run every role in one process (embedded default; MEDIA_MODE=cluster for Kafka and Cassandra)",
+      "embedded, it locks its data folder (MEDIA_DATA_DIR, media.lock): one media process per folder",
+    ],
+    options: {},
+  },
   gateway: { synopsis: "gateway", about: ["cluster mode: the HTTP gateway role only"], options: {} },
   "actor-host": { synopsis: "actor-host", about: ["cluster mode: the actor host role only"], options: {} },
   "encoder-node": { synopsis: "encoder-node", about: ["cluster mode: the encoder node role only (ffprobe and ffmpeg)"], options: {} },
@@ -62,7 +69,12 @@ class UsageError extends Error {}
 function parseCommand(name: CommandName, args: string[]): { values: Record<string, string | boolean | undefined>; positionals: string[]; help: boolean } {
   const spec: { options: ParseArgsConfig["options"]; positionals?: boolean } = COMMANDS[name];
   try {
-    const { values, positionals } = parseArgs({ args, options: { ...spec.options, help: { type: "boolean", short: "h" } }, allowPositionals: spec.positionals ?? false, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: { ...spec.options, help: { type: "boolean", short: "h" } },
+      allowPositionals: spec.positionals ?? false,
+      strict: true,
+    });
     const flat: Record<string, string | boolean | undefined> = {};
     for (const [key, value] of Object.entries(values)) flat[key] = Array.isArray(value) ? value[0] : value;
     if (positionals.length > 1) throw new Error(`Unexpected argument '${positionals[1]}'`);
@@ -100,7 +112,10 @@ function onSignals(stop: (signal: string) => Promise<void>): void {
 async function serve(config: Config, roles?: Roles): Promise<void> {
   const log = createLogger(config.logLevel);
   if (roles !== undefined && config.mode !== "cluster") {
-    throw new ConfigError("MEDIA_MODE", "the gateway, actor-host and encoder-node roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster");
+    throw new ConfigError(
+      "MEDIA_MODE",
+      "the gateway, actor-host and encoder-node roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster",
+    );
   }
   const { startServer } = await import("./server.js");
   const server = await startServer(config, log, roles);
@@ -135,7 +150,8 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(USAGE + "\n");
     return;
   }
-  if (!isCommand(command)) throw new UsageError(`media: unknown ${command.startsWith("-") ? "option" : "command"} '${command}' (media --help lists the commands)`);
+  if (!isCommand(command))
+    throw new UsageError(`media: unknown ${command.startsWith("-") ? "option" : "command"} '${command}' (media --help lists the commands)`);
   const { values, positionals, help } = parseCommand(command, rest);
   if (help) {
     const { synopsis, about } = COMMANDS[command];
@@ -162,7 +178,9 @@ async function main(argv: string[]): Promise<void> {
         env: Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined)),
         inheritOutput: true,
       });
-      process.stdout.write(`cluster up: gateways on ${cluster.gateways.map((g) => g.port).join(", ")}; ${cluster.actorHosts.length} actor hosts; ${cluster.encoderNodes.length} encoder nodes\n`);
+      process.stdout.write(
+        `cluster up: gateways on ${cluster.gateways.map((g) => g.port).join(", ")}; ${cluster.actorHosts.length} actor hosts; ${cluster.encoderNodes.length} encoder nodes\n`,
+      );
       onSignals(() => cluster.stop());
       return;
     }

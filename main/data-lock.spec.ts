@@ -10,7 +10,8 @@ import { DataFolderInUse, LOCK_FILE, lockDataFolder, parseHolder, processStart, 
 
 const folder = () => mkdtempSync(path.join(tmpdir(), "data-lock-"));
 const lockOf = (dir: string) => parseHolder(readFileSync(path.join(dir, LOCK_FILE), "utf8"));
-const writeLock = (dir: string, holder: Omit<LockHolder, "nonce">) => writeFileSync(path.join(dir, LOCK_FILE), JSON.stringify({ ...holder, nonce: "0123456789abcdef" }) + "\n");
+const writeLock = (dir: string, holder: Omit<LockHolder, "nonce">) =>
+  writeFileSync(path.join(dir, LOCK_FILE), JSON.stringify({ ...holder, nonce: "0123456789abcdef" }) + "\n");
 
 /** A pid that no process has any more: a child that has exited. */
 const deadPid = (): number => spawnSync(process.execPath, ["-e", ""]).pid;
@@ -34,7 +35,9 @@ describe("data folder lock", () => {
     writeLock(dir, holder);
     const before = readFileSync(path.join(dir, LOCK_FILE), "utf8");
     expect(() => lockDataFolder(dir)).toThrow(DataFolderInUse);
-    expect(() => lockDataFolder(dir)).toThrow(`the data folder ${dir} is in use by another media process (pid ${process.ppid}); stop it or set MEDIA_DATA_DIR to another folder`);
+    expect(() => lockDataFolder(dir)).toThrow(
+      `the data folder ${dir} is in use by another media process (pid ${process.ppid}); stop it or set MEDIA_DATA_DIR to another folder`,
+    );
     expect(readFileSync(path.join(dir, LOCK_FILE), "utf8")).toBe(before);
     expect(readdirSync(dir)).toEqual([LOCK_FILE]);
   });
@@ -90,7 +93,17 @@ describe("data folder lock", () => {
     // Asynchronously: a worker blocked on a child for seconds misses vitest's RPC deadlines.
     const child = (end: string) =>
       new Promise<{ pid: number | undefined; code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve, reject) => {
-        const c = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", `const { lockDataFolder } = await import(${JSON.stringify(module)}); lockDataFolder(${JSON.stringify(dir)}); ${end}`], { stdio: ["ignore", "ignore", "pipe"] });
+        const c = spawn(
+          process.execPath,
+          [
+            "--import",
+            "tsx",
+            "--input-type=module",
+            "-e",
+            `const { lockDataFolder } = await import(${JSON.stringify(module)}); lockDataFolder(${JSON.stringify(dir)}); ${end}`,
+          ],
+          { stdio: ["ignore", "ignore", "pipe"] },
+        );
         let stderr = "";
         c.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
         c.once("error", reject);

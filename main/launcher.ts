@@ -48,7 +48,11 @@ async function waitHealthy(port: number, child: ChildProcess, out: () => string)
   for (;;) {
     if (child.exitCode !== null) throw new Error(`gateway on ${port} exited: ${out()}`);
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/media.v1.HealthService/Check`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      const res = await fetch(`http://127.0.0.1:${port}/media.v1.HealthService/Check`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
       if (res.ok) return;
     } catch {
       /* not listening yet */

@@ -85,7 +85,14 @@ const BOOTSTRAP_MARK = { table: "meta", id: "bootstrap" } as const;
  * First start on an empty store: the default organization, app, owner and key. Several gateways
  * of a cluster may start at once, so the start claims the bootstrap with a conditional write first.
  */
-async function bootstrapIfEmpty(config: Config, store: Store, directory: Directory, actors: EntityCommands, box: SecretBox, log: Logger): Promise<{ bootstrap: Bootstrap | undefined; created: boolean }> {
+async function bootstrapIfEmpty(
+  config: Config,
+  store: Store,
+  directory: Directory,
+  actors: EntityCommands,
+  box: SecretBox,
+  log: Logger,
+): Promise<{ bootstrap: Bootstrap | undefined; created: boolean }> {
   const file = path.join(config.dataDir, "bootstrap.json");
   const existing = () => ({ bootstrap: existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Bootstrap) : undefined, created: false });
   if (await store.get(BOOTSTRAP_MARK.table, BOOTSTRAP_MARK.id)) return existing();
@@ -366,7 +373,22 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
   const address = new PublicAddress(config.publicUrl);
   const playback = new PlaybackRecords({ store, directory, box }, (type, id, listener) => updates!.subscribe(type, id, listener));
   const hosting = { publicUrl: () => address.get(), managed, playback } satisfies Hosting;
-  const handlers = createHandlers({ config, store, bus, directory, actors: commands!, paginator, box, guard, log, sessions, onKeyUsed, updates: updates!, hosting, ...(encoderNode ? { encoder: () => encoderNode.health() } : {}) });
+  const handlers = createHandlers({
+    config,
+    store,
+    bus,
+    directory,
+    actors: commands!,
+    paginator,
+    box,
+    guard,
+    log,
+    sessions,
+    onKeyUsed,
+    updates: updates!,
+    hosting,
+    ...(encoderNode ? { encoder: () => encoderNode.health() } : {}),
+  });
   const hostOptions: HostOptions = {
     host: config.httpHost,
     port: config.httpPort,
@@ -401,7 +423,12 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
  * build first), node:http where none does or where the operator chose it; one log line says which
  * host serves, and why the builds before it did not.
  */
-async function listenHost(choice: "uws" | "node", handlers: Parameters<typeof listenNodeHttp>[0], options: HostOptions, log: Logger): Promise<{ server: HostServer; host: string }> {
+async function listenHost(
+  choice: "uws" | "node",
+  handlers: Parameters<typeof listenNodeHttp>[0],
+  options: HostOptions,
+  log: Logger,
+): Promise<{ server: HostServer; host: string }> {
   if (choice === "uws") {
     const found = loadUws();
     if (found.uws) {

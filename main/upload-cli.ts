@@ -115,7 +115,8 @@ export interface UploadOptions {
 
 export async function upload(config: Config, options: UploadOptions, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const { file, info } = fileToSend(options.file);
-  if (options.visibility !== undefined && !["public", "unlisted", "private"].includes(options.visibility)) throw new CliError(`media upload: --visibility must be public, unlisted or private, not '${options.visibility}'`);
+  if (options.visibility !== undefined && !["public", "unlisted", "private"].includes(options.visibility))
+    throw new CliError(`media upload: --visibility must be public, unlisted or private, not '${options.visibility}'`);
   const api = apiOf(config, env);
   const statePath = pendingFile(file, env);
   let pending = existsSync(statePath) ? (JSON.parse(readFileSync(statePath, "utf8")) as Pending) : undefined;
@@ -194,7 +195,9 @@ export async function upload(config: Config, options: UploadOptions, env: NodeJS
     process.stderr.write(`${videoId} failed: ${why}\n`);
     return 1;
   }
-  process.stdout.write(`video:    ${video.id}\nplayback: ${video.playback_url ?? "(none: no signing key)"}\nembed:    ${video.embed_url ?? "(none: private)"}\n`);
+  process.stdout.write(
+    `video:    ${video.id}\nplayback: ${video.playback_url ?? "(none: no signing key)"}\nembed:    ${video.embed_url ?? "(none: private)"}\n`,
+  );
   return 0;
 }
 
@@ -227,5 +230,12 @@ export async function videos(config: Config, env: NodeJS.ProcessEnv = process.en
   return 0;
 }
 
-const TYPES: Record<string, string> = { ".mp4": "video/mp4", ".mov": "video/quicktime", ".mkv": "video/x-matroska", ".webm": "video/webm", ".avi": "video/x-msvideo", ".ts": "video/mp2t" };
+const TYPES: Record<string, string> = {
+  ".mp4": "video/mp4",
+  ".mov": "video/quicktime",
+  ".mkv": "video/x-matroska",
+  ".webm": "video/webm",
+  ".avi": "video/x-msvideo",
+  ".ts": "video/mp2t",
+};
 const contentTypeOf = (file: string) => TYPES[path.extname(file).toLowerCase()] ?? "application/octet-stream";

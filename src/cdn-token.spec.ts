@@ -39,7 +39,12 @@ describe("published vectors, the HS256 signing string (query-form tokens)", () =
     ["e2e/vectors.json path_only", "/abc", { token_path: "/abc" }, "HS256-uVZvT3SbEoVKYJyDJgbcsDmSFf73cv-uNUVaJiKWpbQ"],
     ["e2e/vectors.json ignore_params", "/300kb.jpg", { token_ignore_params: "true" }, "HS256-1lwWBD_c1IAGSj1UKPoxreu8ePDQ-Z9FoWLcRn_RRH0"],
     ["e2e/vectors.json limit_only", "/300kb.jpg", { limit: "1000" }, "HS256-DAVapqNNED3Z7JkjRTYX0UOIHNtbHEuuhRNEc4A7mMQ"],
-    ["token.test.js 'with countries allowed' (sorting, token_path '/')", "/", { token_path: "/", token_countries: "CA" }, "HS256-JWU7jhpnBGI-O54AYDAtrlZT86Ied4RTO2-Y8mUj60A"],
+    [
+      "token.test.js 'with countries allowed' (sorting, token_path '/')",
+      "/",
+      { token_path: "/", token_countries: "CA" },
+      "HS256-JWU7jhpnBGI-O54AYDAtrlZT86Ied4RTO2-Y8mUj60A",
+    ],
     ["token.test.js 'with countries blocked'", "/300kb.jpg", { token_countries_blocked: "CA" }, "HS256-zKGmNRBaHRmB4THCwmIQK5U21wH-S9KaJ6Ht7Kq9Zlw"],
     ["token.test.js 'with existing query params'", "/300kb.jpg", { v: "123" }, "HS256-q6oRQr-5ccQ-piO1HSEQu1DVMy9UMppRxGlIQwoeM5Y"],
   ] as const)("%s", (_name, signaturePath, params, token) => {
@@ -73,10 +78,34 @@ describe("signDirectoryUrl", () => {
     ["a token path without trailing '/'", "https://cdn.example.com", "k", "/play/vid_x", "/play/vid_x/a.ts", 1, 'cdn token: bad token path "/play/vid_x"'],
     ["a token path with '..'", "https://cdn.example.com", "k", "/play/../", "/play/../a.ts", 1, 'cdn token: bad token path "/play/../"'],
     ["a token path without leading '/'", "https://cdn.example.com", "k", "play/vid_x/", "play/vid_x/a.ts", 1, 'cdn token: bad token path "play/vid_x/"'],
-    ["a token path with an empty segment", "https://cdn.example.com", "k", "/play//vid_x/", "/play//vid_x/a.ts", 1, 'cdn token: bad token path "/play//vid_x/"'],
+    [
+      "a token path with an empty segment",
+      "https://cdn.example.com",
+      "k",
+      "/play//vid_x/",
+      "/play//vid_x/a.ts",
+      1,
+      'cdn token: bad token path "/play//vid_x/"',
+    ],
     ["an empty token path", "https://cdn.example.com", "k", "", "/play/vid_x/a.ts", 1, 'cdn token: bad token path ""'],
-    ["a file outside the token path", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_y/a.ts", 1, 'cdn token: file "/play/vid_y/a.ts" is not under "/play/vid_x/"'],
-    ["a file with '..'", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/../vid_y/a.ts", 1, 'cdn token: file "/play/vid_x/../vid_y/a.ts" is not under "/play/vid_x/"'],
+    [
+      "a file outside the token path",
+      "https://cdn.example.com",
+      "k",
+      "/play/vid_x/",
+      "/play/vid_y/a.ts",
+      1,
+      'cdn token: file "/play/vid_y/a.ts" is not under "/play/vid_x/"',
+    ],
+    [
+      "a file with '..'",
+      "https://cdn.example.com",
+      "k",
+      "/play/vid_x/",
+      "/play/vid_x/../vid_y/a.ts",
+      1,
+      'cdn token: file "/play/vid_x/../vid_y/a.ts" is not under "/play/vid_x/"',
+    ],
     ["the directory itself", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/", 1, 'cdn token: file "/play/vid_x/" is not under "/play/vid_x/"'],
     ["a fractional expiry", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/a.ts", 1.5, "cdn token: expires must be unix seconds"],
     ["a negative expiry", "https://cdn.example.com", "k", "/play/vid_x/", "/play/vid_x/a.ts", -1, "cdn token: expires must be unix seconds"],
@@ -317,7 +346,9 @@ describe("verifyDirectoryPath edge cases", () => {
     it("accepts every base64url character before the last (and checks it against the key)", () => {
       for (const c of "AZaz09-_") {
         const changed = sig.slice(0, 20) + c + sig.slice(21);
-        expect(verifyDirectoryPath(withSig(changed), [KEY], NOW)).toEqual(changed === sig ? { ok: true, filePath: file, tokenPath: DIR, expires: EXP } : { ok: false, reason: "signature" });
+        expect(verifyDirectoryPath(withSig(changed), [KEY], NOW)).toEqual(
+          changed === sig ? { ok: true, filePath: file, tokenPath: DIR, expires: EXP } : { ok: false, reason: "signature" },
+        );
       }
     });
   });
@@ -374,13 +405,19 @@ describe("verifyDirectoryPath edge cases", () => {
   });
 
   describe("file names that look like dot segments but are not", () => {
-    it.each(["/play/vid_x/a", "/play/vid_x/hd/a.ts", "/play/vid_x/a./b.ts", "/play/vid_x/.a", "/play/vid_x/.hidden/b.ts", "/play/vid_x/...", "/play/vid_x/..a/b.ts", "/play/vid_x/a.."])(
-      "signs and accepts %s",
-      (path) => {
-        const raw = signDirectoryUrl("", KEY, DIR, path, EXP);
-        expect(verifyDirectoryPath(raw, [KEY], NOW)).toEqual({ ok: true, filePath: path, tokenPath: DIR, expires: EXP });
-      },
-    );
+    it.each([
+      "/play/vid_x/a",
+      "/play/vid_x/hd/a.ts",
+      "/play/vid_x/a./b.ts",
+      "/play/vid_x/.a",
+      "/play/vid_x/.hidden/b.ts",
+      "/play/vid_x/...",
+      "/play/vid_x/..a/b.ts",
+      "/play/vid_x/a..",
+    ])("signs and accepts %s", (path) => {
+      const raw = signDirectoryUrl("", KEY, DIR, path, EXP);
+      expect(verifyDirectoryPath(raw, [KEY], NOW)).toEqual({ ok: true, filePath: path, tokenPath: DIR, expires: EXP });
+    });
 
     it.each(["/play/vid_x/./a.ts", "/play/vid_x/../vid_x/a.ts", "/play/vid_x/a/.", "/play/vid_x/a/.."])("refuses %s as outside", (path) => {
       expect(verifyDirectoryPath(`${seg}${path}`, [KEY], NOW)).toEqual({ ok: false, reason: "outside" });

@@ -33,7 +33,9 @@ export function bunnyToken(key: string, signaturePath: string, expires: number, 
   const entries = Object.entries(params).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   let signingData = "";
   for (const [name, value] of entries) signingData += `${signingData === "" ? "" : "&"}${name}=${value}`;
-  const digest = createHmac("sha256", key).update(signaturePath + String(expires) + signingData).digest("base64url");
+  const digest = createHmac("sha256", key)
+    .update(signaturePath + String(expires) + signingData)
+    .digest("base64url");
   return TOKEN_PREFIX + digest;
 }
 
@@ -74,9 +76,7 @@ export function signDirectoryUrl(base: string, key: string, tokenPath: string, f
 export type DirectoryTokenRefusal = "missing" | "malformed" | "expired" | "signature" | "outside";
 
 /** The outcome of verifyDirectoryPath. */
-export type DirectoryTokenCheck =
-  | { ok: true; filePath: string; tokenPath: string; expires: number }
-  | { ok: false; reason: DirectoryTokenRefusal };
+export type DirectoryTokenCheck = { ok: true; filePath: string; tokenPath: string; expires: number } | { ok: false; reason: DirectoryTokenRefusal };
 
 const MISSING: DirectoryTokenCheck = { ok: false, reason: "missing" };
 const MALFORMED: DirectoryTokenCheck = { ok: false, reason: "malformed" };
@@ -104,7 +104,7 @@ export function verifyDirectoryPath(rawPath: string, keys: readonly string[], no
   let token: string | undefined;
   let expiresText: string | undefined;
   let tokenPathRaw: string | undefined;
-  for (let i = 1; ; ) {
+  for (let i = 1; ;) {
     let amp = rawPath.indexOf("&", i);
     // Stryker disable next-line EqualityOperator: indexOf from i >= 1 is never 0, and amp (a '&') never equals end (a '/')
     if (amp < 0 || amp > end) amp = end;

@@ -78,7 +78,14 @@ export interface Config {
    */
   readonly managed:
     | { readonly kind: "local"; readonly dir: string }
-    | { readonly kind: "s3"; readonly bucket: string; readonly endpoint: string | undefined; readonly region: string; readonly accessKeyId: string; readonly secretAccessKey: string };
+    | {
+        readonly kind: "s3";
+        readonly bucket: string;
+        readonly endpoint: string | undefined;
+        readonly region: string;
+        readonly accessKeyId: string;
+        readonly secretAccessKey: string;
+      };
   /**
    * Length of the "day" of delete_source_after_days, and how often each actor host sweeps due
    * sources (MEDIA_SOURCE_RETENTION_DAY_SECONDS shrinks the day for tests).
@@ -116,7 +123,10 @@ export interface RatePolicy {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly setting: string, message: string) {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
     super(`${setting}: ${message}`);
     this.name = "ConfigError";
   }
@@ -127,7 +137,10 @@ export const VERSION = "0.1.0";
 /** MEDIA_CORS_ORIGINS: "*" (the default: callers authenticate with bearer credentials, never cookies), or exact origins. */
 function corsOrigins(env: NodeJS.ProcessEnv): readonly string[] {
   const raw = env.MEDIA_CORS_ORIGINS ?? "*";
-  const origins = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const origins = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   for (const origin of origins) {
     if (origin === "*") continue;
     let url: URL | undefined;
@@ -163,7 +176,8 @@ function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
     throw new ConfigError("MEDIA_PUBLIC_URL", `"${raw}" is not a URL`);
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") throw new ConfigError("MEDIA_PUBLIC_URL", `must be an http:// or https:// URL, got "${raw}"`);
-  if (url.search !== "" || url.hash !== "" || url.username !== "") throw new ConfigError("MEDIA_PUBLIC_URL", `must have no query, fragment or credentials, got "${raw}"`);
+  if (url.search !== "" || url.hash !== "" || url.username !== "")
+    throw new ConfigError("MEDIA_PUBLIC_URL", `must have no query, fragment or credentials, got "${raw}"`);
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
 }
 
@@ -176,7 +190,8 @@ export function defaultWorkerClass(cores: number): EncoderSettings["workerClass"
 
 function encoderSettings(env: NodeJS.ProcessEnv, mode: string): EncoderSettings {
   const workerClass = env.MEDIA_ENCODER_CLASS || defaultWorkerClass(os.availableParallelism());
-  if (workerClass !== "small" && workerClass !== "standard" && workerClass !== "large") throw new ConfigError("MEDIA_ENCODER_CLASS", `must be small, standard or large, got "${workerClass}"`);
+  if (workerClass !== "small" && workerClass !== "standard" && workerClass !== "large")
+    throw new ConfigError("MEDIA_ENCODER_CLASS", `must be small, standard or large, got "${workerClass}"`);
   // The embedded node keeps its name across restarts, so its first request hands back what its previous life held.
   const nodeId = env.MEDIA_ENCODER_ID || (mode === "embedded" ? "embedded" : `${os.hostname()}-${process.pid}`);
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) throw new ConfigError("MEDIA_ENCODER_ID", `"${nodeId}" must be 1 to 128 of A-Z a-z 0-9 . _ : -`);
@@ -196,12 +211,21 @@ function sourceRetention(env: NodeJS.ProcessEnv): Config["sourceRetention"] {
 
 function managedStorage(env: NodeJS.ProcessEnv): Config["managed"] {
   const bucket = env.MEDIA_MANAGED_S3_BUCKET;
-  if (bucket === undefined || bucket === "") return { kind: "local", dir: path.resolve(env.MEDIA_MANAGED_DIR || path.join(env.MEDIA_DATA_DIR ?? "./data", "managed")) };
+  if (bucket === undefined || bucket === "")
+    return { kind: "local", dir: path.resolve(env.MEDIA_MANAGED_DIR || path.join(env.MEDIA_DATA_DIR ?? "./data", "managed")) };
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new ConfigError("MEDIA_MANAGED_S3_BUCKET", `"${bucket}" is not a valid bucket name`);
   const accessKeyId = env.MEDIA_MANAGED_S3_ACCESS_KEY_ID ?? "";
   const secretAccessKey = env.MEDIA_MANAGED_S3_SECRET_ACCESS_KEY ?? "";
-  if (accessKeyId === "" || secretAccessKey === "") throw new ConfigError("MEDIA_MANAGED_S3_ACCESS_KEY_ID", "and MEDIA_MANAGED_S3_SECRET_ACCESS_KEY are required with MEDIA_MANAGED_S3_BUCKET");
-  return { kind: "s3", bucket, endpoint: endpoint(env, "MEDIA_MANAGED_S3_ENDPOINT"), region: env.MEDIA_MANAGED_S3_REGION || "us-east-1", accessKeyId, secretAccessKey };
+  if (accessKeyId === "" || secretAccessKey === "")
+    throw new ConfigError("MEDIA_MANAGED_S3_ACCESS_KEY_ID", "and MEDIA_MANAGED_S3_SECRET_ACCESS_KEY are required with MEDIA_MANAGED_S3_BUCKET");
+  return {
+    kind: "s3",
+    bucket,
+    endpoint: endpoint(env, "MEDIA_MANAGED_S3_ENDPOINT"),
+    region: env.MEDIA_MANAGED_S3_REGION || "us-east-1",
+    accessKeyId,
+    secretAccessKey,
+  };
 }
 
 /** An http(s) URL without path, query or credentials, kept without a trailing slash. */
@@ -220,7 +244,10 @@ function endpoint(env: NodeJS.ProcessEnv, name: string): string | undefined {
 }
 
 function netSettings(env: NodeJS.ProcessEnv): Config["net"] {
-  const allow = (env.MEDIA_NET_ALLOW ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const allow = (env.MEDIA_NET_ALLOW ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   for (const entry of allow) {
     if (!parseAllowEntry(entry)) throw new ConfigError("MEDIA_NET_ALLOW", `"${entry}" is neither a CIDR (10.0.0.0/8, ::1/128), an IP address nor a host name`);
   }
@@ -276,7 +303,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError("MEDIA_SERVER_SECRET", "is required in cluster mode (or a MEDIA_DATA_DIR shared by every process)");
   }
   const list = (name: string, fallback: string) => {
-    const items = (env[name] || fallback).split(",").map((s) => s.trim()).filter((s) => s !== "");
+    const items = (env[name] || fallback)
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
     if (items.some((i) => !/^[A-Za-z0-9.:[\]_-]+$/.test(i))) throw new ConfigError(name, `must be a comma-separated list of host:port, got "${env[name]}"`);
     return items;
   };

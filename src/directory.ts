@@ -154,8 +154,24 @@ export class Directory {
     const claimed = await this.slugClaimVersion(input.slug);
     if (claimed === undefined) throw slugTakenError(input.slug);
     const now = Date.now();
-    const org: OrganizationRecord = { id: newId(Prefix.organization), name: input.name, slug: input.slug, status: "active", createdAt: now, updatedAt: now, ...(input.billingEmail ? { billingEmail: input.billingEmail } : {}) };
-    const membership: MembershipRecord = { id: newId(Prefix.membership), organizationId: org.id, userId: owner.id, role: "owner", isActive: true, createdAt: now, updatedAt: now };
+    const org: OrganizationRecord = {
+      id: newId(Prefix.organization),
+      name: input.name,
+      slug: input.slug,
+      status: "active",
+      createdAt: now,
+      updatedAt: now,
+      ...(input.billingEmail ? { billingEmail: input.billingEmail } : {}),
+    };
+    const membership: MembershipRecord = {
+      id: newId(Prefix.membership),
+      organizationId: org.id,
+      userId: owner.id,
+      role: "owner",
+      isActive: true,
+      createdAt: now,
+      updatedAt: now,
+    };
     try {
       await this.store.commit({
         writes: [
@@ -182,7 +198,10 @@ export class Directory {
 
   // ── apps ──
 
-  async createApp(organizationId: string, input: { name: string; description?: string; webhook?: AppWebhookRecord; hosting?: AppHostingRecord }): Promise<AppRecord> {
+  async createApp(
+    organizationId: string,
+    input: { name: string; description?: string; webhook?: AppWebhookRecord; hosting?: AppHostingRecord },
+  ): Promise<AppRecord> {
     const now = Date.now();
     const app: AppRecord = {
       id: newId(Prefix.app),
@@ -293,7 +312,13 @@ export class Directory {
   private membershipWrites(m: MembershipRecord): RecordWrite[] {
     return [
       { table: T.memberships, id: membershipId(m.organizationId, m.userId), value: m, partition: m.organizationId, sort: sortKey(m.createdAt, m.id) },
-      { table: T.userMemberships, id: membershipId(m.userId, m.organizationId), value: { organizationId: m.organizationId, isActive: m.isActive }, partition: m.userId, sort: sortKey(m.createdAt, m.id) },
+      {
+        table: T.userMemberships,
+        id: membershipId(m.userId, m.organizationId),
+        value: { organizationId: m.organizationId, isActive: m.isActive },
+        partition: m.userId,
+        sort: sortKey(m.createdAt, m.id),
+      },
     ];
   }
 

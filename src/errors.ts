@@ -35,22 +35,15 @@ export function apiError(code: Code, message: string, violations: readonly Field
 }
 
 export const invalid = (violations: readonly FieldViolation[], message?: string): ConnectError =>
-  apiError(
-    Code.InvalidArgument,
-    message ?? violations.map((v) => `${v.field}: ${v.description}`).join("; "),
-    violations,
-  );
-export const invalidField = (field: string, description: string): ConnectError =>
-  invalid([{ field, description }]);
-export const notFound = (what: string, id: string): ConnectError =>
-  apiError(Code.NotFound, `${what} ${id} not found`);
+  apiError(Code.InvalidArgument, message ?? violations.map((v) => `${v.field}: ${v.description}`).join("; "), violations);
+export const invalidField = (field: string, description: string): ConnectError => invalid([{ field, description }]);
+export const notFound = (what: string, id: string): ConnectError => apiError(Code.NotFound, `${what} ${id} not found`);
 export const permissionDenied = (message: string): ConnectError => apiError(Code.PermissionDenied, message);
 export const unauthenticated = (message: string): ConnectError => apiError(Code.Unauthenticated, message);
 export const alreadyExists = (message: string, field?: string): ConnectError =>
   apiError(Code.AlreadyExists, message, field ? [{ field, description: message }] : []);
 export const failedPrecondition = (message: string): ConnectError => apiError(Code.FailedPrecondition, message);
-export const unimplemented = (capability: string): ConnectError =>
-  apiError(Code.Unimplemented, `${capability} is not available in this build yet`);
+export const unimplemented = (capability: string): ConnectError => apiError(Code.Unimplemented, `${capability} is not available in this build yet`);
 
 /** Internal, named errors: whether a retry can help is part of the name. */
 /** The store could not be reached or did not answer in time (a database restart): a retry may succeed. */
@@ -64,7 +57,11 @@ export class StoreUnavailable extends Error {
 
 export class VersionConflict extends Error {
   readonly retryable = true;
-  constructor(readonly key: string, expected: number, actual: number) {
+  constructor(
+    readonly key: string,
+    expected: number,
+    actual: number,
+  ) {
     super(`write to ${key} expected version ${expected}, found ${actual}`);
     this.name = "VersionConflict";
   }

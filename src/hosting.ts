@@ -4,7 +4,16 @@
 import { create, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { randomBytes } from "node:crypto";
 import { AudioCodec, QualityTier, VideoCodec } from "./gen/media/v1/preset_pb.js";
-import { DrmConfigSchema, EncodingMode, EncryptionScheme, OutputSpecSchema, OutputType, ThumbnailFormat, ThumbnailMode, ThumbnailSpecSchema } from "./gen/media/v1/job_pb.js";
+import {
+  DrmConfigSchema,
+  EncodingMode,
+  EncryptionScheme,
+  OutputSpecSchema,
+  OutputType,
+  ThumbnailFormat,
+  ThumbnailMode,
+  ThumbnailSpecSchema,
+} from "./gen/media/v1/job_pb.js";
 import type { SecretBox } from "./secrets.js";
 
 /** A CDN signing key, sealed at rest. */
@@ -33,7 +42,15 @@ export const TOKEN_SECONDS = 6 * 3600;
 /** Lifetime of an upload URL: about 1 hour (spec, Limits). */
 export const UPLOAD_URL_SECONDS = 3600;
 export const DEFAULT_LADDER: readonly number[] = [1080, 720, 480, 360];
-export const HOSTING_LIMITS = { ladderRungs: 8, minRung: 144, maxRung: 2160, maxRetentionDays: 3650, uploadBytes: 5_368_709_120, minPartBytes: 5 * 1024 * 1024, maxParts: 10_000 } as const;
+export const HOSTING_LIMITS = {
+  ladderRungs: 8,
+  minRung: 144,
+  maxRung: 2160,
+  maxRetentionDays: 3650,
+  uploadBytes: 5_368_709_120,
+  minPartBytes: 5 * 1024 * 1024,
+  maxParts: 10_000,
+} as const;
 
 function newKey(box: SecretBox, now: number): SigningKey {
   const key = randomBytes(32).toString("base64url");
@@ -103,7 +120,12 @@ export function ladderRungs(heights: readonly number[], source: LadderSource): {
 }
 
 /** The output a hosted video gets without a preset: H.264 HLS rungs at constrained CRF, AAC audio (when the source has audio). */
-export function ladderOutputSpec(heights: readonly number[], source: LadderSource | undefined, hasAudio: boolean, drm?: JsonValue): { [field: string]: JsonValue } {
+export function ladderOutputSpec(
+  heights: readonly number[],
+  source: LadderSource | undefined,
+  hasAudio: boolean,
+  drm?: JsonValue,
+): { [field: string]: JsonValue } {
   const rungs = source ? ladderRungs(heights, source) : [];
   const protection = drm === undefined ? undefined : fromJson(DrmConfigSchema, drm);
   // Protected ladders: aes_128 (the default) keeps HLS on ts segments, which hls.js and native HLS

@@ -6,7 +6,16 @@ import { createReadStream } from "node:fs";
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, UploadPartCopyCommand } from "@aws-sdk/client-s3";
+import {
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  UploadPartCopyCommand,
+} from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { LocalBlob } from "./blob/local.js";
 import { S3Blob } from "./blob/s3.js";
@@ -93,7 +102,8 @@ export class LocalManagedStorage implements ManagedStorage {
     const tmp = `${prefix}/incoming-${randomToken(12)}`;
     const { size, md5 } = await this.write(tmp, body);
     // Earlier writes of the same part number are replaced by this one.
-    for (const old of (await this.parts(prefix)).filter((p) => p.part === part)) await rm(this.localFile(`${prefix}/${partName(old.part, old.md5)}`), { force: true });
+    for (const old of (await this.parts(prefix)).filter((p) => p.part === part))
+      await rm(this.localFile(`${prefix}/${partName(old.part, old.md5)}`), { force: true });
     await rename(this.localFile(tmp), this.localFile(`${prefix}/${partName(part, md5)}`));
     return { part, size, md5 };
   }
@@ -165,7 +175,18 @@ export class S3ManagedStorage implements ManagedStorage {
 
   constructor(settings: S3Settings, guard: NetGuard) {
     this.bucket = settings.bucket;
-    this.blob = new S3Blob({ scheme: "s3", bucket: settings.bucket, region: settings.region, endpoint: settings.endpoint, accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey, allowHttp: true }, guard);
+    this.blob = new S3Blob(
+      {
+        scheme: "s3",
+        bucket: settings.bucket,
+        region: settings.region,
+        endpoint: settings.endpoint,
+        accessKeyId: settings.accessKeyId,
+        secretAccessKey: settings.secretAccessKey,
+        allowHttp: true,
+      },
+      guard,
+    );
   }
 
   async write(key: string, body: AsyncIterable<Uint8Array>, contentType: string): Promise<{ size: number; md5: string }> {
@@ -181,7 +202,13 @@ export class S3ManagedStorage implements ManagedStorage {
       })(),
     );
     try {
-      await new Upload({ client: this.blob.client, params: { Bucket: this.bucket, Key: key, Body: counted, ContentType: contentType }, partSize: 8 * 1024 * 1024, queueSize: 2, leavePartsOnError: false }).done();
+      await new Upload({
+        client: this.blob.client,
+        params: { Bucket: this.bucket, Key: key, Body: counted, ContentType: contentType },
+        partSize: 8 * 1024 * 1024,
+        queueSize: 2,
+        leavePartsOnError: false,
+      }).done();
     } catch (e) {
       hash.discard();
       throw this.blob.failure(e, key);
@@ -219,7 +246,15 @@ export class S3ManagedStorage implements ManagedStorage {
       const { UploadId } = await c.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key }));
       const done: { PartNumber: number; ETag: string }[] = [];
       for (const [i, p] of parts.entries()) {
-        const r = await c.send(new UploadPartCopyCommand({ Bucket: this.bucket, Key: key, UploadId, PartNumber: i + 1, CopySource: `${this.bucket}/${prefix}/${partName(p.part, p.md5)}` }));
+        const r = await c.send(
+          new UploadPartCopyCommand({
+            Bucket: this.bucket,
+            Key: key,
+            UploadId,
+            PartNumber: i + 1,
+            CopySource: `${this.bucket}/${prefix}/${partName(p.part, p.md5)}`,
+          }),
+        );
         done.push({ PartNumber: i + 1, ETag: r.CopyPartResult?.ETag ?? "" });
       }
       await c.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId, MultipartUpload: { Parts: done } }));
@@ -255,7 +290,9 @@ export class S3ManagedStorage implements ManagedStorage {
     const keys: string[] = [];
     for await (const o of this.list(`${prefix}/`)) keys.push(o.key);
     for (let i = 0; i < keys.length; i += 1000) {
-      await this.blob.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }));
+      await this.blob.client.send(
+        new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }),
+      );
     }
   }
 

@@ -138,7 +138,7 @@ export class OffloadedMd5 {
    */
   update(chunk: Uint8Array): Promise<void> | undefined {
     if (this.state.error) throw this.state.error;
-    for (let at = 0; at < chunk.byteLength; ) {
+    for (let at = 0; at < chunk.byteLength;) {
       const n = Math.min(chunk.byteLength - at, BATCH_BYTES - this.used);
       this.batch.set(chunk.subarray(at, at + n), this.used);
       this.used += n;

@@ -8,7 +8,18 @@ import { busContract } from "./bus/bus-contract.js";
 import { MemoryBus } from "./bus/memory-bus.js";
 import type { Bus, BusMessage } from "./bus/port.js";
 import { VersionConflict } from "./errors.js";
-import { encoderActivity, metricsRegistry, observeJobEnded, registerStoreGauges, timedBus, timedStore, topicLabel, watchOpened, type EncoderNodeRow, type QueueSummary } from "./metrics.js";
+import {
+  encoderActivity,
+  metricsRegistry,
+  observeJobEnded,
+  registerStoreGauges,
+  timedBus,
+  timedStore,
+  topicLabel,
+  watchOpened,
+  type EncoderNodeRow,
+  type QueueSummary,
+} from "./metrics.js";
 import { FileStore } from "./store/file-store.js";
 import type { StoredRecord, Store } from "./store/port.js";
 import { storeContract, type ContractStore } from "./store/store-contract.js";
@@ -19,7 +30,9 @@ async function value(name: string, labels: Record<string, string> = {}): Promise
   const base = name.replace(/_(count|sum)$/, "");
   const metric = metrics.find((m) => m.name === name) ?? metrics.find((m) => m.name === base);
   const nameOf = (v: object) => ("metricName" in v && typeof v.metricName === "string" ? v.metricName : metric?.name);
-  const found = (metric?.values ?? []).find((v) => nameOf(v) === name && JSON.stringify(Object.entries(v.labels).sort()) === JSON.stringify(Object.entries(labels).sort()));
+  const found = (metric?.values ?? []).find(
+    (v) => nameOf(v) === name && JSON.stringify(Object.entries(v.labels).sort()) === JSON.stringify(Object.entries(labels).sort()),
+  );
   return found?.value ?? 0;
 }
 
@@ -70,7 +83,11 @@ describe("timedStore", () => {
         },
       }),
     );
-    const before = { get: await value("media_store_operation_seconds_count", { operation: "get" }), commit: await value("media_store_operation_seconds_count", { operation: "commit" }), errors: await value("media_store_errors_total", { operation: "commit" }) };
+    const before = {
+      get: await value("media_store_operation_seconds_count", { operation: "get" }),
+      commit: await value("media_store_operation_seconds_count", { operation: "commit" }),
+      errors: await value("media_store_errors_total", { operation: "commit" }),
+    };
     await store.get("t", "a");
     await store.get("t", "b");
     await store.scan("t", "p", { limit: 1 });
@@ -85,7 +102,8 @@ describe("timedStore", () => {
     expect(await value("media_store_operation_seconds_count", { operation: "get" })).toBe(before.get + 2);
     expect(await value("media_store_operation_seconds_count", { operation: "commit" })).toBe(before.commit + 3);
     expect(await value("media_store_errors_total", { operation: "commit" })).toBe(before.errors + 1);
-    for (const operation of ["scan", "events", "latestSnapshot", "saveSnapshot"]) expect(await value("media_store_operation_seconds_count", { operation })).toBeGreaterThan(0);
+    for (const operation of ["scan", "events", "latestSnapshot", "saveSnapshot"])
+      expect(await value("media_store_operation_seconds_count", { operation })).toBeGreaterThan(0);
   });
 
   it("records the time an operation took", async () => {
@@ -126,7 +144,11 @@ describe("timedBus", () => {
       },
     };
     const bus = timedBus(inner);
-    const before = { published: await value("media_bus_publish_seconds_count", { topic: "updates" }), errors: await value("media_bus_publish_errors_total", { topic: "updates" }), handled: await value("media_bus_handler_seconds_count", { topic: "updates" }) };
+    const before = {
+      published: await value("media_bus_publish_seconds_count", { topic: "updates" }),
+      errors: await value("media_bus_publish_errors_total", { topic: "updates" }),
+      handled: await value("media_bus_handler_seconds_count", { topic: "updates" }),
+    };
     await bus.publish("test_abc.updates", [{ key: "k", value: new Uint8Array() }]);
     fail = true;
     await expect(bus.publish("media.updates", [])).rejects.toThrow("broker down");
@@ -142,7 +164,10 @@ describe("timedBus", () => {
 
 describe("process metrics", () => {
   it("observes a job's duration by outcome and ignores a status that is not an end", async () => {
-    const before = { completed: await value("media_job_duration_seconds_count", { outcome: "completed" }), sum: await value("media_job_duration_seconds_sum", { outcome: "completed" }) };
+    const before = {
+      completed: await value("media_job_duration_seconds_count", { outcome: "completed" }),
+      sum: await value("media_job_duration_seconds_sum", { outcome: "completed" }),
+    };
     observeJobEnded({ status: "completed", createdAt: 1_000, completedAt: 61_000 });
     observeJobEnded({ status: "processing", createdAt: 1_000 });
     expect(await value("media_job_duration_seconds_count", { outcome: "completed" })).toBe(before.completed + 1);
@@ -181,10 +206,21 @@ describe("process metrics", () => {
     const now = Date.now();
     const summary: QueueSummary = {
       at: now,
-      priorities: { premium: { depth: 2, oldestEnqueuedAt: now - 90_000 }, standard: { depth: 0, oldestEnqueuedAt: 0 }, economy: { depth: 7, oldestEnqueuedAt: now - 5_000 } },
+      priorities: {
+        premium: { depth: 2, oldestEnqueuedAt: now - 90_000 },
+        standard: { depth: 0, oldestEnqueuedAt: 0 },
+        economy: { depth: 7, oldestEnqueuedAt: now - 5_000 },
+      },
       leases: { small: 0, standard: 3, large: 1 },
     };
-    const row = (nodeId: string, cls: EncoderNodeRow["class"]): StoredRecord<EncoderNodeRow> => ({ id: nodeId, version: 1, partition: "all", sort: nodeId, expiresAt: 0, value: { nodeId, class: cls, busy: false, at: now } });
+    const row = (nodeId: string, cls: EncoderNodeRow["class"]): StoredRecord<EncoderNodeRow> => ({
+      id: nodeId,
+      version: 1,
+      partition: "all",
+      sort: nodeId,
+      expiresAt: 0,
+      value: { nodeId, class: cls, busy: false, at: now },
+    });
     let stored: QueueSummary | undefined = summary;
     const asked: string[] = [];
     const store = scripted({

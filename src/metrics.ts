@@ -22,7 +22,12 @@ const seconds = (since: number) => (performance.now() - since) / 1000;
 
 // ---- RPC (gateways)
 
-const rpcRequests = new Counter({ name: "media_rpc_requests_total", help: "RPCs answered, by method (Service/Method) and Connect code (ok on success); streams count when they end", labelNames: ["method", "code"] as const, registers });
+const rpcRequests = new Counter({
+  name: "media_rpc_requests_total",
+  help: "RPCs answered, by method (Service/Method) and Connect code (ok on success); streams count when they end",
+  labelNames: ["method", "code"] as const,
+  registers,
+});
 const rpcDuration = new Histogram({
   name: "media_rpc_duration_seconds",
   help: "Time from a call's arrival to its answer (unary) or to its end (streams), by method",
@@ -42,10 +47,32 @@ export function recordRpc(method: string, code: string, durationSeconds: number)
 export type StoreOperation = "get" | "commit" | "events" | "scan" | "latestSnapshot" | "saveSnapshot";
 
 const PORT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-const storeSeconds = new Histogram({ name: "media_store_operation_seconds", help: "Store operations, by operation", labelNames: ["operation"] as const, buckets: PORT_BUCKETS, registers });
-const storeErrors = new Counter({ name: "media_store_errors_total", help: "Store operations that failed, by operation (a lost condition, VersionConflict, is an answer and not counted)", labelNames: ["operation"] as const, registers });
-const busPublishSeconds = new Histogram({ name: "media_bus_publish_seconds", help: "Bus publishes until durable, by topic (without the deployment prefix)", labelNames: ["topic"] as const, buckets: PORT_BUCKETS, registers });
-const busPublishErrors = new Counter({ name: "media_bus_publish_errors_total", help: "Bus publishes that failed, by topic", labelNames: ["topic"] as const, registers });
+const storeSeconds = new Histogram({
+  name: "media_store_operation_seconds",
+  help: "Store operations, by operation",
+  labelNames: ["operation"] as const,
+  buckets: PORT_BUCKETS,
+  registers,
+});
+const storeErrors = new Counter({
+  name: "media_store_errors_total",
+  help: "Store operations that failed, by operation (a lost condition, VersionConflict, is an answer and not counted)",
+  labelNames: ["operation"] as const,
+  registers,
+});
+const busPublishSeconds = new Histogram({
+  name: "media_bus_publish_seconds",
+  help: "Bus publishes until durable, by topic (without the deployment prefix)",
+  labelNames: ["topic"] as const,
+  buckets: PORT_BUCKETS,
+  registers,
+});
+const busPublishErrors = new Counter({
+  name: "media_bus_publish_errors_total",
+  help: "Bus publishes that failed, by topic",
+  labelNames: ["topic"] as const,
+  registers,
+});
 const busHandlerSeconds = new Histogram({
   name: "media_bus_handler_seconds",
   help: "Time a consumer's handler took over one message, by topic",
@@ -123,7 +150,12 @@ export function timedBus(bus: Bus): Bus {
 
 // ---- Watch streams (gateways)
 
-const watchStreams = new Gauge({ name: "media_watch_streams_open", help: "Watch streams open on this gateway, by resource (job, video)", labelNames: ["resource"] as const, registers });
+const watchStreams = new Gauge({
+  name: "media_watch_streams_open",
+  help: "Watch streams open on this gateway, by resource (job, video)",
+  labelNames: ["resource"] as const,
+  registers,
+});
 
 /** Counts a Watch stream as open; call the answer once, when it ends (in a finally). */
 export function watchOpened(resource: "job" | "video"): () => void {
@@ -139,8 +171,17 @@ export function watchOpened(resource: "job" | "video"): () => void {
 // ---- Webhook deliveries (actor hosts)
 
 /** Deliveries with an attempt armed (a timer, or the attempt in flight) on this process. */
-export const webhookDeliveriesPending = new Gauge({ name: "media_webhook_deliveries_pending", help: "Webhook deliveries armed on this process: waiting for their next attempt or attempting", registers });
-export const webhookDeliveryAttempts = new Counter({ name: "media_webhook_delivery_attempts_total", help: "Webhook delivery attempts made by this process, by result (success, failure)", labelNames: ["result"] as const, registers });
+export const webhookDeliveriesPending = new Gauge({
+  name: "media_webhook_deliveries_pending",
+  help: "Webhook deliveries armed on this process: waiting for their next attempt or attempting",
+  registers,
+});
+export const webhookDeliveryAttempts = new Counter({
+  name: "media_webhook_delivery_attempts_total",
+  help: "Webhook delivery attempts made by this process, by result (success, failure)",
+  labelNames: ["result"] as const,
+  registers,
+});
 
 // ---- Jobs and encoders
 
@@ -167,9 +208,19 @@ export function observeJobEnded(job: { readonly status: string; readonly created
 const CLASSES: readonly WorkerClass[] = ["small", "standard", "large"];
 
 /** Tasks an encoder node of this process took: inc({ kind: "probe" | "encode", priority, class }). */
-export const encodeTasks = new Counter({ name: "media_encode_tasks_total", help: "Tasks run by this process's encoder node, by kind (probe, encode), job priority and worker class", labelNames: ["kind", "priority", "class"] as const, registers });
+export const encodeTasks = new Counter({
+  name: "media_encode_tasks_total",
+  help: "Tasks run by this process's encoder node, by kind (probe, encode), job priority and worker class",
+  labelNames: ["kind", "priority", "class"] as const,
+  registers,
+});
 
-const encoderBusy = new Gauge({ name: "media_encoder_busy", help: "1 while this process's encoder node runs a task, else 0, by worker class", labelNames: ["class"] as const, registers });
+const encoderBusy = new Gauge({
+  name: "media_encoder_busy",
+  help: "1 while this process's encoder node runs a task, else 0, by worker class",
+  labelNames: ["class"] as const,
+  registers,
+});
 
 /** Per class: tasks running, and when busy time was last added to the counter. */
 const activity = new Map<WorkerClass, { running: number; mark: number }>();

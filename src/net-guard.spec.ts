@@ -50,9 +50,12 @@ describe("address ranges", () => {
     expect(forbiddenRange(address)).toBe(range);
   });
 
-  it.each(["8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "169.255.0.1", "2606:4700:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8"])("%s is public", (address) => {
-    expect(forbiddenRange(address)).toBeUndefined();
-  });
+  it.each(["8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "169.255.0.1", "2606:4700:4700::1111", "2a00:1450:4001::200e", "::ffff:8.8.8.8"])(
+    "%s is public",
+    (address) => {
+      expect(forbiddenRange(address)).toBeUndefined();
+    },
+  );
 
   it("parses allowlist entries and refuses what is neither CIDR nor host name", () => {
     expect(parseAllowEntry("127.0.0.1/32")?.kind).toBe("cidr");
@@ -73,12 +76,21 @@ describe("check", () => {
     expect((await refusal(guard().check("file:///etc/passwd"))).reason).toBe("scheme");
     expect((await refusal(guard().check("not a url"))).reason).toBe("invalid_url");
     // http and https need a host: WHATWG URL refuses them without one, which the guard reports as invalid.
-    for (const hostless of ["https://", "https:///", "http://:443/"]) expect((await refusal(guard().check(hostless, { allowHttp: true }))).reason).toBe("invalid_url");
+    for (const hostless of ["https://", "https:///", "http://:443/"])
+      expect((await refusal(guard().check(hostless, { allowHttp: true }))).reason).toBe("invalid_url");
     expect(guard().parse("https:///8.8.8.8/x").hostname).toBe("8.8.8.8");
   });
 
   it("refuses loopback, private and metadata addresses, literal or resolved", async () => {
-    for (const url of ["https://127.0.0.1/", "https://10.0.0.8/", "https://169.254.169.254/latest/meta-data/", "https://[::1]/", "https://[fd00:ec2::254]/", "https://[::ffff:127.0.0.1]/", "https://localhost/"]) {
+    for (const url of [
+      "https://127.0.0.1/",
+      "https://10.0.0.8/",
+      "https://169.254.169.254/latest/meta-data/",
+      "https://[::1]/",
+      "https://[fd00:ec2::254]/",
+      "https://[::ffff:127.0.0.1]/",
+      "https://localhost/",
+    ]) {
       const e = await refusal(guard().check(url));
       expect(e.reason, url).toBe("forbidden_address");
     }
@@ -141,8 +153,7 @@ describe("connections", () => {
 
   it("refuses at connect time: the agents judge IP literals and look names up through the guard", async () => {
     const g = guard();
-    const viaAgent = (url: string) =>
-      new Promise((resolve, reject) => http.get(url, { agent: g.agent("http:") }, resolve).on("error", reject));
+    const viaAgent = (url: string) => new Promise((resolve, reject) => http.get(url, { agent: g.agent("http:") }, resolve).on("error", reject));
     expect((await refusal(viaAgent(`${plainUrl}/`))).reason).toBe("forbidden_address");
     expect((await refusal(viaAgent(plainUrl.replace("127.0.0.1", "localhost")))).reason).toBe("forbidden_address");
     expect(hits).toEqual([]);
@@ -244,12 +255,27 @@ describe("address ranges, entry by entry", () => {
   });
 
   // One past each edge of the ranges whose prefix ends inside a byte.
-  it.each(["100.63.255.255", "172.15.255.255", "198.17.255.255", "198.20.0.0", "223.255.255.255", "192.0.1.255", "192.0.3.0", "11.0.0.0", "1.0.0.0", "fbff:ffff::1", "fe00::1", "100:0:0:1::1", "2001:1::1", "2001:db9::1", "2002:808:808::", "64:ff9b:1::a00:1", "::ffff:0:0:1"])(
-    "%s is public",
-    (address) => {
-      expect(forbiddenRange(address)).toBeUndefined();
-    },
-  );
+  it.each([
+    "100.63.255.255",
+    "172.15.255.255",
+    "198.17.255.255",
+    "198.20.0.0",
+    "223.255.255.255",
+    "192.0.1.255",
+    "192.0.3.0",
+    "11.0.0.0",
+    "1.0.0.0",
+    "fbff:ffff::1",
+    "fe00::1",
+    "100:0:0:1::1",
+    "2001:1::1",
+    "2001:db9::1",
+    "2002:808:808::",
+    "64:ff9b:1::a00:1",
+    "::ffff:0:0:1",
+  ])("%s is public", (address) => {
+    expect(forbiddenRange(address)).toBeUndefined();
+  });
 
   it("names what is not an address", () => {
     expect(forbiddenRange("example.com")).toBe("unparseable");
@@ -291,20 +317,23 @@ describe("the allowlist across address families (survivor 8: inCidr's family che
   it("an IPv4 entry does not admit an IPv6 address whose leading bytes equal it", async () => {
     // fc00::1 starts with 0xfc = 252, fe80::1 with 254.128, fd00:ec2::254 with 253.0.14.194.
     const g = guard(["252.0.0.0/8", "254.128.0.0/16", "253.0.14.194/32"]);
-    for (const url of ["https://[fc00::1]/", "https://[fe80::1]/", "https://[fd00:ec2::254]/"]) expect((await refusal(g.check(url))).reason, url).toBe("forbidden_address");
+    for (const url of ["https://[fc00::1]/", "https://[fe80::1]/", "https://[fd00:ec2::254]/"])
+      expect((await refusal(g.check(url))).reason, url).toBe("forbidden_address");
     await g.check("https://252.1.2.3/"); // the entry itself works: 252.x is reserved (240/4) otherwise
   });
 
   it("an IPv6 entry does not admit an IPv4 address whose leading bytes equal it", async () => {
     // a00::/16 starts with 0x0a, 0x00: the bytes of 10.0.x.x. 7f00::/8 starts with 127.
     const g = guard(["a00::/16", "7f00::/8", "a9fe:a9fe::/32"]);
-    for (const url of ["https://10.0.0.1/", "https://127.0.0.1/", "https://169.254.169.254/"]) expect((await refusal(g.check(url))).reason, url).toBe("forbidden_address");
+    for (const url of ["https://10.0.0.1/", "https://127.0.0.1/", "https://169.254.169.254/"])
+      expect((await refusal(g.check(url))).reason, url).toBe("forbidden_address");
   });
 
   it("an IPv4 entry admits that address in the IPv6 forms that carry it, and no other", async () => {
     const g = guard(["10.1.0.0/16"]);
     for (const address of ["::ffff:10.1.2.3", "::ffff:a01:203", "64:ff9b::a01:203", "2002:a01:203::1", "::a01:203"]) await g.check(`https://[${address}]/`);
-    for (const address of ["::ffff:10.2.0.1", "64:ff9b::a02:1", "2002:a02:1::1", "fd0a:100::1"]) expect((await refusal(g.check(`https://[${address}]/`))).reason, address).toBe("forbidden_address");
+    for (const address of ["::ffff:10.2.0.1", "64:ff9b::a02:1", "2002:a02:1::1", "fd0a:100::1"])
+      expect((await refusal(g.check(`https://[${address}]/`))).reason, address).toBe("forbidden_address");
   });
 
   it("an IPv6 entry admits the IPv6 addresses under it", async () => {
@@ -343,7 +372,9 @@ describe("names, literals and connect-time lookups", () => {
     expect(await g.resolve("127.0.0.1")).toEqual([{ address: "127.0.0.1", family: 4 }]);
     expect(await g.resolve("[::1]")).toEqual([{ address: "::1", family: 6 }]);
     expect(spy).not.toHaveBeenCalled();
-    expect((await refusal(guard().resolve("[::1]"))).message).toBe("::1 is a loopback address; only public addresses are reachable unless the operator allows them (MEDIA_NET_ALLOW)");
+    expect((await refusal(guard().resolve("[::1]"))).message).toBe(
+      "::1 is a loopback address; only public addresses are reachable unless the operator allows them (MEDIA_NET_ALLOW)",
+    );
   });
 
   it("refuses a name when any one of its answers is non-public, naming both", async () => {
@@ -366,7 +397,9 @@ describe("names, literals and connect-time lookups", () => {
   });
 
   it("says why a name does not resolve", async () => {
-    vi.spyOn(dns.promises, "lookup").mockRejectedValueOnce(Object.assign(new Error("x"), { code: "ENOTFOUND" })).mockRejectedValueOnce(new Error("y"));
+    vi.spyOn(dns.promises, "lookup")
+      .mockRejectedValueOnce(Object.assign(new Error("x"), { code: "ENOTFOUND" }))
+      .mockRejectedValueOnce(new Error("y"));
     const first = await refusal(guard().resolve("gone.example"));
     expect([first.reason, first.message]).toEqual(["unresolvable", "gone.example does not resolve (ENOTFOUND)"]);
     expect((await refusal(guard().resolve("gone.example"))).message).toBe("gone.example does not resolve (lookup failed)");
@@ -524,7 +557,7 @@ describe("redirects, bodies and timeouts (survivors 6 and 7)", () => {
     expect((await run(`/hop/${status}/1`, { method: "POST", body: payload })).hits).toEqual([`POST /hop/${status}/1 payload`, `GET /hop/${status}/0`]);
   });
 
-  it.each([301, 302])("%i after PUT keeps the method and the body (mutant: `method === \"POST\"` made always true)", async (status) => {
+  it.each([301, 302])('%i after PUT keeps the method and the body (mutant: `method === "POST"` made always true)', async (status) => {
     expect((await run(`/hop/${status}/1`, { method: "PUT", body: payload })).hits).toEqual([`PUT /hop/${status}/1 payload`, `PUT /hop/${status}/0 payload`]);
   });
 

@@ -255,7 +255,10 @@ export class NetGuard {
     const candidates = bytes ? [bytes, embeddedV4(bytes)].filter((b): b is Bytes => b !== undefined) : [];
     if (candidates.some((b) => this.cidrs.some((c) => inCidr(b, c)))) return;
     const shown = host === address ? address : `${host} (${address})`;
-    throw new NetGuardError("forbidden_address", `${shown} is a ${range} address; only public addresses are reachable unless the operator allows them (MEDIA_NET_ALLOW)`);
+    throw new NetGuardError(
+      "forbidden_address",
+      `${shown} is a ${range} address; only public addresses are reachable unless the operator allows them (MEDIA_NET_ALLOW)`,
+    );
   }
 
   /** dns.lookup for sockets: the same rule at connect time, so the checked name cannot rebind. */
@@ -333,12 +336,22 @@ export class NetGuard {
     }
   }
 
-  private send(url: URL, method: string, headers: Record<string, string>, body: Readable | Buffer | undefined, options: GuardedRequestOptions): Promise<http.IncomingMessage> {
+  private send(
+    url: URL,
+    method: string,
+    headers: Record<string, string>,
+    body: Readable | Buffer | undefined,
+    options: GuardedRequestOptions,
+  ): Promise<http.IncomingMessage> {
     const timeoutMs = options.timeoutMs ?? 30_000;
     const protocol = url.protocol === "http:" ? "http:" : "https:";
     const send = protocol === "http:" ? http.request : https.request;
     return new Promise((resolve, reject) => {
-      const req = send(url, { method, headers, agent: this.agent(protocol), timeout: timeoutMs, ...(options.signal ? { signal: options.signal } : {}) }, resolve);
+      const req = send(
+        url,
+        { method, headers, agent: this.agent(protocol), timeout: timeoutMs, ...(options.signal ? { signal: options.signal } : {}) },
+        resolve,
+      );
       req.on("timeout", () => req.destroy(new NetGuardError("timeout", `${url.host} did not answer within ${timeoutMs / 1000} s`)));
       req.on("error", reject);
       if (body === undefined) req.end();

@@ -48,7 +48,14 @@ describe("sortKey", () => {
 describe("pageViolations", () => {
   it("accepts no request, limits 1 to 100, offsets from 0, and an offset of 0 with a cursor", () => {
     expect(pageViolations(undefined)).toEqual([]);
-    for (const ok of [request(), request({ limit: 1 }), request({ limit: 100 }), request({ offset: 0 }), request({ offset: 7 }), request({ offset: 0, cursor: "c" })]) {
+    for (const ok of [
+      request(),
+      request({ limit: 1 }),
+      request({ limit: 100 }),
+      request({ offset: 0 }),
+      request({ offset: 7 }),
+      request({ offset: 0, cursor: "c" }),
+    ]) {
       expect(pageViolations(ok)).toEqual([]);
     }
     expect(PAGE).toEqual({ defaultLimit: 20, minLimit: 1, maxLimit: 100 });
@@ -167,7 +174,10 @@ describe("Paginator over a list in memory", () => {
   });
 
   it("refuses bad requests and another list's cursor", () => {
-    expect(caught(() => page(request({ limit: 101 })))).toMatchObject({ code: Code.InvalidArgument, rawMessage: "pagination.limit: must be between 1 and 100" });
+    expect(caught(() => page(request({ limit: 101 })))).toMatchObject({
+      code: Code.InvalidArgument,
+      rawMessage: "pagination.limit: must be between 1 and 100",
+    });
     const cursor = page(request({ limit: 5 }), "presets:app_2").pagination.nextCursor;
     expect(caught(() => page(request({ cursor })))).toMatchObject(refusedCursor);
     expect(caught(() => page(request({ cursor: cursor.slice(0, -1) }), "presets:app_2"))).toMatchObject(refusedCursor);

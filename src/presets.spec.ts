@@ -84,7 +84,15 @@ describe("expansion into a job output", () => {
     expect(spec.type).toBe(OutputType.MP4);
     expect(spec.video).toHaveLength(1);
     expect(spec.video[0]).toMatchObject({ codec: VideoCodec.H264, resolution: "1080p", quality: QualityTier.STANDARD, bitrate: 0 });
-    expect(spec.video[0]!.h264).toMatchObject({ crf: 23, bitrateMode: BitrateMode.CRF, maxBitrateKbps: 8_000, bufferSizeKbps: 16_000, profile: "high", level: "4.1", encoderPreset: "medium" });
+    expect(spec.video[0]!.h264).toMatchObject({
+      crf: 23,
+      bitrateMode: BitrateMode.CRF,
+      maxBitrateKbps: 8_000,
+      bufferSizeKbps: 16_000,
+      profile: "high",
+      level: "4.1",
+      encoderPreset: "medium",
+    });
     expect(spec.video[0]!.h265).toBeUndefined();
     expect(spec.audio.map((a) => [a.codec, a.bitrateKbps, a.sampleRate, a.channels])).toEqual([[A.AAC, 128, 48_000, 2]]);
     expect(spec.disableAudio).toBe(false);
@@ -119,14 +127,31 @@ describe("expansion into a job output", () => {
   });
 
   it("marks a preset without audio as a video-only output, and applies its quality tier", () => {
-    const spec = presetToOutputSpec({ ...settings({ audio: plainAudio(), qualityTier: QualityTier.PREMIUM, container: Container.MKV }), id: "pst_x", system: true, createdAt: 0, updatedAt: 0 });
+    const spec = presetToOutputSpec({
+      ...settings({ audio: plainAudio(), qualityTier: QualityTier.PREMIUM, container: Container.MKV }),
+      id: "pst_x",
+      system: true,
+      createdAt: 0,
+      updatedAt: 0,
+    });
     expect(spec).toMatchObject({ type: OutputType.MKV, audio: [], disableAudio: true });
     expect(spec.video[0]!.quality).toBe(QualityTier.PREMIUM);
   });
 
   it("maps HLS over an MP4 container to fMP4 segments and DASH to a dash output", () => {
-    expect(presetToOutputSpec({ ...settings({ deliveryFormat: DeliveryFormat.HLS }), id: "pst_x", system: true, createdAt: 0, updatedAt: 0 }).hls?.segmentFormat).toBe(SegmentFormat.FMP4);
-    const dash = presetToOutputSpec({ ...settings({ deliveryFormat: DeliveryFormat.DASH, streaming: { dash: { segmentDurationSeconds: 4, manifestName: "", segmentTimeline: true, minBufferTimeSeconds: 0 } } }), id: "pst_x", system: true, createdAt: 0, updatedAt: 0 });
+    expect(
+      presetToOutputSpec({ ...settings({ deliveryFormat: DeliveryFormat.HLS }), id: "pst_x", system: true, createdAt: 0, updatedAt: 0 }).hls?.segmentFormat,
+    ).toBe(SegmentFormat.FMP4);
+    const dash = presetToOutputSpec({
+      ...settings({
+        deliveryFormat: DeliveryFormat.DASH,
+        streaming: { dash: { segmentDurationSeconds: 4, manifestName: "", segmentTimeline: true, minBufferTimeSeconds: 0 } },
+      }),
+      id: "pst_x",
+      system: true,
+      createdAt: 0,
+      updatedAt: 0,
+    });
     expect(dash.type).toBe(OutputType.DASH);
     expect(dash.dash).toMatchObject({ segmentDurationSeconds: 4, segmentTimeline: true });
   });
@@ -138,8 +163,17 @@ describe("settings rules", () => {
   });
 
   it("checks CRF by codec", () => {
-    const crf = (codec: VideoCodec, value: number) => violations(settings({ container: Container.MKV, audio: plainAudio({ codec: A.OPUS }), video: plainVideo({ codec, resolution: "720p", crf: value }) }))["video.crf"];
-    expect([crf(VideoCodec.H264, 15), crf(VideoCodec.H264, 35), crf(VideoCodec.H265, 18), crf(VideoCodec.VP9, 50), crf(VideoCodec.AV1, 55)]).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    const crf = (codec: VideoCodec, value: number) =>
+      violations(settings({ container: Container.MKV, audio: plainAudio({ codec: A.OPUS }), video: plainVideo({ codec, resolution: "720p", crf: value }) }))[
+        "video.crf"
+      ];
+    expect([crf(VideoCodec.H264, 15), crf(VideoCodec.H264, 35), crf(VideoCodec.H265, 18), crf(VideoCodec.VP9, 50), crf(VideoCodec.AV1, 55)]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(crf(VideoCodec.H264, 36)).toMatch(/15 to 35/);
     expect(crf(VideoCodec.H265, 17)).toMatch(/18 to 35/);
     expect(crf(VideoCodec.VP9, 51)).toMatch(/15 to 50/);
@@ -198,13 +232,25 @@ describe("settings rules", () => {
       "video.height": expect.stringMatching(/128 to 4320/),
       "video.resolution": "must be empty when width and height are set",
     });
-    expect(violations(settings({ container: Container.WEBM, audio: plainAudio({ codec: A.OPUS }), video: plainVideo({ codec: VideoCodec.VP9, resolution: "720p", bframes: 2, refs: 3, level: "4.0", tune: "film" }) }))).toEqual({
+    expect(
+      violations(
+        settings({
+          container: Container.WEBM,
+          audio: plainAudio({ codec: A.OPUS }),
+          video: plainVideo({ codec: VideoCodec.VP9, resolution: "720p", bframes: 2, refs: 3, level: "4.0", tune: "film" }),
+        }),
+      ),
+    ).toEqual({
       "video.bframes": "applies to h264 and h265 only",
       "video.refs": "applies to h264 and h265 only",
       "video.level": "vp9 takes no level",
       "video.tune": "vp9 takes no value here",
     });
-    expect(violations(settings({ container: Container.MKV, video: plainVideo({ codec: VideoCodec.AV1, resolution: "720p", encoderPreset: "13" }) }))["video.encoder_preset"]).toMatch(/3, 4, .* 12/);
+    expect(
+      violations(settings({ container: Container.MKV, video: plainVideo({ codec: VideoCodec.AV1, resolution: "720p", encoderPreset: "13" }) }))[
+        "video.encoder_preset"
+      ],
+    ).toMatch(/3, 4, .* 12/);
   });
 
   it("checks codecs against the container and the container against the delivery format", () => {
@@ -215,7 +261,16 @@ describe("settings rules", () => {
     expect(violations(settings({ container: Container.MOV, audio: plainAudio({ codec: A.OPUS }) }))["audio.codec"]).toMatch(/mov carries aac, mp3/);
     expect(violations(settings({ container: Container.TS }))["delivery_format"]).toMatch(/progressive delivery packages mp4 or webm or mkv or mov, not ts/);
     expect(violations(settings({ container: Container.TS, deliveryFormat: DeliveryFormat.HLS }))).toEqual({});
-    expect(violations(settings({ container: Container.WEBM, deliveryFormat: DeliveryFormat.CMAF, video: plainVideo({ codec: VideoCodec.VP9 }), audio: plainAudio({ codec: A.OPUS }) }))["delivery_format"]).toMatch(/cmaf delivery packages mp4/);
+    expect(
+      violations(
+        settings({
+          container: Container.WEBM,
+          deliveryFormat: DeliveryFormat.CMAF,
+          video: plainVideo({ codec: VideoCodec.VP9 }),
+          audio: plainAudio({ codec: A.OPUS }),
+        }),
+      )["delivery_format"],
+    ).toMatch(/cmaf delivery packages mp4/);
     expect(violations(settings({ container: Container.UNSPECIFIED }))["container"]).toMatch(/is required/);
     expect(violations(settings({ video: plainVideo(), audio: plainAudio() }))["video.codec"]).toBe("a preset needs video, audio or both");
     expect(violations(settings({ video: plainVideo({ crf: 20 }) }))["video.codec"]).toMatch(/is required when other video settings are set/);
@@ -224,7 +279,15 @@ describe("settings rules", () => {
   it("checks streaming settings against the delivery format", () => {
     const hls = { segmentDurationSeconds: 31, playlistType: 0, segmentFormat: SegmentFormat.FMP4, manifestName: "index.m3u8", iframePlaylists: false };
     expect(violations(settings({ streaming: { hls } }))).toEqual({ streaming: "applies to hls, dash and cmaf delivery only" });
-    expect(violations(settings({ container: Container.TS, deliveryFormat: DeliveryFormat.HLS, streaming: { hls, segments: { segmentDurationSeconds: 6, segmentFormat: 0, singleFile: false } } }))).toEqual({
+    expect(
+      violations(
+        settings({
+          container: Container.TS,
+          deliveryFormat: DeliveryFormat.HLS,
+          streaming: { hls, segments: { segmentDurationSeconds: 6, segmentFormat: 0, singleFile: false } },
+        }),
+      ),
+    ).toEqual({
       "streaming.hls.segment_duration_seconds": "must be 1 to 30 (or 0 for the default)",
       "streaming.hls.manifest_name": "must be 1 to 64 letters, digits, - or _ (no extension)",
       "streaming.hls.segment_format": "must be ts with container ts",
@@ -255,7 +318,15 @@ describe("stored presets", () => {
   });
 
   let n = 0;
-  const record = (over: Partial<PresetRecord> = {}): PresetRecord => ({ ...settings(), id: `pst_test${++n}`, appId: "app_a", organizationId: "org_a", createdAt: Date.now() + n, updatedAt: Date.now(), ...over });
+  const record = (over: Partial<PresetRecord> = {}): PresetRecord => ({
+    ...settings(),
+    id: `pst_test${++n}`,
+    appId: "app_a",
+    organizationId: "org_a",
+    createdAt: Date.now() + n,
+    updatedAt: Date.now(),
+    ...over,
+  });
   const codeOf = async (p: Promise<unknown>) => {
     try {
       await p;
@@ -286,7 +357,8 @@ describe("stored presets", () => {
   });
 
   it("treats a slug link whose preset does not hold the slug as absent, and lets a new preset take it over after the grace", async () => {
-    const link = (slug: string, value: Record<string, unknown>) => store.commit({ writes: [{ table: PRESET_SLUGS, id: `app_a:${slug}`, value, expectedVersion: 0 }] });
+    const link = (slug: string, value: Record<string, unknown>) =>
+      store.commit({ writes: [{ table: PRESET_SLUGS, id: `app_a:${slug}`, value, expectedVersion: 0 }] });
     const old = Date.now() - CLAIM_GRACE_MS - 1;
     // Left by creates that died after claiming: one preset never written, one from before links were stamped.
     await link("gone", { presetId: "pst_gone", createdAt: old });
@@ -320,7 +392,12 @@ describe("stored presets", () => {
     const overridden = await resolveOutputSpec(
       store,
       "app_a",
-      create(OutputSpecSchema, { preset: "system_hls_h264", video: [{ codec: VideoCodec.H264, resolution: "720p" }], encodingMode: EncodingMode.AUTO, disableAudio: true }),
+      create(OutputSpecSchema, {
+        preset: "system_hls_h264",
+        video: [{ codec: VideoCodec.H264, resolution: "720p" }],
+        encodingMode: EncodingMode.AUTO,
+        disableAudio: true,
+      }),
       "outputs[1]",
       check,
     );
@@ -329,7 +406,13 @@ describe("stored presets", () => {
     expect(overridden.hls?.segmentFormat).toBe(SegmentFormat.TS);
 
     // A different output type drops the preset's packaging with it.
-    const asMp4 = await resolveOutputSpec(store, "app_a", create(OutputSpecSchema, { preset: "pst_system_hls_h264", type: OutputType.MP4 }), "outputs[2]", check);
+    const asMp4 = await resolveOutputSpec(
+      store,
+      "app_a",
+      create(OutputSpecSchema, { preset: "pst_system_hls_h264", type: OutputType.MP4 }),
+      "outputs[2]",
+      check,
+    );
     expect(asMp4.hls).toBeUndefined();
     expect(asMp4.video).toHaveLength(4);
     expect(check.violations).toEqual([]);

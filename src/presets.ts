@@ -48,7 +48,10 @@ export interface StreamingRecord {
   readonly segments?: Plain<SegmentsConfig>;
 }
 /** A rendition below the top one: the top's codec settings with its own size and rates. */
-export type LadderRung = Pick<VideoSettingsRecord, "resolution" | "width" | "height" | "bitrateKbps" | "maxBitrateKbps" | "bufferSizeKbps" | "profile" | "level">;
+export type LadderRung = Pick<
+  VideoSettingsRecord,
+  "resolution" | "width" | "height" | "bitrateKbps" | "maxBitrateKbps" | "bufferSizeKbps" | "profile" | "level"
+>;
 
 /** What a preset says about encoding; the Preset resource's fields without identity and times. */
 export interface PresetSettings {
@@ -134,7 +137,17 @@ const rung = (resolution: string, bitrateKbps: number, profile = "", size?: { wi
   level: "",
 });
 const system = (slug: string, p: Omit<PresetSettings, "slug" | "qualityTier" | "contentType" | "faststart"> & Partial<PresetSettings>): SystemPreset =>
-  Object.freeze({ slug, contentType: ContentType.FILM, faststart: false, qualityTier: QualityTier.STANDARD, ...p, id: `${Prefix.preset}${slug}`, system: true as const, createdAt: CATALOG_AT, updatedAt: CATALOG_AT });
+  Object.freeze({
+    slug,
+    contentType: ContentType.FILM,
+    faststart: false,
+    qualityTier: QualityTier.STANDARD,
+    ...p,
+    id: `${Prefix.preset}${slug}`,
+    system: true as const,
+    createdAt: CATALOG_AT,
+    updatedAt: CATALOG_AT,
+  });
 
 const H264_LADDER_TOP = { codec: VideoCodec.H264, bitrateMode: BitrateMode.VBR, encoderPreset: "medium", keyint: 0 };
 
@@ -146,7 +159,17 @@ export const SYSTEM_PRESETS: readonly SystemPreset[] = Object.freeze([
     container: Container.MP4,
     faststart: true,
     deliveryFormat: DeliveryFormat.PROGRESSIVE,
-    video: plainVideo({ codec: VideoCodec.H264, resolution: "1080p", bitrateMode: BitrateMode.CRF, crf: 23, maxBitrateKbps: 8_000, bufferSizeKbps: 16_000, profile: "high", level: "4.1", encoderPreset: "medium" }),
+    video: plainVideo({
+      codec: VideoCodec.H264,
+      resolution: "1080p",
+      bitrateMode: BitrateMode.CRF,
+      crf: 23,
+      maxBitrateKbps: 8_000,
+      bufferSizeKbps: 16_000,
+      profile: "high",
+      level: "4.1",
+      encoderPreset: "medium",
+    }),
     audio: AAC_STEREO,
   }),
   system("system_web_mp4_720p", {
@@ -155,7 +178,17 @@ export const SYSTEM_PRESETS: readonly SystemPreset[] = Object.freeze([
     container: Container.MP4,
     faststart: true,
     deliveryFormat: DeliveryFormat.PROGRESSIVE,
-    video: plainVideo({ codec: VideoCodec.H264, resolution: "720p", bitrateMode: BitrateMode.CRF, crf: 23, maxBitrateKbps: 5_000, bufferSizeKbps: 10_000, profile: "high", level: "3.1", encoderPreset: "medium" }),
+    video: plainVideo({
+      codec: VideoCodec.H264,
+      resolution: "720p",
+      bitrateMode: BitrateMode.CRF,
+      crf: 23,
+      maxBitrateKbps: 5_000,
+      bufferSizeKbps: 10_000,
+      profile: "high",
+      level: "3.1",
+      encoderPreset: "medium",
+    }),
     audio: AAC_STEREO,
   }),
   system("system_hls_h264", {
@@ -163,7 +196,9 @@ export const SYSTEM_PRESETS: readonly SystemPreset[] = Object.freeze([
     description: "Four H.264 renditions (1080p, 720p, 480p, 360p) in 6-second MPEG-TS segments with AAC stereo.",
     container: Container.TS,
     deliveryFormat: DeliveryFormat.HLS,
-    streaming: { hls: { segmentDurationSeconds: 6, playlistType: HlsPlaylistType.VOD, segmentFormat: SegmentFormat.TS, manifestName: "index", iframePlaylists: false } },
+    streaming: {
+      hls: { segmentDurationSeconds: 6, playlistType: HlsPlaylistType.VOD, segmentFormat: SegmentFormat.TS, manifestName: "index", iframePlaylists: false },
+    },
     video: plainVideo({ ...H264_LADDER_TOP, resolution: "1080p", bitrateKbps: 5_000, maxBitrateKbps: 7_500, bufferSizeKbps: 10_000, profile: "high" }),
     ladder: [rung("720p", 2_800, "high"), rung("480p", 1_200, "main"), rung("", 700, "main", { width: 640, height: 360 })],
     audio: AAC_STEREO,
@@ -244,17 +279,20 @@ const DELIVERY: Record<DeliveryFormat, { name: string; containers: readonly Cont
 
 const inRange = (check: Check, field: string, value: number, min: number, max: number, zeroAllowed = true): void => {
   if (zeroAllowed && value === 0) return;
-  if (!Number.isInteger(value) || value < min || value > max) check.add(field, zeroAllowed ? `must be ${min} to ${max} (or 0 for the default)` : `must be ${min} to ${max}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    check.add(field, zeroAllowed ? `must be ${min} to ${max} (or 0 for the default)` : `must be ${min} to ${max}`);
 };
 const oneOf = (check: Check, field: string, value: string, allowed: readonly string[], what: string): void => {
-  if (value !== "" && !allowed.includes(value)) check.add(field, allowed.length === 0 ? `${what} takes no value here` : `must be one of ${allowed.join(", ")} for ${what}`);
+  if (value !== "" && !allowed.includes(value))
+    check.add(field, allowed.length === 0 ? `${what} takes no value here` : `must be one of ${allowed.join(", ")} for ${what}`);
 };
 
 export function checkSlug(check: Check, field: string, slug: string): void {
   if (slug === "") return void check.add(field, "is required");
   check.length(field, slug, PRESET_LIMITS.slugMin, PRESET_LIMITS.slugMax);
   if (!/^[a-z0-9_]+$/.test(slug)) check.add(field, "must use only lowercase letters, digits and underscores");
-  else if (slug.startsWith(SYSTEM_SLUG_PREFIX) && !SYSTEM_BY_SLUG.has(slug)) check.add(field, `the ${SYSTEM_SLUG_PREFIX} prefix is reserved for system presets`);
+  else if (slug.startsWith(SYSTEM_SLUG_PREFIX) && !SYSTEM_BY_SLUG.has(slug))
+    check.add(field, `the ${SYSTEM_SLUG_PREFIX} prefix is reserved for system presets`);
 }
 
 export function checkName(check: Check, field: string, name: string): void {
@@ -268,14 +306,33 @@ export function checkDescription(check: Check, field: string, description: strin
 function checkVideo(check: Check, v: VideoSettingsRecord, path: string): void {
   const rules = codecRules(v.codec);
   if (!rules) {
-    const anySet = v.resolution !== "" || v.width || v.height || v.framerate || v.bitrateMode || v.crf || v.bitrateKbps || v.maxBitrateKbps || v.bufferSizeKbps || v.profile || v.level || v.encoderPreset || v.tune || v.keyint || v.bframes !== undefined || v.refs;
+    const anySet =
+      v.resolution !== "" ||
+      v.width ||
+      v.height ||
+      v.framerate ||
+      v.bitrateMode ||
+      v.crf ||
+      v.bitrateKbps ||
+      v.maxBitrateKbps ||
+      v.bufferSizeKbps ||
+      v.profile ||
+      v.level ||
+      v.encoderPreset ||
+      v.tune ||
+      v.keyint ||
+      v.bframes !== undefined ||
+      v.refs;
     if (v.codec !== VideoCodec.UNSPECIFIED) check.add(`${path}.codec`, "must be h264, h265, vp9 or av1");
     else if (anySet) check.add(`${path}.codec`, "is required when other video settings are set (leave video empty for an audio-only preset)");
     return;
   }
   if (v.resolution !== "" && !RESOLUTIONS.includes(v.resolution)) check.add(`${path}.resolution`, `must be one of ${RESOLUTIONS.join(", ")}`);
   if (v.resolution !== "" && (v.width || v.height)) check.add(`${path}.resolution`, "must be empty when width and height are set");
-  for (const [side, max, other] of [["width", 7680, "height"], ["height", 4320, "width"]] as const) {
+  for (const [side, max, other] of [
+    ["width", 7680, "height"],
+    ["height", 4320, "width"],
+  ] as const) {
     const n = v[side];
     if (n !== 0 && (n < 128 || n > max)) check.add(`${path}.${side}`, `must be 128 to ${max}`);
     else if (n % 2 !== 0) check.add(`${path}.${side}`, "must be even (4:2:0 chroma halves each side)");
@@ -309,12 +366,14 @@ function checkAudio(check: Check, a: AudioSettingsRecord, path: string): void {
   const name = AUDIO_NAMES[a.codec];
   if (!name) {
     if (a.codec !== AudioCodec.UNSPECIFIED) check.add(`${path}.codec`, "must be aac, opus or mp3");
-    else if (a.bitrateKbps || a.sampleRate || a.channels || a.normalize) check.add(`${path}.codec`, "is required when other audio settings are set (leave audio empty for a video-only preset)");
+    else if (a.bitrateKbps || a.sampleRate || a.channels || a.normalize)
+      check.add(`${path}.codec`, "is required when other audio settings are set (leave audio empty for a video-only preset)");
     return;
   }
   inRange(check, `${path}.bitrate_kbps`, a.bitrateKbps, 32, 512);
   const { sampleRates: rates, maxChannels } = AUDIO_RULES[name];
-  if (a.sampleRate !== 0 && !rates.includes(a.sampleRate)) check.add(`${path}.sample_rate`, `must be 0 (keep the original) or one of ${rates.join(", ")} for ${name}`);
+  if (a.sampleRate !== 0 && !rates.includes(a.sampleRate))
+    check.add(`${path}.sample_rate`, `must be 0 (keep the original) or one of ${rates.join(", ")} for ${name}`);
   inRange(check, `${path}.channels`, a.channels, 1, maxChannels);
 }
 
@@ -332,7 +391,8 @@ function checkStreaming(check: Check, p: PresetSettings): void {
     seconds("streaming.hls.segment_duration_seconds", s.hls.segmentDurationSeconds);
     manifest("streaming.hls.manifest_name", s.hls.manifestName);
     const wanted = p.container === Container.TS ? SegmentFormat.TS : SegmentFormat.FMP4;
-    if (s.hls.segmentFormat !== SegmentFormat.UNSPECIFIED && s.hls.segmentFormat !== wanted) check.add("streaming.hls.segment_format", `must be ${wanted === SegmentFormat.TS ? "ts" : "fmp4"} with container ${CONTAINERS[p.container]?.name}`);
+    if (s.hls.segmentFormat !== SegmentFormat.UNSPECIFIED && s.hls.segmentFormat !== wanted)
+      check.add("streaming.hls.segment_format", `must be ${wanted === SegmentFormat.TS ? "ts" : "fmp4"} with container ${CONTAINERS[p.container]?.name}`);
   }
   if (s.dash) {
     if (delivery === "hls") check.add("streaming.dash", "applies to dash and cmaf delivery");
@@ -363,13 +423,18 @@ export function checkPresetSettings(check: Check, p: PresetSettings, blame: Blam
   const delivery = DELIVERY[p.deliveryFormat];
   if (!delivery) check.add("delivery_format", "must be progressive, hls, dash or cmaf");
   else if (!delivery.containers.includes(p.container)) {
-    check.add("delivery_format", `${delivery.name} delivery packages ${delivery.containers.map((c) => CONTAINERS[c].name).join(" or ")}, not ${container.name}`);
+    check.add(
+      "delivery_format",
+      `${delivery.name} delivery packages ${delivery.containers.map((c) => CONTAINERS[c].name).join(" or ")}, not ${container.name}`,
+    );
   }
   const videoRules = codecRules(p.video.codec);
   const audioName = AUDIO_NAMES[p.audio.codec];
   if (p.video.codec === VideoCodec.UNSPECIFIED && p.audio.codec === AudioCodec.UNSPECIFIED) check.add("video.codec", "a preset needs video, audio or both");
-  if (videoRules && !container.video.includes(p.video.codec)) check.add(blame.video, `${container.name} carries ${container.video.map((c) => videoCodecName(c)).join(", ")} video, not ${videoRules.name}`);
-  if (audioName && !container.audio.includes(p.audio.codec)) check.add(blame.audio, `${container.name} carries ${container.audio.map((c) => AUDIO_NAMES[c]).join(", ")} audio, not ${audioName}`);
+  if (videoRules && !container.video.includes(p.video.codec))
+    check.add(blame.video, `${container.name} carries ${container.video.map((c) => videoCodecName(c)).join(", ")} video, not ${videoRules.name}`);
+  if (audioName && !container.audio.includes(p.audio.codec))
+    check.add(blame.audio, `${container.name} carries ${container.audio.map((c) => AUDIO_NAMES[c]).join(", ")} audio, not ${audioName}`);
   if (!(p.contentType in ContentType)) check.add("content_type", "must be film, animation, grain, gaming, sports or stillimage");
   if (!(p.qualityTier in QualityTier)) check.add("quality_tier", "must be economy, standard or premium");
   checkStreaming(check, p);
@@ -391,7 +456,15 @@ function outputTypeOf(p: PresetSettings): OutputType {
 }
 
 function variantOf(v: VideoSettingsRecord, quality: QualityTier): VideoVariant {
-  const rate = { crf: v.crf, bitrateMode: v.bitrateMode, maxBitrateKbps: v.maxBitrateKbps, bufferSizeKbps: v.bufferSizeKbps, keyint: v.keyint, profile: v.profile, encoderPreset: v.encoderPreset };
+  const rate = {
+    crf: v.crf,
+    bitrateMode: v.bitrateMode,
+    maxBitrateKbps: v.maxBitrateKbps,
+    bufferSizeKbps: v.bufferSizeKbps,
+    keyint: v.keyint,
+    profile: v.profile,
+    encoderPreset: v.encoderPreset,
+  };
   const h26x = { ...rate, level: v.level, tune: v.tune, bframes: v.bframes, refs: v.refs };
   return create(VideoVariantSchema, {
     codec: v.codec,
@@ -411,12 +484,19 @@ function variantOf(v: VideoSettingsRecord, quality: QualityTier): VideoVariant {
 /** The job output a preset describes: a ladder becomes one video variant per rung, top first. */
 export function presetToOutputSpec(p: PresetRecord | SystemPreset): OutputSpec {
   const type = outputTypeOf(p);
-  const video = p.video.codec === VideoCodec.UNSPECIFIED ? [] : [p.video, ...(p.ladder ?? []).map((r) => ({ ...p.video, ...r }))].map((v) => variantOf(v, p.qualityTier));
+  const video =
+    p.video.codec === VideoCodec.UNSPECIFIED ? [] : [p.video, ...(p.ladder ?? []).map((r) => ({ ...p.video, ...r }))].map((v) => variantOf(v, p.qualityTier));
   const a = p.audio;
-  const audio = a.codec === AudioCodec.UNSPECIFIED ? [] : [create(AudioTrackSchema, { codec: a.codec, bitrateKbps: a.bitrateKbps, sampleRate: a.sampleRate, channels: a.channels, normalize: a.normalize })];
+  const audio =
+    a.codec === AudioCodec.UNSPECIFIED
+      ? []
+      : [create(AudioTrackSchema, { codec: a.codec, bitrateKbps: a.bitrateKbps, sampleRate: a.sampleRate, channels: a.channels, normalize: a.normalize })];
   const s = p.streaming;
   const segmentFormat = p.container === Container.TS ? SegmentFormat.TS : SegmentFormat.FMP4;
-  const hls = type === OutputType.HLS || (type === OutputType.ADAPTIVE && s?.hls) ? create(HlsConfigSchema, { ...s?.hls, segmentFormat: s?.hls?.segmentFormat || segmentFormat }) : undefined;
+  const hls =
+    type === OutputType.HLS || (type === OutputType.ADAPTIVE && s?.hls)
+      ? create(HlsConfigSchema, { ...s?.hls, segmentFormat: s?.hls?.segmentFormat || segmentFormat })
+      : undefined;
   const dash = (type === OutputType.DASH || type === OutputType.ADAPTIVE) && s?.dash ? create(DashConfigSchema, s.dash) : undefined;
   const segments = type === OutputType.ADAPTIVE ? create(SegmentsConfigSchema, { ...s?.segments, segmentFormat: SegmentFormat.FMP4 }) : undefined;
   return create(OutputSpecSchema, { type, video, audio, hls, dash, segments, disableAudio: audio.length === 0 });
@@ -501,7 +581,14 @@ async function claimSlug(store: Store, appId: string, slug: string, presetId: st
   return { table: PRESET_SLUGS, id, value: { presetId, createdAt: Date.now() } satisfies SlugLink, expectedVersion: held?.version ?? 0 };
 }
 
-const presetWrite = (p: PresetRecord, expectedVersion: number) => ({ table: PRESETS, id: p.id, value: p, partition: p.appId, sort: sortKey(p.createdAt, p.id), expectedVersion });
+const presetWrite = (p: PresetRecord, expectedVersion: number) => ({
+  table: PRESETS,
+  id: p.id,
+  value: p,
+  partition: p.appId,
+  sort: sortKey(p.createdAt, p.id),
+  expectedVersion,
+});
 
 /** Claims the slug, then stores the new preset; a lost race is already_exists. */
 export async function insertPreset(store: Store, p: PresetRecord): Promise<PresetRecord> {

@@ -38,7 +38,9 @@ describe("the table", () => {
   });
 
   it("charges the documented H.264 anchors and the fee", () => {
-    expect(["480p", "720p", "1080p", "1440p", "2160p", "4320p"].map((r) => rateMicrosPerMinute("h264", r as never, "standard", "30"))).toEqual([4_000, 6_000, 9_000, 18_000, 30_000, 90_000]);
+    expect(["480p", "720p", "1080p", "1440p", "2160p", "4320p"].map((r) => rateMicrosPerMinute("h264", r as never, "standard", "30"))).toEqual([
+      4_000, 6_000, 9_000, 18_000, 30_000, 90_000,
+    ]);
     expect(PROCESSING_FEE_MICROS).toBe(10_000);
     expect(AUDIO_ONLY_MICROS_PER_MINUTE).toBe(1_000);
   });
@@ -195,9 +197,31 @@ describe("amounts", () => {
 describe("bucket edges", () => {
   it("holds a frame in a bucket up to its long-side and short-side limits, and no further", () => {
     // Long side limits 1024, 1280, 1920, 2560, 4096 with a short side that fits the smallest bucket.
-    expect([1024, 1025, 1280, 1281, 1920, 1921, 2560, 2561, 4096, 4097].map((w) => resolutionBucket(w, 400))).toEqual(["480p", "720p", "720p", "1080p", "1080p", "1440p", "1440p", "2160p", "2160p", "4320p"]);
+    expect([1024, 1025, 1280, 1281, 1920, 1921, 2560, 2561, 4096, 4097].map((w) => resolutionBucket(w, 400))).toEqual([
+      "480p",
+      "720p",
+      "720p",
+      "1080p",
+      "1080p",
+      "1440p",
+      "1440p",
+      "2160p",
+      "2160p",
+      "4320p",
+    ]);
     // Short side limits 576, 720, 1080, 1440, 2160 on square frames, where the short side decides.
-    expect([576, 577, 720, 721, 1080, 1081, 1440, 1441, 2160, 2161].map((s) => resolutionBucket(s, s))).toEqual(["480p", "720p", "720p", "1080p", "1080p", "1440p", "1440p", "2160p", "2160p", "4320p"]);
+    expect([576, 577, 720, 721, 1080, 1081, 1440, 1441, 2160, 2161].map((s) => resolutionBucket(s, s))).toEqual([
+      "480p",
+      "720p",
+      "720p",
+      "1080p",
+      "1080p",
+      "1440p",
+      "1440p",
+      "2160p",
+      "2160p",
+      "4320p",
+    ]);
   });
 
   it("prices a square or portrait frame by its short side too: 1440x1440 is 1440p, not 1080p", () => {
@@ -241,7 +265,12 @@ describe("a variant with one side", () => {
   });
 
   it("without an input size, a height is a landscape short side and a width a long side", () => {
-    for (const input of [undefined, { width: 0, height: 0, frameRate: 30 }, { width: 1920, height: 0, frameRate: 30 }, { width: 0, height: 1080, frameRate: 30 }]) {
+    for (const input of [
+      undefined,
+      { width: 0, height: 0, frameRate: 30 },
+      { width: 1920, height: 0, frameRate: 30 },
+      { width: 0, height: 1080, frameRate: 30 },
+    ]) {
       expect(bucketOf({ height: 1080 }, input), JSON.stringify(input)).toBe(9_000);
       expect(bucketOf({ height: 2400 }, input), JSON.stringify(input)).toBe(90_000);
       expect(bucketOf({ width: 1280 }, input), JSON.stringify(input)).toBe(6_000);
@@ -257,14 +286,19 @@ describe("a variant with one side", () => {
 
 describe("codecs, tiers and unknown prices", () => {
   it("maps every priced codec and every tier, standard for an unknown tier", () => {
-    const rate = (codec: VideoCodec, quality?: QualityTier) => variantRateMicrosPerMinute(variant({ codec, resolution: "720p", ...(quality !== undefined ? { quality } : {}) }), undefined);
+    const rate = (codec: VideoCodec, quality?: QualityTier) =>
+      variantRateMicrosPerMinute(variant({ codec, resolution: "720p", ...(quality !== undefined ? { quality } : {}) }), undefined);
     expect([VideoCodec.H264, VideoCodec.H265, VideoCodec.VP9, VideoCodec.AV1].map((c) => rate(c))).toEqual([6_000, 12_000, 9_600, 24_000]);
-    expect([QualityTier.UNSPECIFIED, QualityTier.ECONOMY, QualityTier.STANDARD, QualityTier.PREMIUM].map((q) => rate(VideoCodec.H264, q))).toEqual([6_000, 4_500, 6_000, 9_000]);
+    expect([QualityTier.UNSPECIFIED, QualityTier.ECONOMY, QualityTier.STANDARD, QualityTier.PREMIUM].map((q) => rate(VideoCodec.H264, q))).toEqual([
+      6_000, 4_500, 6_000, 9_000,
+    ]);
     expect(rate(VideoCodec.H264, 99 as QualityTier)).toBe(6_000);
   });
 
   it("says why a price is unknown, and that retrying will not help", () => {
-    expect(() => variantRateMicrosPerMinute(variant({ codec: VideoCodec.AV1 }), undefined)).toThrow("price unknown: the variant has no resolution and there is no input to take it from");
+    expect(() => variantRateMicrosPerMinute(variant({ codec: VideoCodec.AV1 }), undefined)).toThrow(
+      "price unknown: the variant has no resolution and there is no input to take it from",
+    );
     expect(() => variantRateMicrosPerMinute(variant({ resolution: "720p" }), fhd30)).toThrow("price unknown: the variant has no codec");
     const e = new PriceUnknown("why");
     expect([e.name, e.message, e.retryable]).toEqual(["PriceUnknown", "price unknown: why", false]);

@@ -151,7 +151,8 @@ export function variantRateIfKnown(variant: VideoVariant, input: InputFacts): nu
 /** Resolution bucket of a variant: its resolution enum, else its width/height (one side alone follows the input's aspect), else the input's frame; see resolutionBucket. Throws PriceUnknown when none is known. */
 export function variantRateMicrosPerMinute(variant: VideoVariant, input: InputFacts): number {
   const rate = variantRateIfKnown(variant, input);
-  if (rate === undefined) throw new PriceUnknown(CODEC[variant.codec] ? "the variant has no resolution and there is no input to take it from" : "the variant has no codec");
+  if (rate === undefined)
+    throw new PriceUnknown(CODEC[variant.codec] ? "the variant has no resolution and there is no input to take it from" : "the variant has no codec");
   return rate;
 }
 
@@ -175,7 +176,8 @@ export function outputRateMicrosPerMinute(spec: OutputSpec, input: InputFacts): 
 
 /** Amount for a duration: rate × minutes, rounded half up to a whole micro-EUR. */
 export function amountMicros(ratePerMinuteMicros: number, durationMs: number | bigint): number {
-  if (!Number.isSafeInteger(ratePerMinuteMicros) || ratePerMinuteMicros < 0) throw new RangeError(`rate must be a whole, non-negative micro-EUR amount, got ${ratePerMinuteMicros}`);
+  if (!Number.isSafeInteger(ratePerMinuteMicros) || ratePerMinuteMicros < 0)
+    throw new RangeError(`rate must be a whole, non-negative micro-EUR amount, got ${ratePerMinuteMicros}`);
   const ms = BigInt(durationMs);
   if (ms < 0n) throw new RangeError(`duration must not be negative, got ${durationMs}`);
   // BigInt keeps rate × milliseconds exact however long the input is.

@@ -3,7 +3,19 @@
 import { AUDIO_NAMES, AUDIO_RULES, CODEC_NAMES, CODEC_RULES, CONTAINER_CODECS, RESOLUTION_LINES } from "./codec-rules.js";
 import { toWhisperLanguage } from "./asr-languages.js";
 import type { DrmSystemName } from "./drm/types.js";
-import { DrmSystem, EncodingMode, EncryptionScheme, HdrMode, OutputType, SubtitleFormat, SubtitleKind, SubtitleSource, type AudioTrack, type OutputSpec, type VideoVariant } from "./gen/media/v1/job_pb.js";
+import {
+  DrmSystem,
+  EncodingMode,
+  EncryptionScheme,
+  HdrMode,
+  OutputType,
+  SubtitleFormat,
+  SubtitleKind,
+  SubtitleSource,
+  type AudioTrack,
+  type OutputSpec,
+  type VideoVariant,
+} from "./gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "./gen/media/v1/preset_pb.js";
 import type { Check } from "./validation.js";
 
@@ -44,10 +56,24 @@ const HOLDS: Record<string, { video: readonly VideoCodec[]; videoWhy: string; au
   mp4: { ...CONTAINER_CODECS.mp4, videoWhy: "", audioWhy: "" },
   mkv: { ...CONTAINER_CODECS.mkv, videoWhy: "", audioWhy: "" },
   webm: { ...CONTAINER_CODECS.webm, videoWhy: "webm holds vp9 or av1 video", audioWhy: "webm holds opus audio" },
-  mov: { ...CONTAINER_CODECS.mov, videoWhy: "mov holds h264 or h265 video here; use mp4, mkv or webm for vp9 and av1", audioWhy: "mov holds aac or mp3 audio; QuickTime does not play opus" },
-  hls: { video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1], videoWhy: "HLS players do not play vp9; use dash for vp9, or h264, h265 or av1", audio: [AudioCodec.AAC, AudioCodec.MP3], audioWhy: "HLS players play aac or mp3 audio, not opus" },
+  mov: {
+    ...CONTAINER_CODECS.mov,
+    videoWhy: "mov holds h264 or h265 video here; use mp4, mkv or webm for vp9 and av1",
+    audioWhy: "mov holds aac or mp3 audio; QuickTime does not play opus",
+  },
+  hls: {
+    video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1],
+    videoWhy: "HLS players do not play vp9; use dash for vp9, or h264, h265 or av1",
+    audio: [AudioCodec.AAC, AudioCodec.MP3],
+    audioWhy: "HLS players play aac or mp3 audio, not opus",
+  },
   dash: { video: CONTAINER_CODECS.mp4.video, videoWhy: "", audio: [AudioCodec.AAC, AudioCodec.OPUS], audioWhy: "DASH outputs hold aac or opus audio" },
-  adaptive: { video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1], videoWhy: "an adaptive output is also played as HLS, which does not carry vp9; use dash for vp9", audio: [AudioCodec.AAC], audioWhy: "an adaptive output's shared CMAF audio must play in HLS and DASH players: aac" },
+  adaptive: {
+    video: [VideoCodec.H264, VideoCodec.H265, VideoCodec.AV1],
+    videoWhy: "an adaptive output is also played as HLS, which does not carry vp9; use dash for vp9",
+    audio: [AudioCodec.AAC],
+    audioWhy: "an adaptive output's shared CMAF audio must play in HLS and DASH players: aac",
+  },
 };
 
 const MANIFEST_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -56,7 +82,8 @@ const LANGUAGE = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$/;
 function range(check: Check, field: string, value: number, [min, max]: readonly [number, number], zeroMeans?: string): void {
   // Stryker disable next-line ConditionalExpression: every range checked without zeroMeans (bframes, cpu_used, tile_columns, film_grain) starts at 0, so returning early on 0 for them changes nothing
   if (zeroMeans !== undefined && value === 0) return;
-  if (!Number.isInteger(value) || value < min || value > max) check.add(field, `must be ${min} to ${max}${zeroMeans !== undefined ? ` (or 0 for ${zeroMeans})` : ""}`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    check.add(field, `must be ${min} to ${max}${zeroMeans !== undefined ? ` (or 0 for ${zeroMeans})` : ""}`);
 }
 
 function oneOf(check: Check, field: string, value: string, allowed: readonly string[], codec: string): void {
@@ -75,10 +102,15 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
   else if (!type) check.add(`${path}.type`, "must be mp4, webm, mkv, mov, hls, dash or adaptive");
 
   if (spec.video.length === 0) {
-    if (spec.audio.length === 0 || spec.disableAudio) check.add(`${path}.video`, "needs 1 to 20 video variants; an audio-only output has no video variants and at least one audio track (and no disable_audio)");
+    if (spec.audio.length === 0 || spec.disableAudio)
+      check.add(
+        `${path}.video`,
+        "needs 1 to 20 video variants; an audio-only output has no video variants and at least one audio track (and no disable_audio)",
+      );
   } else if (spec.video.length > OUTPUT_LIMITS.variants) check.add(`${path}.video`, `must have at most ${OUTPUT_LIMITS.variants} video variants`);
   if (spec.audio.length > OUTPUT_LIMITS.audioTracks) check.add(`${path}.audio`, `must have at most ${OUTPUT_LIMITS.audioTracks} audio tracks`);
-  if (spec.disableAudio && spec.audio.length > 0) check.add(`${path}.disable_audio`, "cannot be combined with audio tracks; remove the audio tracks or disable_audio");
+  if (spec.disableAudio && spec.audio.length > 0)
+    check.add(`${path}.disable_audio`, "cannot be combined with audio tracks; remove the audio tracks or disable_audio");
   if (!(spec.encodingMode in EncodingMode)) check.add(`${path}.encoding_mode`, "must be fixed or auto");
   check.length(`${path}.path_template`, spec.pathTemplate, 0, OUTPUT_LIMITS.pathTemplate);
 
@@ -120,7 +152,12 @@ export function drmSchemeOf(spec: Pick<OutputSpec, "type" | "drm" | "hls" | "seg
   return spec.type === OutputType.HLS && hlsSegmentFormat(spec) === SegmentFormat.TS ? EncryptionScheme.AES_128 : EncryptionScheme.CBCS;
 }
 
-export const DRM_SYSTEM_NAMES: Partial<Record<DrmSystem, DrmSystemName>> = { [DrmSystem.CLEARKEY]: "clearkey", [DrmSystem.WIDEVINE]: "widevine", [DrmSystem.PLAYREADY]: "playready", [DrmSystem.FAIRPLAY]: "fairplay" };
+export const DRM_SYSTEM_NAMES: Partial<Record<DrmSystem, DrmSystemName>> = {
+  [DrmSystem.CLEARKEY]: "clearkey",
+  [DrmSystem.WIDEVINE]: "widevine",
+  [DrmSystem.PLAYREADY]: "playready",
+  [DrmSystem.FAIRPLAY]: "fairplay",
+};
 const RESOURCE_ID = /^[A-Za-z0-9._:-]{1,256}$/;
 
 /**
@@ -139,12 +176,15 @@ export function checkDrm(check: Check, path: string, spec: OutputSpec): void {
   const hlsTs = spec.type === OutputType.HLS && hlsSegmentFormat(spec) === SegmentFormat.TS;
   const scheme = drmSchemeOf(spec)!;
   if (!(drm.scheme in EncryptionScheme)) check.add(`${at}.scheme`, "must be cbcs, cenc or aes_128");
-  else if (scheme === EncryptionScheme.AES_128 && !hlsTs) check.add(`${at}.scheme`, "aes_128 encrypts whole ts segments: it applies to hls outputs on ts segments; CMAF (fmp4) segments take cbcs or cenc");
+  else if (scheme === EncryptionScheme.AES_128 && !hlsTs)
+    check.add(`${at}.scheme`, "aes_128 encrypts whole ts segments: it applies to hls outputs on ts segments; CMAF (fmp4) segments take cbcs or cenc");
   else if (scheme !== EncryptionScheme.AES_128 && hlsTs) check.add(`${at}.scheme`, "hls on ts segments takes aes_128; for cbcs set hls.segment_format to fmp4");
-  else if (scheme === EncryptionScheme.CENC && spec.type !== OutputType.DASH) check.add(`${at}.scheme`, "cenc applies to dash outputs: HLS players decrypt cbcs, which also serves DASH from the same segments");
+  else if (scheme === EncryptionScheme.CENC && spec.type !== OutputType.DASH)
+    check.add(`${at}.scheme`, "cenc applies to dash outputs: HLS players decrypt cbcs, which also serves DASH from the same segments");
 
   // ffmpeg 5.1's single-file HLS leaves an encrypted copy of its last segment behind.
-  if (scheme === EncryptionScheme.AES_128 && hlsTs && spec.segments?.singleFile) check.add(`${path}.segments.single_file`, "is not combined with aes_128: each ts segment is encrypted as a file of its own");
+  if (scheme === EncryptionScheme.AES_128 && hlsTs && spec.segments?.singleFile)
+    check.add(`${path}.segments.single_file`, "is not combined with aes_128: each ts segment is encrypted as a file of its own");
   const systems = drm.systems;
   if (scheme === EncryptionScheme.AES_128) {
     if (systems.length > 0) check.add(`${at}.systems`, "must be empty with aes_128: players fetch the key from the key URI in the playlists");
@@ -158,12 +198,17 @@ export function checkDrm(check: Check, path: string, spec: OutputSpec): void {
     }
     if (seen.has(system)) check.add(`${at}.systems[${k}]`, `lists ${name} twice`);
     seen.add(system);
-    if (system === DrmSystem.FAIRPLAY && spec.type === OutputType.DASH) check.add(`${at}.systems[${k}]`, "fairplay is signalled in HLS: use an hls or adaptive output");
+    if (system === DrmSystem.FAIRPLAY && spec.type === OutputType.DASH)
+      check.add(`${at}.systems[${k}]`, "fairplay is signalled in HLS: use an hls or adaptive output");
     else if (system === DrmSystem.FAIRPLAY && scheme !== EncryptionScheme.CBCS) check.add(`${at}.systems[${k}]`, "fairplay requires the cbcs scheme");
   });
   const licensed = systems.filter((s) => s === DrmSystem.WIDEVINE || s === DrmSystem.PLAYREADY || s === DrmSystem.FAIRPLAY);
   if (drm.keyProviderUrl === "") {
-    if (licensed.length > 0) check.add(`${at}.key_provider_url`, `is required with ${licensed.map((s) => DRM_SYSTEM_NAMES[s]).join(" and ")}: their license services need the keys, which a SPEKE v2 key service shares; the built-in provider serves clearkey and aes_128 keys only`);
+    if (licensed.length > 0)
+      check.add(
+        `${at}.key_provider_url`,
+        `is required with ${licensed.map((s) => DRM_SYSTEM_NAMES[s]).join(" and ")}: their license services need the keys, which a SPEKE v2 key service shares; the built-in provider serves clearkey and aes_128 keys only`,
+      );
   } else checkHttpsUrl(check, `${at}.key_provider_url`, drm.keyProviderUrl);
   if (drm.resourceId !== "" && !RESOURCE_ID.test(drm.resourceId)) check.add(`${at}.resource_id`, "must be 1 to 256 letters, digits, '.', '_', ':' or '-'");
 }
@@ -222,7 +267,8 @@ export function checkSubtitleTracks(check: Check, path: string, spec: Pick<Outpu
     }
   });
   const defaults = tracks.flatMap((t, k) => (t.isDefault ? [k] : []));
-  if (defaults.length > 1) check.add(`${path}.subtitle_tracks[${defaults[1]}].is_default`, `only one track is the default; subtitle_tracks[${defaults[0]}] already is`);
+  if (defaults.length > 1)
+    check.add(`${path}.subtitle_tracks[${defaults[1]}].is_default`, `only one track is the default; subtitle_tracks[${defaults[0]}] already is`);
 }
 
 /** A provided track's location: https, or a relative path in the input origin (no scheme, no "..", no leading "/"). */
@@ -234,7 +280,8 @@ function checkSubtitleUrl(check: Check, field: string, url: string): void {
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase();
   if (scheme === undefined) {
     // Stryker disable next-line MethodExpression: a path that starts (or ends) with "/" also has an empty segment, so the segment test refuses it either way
-    if (url.startsWith("/") || url.split("/").some((part) => part === ".." || part === "." || part === "")) check.add(field, "a path in the input origin is relative, with no empty, . or .. segments");
+    if (url.startsWith("/") || url.split("/").some((part) => part === ".." || part === "." || part === ""))
+      check.add(field, "a path in the input origin is relative, with no empty, . or .. segments");
     return;
   }
   if (scheme !== "https") {
@@ -253,9 +300,13 @@ function checkSubtitleUrl(check: Check, field: string, url: string): void {
 function checkVariant(check: Check, at: string, v: VideoVariant): void {
   if (v.codec === VideoCodec.UNSPECIFIED) check.add(`${at}.codec`, "is required: h264, h265, vp9 or av1");
   else if (!isCodec(v.codec)) check.add(`${at}.codec`, "must be h264, h265, vp9 or av1");
-  if (v.resolution !== "" && !Object.hasOwn(RESOLUTION_LINES, v.resolution)) check.add(`${at}.resolution`, `must be one of ${Object.keys(RESOLUTION_LINES).join(", ")}`);
+  if (v.resolution !== "" && !Object.hasOwn(RESOLUTION_LINES, v.resolution))
+    check.add(`${at}.resolution`, `must be one of ${Object.keys(RESOLUTION_LINES).join(", ")}`);
   if (v.resolution !== "" && (v.width !== 0 || v.height !== 0)) check.add(`${at}.resolution`, "must be empty when width or height is set");
-  for (const [side, limits] of [["width", OUTPUT_LIMITS.width], ["height", OUTPUT_LIMITS.height]] as const) {
+  for (const [side, limits] of [
+    ["width", OUTPUT_LIMITS.width],
+    ["height", OUTPUT_LIMITS.height],
+  ] as const) {
     const n = v[side];
     if (n === 0) continue;
     if (!Number.isInteger(n) || n < limits[0] || n > limits[1]) check.add(`${at}.${side}`, `must be ${limits[0]} to ${limits[1]}`);
@@ -283,9 +334,12 @@ function checkVariant(check: Check, at: string, v: VideoVariant): void {
   if (o.crf !== 0 && targetMode) check.add(`${f}.crf`, "applies with bitrate_mode crf; cbr and vbr aim at the variant's bitrate");
   range(check, `${f}.max_bitrate_kbps`, o.maxBitrateKbps, OUTPUT_LIMITS.maxKbps, "no VBV cap");
   range(check, `${f}.buffer_size_kbps`, o.bufferSizeKbps, OUTPUT_LIMITS.bufferKbps, "twice the max bitrate");
-  if (crfMode && o.bufferSizeKbps !== 0 && o.maxBitrateKbps === 0 && v.bitrate === 0) check.add(`${f}.buffer_size_kbps`, "needs max_bitrate_kbps: a VBV buffer caps a rate");
-  if (o.bitrateMode === BitrateMode.VBR && o.maxBitrateKbps !== 0 && v.bitrate !== 0 && o.maxBitrateKbps < v.bitrate) check.add(`${f}.max_bitrate_kbps`, "must be at least the variant's bitrate");
-  if (o.bitrateMode === BitrateMode.CBR && o.maxBitrateKbps !== 0) check.add(`${f}.max_bitrate_kbps`, "does not apply with bitrate_mode cbr: the rate is the variant's bitrate");
+  if (crfMode && o.bufferSizeKbps !== 0 && o.maxBitrateKbps === 0 && v.bitrate === 0)
+    check.add(`${f}.buffer_size_kbps`, "needs max_bitrate_kbps: a VBV buffer caps a rate");
+  if (o.bitrateMode === BitrateMode.VBR && o.maxBitrateKbps !== 0 && v.bitrate !== 0 && o.maxBitrateKbps < v.bitrate)
+    check.add(`${f}.max_bitrate_kbps`, "must be at least the variant's bitrate");
+  if (o.bitrateMode === BitrateMode.CBR && o.maxBitrateKbps !== 0)
+    check.add(`${f}.max_bitrate_kbps`, "does not apply with bitrate_mode cbr: the rate is the variant's bitrate");
   range(check, `${f}.keyint`, o.keyint, OUTPUT_LIMITS.keyint, "about 2 seconds");
   oneOf(check, `${f}.profile`, o.profile, rules.profiles, codec);
   oneOf(check, `${f}.encoder_preset`, o.encoderPreset, rules.presets, codec);
@@ -305,7 +359,8 @@ function checkAudioTrack(check: Check, at: string, a: AudioTrack): void {
   const maxChannels = codec ? AUDIO_RULES[codec].maxChannels : OUTPUT_LIMITS.channels;
   range(check, `${at}.channels`, a.channels, [1, maxChannels], "the input's channels");
   const rates = AUDIO_RULES[codec ?? "aac"].sampleRates;
-  if (a.sampleRate !== 0 && !rates.includes(a.sampleRate)) check.add(`${at}.sample_rate`, `must be 0 (keep the input's) or one of ${rates.join(", ")}${codec ? ` for ${codec}` : ""}`);
+  if (a.sampleRate !== 0 && !rates.includes(a.sampleRate))
+    check.add(`${at}.sample_rate`, `must be 0 (keep the input's) or one of ${rates.join(", ")}${codec ? ` for ${codec}` : ""}`);
   check.length(`${at}.name`, a.name, 0, OUTPUT_LIMITS.trackName);
   if (a.language !== "" && !LANGUAGE.test(a.language)) check.add(`${at}.language`, "must be a BCP 47 tag such as en or pt-BR");
 }
@@ -317,14 +372,17 @@ function checkStreaming(check: Check, path: string, spec: OutputSpec): void {
     seconds(`${path}.hls.segment_duration_seconds`, hls.segmentDurationSeconds);
     if (!(hls.playlistType in HlsPlaylistType)) check.add(`${path}.hls.playlist_type`, "must be vod or event");
     if (!(hls.segmentFormat in SegmentFormat)) check.add(`${path}.hls.segment_format`, "must be ts or fmp4");
-    if (hls.manifestName !== "" && !MANIFEST_NAME.test(hls.manifestName)) check.add(`${path}.hls.manifest_name`, "must be 1 to 64 letters, digits, - or _ (no extension)");
-    else if (spec.type === OutputType.ADAPTIVE && /^media_\d+$/.test(hls.manifestName)) check.add(`${path}.hls.manifest_name`, "media_<n> names the media playlists of an adaptive output");
+    if (hls.manifestName !== "" && !MANIFEST_NAME.test(hls.manifestName))
+      check.add(`${path}.hls.manifest_name`, "must be 1 to 64 letters, digits, - or _ (no extension)");
+    else if (spec.type === OutputType.ADAPTIVE && /^media_\d+$/.test(hls.manifestName))
+      check.add(`${path}.hls.manifest_name`, "media_<n> names the media playlists of an adaptive output");
     if (hls.iframePlaylists) check.add(`${path}.hls.iframe_playlists`, "I-frame playlists are not supported in this build");
   }
   if (dash) {
     seconds(`${path}.dash.segment_duration_seconds`, dash.segmentDurationSeconds);
     range(check, `${path}.dash.min_buffer_time_seconds`, dash.minBufferTimeSeconds, [1, 30], "the default of 2");
-    if (dash.manifestName !== "" && !MANIFEST_NAME.test(dash.manifestName)) check.add(`${path}.dash.manifest_name`, "must be 1 to 64 letters, digits, - or _ (no extension)");
+    if (dash.manifestName !== "" && !MANIFEST_NAME.test(dash.manifestName))
+      check.add(`${path}.dash.manifest_name`, "must be 1 to 64 letters, digits, - or _ (no extension)");
   }
   if (segments) {
     seconds(`${path}.segments.segment_duration_seconds`, segments.segmentDurationSeconds);
@@ -333,11 +391,16 @@ function checkStreaming(check: Check, path: string, spec: OutputSpec): void {
   if (spec.type === OutputType.DASH || spec.type === OutputType.ADAPTIVE) {
     const name = spec.type === OutputType.DASH ? "dash" : "adaptive";
     if (segments?.segmentFormat === SegmentFormat.TS) check.add(`${path}.segments.segment_format`, `${name} outputs use fmp4 segments`);
-    if (spec.type === OutputType.ADAPTIVE && hls?.segmentFormat === SegmentFormat.TS) check.add(`${path}.hls.segment_format`, "adaptive outputs use fmp4 segments shared by HLS and DASH");
+    if (spec.type === OutputType.ADAPTIVE && hls?.segmentFormat === SegmentFormat.TS)
+      check.add(`${path}.hls.segment_format`, "adaptive outputs use fmp4 segments shared by HLS and DASH");
   }
   if (spec.type === OutputType.ADAPTIVE && !segments?.segmentDurationSeconds) {
     const h = hls?.segmentDurationSeconds ?? 0;
     const d = dash?.segmentDurationSeconds ?? 0;
-    if (h !== 0 && d !== 0 && h !== d) check.add(`${path}.dash.segment_duration_seconds`, "must equal hls.segment_duration_seconds: an adaptive output's HLS and DASH share one set of segments (or set segments.segment_duration_seconds)");
+    if (h !== 0 && d !== 0 && h !== d)
+      check.add(
+        `${path}.dash.segment_duration_seconds`,
+        "must equal hls.segment_duration_seconds: an adaptive output's HLS and DASH share one set of segments (or set segments.segment_duration_seconds)",
+      );
   }
 }

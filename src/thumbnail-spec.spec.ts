@@ -31,7 +31,11 @@ describe("checkThumbnailSpec", () => {
       "thumbnails[0].time_seconds",
     ]);
     expect(fields({ mode: ThumbnailMode.INTERVAL, intervalSeconds: 0.5, count: 101 })).toEqual(["thumbnails[0].interval_seconds", "thumbnails[0].count"]);
-    expect(fields({ mode: ThumbnailMode.ANIMATED, format: ThumbnailFormat.JPG, fps: 31, durationSeconds: 0.4 })).toEqual(["thumbnails[0].format", "thumbnails[0].fps", "thumbnails[0].duration_seconds"]);
+    expect(fields({ mode: ThumbnailMode.ANIMATED, format: ThumbnailFormat.JPG, fps: 31, durationSeconds: 0.4 })).toEqual([
+      "thumbnails[0].format",
+      "thumbnails[0].fps",
+      "thumbnails[0].duration_seconds",
+    ]);
     expect(fields({ mode: 9 as ThumbnailMode, format: 9 as ThumbnailFormat })).toEqual(["thumbnails[0].mode", "thumbnails[0].format"]);
   });
 });

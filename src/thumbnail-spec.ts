@@ -14,8 +14,18 @@ export const THUMBNAIL_LIMITS = {
   webpMaxSeconds: 10,
 } as const;
 
-export const THUMBNAIL_MODES = { [ThumbnailMode.SINGLE]: "single", [ThumbnailMode.INTERVAL]: "interval", [ThumbnailMode.SPRITE]: "sprite", [ThumbnailMode.ANIMATED]: "animated" } as const;
-export const THUMBNAIL_FORMATS = { [ThumbnailFormat.JPG]: "jpg", [ThumbnailFormat.PNG]: "png", [ThumbnailFormat.WEBP]: "webp", [ThumbnailFormat.MP4]: "mp4" } as const;
+export const THUMBNAIL_MODES = {
+  [ThumbnailMode.SINGLE]: "single",
+  [ThumbnailMode.INTERVAL]: "interval",
+  [ThumbnailMode.SPRITE]: "sprite",
+  [ThumbnailMode.ANIMATED]: "animated",
+} as const;
+export const THUMBNAIL_FORMATS = {
+  [ThumbnailFormat.JPG]: "jpg",
+  [ThumbnailFormat.PNG]: "png",
+  [ThumbnailFormat.WEBP]: "webp",
+  [ThumbnailFormat.MP4]: "mp4",
+} as const;
 export type ThumbnailModeName = (typeof THUMBNAIL_MODES)[keyof typeof THUMBNAIL_MODES];
 export type ThumbnailFormatName = (typeof THUMBNAIL_FORMATS)[keyof typeof THUMBNAIL_FORMATS];
 
@@ -39,8 +49,10 @@ export function checkThumbnailSpec(check: Check, at: string, spec: ThumbnailSpec
   if (!Number.isInteger(spec.width)) check.add(`${at}.width`, "must be a whole number");
   if (!Number.isInteger(spec.height)) check.add(`${at}.height`, "must be a whole number");
   if (spec.timeSeconds !== undefined && !(spec.timeSeconds >= 0 && Number.isFinite(spec.timeSeconds))) check.add(`${at}.time_seconds`, "must be 0 or more");
-  if (mode === "interval" && !(spec.intervalSeconds >= THUMBNAIL_LIMITS.minIntervalSeconds)) check.add(`${at}.interval_seconds`, `is required for interval thumbnails: at least ${THUMBNAIL_LIMITS.minIntervalSeconds}`);
-  if (mode === "sprite" && spec.intervalSeconds !== 0 && !(spec.intervalSeconds >= THUMBNAIL_LIMITS.minIntervalSeconds)) check.add(`${at}.interval_seconds`, `must be at least ${THUMBNAIL_LIMITS.minIntervalSeconds} (or 0 to spread count over the input)`);
+  if (mode === "interval" && !(spec.intervalSeconds >= THUMBNAIL_LIMITS.minIntervalSeconds))
+    check.add(`${at}.interval_seconds`, `is required for interval thumbnails: at least ${THUMBNAIL_LIMITS.minIntervalSeconds}`);
+  if (mode === "sprite" && spec.intervalSeconds !== 0 && !(spec.intervalSeconds >= THUMBNAIL_LIMITS.minIntervalSeconds))
+    check.add(`${at}.interval_seconds`, `must be at least ${THUMBNAIL_LIMITS.minIntervalSeconds} (or 0 to spread count over the input)`);
   within("count", spec.count, THUMBNAIL_LIMITS.count, "the default");
   if (!Number.isInteger(spec.count)) check.add(`${at}.count`, "must be a whole number");
   within("fps", spec.fps, THUMBNAIL_LIMITS.fps, `${THUMBNAIL_DEFAULTS.animatedFps}`);

@@ -33,7 +33,9 @@ describe("Check", () => {
     expect(found((c) => c.length("slug", "a".repeat(min - 1), min, max))).toEqual([{ field: "slug", description: `must be ${min} to ${max} characters` }]);
     expect(found((c) => c.length("slug", "a".repeat(max + 1), min, max))).toEqual([{ field: "slug", description: `must be ${min} to ${max} characters` }]);
     expect(found((c) => c.length("name", "a".repeat(LIMITS.name), 0, LIMITS.name))).toEqual([]);
-    expect(found((c) => c.length("name", "a".repeat(LIMITS.name + 1), 0, LIMITS.name))).toEqual([{ field: "name", description: "must be at most 255 characters" }]);
+    expect(found((c) => c.length("name", "a".repeat(LIMITS.name + 1), 0, LIMITS.name))).toEqual([
+      { field: "name", description: "must be at most 255 characters" },
+    ]);
     expect(found((c) => c.length("name", "", 0, LIMITS.name))).toEqual([]);
     // A minimum of 1 is still a range.
     expect(found((c) => c.length("name", "", 1, 5))).toEqual([{ field: "name", description: "must be 1 to 5 characters" }]);
@@ -52,7 +54,10 @@ describe("Check", () => {
     expect(found((c) => c.id("job_id", "job_abc123", Prefix.job))).toEqual([]);
     expect(found((c) => c.id("job_id", "job_abc123", Prefix.job, false))).toEqual([]);
     for (const bad of ["vid_abc123", "job_", "job_a-b", "abc"]) {
-      expect(found((c) => c.id("job_id", bad, Prefix.job)), bad).toEqual([{ field: "job_id", description: "must be an id starting with job_" }]);
+      expect(
+        found((c) => c.id("job_id", bad, Prefix.job)),
+        bad,
+      ).toEqual([{ field: "job_id", description: "must be an id starting with job_" }]);
     }
   });
 
@@ -69,9 +74,16 @@ describe("Check", () => {
   });
 
   it("email: one @, a dot in the domain, no spaces; unset is not checked", () => {
-    for (const ok of ["a@b.co", "first.last+tag@sub.example.org"]) expect(found((c) => c.email("email", ok)), ok).toEqual([]);
+    for (const ok of ["a@b.co", "first.last+tag@sub.example.org"])
+      expect(
+        found((c) => c.email("email", ok)),
+        ok,
+      ).toEqual([]);
     for (const bad of ["", "a@b", "ab.co", "a@@b.co", "a b@c.de", "a@b.c d", "@b.co", "a@.", "a@b.co\n"]) {
-      expect(found((c) => c.email("email", bad)), JSON.stringify(bad)).toEqual([{ field: "email", description: "must be an email address" }]);
+      expect(
+        found((c) => c.email("email", bad)),
+        JSON.stringify(bad),
+      ).toEqual([{ field: "email", description: "must be an email address" }]);
     }
     expect(found((c) => c.email("email", undefined))).toEqual([]);
   });

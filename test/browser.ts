@@ -100,7 +100,13 @@ export async function openPage(browser: Browser, url: string): Promise<{ page: P
 export async function videoState(page: Page, selector = "video"): Promise<VideoState> {
   return page.$eval(selector, (el) => {
     const v = el as HTMLVideoElement;
-    return { currentTime: v.currentTime, paused: v.paused, ended: v.ended, readyState: v.readyState, error: v.error ? `${v.error.code} ${v.error.message}` : null };
+    return {
+      currentTime: v.currentTime,
+      paused: v.paused,
+      ended: v.ended,
+      readyState: v.readyState,
+      error: v.error ? `${v.error.code} ${v.error.message}` : null,
+    };
   });
 }
 
@@ -154,6 +160,9 @@ export async function playbackAdvances(page: Page, seconds: number, options: { t
 
 /** Waits until window.__player.renewals reaches `n`; answers the player's state then. */
 export async function waitForRenewals(page: Page, n: number, timeoutMs = 30_000): Promise<PlayerState> {
-  await page.waitForFunction((want) => ((window as unknown as { __player?: PlayerState }).__player?.renewals ?? 0) >= want, n, { timeout: timeoutMs, polling: 100 });
+  await page.waitForFunction((want) => ((window as unknown as { __player?: PlayerState }).__player?.renewals ?? 0) >= want, n, {
+    timeout: timeoutMs,
+    polling: 100,
+  });
   return playerState(page);
 }

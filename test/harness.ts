@@ -151,7 +151,14 @@ export async function waitForJob(base: string, id: string, auth: Auth, options: 
 }
 
 /** An S3 origin (OriginService/Create) on a bucket of a MinIO peer, with its admin's credentials; answers its ID. */
-export async function createS3Origin(base: string, auth: Auth, minio: { readonly admin: { readonly accessKeyId: string; readonly secretAccessKey: string } }, name: string, bucket: string, permissions: string[]): Promise<string> {
+export async function createS3Origin(
+  base: string,
+  auth: Auth,
+  minio: { readonly admin: { readonly accessKeyId: string; readonly secretAccessKey: string } },
+  name: string,
+  bucket: string,
+  permissions: string[],
+): Promise<string> {
   const credentials = { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey };
   return (await ok(call(base, "OriginService/Create", { name, permissions, s3: { bucket, region: "us-east-1", credentials } }, auth))).origin.id as string;
 }

@@ -132,20 +132,27 @@ export function parseAttributes(list: string): Record<string, string> {
 }
 
 export function parseHlsMaster(text: string): HlsMaster {
-  const lines = text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean);
   if (lines[0] !== "#EXTM3U") throw new Error("not an M3U8 playlist");
   const master: HlsMaster = { variants: [], media: [] };
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
     if (line.startsWith("#EXT-X-STREAM-INF:")) master.variants.push({ attributes: parseAttributes(line.slice(18)), uri: lines[++i] ?? "" });
     else if (line.startsWith("#EXT-X-MEDIA:")) master.media.push(parseAttributes(line.slice(13)));
-    else if (line.startsWith("#EXT-X-I-FRAME-STREAM-INF:")) master.variants.push({ attributes: parseAttributes(line.slice(26)), uri: parseAttributes(line.slice(26)).URI ?? "" });
+    else if (line.startsWith("#EXT-X-I-FRAME-STREAM-INF:"))
+      master.variants.push({ attributes: parseAttributes(line.slice(26)), uri: parseAttributes(line.slice(26)).URI ?? "" });
   }
   return master;
 }
 
 export function parseHlsMedia(text: string): HlsMedia {
-  const lines = text.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean);
   if (lines[0] !== "#EXTM3U") throw new Error("not an M3U8 playlist");
   const media: HlsMedia = { version: 1, targetDuration: 0, endList: false, segments: [] };
   let duration = 0;
@@ -269,7 +276,12 @@ export function parseMpd(text: string): DashManifest {
   const mpd = parseXml(text);
   if (mpd.name !== "MPD") throw new Error(`root element is ${mpd.name}, not MPD`);
   const total = isoSeconds(mpd.attributes.mediaPresentationDuration);
-  const out: DashManifest = { type: mpd.attributes.type ?? "static", durationSeconds: total, minBufferTimeSeconds: isoSeconds(mpd.attributes.minBufferTime), representations: [] };
+  const out: DashManifest = {
+    type: mpd.attributes.type ?? "static",
+    durationSeconds: total,
+    minBufferTimeSeconds: isoSeconds(mpd.attributes.minBufferTime),
+    representations: [],
+  };
   for (const period of children(mpd, "Period")) {
     const periodSeconds = isoSeconds(period.attributes.duration) || total - isoSeconds(period.attributes.start);
     for (const set of children(period, "AdaptationSet")) {

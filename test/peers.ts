@@ -46,8 +46,23 @@ export function makeTestCa(): TestCa {
   const f = (name: string) => path.join(dir, name);
   const openssl = (...args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
   const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  openssl("req", "-x509", ...ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=media test CA",
-    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
+  openssl(
+    "req",
+    "-x509",
+    ...ec,
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.crt",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=media test CA",
+    "-addext",
+    "basicConstraints=critical,CA:TRUE",
+    "-addext",
+    "keyUsage=critical,keyCertSign,cRLSign",
+  );
   openssl("req", ...ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost");
   const ext = f("server.ext");
   writeFileSync(ext, "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n");
@@ -97,10 +112,12 @@ async function waitFor(what: string, ready: () => Promise<boolean>, started: { c
 
 function httpsStatus(url: string, ca: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    https.get(url, { ca }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    }).on("error", reject);
+    https
+      .get(url, { ca }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+      .on("error", reject);
   });
 }
 
@@ -132,12 +149,16 @@ export async function startMinio(ca: TestCa, buckets: readonly string[]): Promis
   copyFileSync(ca.keyFile, path.join(dir, "certs/private.key"));
   const admin = { accessKeyId: "media-admin", secretAccessKey: "media-admin-secret-0123" };
   const readOnly = { accessKeyId: "media-reader", secretAccessKey: "media-reader-secret-0123" };
-  const started = startProcess(binary("minio"), ["server", "--quiet", "--certs-dir", path.join(dir, "certs"), "--address", `127.0.0.1:${port}`, path.join(dir, "data")], {
-    MINIO_ROOT_USER: admin.accessKeyId,
-    MINIO_ROOT_PASSWORD: admin.secretAccessKey,
-    MINIO_BROWSER: "off",
-    MINIO_UPDATE: "off",
-  });
+  const started = startProcess(
+    binary("minio"),
+    ["server", "--quiet", "--certs-dir", path.join(dir, "certs"), "--address", `127.0.0.1:${port}`, path.join(dir, "data")],
+    {
+      MINIO_ROOT_USER: admin.accessKeyId,
+      MINIO_ROOT_PASSWORD: admin.secretAccessKey,
+      MINIO_BROWSER: "off",
+      MINIO_UPDATE: "off",
+    },
+  );
   const endpoint = `https://127.0.0.1:${port}`;
   const caPem = readFileSync(ca.caFile, "utf8");
   // mc trusts the test CA from its config folder; the alias comes from MC_HOST_<name>.
@@ -188,8 +209,20 @@ export async function startFakeGcs(buckets: readonly string[]): Promise<GcsPeer>
   const port = await freeLoopbackPort();
   const endpoint = `http://127.0.0.1:${port}`;
   const started = startProcess(binary("fake-gcs-server"), [
-    "-scheme", "http", "-host", "127.0.0.1", "-port", String(port), "-backend", "memory",
-    "-public-host", `127.0.0.1:${port}`, "-external-url", endpoint, "-log-level", "error",
+    "-scheme",
+    "http",
+    "-host",
+    "127.0.0.1",
+    "-port",
+    String(port),
+    "-backend",
+    "memory",
+    "-public-host",
+    `127.0.0.1:${port}`,
+    "-external-url",
+    endpoint,
+    "-log-level",
+    "error",
   ]);
   try {
     await waitFor("fake-gcs-server", async () => (await fetch(`${endpoint}/storage/v1/b`)).ok, started);

@@ -23,7 +23,8 @@ export async function scrapeMetrics(url: string): Promise<Scrape> {
   return { families: parsePrometheusTextFormat(text.replace(/^(# TYPE \S+) histogram$/gm, "$1 untyped")), types };
 }
 
-const sameLabels = (a: Readonly<Record<string, string>> | undefined, b: Record<string, string>) => JSON.stringify(Object.entries(a ?? {}).sort()) === JSON.stringify(Object.entries(b).sort());
+const sameLabels = (a: Readonly<Record<string, string>> | undefined, b: Record<string, string>) =>
+  JSON.stringify(Object.entries(a ?? {}).sort()) === JSON.stringify(Object.entries(b).sort());
 
 /** Every sample of a name: untyped, a histogram's series interleave, so one name may head several families. */
 export const series = (scraped: Scrape, name: string): PrometheusSample[] => scraped.families.filter((m) => m.name === name).flatMap((m) => m.metrics);
@@ -36,4 +37,3 @@ export function value(scraped: Scrape, name: string, labels: Record<string, stri
 
 /** A histogram's observation count with exactly these labels. */
 export const count = (scraped: Scrape, name: string, labels: Record<string, string>): number => value(scraped, `${name}_count`, labels);
-

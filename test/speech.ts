@@ -65,15 +65,61 @@ export async function synthesizeSpeech(dir: string, topics: readonly (readonly s
   await writeFile(list, parts.map((p) => `file '${p}'`).join("\n"));
   const wav = path.join(dir, "speech.wav");
   const mp4 = path.join(dir, "speech.mp4");
-  if (!existsSync(wav)) await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "concat", "-safe", "0", "-i", list, "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", wav]);
+  if (!existsSync(wav))
+    await run("ffmpeg", [
+      "-hide_banner",
+      "-loglevel",
+      "error",
+      "-y",
+      "-f",
+      "concat",
+      "-safe",
+      "0",
+      "-i",
+      list,
+      "-ac",
+      "1",
+      "-ar",
+      "16000",
+      "-c:a",
+      "pcm_s16le",
+      wav,
+    ]);
   if (!existsSync(mp4)) {
-    await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", `testsrc2=size=320x180:rate=25:duration=${at.toFixed(3)}`, "-i", wav,
-      "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "96k", "-shortest", mp4]);
+    await run("ffmpeg", [
+      "-hide_banner",
+      "-loglevel",
+      "error",
+      "-y",
+      "-f",
+      "lavfi",
+      "-i",
+      `testsrc2=size=320x180:rate=25:duration=${at.toFixed(3)}`,
+      "-i",
+      wav,
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+      "-c:a",
+      "aac",
+      "-b:a",
+      "96k",
+      "-shortest",
+      mp4,
+    ]);
   }
   return { wav, mp4, text: topics.flat().join(" "), topicStarts, durationSeconds: at };
 }
 
-const words = (s: string) => s.toLowerCase().replace(/[^a-z' ]+/g, " ").split(/\s+/).filter(Boolean);
+const words = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z' ]+/g, " ")
+    .split(/\s+/)
+    .filter(Boolean);
 
 /** Word error rate of a hypothesis against the reference: word-level edit distance over the reference's length. */
 export function wordErrorRate(reference: string, hypothesis: string): number {

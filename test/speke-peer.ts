@@ -47,16 +47,26 @@ export interface SpekePeer {
 type Mutable<T> = { -readonly [K in keyof T]: T[K] extends readonly (infer E)[] ? E[] : T[K] };
 
 const hexKid = (uuid: string) => uuid.replaceAll("-", "").toLowerCase();
-const elements = (parent: XmlElement, local: string) => parent.children.filter((c): c is XmlElement => typeof c !== "string" && c.ns === CPIX && c.local === local);
+const elements = (parent: XmlElement, local: string) =>
+  parent.children.filter((c): c is XmlElement => typeof c !== "string" && c.ns === CPIX && c.local === local);
 
 /** What a request holds, and every rule it breaks. */
 function inspect(req: IncomingMessage, body: string): SpekeRequestSeen {
   const problems: string[] = [];
-  const seen: Mutable<Omit<SpekeRequestSeen, "problem">> = { method: req.method ?? "", headers: req.headers, body, contentId: undefined, contentKeys: [], drmSystems: [], usageRules: [] };
+  const seen: Mutable<Omit<SpekeRequestSeen, "problem">> = {
+    method: req.method ?? "",
+    headers: req.headers,
+    body,
+    contentId: undefined,
+    contentKeys: [],
+    drmSystems: [],
+    usageRules: [],
+  };
   const done = (): SpekeRequestSeen => ({ ...seen, problem: problems.length > 0 ? problems.join("; ") : undefined });
   if (req.method !== "POST") problems.push(`method ${req.method} (SPEKE uses POST)`);
   if (req.headers["x-speke-version"] !== "2.0") problems.push("Unsupported SPEKE version");
-  if (!/^application\/xml\b/.test(req.headers["content-type"] ?? "")) problems.push(`content-type ${req.headers["content-type"]} (SPEKE sends application/xml)`);
+  if (!/^application\/xml\b/.test(req.headers["content-type"] ?? ""))
+    problems.push(`content-type ${req.headers["content-type"]} (SPEKE sends application/xml)`);
   let root: XmlElement;
   try {
     root = parseXml(body);
@@ -97,10 +107,16 @@ function inspect(req: IncomingMessage, body: string): SpekeRequestSeen {
       const takes = SYSTEMS.get(systemId);
       if (!known.has(kid)) problems.push(`DRMSystem for unknown kid ${kid}`);
       if (!takes) problems.push(`unknown DRMSystem@systemId ${systemId}`);
-      else for (const scheme of schemes) if (!takes.includes(scheme)) problems.push(`ContentKey@commonEncryptionScheme non compatible with DRMSystem ${systemId}`);
+      else
+        for (const scheme of schemes) if (!takes.includes(scheme)) problems.push(`ContentKey@commonEncryptionScheme non compatible with DRMSystem ${systemId}`);
     }
   }
-  const systemsOf = (kid: string) => seen.drmSystems.filter((s) => s.kid === kid).map((s) => s.systemId).sort().join(",");
+  const systemsOf = (kid: string) =>
+    seen.drmSystems
+      .filter((s) => s.kid === kid)
+      .map((s) => s.systemId)
+      .sort()
+      .join(",");
   for (const { kid } of seen.contentKeys) {
     if (systemsOf(kid) === "") problems.push(`no DRMSystem for kid ${kid}`);
     else if (systemsOf(kid) !== systemsOf(seen.contentKeys[0]!.kid)) problems.push(`kid ${kid} asks for other systems than the first key`);
@@ -113,7 +129,11 @@ function inspect(req: IncomingMessage, body: string): SpekeRequestSeen {
       const intendedTrackType = rule.attributes.get("intendedTrackType") ?? "";
       const audio = elements(rule, "AudioFilter");
       const video = elements(rule, "VideoFilter");
-      seen.usageRules.push({ kid, intendedTrackType, filters: [...audio.map(() => "audio"), ...video.map((v) => `video ${v.attributes.get("minPixels") ?? "0"}..${v.attributes.get("maxPixels") ?? "∞"}`)] });
+      seen.usageRules.push({
+        kid,
+        intendedTrackType,
+        filters: [...audio.map(() => "audio"), ...video.map((v) => `video ${v.attributes.get("minPixels") ?? "0"}..${v.attributes.get("maxPixels") ?? "∞"}`)],
+      });
       if (!known.has(kid)) problems.push(`ContentKeyUsageRule for unknown kid ${kid}`);
       if (intendedTrackType === "") problems.push(`ContentKeyUsageRule ${kid} has no intendedTrackType`);
       if (audio.length + video.length === 0) problems.push("Missing CPIX encryption contract");
@@ -127,12 +147,14 @@ function inspect(req: IncomingMessage, body: string): SpekeRequestSeen {
       }
     }
   }
-  for (const { kid } of seen.contentKeys) if (seen.usageRules.filter((r) => r.kid === kid).length !== 1) problems.push(`kid ${kid} needs exactly one ContentKeyUsageRule`);
+  for (const { kid } of seen.contentKeys)
+    if (seen.usageRules.filter((r) => r.kid === kid).length !== 1) problems.push(`kid ${kid} needs exactly one ContentKeyUsageRule`);
   const types = seen.usageRules.map((r) => r.intendedTrackType);
   if (new Set(types).size !== types.length) problems.push("Malformed encryption contract (an intendedTrackType repeats)");
   for (const a of pixelRanges) {
     if (a.min > a.max) problems.push(`VideoFilter of ${a.kid} is empty`);
-    for (const b of pixelRanges) if (a !== b && a.kid !== b.kid && a.min <= b.max && b.min <= a.max) problems.push(`VideoFilters of ${a.kid} and ${b.kid} overlap`);
+    for (const b of pixelRanges)
+      if (a !== b && a.kid !== b.kid && a.min <= b.max && b.min <= a.max) problems.push(`VideoFilters of ${a.kid} and ${b.kid} overlap`);
   }
   return done();
 }

@@ -17,7 +17,14 @@ export interface StreamResult {
 }
 
 /** Calls a server-streaming method; `onMessage` hears each message as it arrives. */
-export async function stream(base: string, route: string, body: unknown, auth: Auth, onMessage?: (m: StreamMessage) => void, signal?: AbortSignal): Promise<StreamResult> {
+export async function stream(
+  base: string,
+  route: string,
+  body: unknown,
+  auth: Auth,
+  onMessage?: (m: StreamMessage) => void,
+  signal?: AbortSignal,
+): Promise<StreamResult> {
   const json = new TextEncoder().encode(JSON.stringify(body));
   const request = new Uint8Array(5 + json.length);
   new DataView(request.buffer).setUint32(1, json.length);

@@ -1,7 +1,14 @@
 // Walks every response message of the contract and checks the spec's JSON emission rules, both
 // for an empty message and for one with every field set, so a new field cannot break them.
 import { create, createFileRegistry, ScalarType, type DescField, type DescFile, type DescMessage, type DescService, type Message } from "@bufbuild/protobuf";
-import { FieldDescriptorProto_Label, FieldDescriptorProto_Type, FieldOptions_JSType, FileDescriptorProtoSchema, file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import {
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FieldOptions_JSType,
+  FileDescriptorProtoSchema,
+  file_google_protobuf_duration,
+  file_google_protobuf_timestamp,
+} from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import * as apiKey from "../src/gen/media/v1/api_key_pb.js";
 import * as app from "../src/gen/media/v1/app_pb.js";
@@ -16,8 +23,16 @@ import * as webhook from "../src/gen/media/v1/webhook_pb.js";
 import { enumWireName, isNullWhenUnset, isOmittedWhenUnset, readJson, writeJson } from "./codec.js";
 
 const services: DescService[] = [
-  apiKey.APIKeyService, app.AppService, health.HealthService, job.JobService, organization.OrganizationService,
-  origin.OriginService, preset.PresetService, user.UserService, video.VideoService, webhook.WebhookService,
+  apiKey.APIKeyService,
+  app.AppService,
+  health.HealthService,
+  job.JobService,
+  organization.OrganizationService,
+  origin.OriginService,
+  preset.PresetService,
+  user.UserService,
+  video.VideoService,
+  webhook.WebhookService,
 ];
 
 function reachable(roots: DescMessage[]): DescMessage[] {
@@ -37,7 +52,8 @@ const responses = reachable(services.flatMap((s) => s.methods.map((m) => m.outpu
 const requests = reachable(services.flatMap((s) => s.methods.map((m) => m.input)));
 
 const isOptional = (f: DescField) =>
-  f.oneof === undefined && (f.fieldKind === "message" ? f.proto.proto3Optional === true : (f.fieldKind === "scalar" || f.fieldKind === "enum") && f.presence === 1);
+  f.oneof === undefined &&
+  (f.fieldKind === "message" ? f.proto.proto3Optional === true : (f.fieldKind === "scalar" || f.fieldKind === "enum") && f.presence === 1);
 const isTimestamp = (f: DescField) => f.message?.typeName === "google.protobuf.Timestamp";
 
 function sampleScalar(t: ScalarType): unknown {
@@ -154,11 +170,14 @@ describe("spec JSON reading", () => {
     expect(readJson(desc, JSON.stringify({ size_bytes: 1.5 })).ok).toBe(false);
   });
 
-  it("writes the spec's \"string or null\" job fields as null when unset", () => {
+  it('writes the spec\'s "string or null" job fields as null when unset', () => {
     const json = JSON.parse(writeJson(job.JobSchema, create(job.JobSchema))) as Record<string, unknown>;
     expect(json.video_id).toBeNull();
     expect(json.output_path_template).toBeNull();
-    expect(JSON.parse(writeJson(job.JobSchema, create(job.JobSchema, { videoId: "vid_1", outputPathTemplate: "{job_id}" })))).toMatchObject({ video_id: "vid_1", output_path_template: "{job_id}" });
+    expect(JSON.parse(writeJson(job.JobSchema, create(job.JobSchema, { videoId: "vid_1", outputPathTemplate: "{job_id}" })))).toMatchObject({
+      video_id: "vid_1",
+      output_path_template: "{job_id}",
+    });
   });
 
   it("omits the timestamps the spec calls omitted, and nulls the others", () => {
@@ -177,7 +196,14 @@ describe("spec JSON reading", () => {
 // The contract has no uint32, uint64, bytes, float or jstype=JS_STRING fields, yet the codec reads
 // them; this file descriptor has one field of each kind, so their rules are tested too.
 const T = FieldDescriptorProto_Type;
-const scalarField = (name: string, number: number, type: FieldDescriptorProto_Type, extra: Record<string, unknown> = {}) => ({ name, number, type, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: name.replace(/_(.)/g, (_, c: string) => c.toUpperCase()), ...extra });
+const scalarField = (name: string, number: number, type: FieldDescriptorProto_Type, extra: Record<string, unknown> = {}) => ({
+  name,
+  number,
+  type,
+  label: FieldDescriptorProto_Label.OPTIONAL,
+  jsonName: name.replace(/_(.)/g, (_, c: string) => c.toUpperCase()),
+  ...extra,
+});
 const typed = (name: string, number: number, type: FieldDescriptorProto_Type, typeName: string, repeated = false) =>
   scalarField(name, number, type, { typeName, ...(repeated ? { label: FieldDescriptorProto_Label.REPEATED } : {}) });
 const mapEntry = (name: string, value: Record<string, unknown>) => ({
@@ -191,7 +217,16 @@ const testFile = create(FileDescriptorProtoSchema, {
   syntax: "proto3",
   dependency: ["google/protobuf/timestamp.proto", "google/protobuf/duration.proto"],
   // A digit before a capital in the enum name: the prefix of "Test2Color" is TEST2_COLOR_.
-  enumType: [{ name: "Test2Color", value: [{ name: "TEST2_COLOR_UNSPECIFIED", number: 0 }, { name: "TEST2_COLOR_DARK_RED", number: 1 }, { name: "OTHER", number: 2 }] }],
+  enumType: [
+    {
+      name: "Test2Color",
+      value: [
+        { name: "TEST2_COLOR_UNSPECIFIED", number: 0 },
+        { name: "TEST2_COLOR_DARK_RED", number: 1 },
+        { name: "OTHER", number: 2 },
+      ],
+    },
+  ],
   messageType: [
     { name: "Inner", field: [scalarField("name", 1, T.STRING)] },
     {
@@ -238,7 +273,10 @@ const testFile = create(FileDescriptorProtoSchema, {
     },
   ],
 });
-const wkt: Record<string, DescFile> = { "google/protobuf/timestamp.proto": file_google_protobuf_timestamp, "google/protobuf/duration.proto": file_google_protobuf_duration };
+const wkt: Record<string, DescFile> = {
+  "google/protobuf/timestamp.proto": file_google_protobuf_timestamp,
+  "google/protobuf/duration.proto": file_google_protobuf_duration,
+};
 const All = createFileRegistry(testFile, (name) => wkt[name]).getMessage("codectest.All")!;
 
 const read = (json: unknown, desc: DescMessage = All) => readJson<Message>(desc, JSON.stringify(json));
@@ -316,12 +354,9 @@ describe("type checks name the field (survivor 9: a scalar's typeof check made a
   });
 
   it("paths name list items and map entries", () => {
-    expect(faults({ inners: [{ name: "a" }, { name: 1 }], inner_map: { k: { name: 2 } }, color_map: { c: "mauve" }, colors: ["dark_red", 3] }).map((v) => v.field)).toEqual([
-      "inners[1].name",
-      "inner_map.k.name",
-      "color_map.c",
-      "colors[1]",
-    ]);
+    expect(
+      faults({ inners: [{ name: "a" }, { name: 1 }], inner_map: { k: { name: 2 } }, color_map: { c: "mauve" }, colors: ["dark_red", 3] }).map((v) => v.field),
+    ).toEqual(["inners[1].name", "inner_map.k.name", "color_map.c", "colors[1]"]);
   });
 
   it("reads a body that is empty, not JSON, or not an object", () => {
@@ -472,12 +507,19 @@ describe("timestamps (survivor 10: sub-second precision)", () => {
     expect(JSON.parse(writeJson(All, create(All)))).toMatchObject({ at: null, inner: null });
   });
 
-  it.each(["2026-01-31", "2026-01-31T12:00:00", "2026-01-31 12:00:00Z", "2026-01-31T12:00:00.Z", "2026-01-31T12:00:00.1234567890Z", "2026-01-31T12:00:00+0200", "2026-13-01T00:00:00Z", "x2026-01-31T12:00:00Z", "2026-01-31T12:00:00Zx"])(
-    "refuses %s",
-    (text) => {
-      expect(faults({ at: text })).toEqual([{ field: "at", description: "must be an RFC 3339 timestamp, e.g. 2026-01-31T12:00:00Z" }]);
-    },
-  );
+  it.each([
+    "2026-01-31",
+    "2026-01-31T12:00:00",
+    "2026-01-31 12:00:00Z",
+    "2026-01-31T12:00:00.Z",
+    "2026-01-31T12:00:00.1234567890Z",
+    "2026-01-31T12:00:00+0200",
+    "2026-13-01T00:00:00Z",
+    "x2026-01-31T12:00:00Z",
+    "2026-01-31T12:00:00Zx",
+  ])("refuses %s", (text) => {
+    expect(faults({ at: text })).toEqual([{ field: "at", description: "must be an RFC 3339 timestamp, e.g. 2026-01-31T12:00:00Z" }]);
+  });
 
   it("refuses a timestamp that is not a string", () => {
     expect(faults({ at: 1_769_860_800 })).toEqual([{ field: "at", description: "must be an RFC 3339 timestamp, e.g. 2026-01-31T12:00:00Z" }]);
@@ -488,14 +530,41 @@ describe("timestamps (survivor 10: sub-second precision)", () => {
 describe("writing", () => {
   it("writes every scalar kind at its default, and omits an unset optional", () => {
     const json = JSON.parse(writeJson(All, create(All))) as Record<string, unknown>;
-    expect(json).toMatchObject({ s: "", b: false, i32: 0, u32: 0, i64: 0, u64: 0, i64s: 0, d: 0, f: 0, by: "", color: "unspecified", colors: [], tags: [], inners: [], counts: {}, color_map: {}, inner_map: {} });
+    expect(json).toMatchObject({
+      s: "",
+      b: false,
+      i32: 0,
+      u32: 0,
+      i64: 0,
+      u64: 0,
+      i64s: 0,
+      d: 0,
+      f: 0,
+      by: "",
+      color: "unspecified",
+      colors: [],
+      tags: [],
+      inners: [],
+      counts: {},
+      color_map: {},
+      inner_map: {},
+    });
     expect(json).not.toHaveProperty("maybe");
     expect(json).not.toHaveProperty("a");
     expect(echo({ maybe: "" })).toMatchObject({ maybe: "" });
   });
 
   it("writes what it reads for lists and maps of every kind", () => {
-    const value = { tags: ["a", "b"], inners: [{ name: "x" }], counts: { a: 1 }, color_map: { a: "other" }, inner_map: { a: { name: "y" } }, u64: 5368709120, s: "é", b: true };
+    const value = {
+      tags: ["a", "b"],
+      inners: [{ name: "x" }],
+      counts: { a: 1 },
+      color_map: { a: "other" },
+      inner_map: { a: { name: "y" } },
+      u64: 5368709120,
+      s: "é",
+      b: true,
+    };
     expect(echo(value)).toMatchObject(value);
   });
 
@@ -507,8 +576,15 @@ describe("writing", () => {
     expect(echo({ opt_inner: {}, opt_color: "unspecified" })).toMatchObject({ opt_inner: { name: "" }, opt_color: "unspecified" });
   });
 
-  it("writes the cost totals the spec shows as \"number or null\" as null when unset", () => {
-    expect(JSON.parse(writeJson(job.CostBreakdownSchema, create(job.CostBreakdownSchema)))).toEqual({ lines: [], total_estimated_cost: null, total_actual_cost: null });
-    expect(JSON.parse(writeJson(job.CostBreakdownSchema, create(job.CostBreakdownSchema, { totalActualCost: 0 })))).toMatchObject({ total_estimated_cost: null, total_actual_cost: 0 });
+  it('writes the cost totals the spec shows as "number or null" as null when unset', () => {
+    expect(JSON.parse(writeJson(job.CostBreakdownSchema, create(job.CostBreakdownSchema)))).toEqual({
+      lines: [],
+      total_estimated_cost: null,
+      total_actual_cost: null,
+    });
+    expect(JSON.parse(writeJson(job.CostBreakdownSchema, create(job.CostBreakdownSchema, { totalActualCost: 0 })))).toMatchObject({
+      total_estimated_cost: null,
+      total_actual_cost: 0,
+    });
   });
 });

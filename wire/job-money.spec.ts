@@ -12,7 +12,12 @@ import type { JobRecord, JobRequest } from "../actors/job/messages.js";
 import { at, createJob, probe, run } from "../actors/job/job.fixtures.js";
 
 const started = (delayed = false) =>
-  run({}, createJob({ delayedStart: delayed }), { type: "probe_started", attempt: "p1", at }, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 });
+  run(
+    {},
+    createJob({ delayedStart: delayed }),
+    { type: "probe_started", attempt: "p1", at },
+    { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 },
+  );
 
 /** Every wire amount equals the sum of its lines, exactly. */
 function expectLinesSum(job: JobRecord) {
@@ -31,12 +36,17 @@ describe("JobActor", () => {
     const s = run({}, createJob({ outputOrigin: origin }));
     expect(s.job!.status).toBe("pending");
     expect(s.job!.outputs.map((o) => o.keyPrefix)).toEqual(["media/1970-01-01/job_1/720p", "media/1970-01-01/job_1/480p"]);
-    expect(s.job!.outputs.map((o) => (o.spec as { effectivePathTemplate: string }).effectivePathTemplate)).toEqual(["{date}/{job_id}/{resolution}", "{date}/{job_id}/{resolution}"]);
+    expect(s.job!.outputs.map((o) => (o.spec as { effectivePathTemplate: string }).effectivePathTemplate)).toEqual([
+      "{date}/{job_id}/{resolution}",
+      "{date}/{job_id}/{resolution}",
+    ]);
     expect(s.job!.thumbnailPrefix).toBe("media/job_1/thumbnails");
     expect(s.job!.fees.map((f) => f.id)).toEqual(["fee_1"]);
     // Two outputs that land in one place are refused, naming the second.
     const clash = JobBehavior.decide({}, createJob({ outputPathTemplate: "{job_id}" })) as Rejection;
-    expect(clash.violations).toEqual([{ field: "outputs[1].path_template", description: "resolves to the same location as outputs[0] (job_1); add {output_id} or {resolution}" }]);
+    expect(clash.violations).toEqual([
+      { field: "outputs[1].path_template", description: "resolves to the same location as outputs[0] (job_1); add {output_id} or {resolution}" },
+    ]);
   });
 
   it("a reused idempotency key returns the job for the same body and refuses a different one", () => {
@@ -105,7 +115,12 @@ describe("JobActor", () => {
   });
 
   it("a probe failure fails the job with nothing charged", () => {
-    const s = run({}, createJob(), { type: "probe_started", attempt: "p1", at }, { type: "probe_failed", attempt: "p1", at, failure: { code: "input_invalid", message: "not media" } });
+    const s = run(
+      {},
+      createJob(),
+      { type: "probe_started", attempt: "p1", at },
+      { type: "probe_failed", attempt: "p1", at, failure: { code: "input_invalid", message: "not media" } },
+    );
     expect(s.job!.status).toBe("failed");
     expect(jobMessage(s.job!).totalActualCost).toBe(0);
   });

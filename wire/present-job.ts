@@ -45,14 +45,28 @@ const OUTPUT_STATUS: Record<OutputState["status"], OutputStatus> = {
   canceled: OutputStatus.CANCELED,
 };
 
-export const PRIORITY: Record<JobRecord["priority"], JobPriority> = { economy: JobPriority.ECONOMY, standard: JobPriority.STANDARD, premium: JobPriority.PREMIUM };
+export const PRIORITY: Record<JobRecord["priority"], JobPriority> = {
+  economy: JobPriority.ECONOMY,
+  standard: JobPriority.STANDARD,
+  premium: JobPriority.PREMIUM,
+};
 
-const PROVIDER: Record<OriginRecord["provider"], OriginProvider> = { gcs: OriginProvider.GCS, s3: OriginProvider.S3, r2: OriginProvider.R2, http: OriginProvider.HTTP };
-const MODE: Record<string, ThumbnailMode> = { single: ThumbnailMode.SINGLE, interval: ThumbnailMode.INTERVAL, sprite: ThumbnailMode.SPRITE, animated: ThumbnailMode.ANIMATED };
+const PROVIDER: Record<OriginRecord["provider"], OriginProvider> = {
+  gcs: OriginProvider.GCS,
+  s3: OriginProvider.S3,
+  r2: OriginProvider.R2,
+  http: OriginProvider.HTTP,
+};
+const MODE: Record<string, ThumbnailMode> = {
+  single: ThumbnailMode.SINGLE,
+  interval: ThumbnailMode.INTERVAL,
+  sprite: ThumbnailMode.SPRITE,
+  animated: ThumbnailMode.ANIMATED,
+};
 const FORMAT: Record<string, ThumbnailFormat> = { jpg: ThumbnailFormat.JPG, png: ThumbnailFormat.PNG, webp: ThumbnailFormat.WEBP, mp4: ThumbnailFormat.MP4 };
 
 function originRef(o: OriginRecord | undefined, p: string): OriginRef | undefined {
-  return o && { id: o.id, name: o.name, provider: PROVIDER[o.provider], path: p, bucket: o.provider === "http" ? "" : o.bucket } as OriginRef;
+  return o && ({ id: o.id, name: o.name, provider: PROVIDER[o.provider], path: p, bucket: o.provider === "http" ? "" : o.bucket } as OriginRef);
 }
 
 const feeMicros = (f: FeeState) => f.rateMicros * f.quantity;
@@ -157,7 +171,16 @@ export function jobMessage(j: JobRecord, signed?: ReadonlyMap<string, string>): 
     // Voided fees are omitted from fees; their breakdown line settles at 0.
     fees: j.fees
       .filter((f) => !f.voided)
-      .map((f) => ({ id: f.id, feeType: f.type, description: f.description, unit: f.unit ?? "job", quantity: f.quantity, rate: eur(f.rateMicros), amount: eur(feeMicros(f)), currency: CURRENCY })),
+      .map((f) => ({
+        id: f.id,
+        feeType: f.type,
+        description: f.description,
+        unit: f.unit ?? "job",
+        quantity: f.quantity,
+        rate: eur(f.rateMicros),
+        amount: eur(feeMicros(f)),
+        currency: CURRENCY,
+      })),
     costBreakdown: create(CostBreakdownSchema, { lines, ...totals }),
     errorCode: j.errorCode ?? "",
     errorMessage: j.errorMessage ?? "",

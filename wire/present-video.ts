@@ -15,8 +15,16 @@ export const VIDEO_STATUS = {
   archived: VideoStatus.ARCHIVED,
   deleted: VideoStatus.DELETED,
 } as const;
-export const VISIBILITY: Record<Visibility, VideoVisibility> = { public: VideoVisibility.PUBLIC, unlisted: VideoVisibility.UNLISTED, private: VideoVisibility.PRIVATE };
-export const VISIBILITY_NAMES: Partial<Record<VideoVisibility, Visibility>> = { [VideoVisibility.PUBLIC]: "public", [VideoVisibility.UNLISTED]: "unlisted", [VideoVisibility.PRIVATE]: "private" };
+export const VISIBILITY: Record<Visibility, VideoVisibility> = {
+  public: VideoVisibility.PUBLIC,
+  unlisted: VideoVisibility.UNLISTED,
+  private: VideoVisibility.PRIVATE,
+};
+export const VISIBILITY_NAMES: Partial<Record<VideoVisibility, Visibility>> = {
+  [VideoVisibility.PUBLIC]: "public",
+  [VideoVisibility.UNLISTED]: "unlisted",
+  [VideoVisibility.PRIVATE]: "private",
+};
 export const VIDEO_STATUS_NAMES: Partial<Record<VideoStatus, VideoRecord["status"]>> = Object.fromEntries(Object.entries(VIDEO_STATUS).map(([k, v]) => [v, k]));
 const CODECS = { h264: VideoCodec.H264, h265: VideoCodec.H265, vp9: VideoCodec.VP9, av1: VideoCodec.AV1 } as const;
 
@@ -62,7 +70,15 @@ export function videoMessage(v: VideoRecord, links: VideoLinks = {}): Video {
     preset: v.preset,
     ...links,
     durationSeconds: v.durationSeconds,
-    renditions: v.renditions.map((r) => ({ id: r.id, resolution: r.resolution, codec: CODECS[r.codec], bitrateKbps: r.bitrateKbps, width: r.width, height: r.height, sizeBytes: BigInt(r.sizeBytes) })),
+    renditions: v.renditions.map((r) => ({
+      id: r.id,
+      resolution: r.resolution,
+      codec: CODECS[r.codec],
+      bitrateKbps: r.bitrateKbps,
+      width: r.width,
+      height: r.height,
+      sizeBytes: BigInt(r.sizeBytes),
+    })),
     outputSizeBytes: BigInt(v.outputSizeBytes),
     encodingCost: v.encodingCostMicros === undefined ? undefined : eur(v.encodingCostMicros),
     createdAt: ts(v.createdAt),

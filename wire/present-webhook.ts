@@ -77,7 +77,9 @@ const DELIVERY_STATUS: Record<DeliveryStatus, WebhookDeliveryStatus> = {
   failed: WebhookDeliveryStatus.FAILED,
   exhausted: WebhookDeliveryStatus.EXHAUSTED,
 };
-export const DELIVERY_STATUS_NAMES: Partial<Record<WebhookDeliveryStatus, DeliveryStatus>> = Object.fromEntries(Object.entries(DELIVERY_STATUS).map(([k, v]) => [v, k]));
+export const DELIVERY_STATUS_NAMES: Partial<Record<WebhookDeliveryStatus, DeliveryStatus>> = Object.fromEntries(
+  Object.entries(DELIVERY_STATUS).map(([k, v]) => [v, k]),
+);
 
 const TRANSPORT_ERROR: Readonly<Record<string, TransportError>> = {
   timeout: TransportError.TIMEOUT,
@@ -171,10 +173,24 @@ const SAMPLE_BASE = "https://storage.example.com/media";
 export function sampleEventData(type: EventType, appId: string, eventId: string, at: number): unknown {
   if (type.startsWith("video.")) return sampleVideo(type, appId, eventId, at);
   const job = sampleJob(type, appId, eventId, at);
-  return eventData({ id: eventId, appId, organizationId: "", type, subject: { kind: "job", job, ...(type.startsWith("output.") ? { outputId: job.outputs[0]!.id } : {}) }, requestId: "", apiVersion: "", createdAt: at });
+  return eventData({
+    id: eventId,
+    appId,
+    organizationId: "",
+    type,
+    subject: { kind: "job", job, ...(type.startsWith("output.") ? { outputId: job.outputs[0]!.id } : {}) },
+    requestId: "",
+    apiVersion: "",
+    createdAt: at,
+  });
 }
 
-const JOB_OUTCOME: Partial<Record<EventType, JobStatus>> = { "job.succeeded": "completed", "job.failed": "failed", "job.partial": "partial", "job.canceled": "canceled" };
+const JOB_OUTCOME: Partial<Record<EventType, JobStatus>> = {
+  "job.succeeded": "completed",
+  "job.failed": "failed",
+  "job.partial": "partial",
+  "job.canceled": "canceled",
+};
 
 function sampleJob(type: EventType, appId: string, eventId: string, at: number): JobRecord {
   const status = JOB_OUTCOME[type] ?? "processing";
@@ -265,7 +281,19 @@ function sampleVideo(type: EventType, appId: string, eventId: string, at: number
       inputContentType: "video/mp4",
       jobId: derivedId(Prefix.job, `${eventId}:job`, 20),
       durationSeconds: ready ? 10 : 0,
-      renditions: ready ? [create(RenditionSchema, { id: derivedId(Prefix.rendition, `${eventId}:rendition`, 20), resolution: "720p", codec: VideoCodec.H264, bitrateKbps: 2_500, width: 1280, height: 720, sizeBytes: 2_621_440n })] : [],
+      renditions: ready
+        ? [
+            create(RenditionSchema, {
+              id: derivedId(Prefix.rendition, `${eventId}:rendition`, 20),
+              resolution: "720p",
+              codec: VideoCodec.H264,
+              bitrateKbps: 2_500,
+              width: 1280,
+              height: 720,
+              sizeBytes: 2_621_440n,
+            }),
+          ]
+        : [],
       outputSizeBytes: ready ? 2_621_440n : 0n,
       encodingCost: ready ? 0.002 : undefined,
       createdAt: ts(at - 60_000),

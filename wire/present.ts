@@ -41,7 +41,12 @@ export function appMessage(a: AppRecord): App {
       previousSigningKeyExpiresAt: a.hosting.previous && a.hosting.previous.expiresAt > Date.now() ? ts(a.hosting.previous.expiresAt) : undefined,
       defaultLadder: [...a.hosting.ladder],
     },
-    webhook: a.webhook && { url: a.webhook.url, events: [...a.webhook.events], hasSecret: a.webhook.sealedSecret !== undefined, secretHint: a.webhook.secretHint },
+    webhook: a.webhook && {
+      url: a.webhook.url,
+      events: [...a.webhook.events],
+      hasSecret: a.webhook.sealedSecret !== undefined,
+      secretHint: a.webhook.secretHint,
+    },
     createdAt: ts(a.createdAt),
     updatedAt: ts(a.updatedAt),
     archivedAt: ts(a.archivedAt),
@@ -68,7 +73,12 @@ export function apiKeyMessage(k: ApiKeyRecord): ApiKey {
 const USER_STATUS = { active: UserStatus.ACTIVE, suspended: UserStatus.SUSPENDED, deleted: UserStatus.DELETED } as const;
 const APPROVAL = { pending: ApprovalStatus.PENDING, approved: ApprovalStatus.APPROVED, rejected: ApprovalStatus.REJECTED } as const;
 export const ROLE_TO_WIRE: Record<RoleName, Role> = { owner: Role.OWNER, admin: Role.ADMIN, member: Role.MEMBER, viewer: Role.VIEWER };
-export const ROLE_FROM_WIRE: Partial<Record<Role, RoleName>> = { [Role.OWNER]: "owner", [Role.ADMIN]: "admin", [Role.MEMBER]: "member", [Role.VIEWER]: "viewer" };
+export const ROLE_FROM_WIRE: Partial<Record<Role, RoleName>> = {
+  [Role.OWNER]: "owner",
+  [Role.ADMIN]: "admin",
+  [Role.MEMBER]: "member",
+  [Role.VIEWER]: "viewer",
+};
 
 export function userMessage(u: UserRecord): User {
   const decided = u.approvalStatus !== "pending";

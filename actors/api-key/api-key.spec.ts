@@ -24,14 +24,27 @@ const key = created.key!;
 describe("API key actor", () => {
   it("decides the record: the secret only as its hash, with a prefix and a hint to recognise it by; each scope once; created when asked", () => {
     expect(secret).toHaveLength(3 + KEY_SECRET_LENGTH);
-    expect(key).toStrictEqual({ id: "key_1", appId: "app_1", organizationId: "org_1", name: "ci", scopes: ["jobs:write"], createdAt: 100, keyPrefix: "ak_a1B2c3D4", keyHint: "D4e5", secretHash: "hash_1" });
+    expect(key).toStrictEqual({
+      id: "key_1",
+      appId: "app_1",
+      organizationId: "org_1",
+      name: "ci",
+      scopes: ["jobs:write"],
+      createdAt: 100,
+      keyPrefix: "ak_a1B2c3D4",
+      keyHint: "D4e5",
+      secretHash: "hash_1",
+    });
     const described = run(B.initial, { ...create, request: { ...request, description: "deploys", expiresAt: 5000 } });
     expect(described.key).toMatchObject({ description: "deploys", expiresAt: 5000 });
   });
 
   it("a create retried with the same secret is no change; another secret under the same id is refused", () => {
     expect(B.decide(created, create)).toEqual([]);
-    expect(B.decide(created, { ...create, request: { ...request, secretHash: "hash_2" } })).toEqual({ code: Code.AlreadyExists, message: "API key key_1 exists" });
+    expect(B.decide(created, { ...create, request: { ...request, secretHash: "hash_2" } })).toEqual({
+      code: Code.AlreadyExists,
+      message: "API key key_1 exists",
+    });
   });
 
   it("revokes once, with or without a reason", () => {

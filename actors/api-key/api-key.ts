@@ -3,7 +3,17 @@ import { Code } from "@connectrpc/connect";
 import { sortKey } from "../../src/pagination.js";
 import type { RecordWrite } from "../../src/store/port.js";
 import type { Decision, EntityBehavior } from "../host.js";
-import { API_KEY_HASHES, API_KEYS, ORG_API_KEYS, type ApiKeyCommand, type ApiKeyCommandOf, type ApiKeyCommands, type ApiKeyRecord, type ApiKeyState, type KeyByHash } from "./messages.js";
+import {
+  API_KEY_HASHES,
+  API_KEYS,
+  ORG_API_KEYS,
+  type ApiKeyCommand,
+  type ApiKeyCommandOf,
+  type ApiKeyCommands,
+  type ApiKeyRecord,
+  type ApiKeyState,
+  type KeyByHash,
+} from "./messages.js";
 
 type CommandOf<K extends keyof ApiKeyCommands> = ApiKeyCommandOf<K>;
 

@@ -14,15 +14,25 @@ describe("a task abandoned by the encode queue", () => {
       const failed = run(s, abandoned("probe"));
       expect(job(failed)).toMatchObject({ status: "failed", errorCode: "encoder_lost", completedAt: 4000 });
       expect(job(failed).errorMessage).toBe("the probe task was lost 3 times, its encoder node (n1, n2) stopping while it ran; it is not tried again");
-      expect(job(failed).outputs.map((o) => [o.status, o.actualMicros])).toEqual([["failed", 0], ["failed", 0]]);
+      expect(job(failed).outputs.map((o) => [o.status, o.actualMicros])).toEqual([
+        ["failed", 0],
+        ["failed", 0],
+      ]);
     }
   });
 
   it("an encode: its open outputs fail with encoder_lost, finished ones stay, and the job settles partial or failed", () => {
     const s = encodingJob();
     const failed = run(s, abandoned("encode", ["embedded", "embedded", "embedded"]));
-    expect(job(failed)).toMatchObject({ status: "failed", errorCode: "encoder_lost", errorMessage: "the encode task was lost 3 times, its encoder node (embedded) stopping while it ran; it is not tried again" });
-    expect(job(failed).outputs.map((o) => [o.status, o.errorCode])).toEqual([["failed", "encoder_lost"], ["failed", "encoder_lost"]]);
+    expect(job(failed)).toMatchObject({
+      status: "failed",
+      errorCode: "encoder_lost",
+      errorMessage: "the encode task was lost 3 times, its encoder node (embedded) stopping while it ran; it is not tried again",
+    });
+    expect(job(failed).outputs.map((o) => [o.status, o.errorCode])).toEqual([
+      ["failed", "encoder_lost"],
+      ["failed", "encoder_lost"],
+    ]);
     const oneDone = run(s, { type: "output_completed", attempt: "e1", at, outputId: "out_a", url: "s3://b/a.mp4", sizeBytes: 10 }, abandoned("encode"));
     expect(job(oneDone)).toMatchObject({ status: "partial", errorCode: "encoder_lost" });
     expect(job(oneDone).outputs.map((o) => o.status)).toEqual(["completed", "failed"]);

@@ -47,7 +47,10 @@ describe("job effects", () => {
 
   it("progress is a legacy post only; a delivered output is a ledger event and a legacy post", () => {
     const s = encodingJob();
-    expect(effectsOf(s, { type: "output_progress", attempt: "e1", at: 2500, outputId: "out_a", progress: 10 })).toEqual([{ kind: "update" }, { kind: "legacy", posts: [{ event: "job.progress", at: 2500 }] }]);
+    expect(effectsOf(s, { type: "output_progress", attempt: "e1", at: 2500, outputId: "out_a", progress: 10 })).toEqual([
+      { kind: "update" },
+      { kind: "legacy", posts: [{ event: "job.progress", at: 2500 }] },
+    ]);
     const intents = effectsOf(s, complete("out_a"));
     expect(intents.map((i) => i.kind)).toEqual(["update", "fanout", "legacy"]);
     expect(ledgerOf(intents).map((e) => [e.type, e.subject.kind === "job" ? e.subject.outputId : ""])).toEqual([["output.ready", "out_a"]]);
@@ -111,8 +114,18 @@ describe("job effects", () => {
     expect(taskFor({ ...processing, status: "awaiting_confirmation" }, [{ type: "confirmed", at }])).toBeUndefined();
     expect(taskFor({ ...processing, status: "completed" }, "resumed")).toBeUndefined();
     // Any event of the change counts, wherever it comes in the list.
-    expect(taskFor({ ...processing, status: "pending" }, [{ type: "created", job: processing }, { type: "probe_started", attempt: "p1", at }])).toBe("probe");
-    expect(taskFor(processing, [{ type: "thumbnails_done", at, results: [] }, { type: "confirmed", at }])).toBe("encode");
+    expect(
+      taskFor({ ...processing, status: "pending" }, [
+        { type: "created", job: processing },
+        { type: "probe_started", attempt: "p1", at },
+      ]),
+    ).toBe("probe");
+    expect(
+      taskFor(processing, [
+        { type: "thumbnails_done", at, results: [] },
+        { type: "confirmed", at },
+      ]),
+    ).toBe("encode");
   });
 });
 
@@ -139,7 +152,11 @@ describe("job read models", () => {
     const s = encodingJob();
     expect(JobBehavior.readModel(s, { type: "encode_started", attempt: "e1", at }).map((w) => w.table)).toEqual([JOBS]);
     const delivered = run(s, complete("out_a"));
-    expect(JobBehavior.readModel(delivered, { type: "output_completed", at, outputId: "out_a", url: "u", sizeBytes: 1 }).map((w) => w.table)).toEqual([JOBS, EVENTS, EVENT_FANOUT]);
+    expect(JobBehavior.readModel(delivered, { type: "output_completed", at, outputId: "out_a", url: "u", sizeBytes: 1 }).map((w) => w.table)).toEqual([
+      JOBS,
+      EVENTS,
+      EVENT_FANOUT,
+    ]);
     const ended = run(s, { type: "cancel", at });
     expect(JobBehavior.readModel(ended, { type: "settled", at, status: "canceled" }).map((w) => [w.table, w.value === null])).toEqual([
       [JOBS, false],
@@ -177,7 +194,13 @@ describe("job intents carried out", () => {
     const store = new FileStore(mkdtempSync(path.join(tmpdir(), "job-intents-")));
     await store.open();
     const legacy: [string, number, readonly LegacyPost[]][] = [];
-    const handlers = jobIntentHandlers({ bus, topics, store, legacy: async (j, seq, posts) => void legacy.push([j.id, seq, posts]), retentionDayMs: 86_400_000 });
+    const handlers = jobIntentHandlers({
+      bus,
+      topics,
+      store,
+      legacy: async (j, seq, posts) => void legacy.push([j.id, seq, posts]),
+      retentionDayMs: 86_400_000,
+    });
     return { bus, store, legacy, handlers };
   }
   const s = run({}, createJob({ outputOrigin: origin() }));
@@ -187,7 +210,13 @@ describe("job intents carried out", () => {
     const { bus, handlers } = await setup();
     await handlers.update({ kind: "update" }, ctx(s));
     await handlers.update({ kind: "update" }, ctx({}));
-    expect(bus.sent).toEqual([{ topic: topics.updates, key: "job:job_1", value: JSON.parse(JSON.stringify({ type: "job", id: "job_1", version: 1, state: { job: withoutSecrets(job(s)) } })) }]);
+    expect(bus.sent).toEqual([
+      {
+        topic: topics.updates,
+        key: "job:job_1",
+        value: JSON.parse(JSON.stringify({ type: "job", id: "job_1", version: 1, state: { job: withoutSecrets(job(s)) } })),
+      },
+    ]);
   });
 
   it("a task joins the encode queue with the job's app, priority and age; a stop reaches the encoders and takes the job out of the queue", async () => {
@@ -198,7 +227,19 @@ describe("job intents carried out", () => {
     await handlers.stop({ kind: "stop" }, ctx(s));
     const queue = `${QUEUE_TYPE}:${QUEUE_ID}`;
     expect(bus.sent).toEqual([
-      { topic: topics.commands, key: queue, value: { type: QUEUE_TYPE, id: QUEUE_ID, command: { type: "enqueue", task: { kind: "encode", jobId: "job_1", appId: j.appId, priority: j.priority, order: j.createdAt }, at: expect.any(Number) } } },
+      {
+        topic: topics.commands,
+        key: queue,
+        value: {
+          type: QUEUE_TYPE,
+          id: QUEUE_ID,
+          command: {
+            type: "enqueue",
+            task: { kind: "encode", jobId: "job_1", appId: j.appId, priority: j.priority, order: j.createdAt },
+            at: expect.any(Number),
+          },
+        },
+      },
       { topic: topics.signals, key: "job_1", value: { jobId: "job_1", signal: "stop" } },
       { topic: topics.commands, key: queue, value: { type: QUEUE_TYPE, id: QUEUE_ID, command: { type: "cancel", jobId: "job_1", at: expect.any(Number) } } },
     ]);

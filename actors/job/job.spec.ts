@@ -8,19 +8,54 @@ import { AudioCodec, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
 import { PROCESSING_FEE_MICROS, TRANSCRIPTION_MICROS_PER_SECOND, transcribedSeconds } from "../../src/pricing.js";
 import { at, createJob, decided, encodingJob, origin, output, probe, probedJob, rejected, run, specJson } from "./job.fixtures.js";
 import { estimateOutputs, foldJob, JobBehavior, jobEffects } from "./job.js";
-import { JOB_ERROR_CODES, processingFee, type JobCommand, type JobRecord, type JobRequest, type JobState, type OutputState, type ProbeData } from "./messages.js";
+import {
+  JOB_ERROR_CODES,
+  processingFee,
+  type JobCommand,
+  type JobRecord,
+  type JobRequest,
+  type JobState,
+  type OutputState,
+  type ProbeData,
+} from "./messages.js";
 
-const finish = (over: Partial<Extract<JobCommand, { type: "encode_finished" }>> = {}): JobCommand => ({ type: "encode_finished", attempt: "e1", at: 3000, durationMs: 1000, ...over });
-const completeOutput = (outputId: string, attempt = "e1"): JobCommand => ({ type: "output_completed", attempt, at, outputId, url: `s3://b/${outputId}.mp4`, sizeBytes: 10 });
-const failOutput = (outputId: string, attempt = "e1"): JobCommand => ({ type: "output_failed", attempt, at, outputId, failure: { code: "output_write_denied", message: "denied" } });
-const progress = (outputId: string, value: number, when = at, attempt = "e1"): JobCommand => ({ type: "output_progress", attempt, at: when, outputId, progress: value });
+const finish = (over: Partial<Extract<JobCommand, { type: "encode_finished" }>> = {}): JobCommand => ({
+  type: "encode_finished",
+  attempt: "e1",
+  at: 3000,
+  durationMs: 1000,
+  ...over,
+});
+const completeOutput = (outputId: string, attempt = "e1"): JobCommand => ({
+  type: "output_completed",
+  attempt,
+  at,
+  outputId,
+  url: `s3://b/${outputId}.mp4`,
+  sizeBytes: 10,
+});
+const failOutput = (outputId: string, attempt = "e1"): JobCommand => ({
+  type: "output_failed",
+  attempt,
+  at,
+  outputId,
+  failure: { code: "output_write_denied", message: "denied" },
+});
+const progress = (outputId: string, value: number, when = at, attempt = "e1"): JobCommand => ({
+  type: "output_progress",
+  attempt,
+  at: when,
+  outputId,
+  progress: value,
+});
 const job = (s: JobState): JobRecord => {
   if (!s.job) throw new Error("no job");
   return s.job;
 };
 /** A state whose job is changed by hand: journals written by older builds, or cases no command reaches. */
 const edited = (s: JobState, patch: (j: JobRecord) => Partial<JobRecord>): JobState => ({ job: { ...job(s), ...patch(job(s)) } });
-const effectiveTemplate = (o: OutputState) => (o.spec !== null && typeof o.spec === "object" && !Array.isArray(o.spec) ? o.spec.effectivePathTemplate : undefined);
+const effectiveTemplate = (o: OutputState) =>
+  o.spec !== null && typeof o.spec === "object" && !Array.isArray(o.spec) ? o.spec.effectivePathTemplate : undefined;
 const estimates = (s: JobState) => job(s).outputs.map((o) => o.estimateMicros);
 const actuals = (s: JobState) => job(s).outputs.map((o) => o.actualMicros);
 
@@ -51,7 +86,13 @@ describe("estimates when probed", () => {
     const fhd60: ProbeData = { ...probe, video: { ...probe.video!, width: 1920, height: 1080, frameRate: 60 } };
     // 1080p at 60 fps: 9,000 × 150 % = 13,500 a minute; audio 1,000 a minute; 90 s each.
     expect(estimates(probedJob({ outputs }, fhd60))).toEqual([20_250, 1_500]);
-    const audioOnly: ProbeData = { format: "mp3", durationMs: 90_000, sizeBytes: 1, bitRate: 1, audio: { codec: "mp3", sampleRate: 44_100, channels: 2, channelLayout: "stereo", bitRate: 1 } };
+    const audioOnly: ProbeData = {
+      format: "mp3",
+      durationMs: 90_000,
+      sizeBytes: 1,
+      bitRate: 1,
+      audio: { codec: "mp3", sampleRate: 44_100, channels: 2, channelLayout: "stereo", bitRate: 1 },
+    };
     expect(estimates(probedJob({ outputs }, audioOnly))).toEqual([0, 1_500]);
     expect(estimateOutputs(job(run({}, createJob({ outputs }))), audioOnly)).toEqual([0, 1_500]);
   });
@@ -70,7 +111,10 @@ describe("estimates when probed", () => {
     expect(estimates(s)).toEqual([9_000, 6_000]);
     const confirmed = run(s, { type: "confirm", at: 5000 });
     expect(job(confirmed)).toMatchObject({ status: "processing", confirmedAt: 5000, updatedAt: 5000 });
-    expect(rejected(confirmed, { type: "confirm", at })).toEqual({ code: Code.FailedPrecondition, message: "job job_1 is processing; only a job awaiting_confirmation can be confirmed" });
+    expect(rejected(confirmed, { type: "confirm", at })).toEqual({
+      code: Code.FailedPrecondition,
+      message: "job job_1 is processing; only a job awaiting_confirmation can be confirmed",
+    });
   });
 });
 
@@ -95,26 +139,64 @@ describe("attempts", () => {
   it("encode reports count only from the current attempt of a processing job", () => {
     const s = run(encodingJob(), { type: "encode_started", attempt: "e2", at: 2100 });
     expect(job(s)).toMatchObject({ attempt: "e2", startedAt: at, updatedAt: 2100 });
-    for (const stale of [completeOutput("out_a"), failOutput("out_a"), progress("out_a", 50), finish(), { type: "thumbnails_done", attempt: "e1", at, results: [] } as const]) {
+    for (const stale of [
+      completeOutput("out_a"),
+      failOutput("out_a"),
+      progress("out_a", 50),
+      finish(),
+      { type: "thumbnails_done", attempt: "e1", at, results: [] } as const,
+    ]) {
       expect(decided(s, stale), stale.type).toEqual([]);
     }
     // Before any encoder started, nothing reports on a job that is not processing.
     const waiting = probedJob({ delayedStart: true });
-    for (const early of [{ type: "encode_started", attempt: "e1", at } as const, completeOutput("out_a", "p1"), failOutput("out_a", "p1"), progress("out_a", 5, at, "p1"), finish({ attempt: "p1" }), { type: "thumbnails_done", attempt: "p1", at, results: [] } as const]) {
+    for (const early of [
+      { type: "encode_started", attempt: "e1", at } as const,
+      completeOutput("out_a", "p1"),
+      failOutput("out_a", "p1"),
+      progress("out_a", 5, at, "p1"),
+      finish({ attempt: "p1" }),
+      { type: "thumbnails_done", attempt: "p1", at, results: [] } as const,
+    ]) {
       expect(decided(waiting, early), early.type).toEqual([]);
     }
   });
 
   it("a new attempt keeps delivered outputs, keeps running ones' progress, and runs failed ones again", () => {
-    const s = run(encodingJob({ outputs: [output("out_a", "720p"), output("out_b", "480p"), output("out_c", "480p", { pathTemplate: "c" })] }), completeOutput("out_a"), progress("out_b", 40), progress("out_c", 30), failOutput("out_c"));
-    expect(job(s).outputs.map((o) => [o.status, o.progress])).toEqual([["completed", 100], ["processing", 40], ["failed", 30]]);
+    const s = run(
+      encodingJob({ outputs: [output("out_a", "720p"), output("out_b", "480p"), output("out_c", "480p", { pathTemplate: "c" })] }),
+      completeOutput("out_a"),
+      progress("out_b", 40),
+      progress("out_c", 30),
+      failOutput("out_c"),
+    );
+    expect(job(s).outputs.map((o) => [o.status, o.progress])).toEqual([
+      ["completed", 100],
+      ["processing", 40],
+      ["failed", 30],
+    ]);
     const again = run(s, { type: "encode_started", attempt: "e2", at: 2200 });
-    expect(job(again).outputs.map((o) => [o.status, o.progress])).toEqual([["completed", 100], ["processing", 40], ["processing", 0]]);
+    expect(job(again).outputs.map((o) => [o.status, o.progress])).toEqual([
+      ["completed", 100],
+      ["processing", 40],
+      ["processing", 0],
+    ]);
     expect(job(again)).toMatchObject({ attempt: "e2", encoderStarted: true, startedAt: at });
   });
 
   it("thumbnails of the current attempt are kept", () => {
-    const result = { url: "s3://b/t.jpg", key: "t.jpg", mode: "interval", index: 0, thumbnailIndex: 0, format: "jpg", width: 320, height: 180, timeSeconds: 1, sizeBytes: 9 };
+    const result = {
+      url: "s3://b/t.jpg",
+      key: "t.jpg",
+      mode: "interval",
+      index: 0,
+      thumbnailIndex: 0,
+      format: "jpg",
+      width: 320,
+      height: 180,
+      timeSeconds: 1,
+      sizeBytes: 9,
+    };
     const s = run(encodingJob(), { type: "thumbnails_done", attempt: "e1", at: 2300, results: [result] });
     expect(job(s)).toMatchObject({ thumbnailResults: [result], updatedAt: 2300 });
   });
@@ -175,7 +257,10 @@ describe("settlement", () => {
   it("failed: nothing is charged and the fee is voided, even after an encoder started", () => {
     const s = run(encodingJob(), finish({ failure: { code: "input_unreachable", message: "gone" } }));
     expect(job(s)).toMatchObject({ status: "failed", errorCode: "input_unreachable", errorMessage: "gone" });
-    expect(job(s).outputs.map((o) => [o.status, o.errorCode])).toEqual([["failed", "input_unreachable"], ["failed", "input_unreachable"]]);
+    expect(job(s).outputs.map((o) => [o.status, o.errorCode])).toEqual([
+      ["failed", "input_unreachable"],
+      ["failed", "input_unreachable"],
+    ]);
     expect(actuals(s)).toEqual([0, 0]);
     expect(job(s).fees).toEqual([{ ...processingFee("fee_1"), voided: true, actualMicros: 0 }]);
   });
@@ -197,7 +282,13 @@ describe("settlement", () => {
   it("explains a failure by the first failed output, its code's message when it kept none, else encode_failed", () => {
     const s = run(encodingJob(), failOutput("out_a"), failOutput("out_b"));
     const settledBy = (state: JobState) => decided(state, finish()).at(-1);
-    expect(settledBy(s)).toEqual({ type: "settled", at: 3000, status: "failed", failure: { code: "output_write_denied", message: "denied" }, encodeDurationMs: 1000 });
+    expect(settledBy(s)).toEqual({
+      type: "settled",
+      at: 3000,
+      status: "failed",
+      failure: { code: "output_write_denied", message: "denied" },
+      encodeDurationMs: 1000,
+    });
     const noMessage = edited(s, (j) => ({ outputs: j.outputs.map(({ errorMessage: _, ...o }): OutputState => o) }));
     expect(settledBy(noMessage)).toMatchObject({ failure: { code: "output_write_denied", message: JOB_ERROR_CODES.output_write_denied } });
     const unknownCode = edited(s, (j) => ({ outputs: j.outputs.map((o) => ({ ...o, errorCode: "gremlins" })) }));
@@ -217,9 +308,17 @@ describe("settlement", () => {
   });
 
   it("a probe failure fails the job with the probe's error and charges nothing", () => {
-    const s = run({}, createJob(), { type: "probe_started", attempt: "p1", at }, { type: "probe_failed", attempt: "p1", at: 2500, failure: { code: "input_invalid", message: "not media" } });
+    const s = run(
+      {},
+      createJob(),
+      { type: "probe_started", attempt: "p1", at },
+      { type: "probe_failed", attempt: "p1", at: 2500, failure: { code: "input_invalid", message: "not media" } },
+    );
     expect(job(s)).toMatchObject({ status: "failed", errorCode: "input_invalid", errorMessage: "not media", completedAt: 2500, progress: 0 });
-    expect(job(s).outputs.map((o) => [o.status, o.actualMicros])).toEqual([["failed", 0], ["failed", 0]]);
+    expect(job(s).outputs.map((o) => [o.status, o.actualMicros])).toEqual([
+      ["failed", 0],
+      ["failed", 0],
+    ]);
     expect(job(s).fees[0]).toMatchObject({ voided: true, actualMicros: 0 });
     // No encode ran: the event and the job carry no encode duration at all.
     expect("encodeDurationMs" in job(s)).toBe(false);
@@ -229,7 +328,11 @@ describe("settlement", () => {
   });
 
   it("a job without outputs completes at 100", () => {
-    const s = run(run({}, createJob({ outputs: [] }), { type: "probe_started", attempt: "p1", at }, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 }), { type: "encode_started", attempt: "e1", at }, finish());
+    const s = run(
+      run({}, createJob({ outputs: [] }), { type: "probe_started", attempt: "p1", at }, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 }),
+      { type: "encode_started", attempt: "e1", at },
+      finish(),
+    );
     expect(job(s)).toMatchObject({ status: "completed", progress: 100 });
   });
 });
@@ -240,7 +343,10 @@ describe("cancel", () => {
       const canceled = run(s, { type: "cancel", at: 2600 });
       expect(job(canceled)).toMatchObject({ status: "canceled", completedAt: 2600, progress: 0 });
       expect(job(canceled).errorCode).toBeUndefined();
-      expect(job(canceled).outputs.map((o) => [o.status, o.actualMicros])).toEqual([["canceled", 0], ["canceled", 0]]);
+      expect(job(canceled).outputs.map((o) => [o.status, o.actualMicros])).toEqual([
+        ["canceled", 0],
+        ["canceled", 0],
+      ]);
       expect(job(canceled).fees).toEqual([{ ...processingFee("fee_1"), voided: true, actualMicros: 0 }]);
     }
   });
@@ -248,7 +354,10 @@ describe("cancel", () => {
   it("after pickup charges the fee and the delivered outputs; the job's progress is where it stopped", () => {
     const canceled = run(encodingJob(), completeOutput("out_a"), progress("out_b", 40), { type: "cancel", at: 2600 });
     expect(job(canceled)).toMatchObject({ status: "canceled", progress: 70 });
-    expect(job(canceled).outputs.map((o) => [o.status, o.actualMicros])).toEqual([["completed", 9_000], ["canceled", 0]]);
+    expect(job(canceled).outputs.map((o) => [o.status, o.actualMicros])).toEqual([
+      ["completed", 9_000],
+      ["canceled", 0],
+    ]);
     expect(job(canceled).fees).toEqual([{ ...processingFee("fee_1"), voided: false, actualMicros: PROCESSING_FEE_MICROS }]);
   });
 
@@ -287,8 +396,24 @@ describe("create", () => {
       progress: 0,
       priority: "standard",
       outputs: [
-        { id: "out_a", spec: { ...output("out_a", "720p").spec, effectivePathTemplate: "{job_id}/{output_id}" }, status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix: "job_1/out_a" },
-        { id: "out_b", spec: { ...output("out_b", "480p").spec, effectivePathTemplate: "{job_id}/{output_id}" }, status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix: "job_1/out_b" },
+        {
+          id: "out_a",
+          spec: { ...output("out_a", "720p").spec, effectivePathTemplate: "{job_id}/{output_id}" },
+          status: "pending",
+          progress: 0,
+          outputUrl: "",
+          sizeBytes: 0,
+          keyPrefix: "job_1/out_a",
+        },
+        {
+          id: "out_b",
+          spec: { ...output("out_b", "480p").spec, effectivePathTemplate: "{job_id}/{output_id}" },
+          status: "pending",
+          progress: 0,
+          outputUrl: "",
+          sizeBytes: 0,
+          keyPrefix: "job_1/out_b",
+        },
       ],
       thumbnails: [],
       thumbnailResults: [],
@@ -302,38 +427,78 @@ describe("create", () => {
       createdAt: 1000,
       updatedAt: 1000,
     });
-    expect(processingFee("fee_1")).toEqual({ id: "fee_1", type: "processing", description: "Processing fee", rateMicros: PROCESSING_FEE_MICROS, quantity: 1, voided: false });
+    expect(processingFee("fee_1")).toEqual({
+      id: "fee_1",
+      type: "processing",
+      description: "Processing fee",
+      rateMicros: PROCESSING_FEE_MICROS,
+      quantity: 1,
+      voided: false,
+    });
   });
 
   it("keeps what the request gives", () => {
     const o = origin({ basePath: "base" });
-    const over: Partial<JobRequest> = { inputOrigin: o, inputUrlOrigin: o, outputOrigin: o, outputPathTemplate: "{job_id}/{output_id}", clip: { startSeconds: 1, endSeconds: 2 }, idempotencyKey: "k", requestId: "req_1", metadata: { a: "b" }, webhookUrl: "https://hook.test", priority: "premium", delayedStart: true };
+    const over: Partial<JobRequest> = {
+      inputOrigin: o,
+      inputUrlOrigin: o,
+      outputOrigin: o,
+      outputPathTemplate: "{job_id}/{output_id}",
+      clip: { startSeconds: 1, endSeconds: 2 },
+      idempotencyKey: "k",
+      requestId: "req_1",
+      metadata: { a: "b" },
+      webhookUrl: "https://hook.test",
+      priority: "premium",
+      delayedStart: true,
+    };
     expect(job(run({}, createJob(over)))).toMatchObject({ ...over, thumbnailPrefix: "base/job_1/thumbnails" });
   });
 
   it("places outputs by their own template, else the job's, else the origin's, else the default, under the base path", () => {
     const prefixes = (over: Partial<JobRequest>) => job(run({}, createJob(over, Date.UTC(2026, 10, 24, 23, 59)))).outputs.map((o) => o.keyPrefix);
-    expect(prefixes({ outputOrigin: origin({ basePath: "/media/./in//", pathTemplate: "{date}/{resolution}" }) })).toEqual(["media/in/2026-11-24/720p", "media/in/2026-11-24/480p"]);
-    expect(prefixes({ outputOrigin: origin({ basePath: "m", pathTemplate: "{date}/{resolution}" }), outputPathTemplate: "{job_id}/{codec}-{resolution}" })).toEqual(["m/job_1/h264-720p", "m/job_1/h264-480p"]);
+    expect(prefixes({ outputOrigin: origin({ basePath: "/media/./in//", pathTemplate: "{date}/{resolution}" }) })).toEqual([
+      "media/in/2026-11-24/720p",
+      "media/in/2026-11-24/480p",
+    ]);
+    expect(
+      prefixes({ outputOrigin: origin({ basePath: "m", pathTemplate: "{date}/{resolution}" }), outputPathTemplate: "{job_id}/{codec}-{resolution}" }),
+    ).toEqual(["m/job_1/h264-720p", "m/job_1/h264-480p"]);
     const own = [output("out_a", "720p", { pathTemplate: "own/{output_id}/{quality}.{format}" }), output("out_b", "480p")];
     expect(prefixes({ outputs: own, outputPathTemplate: "{job_id}/{resolution}" })).toEqual(["own/out_a/standard.mp4", "job_1/480p"]);
     expect(job(run({}, createJob({ outputs: own }))).outputs.map(effectiveTemplate)).toEqual(["own/{output_id}/{quality}.{format}", "{job_id}/{output_id}"]);
     // Unknown variables are empty; an output's vars cannot change the ids.
-    const sneaky = [output("out_a", "720p", { pathTemplate: "{nope}/{job_id}/{output_id}", vars: Object.assign({ format: "mp4", codec: "h264", resolution: "720p", quality: "standard" }, { job_id: "other" }) })];
+    const sneaky = [
+      output("out_a", "720p", {
+        pathTemplate: "{nope}/{job_id}/{output_id}",
+        vars: Object.assign({ format: "mp4", codec: "h264", resolution: "720p", quality: "standard" }, { job_id: "other" }),
+      }),
+    ];
     expect(prefixes({ outputs: sneaky })).toEqual(["job_1/out_a"]);
   });
 
   it("refuses outputs that land in one place, naming each and the one it clashes with", () => {
     const three = [output("out_a", "720p"), output("out_b", "480p"), output("out_c", "480p")];
     const r = rejected({}, createJob({ outputs: three, outputPathTemplate: "{job_id}" }));
-    const clash = (i: number, with_: number) => ({ field: `outputs[${i}].path_template`, description: `resolves to the same location as outputs[${with_}] (job_1); add {output_id} or {resolution}` });
-    expect(r).toEqual({ code: Code.InvalidArgument, message: `${clash(1, 0).field}: ${clash(1, 0).description}; ${clash(2, 1).field}: ${clash(2, 1).description}`, violations: [clash(1, 0), clash(2, 1)] });
+    const clash = (i: number, with_: number) => ({
+      field: `outputs[${i}].path_template`,
+      description: `resolves to the same location as outputs[${with_}] (job_1); add {output_id} or {resolution}`,
+    });
+    expect(r).toEqual({
+      code: Code.InvalidArgument,
+      message: `${clash(1, 0).field}: ${clash(1, 0).description}; ${clash(2, 1).field}: ${clash(2, 1).description}`,
+      violations: [clash(1, 0), clash(2, 1)],
+    });
   });
 
   it("a reused idempotency key answers the same body with no change and refuses another", () => {
     const s = run({}, createJob());
     expect(decided(s, createJob())).toEqual([]);
-    expect(rejected(s, createJob({ bodyHash: "h2" }))).toEqual({ code: Code.AlreadyExists, message: "idempotency_key was used for a different request body", violations: [{ field: "idempotency_key", description: "already used with a different request body" }] });
+    expect(rejected(s, createJob({ bodyHash: "h2" }))).toEqual({
+      code: Code.AlreadyExists,
+      message: "idempotency_key was used for a different request body",
+      violations: [{ field: "idempotency_key", description: "already used with a different request body" }],
+    });
   });
 
   it("every other command needs the job", () => {
@@ -364,21 +529,54 @@ describe("create", () => {
 
 describe("captions", () => {
   const GEN = { source: SubtitleSource.GENERATED };
-  const captioned = (id: string, tracks: object[]) => output(id, "720p", { spec: specJson({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }], subtitleTracks: tracks }) });
-  const track = { outputId: "out_a", trackIndex: 0, source: "generated" as const, language: "en", name: "English", url: "s3://b/t.vtt", key: "t.vtt", transcript: [{ start: 0, end: 1.5, text: "Hello." }] };
+  const captioned = (id: string, tracks: object[]) =>
+    output(id, "720p", { spec: specJson({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }], subtitleTracks: tracks }) });
+  const track = {
+    outputId: "out_a",
+    trackIndex: 0,
+    source: "generated" as const,
+    language: "en",
+    name: "English",
+    url: "s3://b/t.vtt",
+    key: "t.vtt",
+    transcript: [{ start: 0, end: 1.5, text: "Hello." }],
+  };
 
   it("quotes one transcription fee per generated track at probe, per second begun of the clipped audio; provided tracks are free", () => {
-    const s = probedJob({ outputs: [captioned("out_a", [GEN, { source: SubtitleSource.URL, url: "https://x/a.vtt" }, { ...GEN, language: "fr" }]), output("out_b", "480p")], clip: { startSeconds: 10.5, endSeconds: 0 } });
+    const s = probedJob({
+      outputs: [captioned("out_a", [GEN, { source: SubtitleSource.URL, url: "https://x/a.vtt" }, { ...GEN, language: "fr" }]), output("out_b", "480p")],
+      clip: { startSeconds: 10.5, endSeconds: 0 },
+    });
     const fees = job(s).fees.filter((f) => f.type === "transcription");
     expect(fees).toEqual([
-      { id: "fee_at0", type: "transcription", unit: "second", outputId: "out_a", description: "Captions of out_a, track 0", rateMicros: TRANSCRIPTION_MICROS_PER_SECOND, quantity: 80, voided: false },
-      { id: "fee_at2", type: "transcription", unit: "second", outputId: "out_a", description: "Captions of out_a, track 2", rateMicros: TRANSCRIPTION_MICROS_PER_SECOND, quantity: 80, voided: false },
+      {
+        id: "fee_at0",
+        type: "transcription",
+        unit: "second",
+        outputId: "out_a",
+        description: "Captions of out_a, track 0",
+        rateMicros: TRANSCRIPTION_MICROS_PER_SECOND,
+        quantity: 80,
+        voided: false,
+      },
+      {
+        id: "fee_at2",
+        type: "transcription",
+        unit: "second",
+        outputId: "out_a",
+        description: "Captions of out_a, track 2",
+        rateMicros: TRANSCRIPTION_MICROS_PER_SECOND,
+        quantity: 80,
+        voided: false,
+      },
     ]);
     expect(job(s).fees[0]).toEqual(processingFee("fee_1"));
     expect(transcribedSeconds(79_001)).toBe(80);
     expect(transcribedSeconds(79_000)).toBe(79);
     // No generated track: the probed event carries no fees.
-    expect(decided(run({}, createJob(), { type: "probe_started", attempt: "p1", at }), { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })[0]).not.toHaveProperty("fees");
+    expect(
+      decided(run({}, createJob(), { type: "probe_started", attempt: "p1", at }), { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })[0],
+    ).not.toHaveProperty("fees");
   });
 
   it("a re-probe replaces its fees instead of adding them", () => {
@@ -389,7 +587,16 @@ describe("captions", () => {
 
   it("a transcription fee is due only with its delivered output, and the tracks of a delivered output are kept", () => {
     const req = { outputs: [captioned("out_a", [GEN]), captioned("out_b", [GEN])] };
-    const s = run(encodingJob(req), { ...completeOutput("out_a"), subtitles: [track], chapters: [{ outputId: "out_a", trackIndex: 0, language: "en", url: "s3://b/c.vtt", key: "c.vtt", chapters: [{ start: 0, end: 1.5, title: "Hello" }] }] } as JobCommand, failOutput("out_b"), finish());
+    const s = run(
+      encodingJob(req),
+      {
+        ...completeOutput("out_a"),
+        subtitles: [track],
+        chapters: [{ outputId: "out_a", trackIndex: 0, language: "en", url: "s3://b/c.vtt", key: "c.vtt", chapters: [{ start: 0, end: 1.5, title: "Hello" }] }],
+      } as JobCommand,
+      failOutput("out_b"),
+      finish(),
+    );
     expect(job(s).status).toBe("partial");
     const fees = job(s).fees;
     expect(fees.map((f) => [f.id, f.voided, f.actualMicros])).toEqual([
@@ -415,11 +622,26 @@ describe("captions", () => {
 });
 
 describe("managed and protected outputs", () => {
-  const drm = { scheme: "cbcs" as const, clearKey: true, kids: [{ trackClass: "sd" as const, kid: "0123456789abcdef0123456789abcdef" }], sealed: "iv.tag.body" };
+  const drm = {
+    scheme: "cbcs" as const,
+    clearKey: true,
+    kids: [{ trackClass: "sd" as const, kid: "0123456789abcdef0123456789abcdef" }],
+    sealed: "iv.tag.body",
+  };
   const renditions = [{ name: "640x360", codec: "h264" as const, width: 640, height: 360, sizeBytes: 7 }];
 
   it("keeps what the encoder reports of a completed output: its main file, renditions and sealed keys, and nothing it did not report", () => {
-    const s = run(encodingJob(), { type: "output_completed", attempt: "e1", at, outputId: "out_a", url: "s3://b/out_a/index.m3u8", sizeBytes: 10, main: "index.m3u8", renditions, drm });
+    const s = run(encodingJob(), {
+      type: "output_completed",
+      attempt: "e1",
+      at,
+      outputId: "out_a",
+      url: "s3://b/out_a/index.m3u8",
+      sizeBytes: 10,
+      main: "index.m3u8",
+      renditions,
+      drm,
+    });
     expect(job(s).outputs[0]).toMatchObject({ status: "completed", main: "index.m3u8", renditions, drm });
     const plain = job(run(encodingJob(), completeOutput("out_a"))).outputs[0]!;
     expect(plain).not.toHaveProperty("main");
@@ -431,10 +653,19 @@ describe("managed and protected outputs", () => {
     const managed = { videoId: "vid_1", ladder: [720, 360], drm: { scheme: "ENCRYPTION_SCHEME_CBCS", systems: ["DRM_SYSTEM_CLEARKEY"] } };
     const created = run({}, createJob({ managed, outputs: [output("out_a", "720p")] }), { type: "probe_started", attempt: "p1", at });
     const spec = job(run(created, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })).outputs[0]!.spec as Record<string, unknown>;
-    expect(spec).toMatchObject({ type: "OUTPUT_TYPE_ADAPTIVE", drm: { scheme: "ENCRYPTION_SCHEME_CBCS", systems: ["DRM_SYSTEM_CLEARKEY"] }, effectivePathTemplate: effectiveTemplate(job(created).outputs[0]!) });
+    expect(spec).toMatchObject({
+      type: "OUTPUT_TYPE_ADAPTIVE",
+      drm: { scheme: "ENCRYPTION_SCHEME_CBCS", systems: ["DRM_SYSTEM_CLEARKEY"] },
+      effectivePathTemplate: effectiveTemplate(job(created).outputs[0]!),
+    });
     // A journal of an older build, whose spec has no effective template: the ladder's is empty, not made up.
-    const older = edited(created, (j) => ({ outputs: j.outputs.map((o) => ({ ...o, spec: { ...(o.spec as Record<string, unknown>), effectivePathTemplate: undefined } as never })) }));
-    expect((job(run(older, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })).outputs[0]!.spec as Record<string, unknown>).effectivePathTemplate).toBe("");
+    const older = edited(created, (j) => ({
+      outputs: j.outputs.map((o) => ({ ...o, spec: { ...(o.spec as Record<string, unknown>), effectivePathTemplate: undefined } as never })),
+    }));
+    expect(
+      (job(run(older, { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 })).outputs[0]!.spec as Record<string, unknown>)
+        .effectivePathTemplate,
+    ).toBe("");
   });
 
   it("tells a managed job's video how it ended once, when it settles, and no other job's", () => {

@@ -8,7 +8,29 @@ import { OutputSpecSchema, SubtitleSource } from "../../src/gen/media/v1/job_pb.
 import { ladderOutputSpec, playPrefix } from "../../src/hosting.js";
 import { sortKey } from "../../src/pagination.js";
 import { amountMicros, outputRateIfKnown, PROCESSING_FEE_MICROS, TRANSCRIPTION_MICROS_PER_SECOND, transcribedSeconds } from "../../src/pricing.js";
-import { ACTIVE_JOBS, ACTIVE_PARTITION, isJobErrorCode, JOB_ERROR_CODES, JOBS, processingFee, TERMINAL, type EncodeTask, type LegacyPost, type JobSignal, type Failure, type FeeState, type JobCommand, type JobCommandOf, type JobCommands, type JobEvent, type JobRecord, type JobState, type JobStatus, type OutputState, type ProbeData } from "./messages.js";
+import {
+  ACTIVE_JOBS,
+  ACTIVE_PARTITION,
+  isJobErrorCode,
+  JOB_ERROR_CODES,
+  JOBS,
+  processingFee,
+  TERMINAL,
+  type EncodeTask,
+  type LegacyPost,
+  type JobSignal,
+  type Failure,
+  type FeeState,
+  type JobCommand,
+  type JobCommandOf,
+  type JobCommands,
+  type JobEvent,
+  type JobRecord,
+  type JobState,
+  type JobStatus,
+  type OutputState,
+  type ProbeData,
+} from "./messages.js";
 import type { OriginRecord } from "../../src/origins.js";
 import type { RecordWrite, Store } from "../../src/store/port.js";
 import type { Decision, EntityBehavior } from "../host.js";
@@ -58,7 +80,18 @@ export function transcriptionFees(job: JobRecord, metadata: ProbeData): FeeState
   return job.outputs.flatMap((o) =>
     fromJson(OutputSpecSchema, o.spec).subtitleTracks.flatMap((t, k) =>
       t.source === SubtitleSource.GENERATED
-        ? [{ id: `fee_${o.id.slice(o.id.indexOf("_") + 1)}t${k}`, type: "transcription" as const, unit: "second" as const, outputId: o.id, description: `Captions of ${o.id}, track ${k}`, rateMicros: TRANSCRIPTION_MICROS_PER_SECOND, quantity: seconds, voided: false }]
+        ? [
+            {
+              id: `fee_${o.id.slice(o.id.indexOf("_") + 1)}t${k}`,
+              type: "transcription" as const,
+              unit: "second" as const,
+              outputId: o.id,
+              description: `Captions of ${o.id}, track ${k}`,
+              rateMicros: TRANSCRIPTION_MICROS_PER_SECOND,
+              quantity: seconds,
+              voided: false,
+            },
+          ]
         : [],
     ),
   );
@@ -72,7 +105,10 @@ function settle(job: JobRecord, at: number, failure?: Failure, encodeDurationMs?
   const because: Failure | undefined =
     status === "completed"
       ? undefined
-      : (failure ?? (failed?.errorCode && isJobErrorCode(failed.errorCode) ? { code: failed.errorCode, message: failed.errorMessage ?? JOB_ERROR_CODES[failed.errorCode] } : { code: "encode_failed", message: JOB_ERROR_CODES.encode_failed }));
+      : (failure ??
+        (failed?.errorCode && isJobErrorCode(failed.errorCode)
+          ? { code: failed.errorCode, message: failed.errorMessage ?? JOB_ERROR_CODES[failed.errorCode] }
+          : { code: "encode_failed", message: JOB_ERROR_CODES.encode_failed }));
   return { type: "settled", at, status, ...(because ? { failure: because } : {}), ...(encodeDurationMs !== undefined ? { encodeDurationMs } : {}) };
 }
 
@@ -95,7 +131,11 @@ const decideBy: Handlers = {
   create: (state, c) => {
     if (!state.job) return created(c);
     if (state.job.bodyHash === c.request.bodyHash) return [];
-    return { code: Code.AlreadyExists, message: "idempotency_key was used for a different request body", violations: [{ field: "idempotency_key", description: "already used with a different request body" }] };
+    return {
+      code: Code.AlreadyExists,
+      message: "idempotency_key was used for a different request body",
+      violations: [{ field: "idempotency_key", description: "already used with a different request body" }],
+    };
   },
   // A redelivered probe task (its node died) starts a new attempt; the old one's reports are ignored.
   probe_started: onJob((job, c) => (job.status === "pending" || job.status === "probing" ? [{ type: "probe_started", attempt: c.attempt, at: c.at }] : [])),
@@ -104,11 +144,25 @@ const decideBy: Handlers = {
     // A managed job's auto ladder is decided from the source: its rungs, then its estimate.
     const ladder = job.managed?.ladder;
     if (ladder && job.outputs.length > 0) {
-      const spec = { ...(ladderOutputSpec(ladder, c.metadata.video, c.metadata.audio !== undefined, job.managed?.drm) as Record<string, JsonValue>), ...(job.managed?.subtitleTracks?.length ? { subtitleTracks: [...job.managed.subtitleTracks] } : {}), effectivePathTemplate: (job.outputs[0]!.spec as Record<string, JsonValue>)["effectivePathTemplate"] ?? "" };
+      const spec = {
+        ...(ladderOutputSpec(ladder, c.metadata.video, c.metadata.audio !== undefined, job.managed?.drm) as Record<string, JsonValue>),
+        ...(job.managed?.subtitleTracks?.length ? { subtitleTracks: [...job.managed.subtitleTracks] } : {}),
+        effectivePathTemplate: (job.outputs[0]!.spec as Record<string, JsonValue>)["effectivePathTemplate"] ?? "",
+      };
       const resolved = { ...job, outputs: job.outputs.map((o, i) => (i === 0 ? { ...o, spec } : o)) };
-      return [withFees({ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(resolved, c.metadata), specs: { 0: spec } }, transcriptionFees(resolved, c.metadata))];
+      return [
+        withFees(
+          { type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(resolved, c.metadata), specs: { 0: spec } },
+          transcriptionFees(resolved, c.metadata),
+        ),
+      ];
     }
-    return [withFees({ type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(job, c.metadata) }, transcriptionFees(job, c.metadata))];
+    return [
+      withFees(
+        { type: "probed", at: c.at, metadata: c.metadata, durationMs: c.durationMs, estimates: estimateOutputs(job, c.metadata) },
+        transcriptionFees(job, c.metadata),
+      ),
+    ];
   }),
   probe_failed: onJob((job, c) => (job.status === "probing" && fromCurrentAttempt(job, c.attempt) ? [settle(job, c.at, c.failure)] : [])),
   confirm: onJob((job, c) => {
@@ -137,14 +191,29 @@ const decideBy: Handlers = {
   output_completed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || !o || o.status === "completed") return [];
-    return [{ type: "output_completed", at: c.at, outputId: c.outputId, url: c.url, sizeBytes: c.sizeBytes, ...(c.main !== undefined ? { main: c.main } : {}), ...(c.renditions ? { renditions: c.renditions } : {}), ...(c.subtitles?.length ? { subtitles: c.subtitles } : {}), ...(c.chapters?.length ? { chapters: c.chapters } : {}), ...(c.drm ? { drm: c.drm } : {}) }];
+    return [
+      {
+        type: "output_completed",
+        at: c.at,
+        outputId: c.outputId,
+        url: c.url,
+        sizeBytes: c.sizeBytes,
+        ...(c.main !== undefined ? { main: c.main } : {}),
+        ...(c.renditions ? { renditions: c.renditions } : {}),
+        ...(c.subtitles?.length ? { subtitles: c.subtitles } : {}),
+        ...(c.chapters?.length ? { chapters: c.chapters } : {}),
+        ...(c.drm ? { drm: c.drm } : {}),
+      },
+    ];
   }),
   output_failed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || !o || o.status === "completed" || o.status === "failed") return [];
     return [{ type: "output_failed", at: c.at, outputId: c.outputId, failure: c.failure }];
   }),
-  thumbnails_done: onJob((job, c) => (job.status === "processing" && fromCurrentAttempt(job, c.attempt) ? [{ type: "thumbnails_done", at: c.at, results: c.results }] : [])),
+  thumbnails_done: onJob((job, c) =>
+    job.status === "processing" && fromCurrentAttempt(job, c.attempt) ? [{ type: "thumbnails_done", at: c.at, results: c.results }] : [],
+  ),
   encode_finished: onJob((job, c) => {
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt)) return [];
     // Outputs the encoder did not report on failed with the job-level failure.
@@ -155,12 +224,22 @@ const decideBy: Handlers = {
     return [...events, settle(after, c.at, failure, c.durationMs)];
   }),
   task_abandoned: onJob((job, c) => {
-    const failure: Failure = { code: "encoder_lost", message: `the ${c.task} task was lost ${c.lostOn.length} times, its encoder node (${[...new Set(c.lostOn)].join(", ")}) stopping while it ran; it is not tried again` };
+    const failure: Failure = {
+      code: "encoder_lost",
+      message: `the ${c.task} task was lost ${c.lostOn.length} times, its encoder node (${[...new Set(c.lostOn)].join(", ")}) stopping while it ran; it is not tried again`,
+    };
     if (c.task === "probe") return job.status === "pending" || job.status === "probing" ? [settle(job, c.at, failure)] : [];
     if (job.status !== "processing") return [];
     const open = job.outputs.filter((o) => o.status === "pending" || o.status === "processing");
     const events: JobEvent[] = open.map((o) => ({ type: "output_failed", at: c.at, outputId: o.id, failure }));
-    return [...events, settle(events.reduce((j, e) => foldJob(j, e), job), c.at, failure)];
+    return [
+      ...events,
+      settle(
+        events.reduce((j, e) => foldJob(j, e), job),
+        c.at,
+        failure,
+      ),
+    ];
   }),
   resume: onJob(() => []),
 };
@@ -193,9 +272,16 @@ function created(c: JobCommandOf<"create">): Decision<JobEvent> {
   const outputs = r.outputs.map((o, i): OutputState => {
     const effective = o.pathTemplate || template;
     const vars: Record<string, string> = { ...o.vars, job_id: c.id, output_id: o.id, date };
-    const keyPrefix = joinKey(basePath, effective.replace(/\{([a-z_]+)\}/g, (_, name: string) => vars[name] ?? ""));
+    const keyPrefix = joinKey(
+      basePath,
+      effective.replace(/\{([a-z_]+)\}/g, (_, name: string) => vars[name] ?? ""),
+    );
     const clash = prefixes.get(keyPrefix);
-    if (clash !== undefined) violations.push({ field: `outputs[${i}].path_template`, description: `resolves to the same location as outputs[${clash}] (${keyPrefix}); add {output_id} or {resolution}` });
+    if (clash !== undefined)
+      violations.push({
+        field: `outputs[${i}].path_template`,
+        description: `resolves to the same location as outputs[${clash}] (${keyPrefix}); add {output_id} or {resolution}`,
+      });
     prefixes.set(keyPrefix, i);
     return { id: o.id, spec: { ...o.spec, effectivePathTemplate: effective }, status: "pending", progress: 0, outputUrl: "", sizeBytes: 0, keyPrefix };
   });
@@ -259,7 +345,11 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
     case "probe_started":
       return { ...base, status: "probing", attempt: event.attempt };
     case "probed": {
-      const outputs = job.outputs.map((o, i) => ({ ...o, ...(event.specs?.[i] !== undefined ? { spec: event.specs[i] } : {}), estimateMicros: event.estimates[i] ?? 0 }));
+      const outputs = job.outputs.map((o, i) => ({
+        ...o,
+        ...(event.specs?.[i] !== undefined ? { spec: event.specs[i] } : {}),
+        estimateMicros: event.estimates[i] ?? 0,
+      }));
       return {
         ...base,
         status: job.delayedStart ? "awaiting_confirmation" : "processing",
@@ -285,7 +375,16 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
       return { ...base, outputs, progress: jobProgress(outputs) };
     }
     case "output_completed": {
-      const outputs = patchOutput(job, event.outputId, (o) => ({ ...o, status: "completed", progress: 100, outputUrl: event.url, sizeBytes: event.sizeBytes, ...(event.main !== undefined ? { main: event.main } : {}), ...(event.renditions ? { renditions: event.renditions } : {}), ...(event.drm ? { drm: event.drm } : {}) }));
+      const outputs = patchOutput(job, event.outputId, (o) => ({
+        ...o,
+        status: "completed",
+        progress: 100,
+        outputUrl: event.url,
+        sizeBytes: event.sizeBytes,
+        ...(event.main !== undefined ? { main: event.main } : {}),
+        ...(event.renditions ? { renditions: event.renditions } : {}),
+        ...(event.drm ? { drm: event.drm } : {}),
+      }));
       const tracks = {
         ...(event.subtitles ? { subtitleResults: [...(job.subtitleResults ?? []), ...event.subtitles] } : {}),
         ...(event.chapters ? { chapterResults: [...(job.chapterResults ?? []), ...event.chapters] } : {}),
@@ -293,7 +392,10 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
       return { ...base, outputs, progress: jobProgress(outputs), ...tracks };
     }
     case "output_failed":
-      return { ...base, outputs: patchOutput(job, event.outputId, (o) => ({ ...o, status: "failed", errorCode: event.failure.code, errorMessage: event.failure.message })) };
+      return {
+        ...base,
+        outputs: patchOutput(job, event.outputId, (o) => ({ ...o, status: "failed", errorCode: event.failure.code, errorMessage: event.failure.message })),
+      };
     case "thumbnails_done":
       return { ...base, thumbnailResults: event.results };
     case "settled": {
@@ -416,7 +518,12 @@ const encoded = (value: unknown) => json.encode(JSON.stringify(value));
 /** A job as its updates carry it: origins without their sealed credentials. */
 export function withoutSecrets(job: JobRecord): JobRecord {
   const bare = (o: OriginRecord | undefined) => o && { ...o, sealedCredentials: "" };
-  return { ...job, ...(job.inputOrigin ? { inputOrigin: bare(job.inputOrigin) } : {}), ...(job.inputUrlOrigin ? { inputUrlOrigin: bare(job.inputUrlOrigin) } : {}), ...(job.outputOrigin ? { outputOrigin: bare(job.outputOrigin) } : {}) };
+  return {
+    ...job,
+    ...(job.inputOrigin ? { inputOrigin: bare(job.inputOrigin) } : {}),
+    ...(job.inputUrlOrigin ? { inputUrlOrigin: bare(job.inputUrlOrigin) } : {}),
+    ...(job.outputOrigin ? { outputOrigin: bare(job.outputOrigin) } : {}),
+  };
 }
 
 export interface JobEffectDeps {
@@ -436,7 +543,8 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
     update: async (_intent, { id, state, recovered }) => {
       // Once per job in the metrics (a rerun after a crash is not a second end).
       if (state.job && !recovered && TERMINAL.has(state.job.status)) observeJobEnded(state.job);
-      if (state.job) await publishUpdate(d.bus, d.topics, { type: JobBehavior.type, id, version: state.job.version, state: { job: withoutSecrets(state.job) } });
+      if (state.job)
+        await publishUpdate(d.bus, d.topics, { type: JobBehavior.type, id, version: state.job.version, state: { job: withoutSecrets(state.job) } });
     },
     // The task joins the encode queue, which hands it to a node by priority, class and app; the
     // queue keeps one of each kind per job, and a task that still runs twice is a second attempt,
@@ -445,7 +553,11 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
       const job = state.job;
       if (!job) return;
       const task: EncodeTask = { kind: intent.task, jobId: id };
-      await tell(d.bus, d.topics, Queue, QUEUE_ID, { type: "enqueue", task: { ...task, appId: job.appId, priority: job.priority, order: job.createdAt }, at: Date.now() });
+      await tell(d.bus, d.topics, Queue, QUEUE_ID, {
+        type: "enqueue",
+        task: { ...task, appId: job.appId, priority: job.priority, order: job.createdAt },
+        at: Date.now(),
+      });
     },
     stop: async (_intent, { id }) => {
       const signal: JobSignal = { jobId: id, signal: "stop" };

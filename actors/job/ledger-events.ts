@@ -3,7 +3,12 @@
 import { API_VERSION, derivedId, type EventRecord, type EventType } from "../ledger.js";
 import type { JobEvent, JobRecord } from "./messages.js";
 
-const OUTCOME: Partial<Record<JobRecord["status"], EventType>> = { completed: "job.succeeded", failed: "job.failed", partial: "job.partial", canceled: "job.canceled" };
+const OUTCOME: Partial<Record<JobRecord["status"], EventType>> = {
+  completed: "job.succeeded",
+  failed: "job.failed",
+  partial: "job.partial",
+  canceled: "job.canceled",
+};
 
 /** The ledger events a job event produces, given the job after it. */
 export function jobLedgerEvents(job: JobRecord, event: JobEvent): EventRecord[] {

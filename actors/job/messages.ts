@@ -32,7 +32,8 @@ export const JOB_ERROR_CODES = {
   subtitle_invalid: "A provided subtitle track is not valid WebVTT or SRT, or exceeds the size limits.",
   transcription_failed: "Speech recognition failed, or the recogniser is not installed on the encoder node.",
   drm_key_unavailable: "The key provider of a protected output failed or answered no usable keys; nothing unprotected was delivered.",
-  encoder_lost: "The job's task was lost 3 times: each time its encoder node stopped (crashed, was killed, or went silent) while running it. It is not tried again.",
+  encoder_lost:
+    "The job's task was lost 3 times: each time its encoder node stopped (crashed, was killed, or went silent) while running it. It is not tried again.",
   internal: "An internal error stopped the job.",
 } as const;
 export type JobErrorCode = keyof typeof JOB_ERROR_CODES;
@@ -290,7 +291,18 @@ export interface JobCommands {
   readonly cancel: { readonly at: number };
   readonly encode_started: { readonly attempt: string; readonly at: number };
   readonly output_progress: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly progress: number };
-  readonly output_completed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[]; readonly subtitles?: readonly SubtitleResultData[]; readonly chapters?: readonly ChapterResultData[]; readonly drm?: DrmKeysData };
+  readonly output_completed: {
+    readonly attempt: string;
+    readonly at: number;
+    readonly outputId: string;
+    readonly url: string;
+    readonly sizeBytes: number;
+    readonly main?: string;
+    readonly renditions?: readonly RenditionResult[];
+    readonly subtitles?: readonly SubtitleResultData[];
+    readonly chapters?: readonly ChapterResultData[];
+    readonly drm?: DrmKeysData;
+  };
   readonly output_failed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure };
   readonly thumbnails_done: { readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] };
   readonly encode_finished: { readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure };
@@ -322,11 +334,30 @@ export type JobEvent =
   | { readonly type: "created"; readonly job: JobRecord }
   | { readonly type: "probe_started"; readonly attempt: string; readonly at: number }
   /** specs: outputs whose spec follows from the probe (a managed job's auto ladder), by index; fees: quoted from the duration (transcription). */
-  | { readonly type: "probed"; readonly at: number; readonly metadata: ProbeData; readonly durationMs: number; readonly estimates: readonly number[]; readonly specs?: Readonly<Record<number, JsonValue>>; readonly fees?: readonly FeeState[] }
+  | {
+      readonly type: "probed";
+      readonly at: number;
+      readonly metadata: ProbeData;
+      readonly durationMs: number;
+      readonly estimates: readonly number[];
+      readonly specs?: Readonly<Record<number, JsonValue>>;
+      readonly fees?: readonly FeeState[];
+    }
   | { readonly type: "confirmed"; readonly at: number }
   | { readonly type: "encode_started"; readonly attempt: string; readonly at: number }
   | { readonly type: "output_progress"; readonly at: number; readonly outputId: string; readonly progress: number }
-  | { readonly type: "output_completed"; readonly at: number; readonly outputId: string; readonly url: string; readonly sizeBytes: number; readonly main?: string; readonly renditions?: readonly RenditionResult[]; readonly subtitles?: readonly SubtitleResultData[]; readonly chapters?: readonly ChapterResultData[]; readonly drm?: DrmKeysData }
+  | {
+      readonly type: "output_completed";
+      readonly at: number;
+      readonly outputId: string;
+      readonly url: string;
+      readonly sizeBytes: number;
+      readonly main?: string;
+      readonly renditions?: readonly RenditionResult[];
+      readonly subtitles?: readonly SubtitleResultData[];
+      readonly chapters?: readonly ChapterResultData[];
+      readonly drm?: DrmKeysData;
+    }
   | { readonly type: "output_failed"; readonly at: number; readonly outputId: string; readonly failure: Failure }
   | { readonly type: "thumbnails_done"; readonly at: number; readonly results: readonly ThumbnailResultData[] }
   /** Terminal: the status reached and the money settled, decided once. */

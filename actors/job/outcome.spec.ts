@@ -12,7 +12,18 @@ describe("a managed job's outcome", () => {
       updatedAt: 6000,
       inputMetadata: { durationMs: 8000 },
       outputs: [
-        { id: "out_0", status: "completed", keyPrefix: "play/vid_1/out_0", main: "index.m3u8", sizeBytes: 1000, actualMicros: 40, renditions: [{ name: "854x480", codec: "h264", width: 854, height: 480, sizeBytes: 800_000 }, { name: "360x640", codec: "h264", width: 360, height: 640, sizeBytes: 100_000 }] },
+        {
+          id: "out_0",
+          status: "completed",
+          keyPrefix: "play/vid_1/out_0",
+          main: "index.m3u8",
+          sizeBytes: 1000,
+          actualMicros: 40,
+          renditions: [
+            { name: "854x480", codec: "h264", width: 854, height: 480, sizeBytes: 800_000 },
+            { name: "360x640", codec: "h264", width: 360, height: 640, sizeBytes: 100_000 },
+          ],
+        },
         { id: "out_1", status: "failed", keyPrefix: "play/vid_1/out_1", sizeBytes: 500, actualMicros: 0 },
       ],
       fees: [{ actualMicros: 2 }],
@@ -27,14 +38,48 @@ describe("a managed job's outcome", () => {
   it("names the HLS playlist, measures each rendition's bitrate, sums the renditions' sizes and the money, finds the poster and loops", () => {
     const o = jobOutcome(job());
     // The renditions' 900,000 bytes: not the outputs' own sizes (playlists, other outputs) nor the thumbnails.
-    expect(o).toMatchObject({ jobId: "job_1", at: 7000, status: "completed", durationSeconds: 8, actualMicros: 42, playlistKey: "play/vid_1/out_0/index.m3u8", outputSizeBytes: 900_000, posterKey: "k/poster.jpg", hoverWebpKey: "k/loop.webp", hoverMp4Key: "k/loop.mp4" });
+    expect(o).toMatchObject({
+      jobId: "job_1",
+      at: 7000,
+      status: "completed",
+      durationSeconds: 8,
+      actualMicros: 42,
+      playlistKey: "play/vid_1/out_0/index.m3u8",
+      outputSizeBytes: 900_000,
+      posterKey: "k/poster.jpg",
+      hoverWebpKey: "k/loop.webp",
+      hoverMp4Key: "k/loop.mp4",
+    });
     // 800,000 bytes over 8 s: 800 kbps; a portrait rung is named by its short side.
-    expect(o.renditions.map((r) => [r.resolution, r.bitrateKbps])).toEqual([["480p", 800], ["360p", 100]]);
+    expect(o.renditions.map((r) => [r.resolution, r.bitrateKbps])).toEqual([
+      ["480p", 800],
+      ["360p", 100],
+    ]);
   });
 
   it("without an HLS output, a duration or thumbnails: no playlist, 0 kbps, nothing named; canceled stays canceled", () => {
-    const o = jobOutcome(job({ status: "canceled", completedAt: undefined, inputMetadata: undefined, errorCode: "internal", errorMessage: "x", outputs: [{ id: "o", status: "completed", keyPrefix: "p", main: "video.mp4", sizeBytes: 5, renditions: [] }] as never, thumbnailResults: [], fees: [] }));
-    expect(o).toMatchObject({ status: "canceled", at: 6000, durationSeconds: 0, actualMicros: 0, outputSizeBytes: 0, renditions: [], errorCode: "internal", errorMessage: "x" });
+    const o = jobOutcome(
+      job({
+        status: "canceled",
+        completedAt: undefined,
+        inputMetadata: undefined,
+        errorCode: "internal",
+        errorMessage: "x",
+        outputs: [{ id: "o", status: "completed", keyPrefix: "p", main: "video.mp4", sizeBytes: 5, renditions: [] }] as never,
+        thumbnailResults: [],
+        fees: [],
+      }),
+    );
+    expect(o).toMatchObject({
+      status: "canceled",
+      at: 6000,
+      durationSeconds: 0,
+      actualMicros: 0,
+      outputSizeBytes: 0,
+      renditions: [],
+      errorCode: "internal",
+      errorMessage: "x",
+    });
     expect(o.playlistKey).toBeUndefined();
     expect(o.posterKey).toBeUndefined();
     const zero = jobOutcome(job({ inputMetadata: { durationMs: 0 } as never }));

@@ -33,7 +33,15 @@ export type QueueCommand =
    * after leases lost in 3 different lives, so one life that loses it again and again (the store or
    * the bus away for longer than a lease) counts once.
    */
-  | { readonly type: "lease"; readonly node: string; readonly nodeClass: WorkerClass; readonly leaseId: string; readonly ttlMs: number; readonly at: number; readonly life?: string }
+  | {
+      readonly type: "lease";
+      readonly node: string;
+      readonly nodeClass: WorkerClass;
+      readonly leaseId: string;
+      readonly ttlMs: number;
+      readonly at: number;
+      readonly life?: string;
+    }
   | { readonly type: "renew"; readonly node: string; readonly leaseId: string; readonly at: number }
   /** The task ran (whatever its outcome: the job knows it). */
   | { readonly type: "done"; readonly node: string; readonly leaseId: string; readonly at: number }

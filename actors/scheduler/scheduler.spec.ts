@@ -35,12 +35,30 @@ function apply(state: QueueState, c: QueueCommand): { state: QueueState; events:
 function run(state: QueueState, ...commands: QueueCommand[]): QueueState {
   return commands.reduce((s, c) => apply(s, c).state, state);
 }
-const task = (jobId: string, appId = "app_a", priority: Priority = "standard", order = T0, kind: TaskRequest["kind"] = "encode"): TaskRequest => ({ jobId, kind, appId, priority, order });
+const task = (jobId: string, appId = "app_a", priority: Priority = "standard", order = T0, kind: TaskRequest["kind"] = "encode"): TaskRequest => ({
+  jobId,
+  kind,
+  appId,
+  priority,
+  order,
+});
 const enqueue = (t: TaskRequest, at = T0): QueueCommand => ({ type: "enqueue", task: t, at });
 let leases = 0;
-const lease = (node: string, nodeClass: WorkerClass = "standard", at = T0, ttlMs = TTL): QueueCommand & { type: "lease" } => ({ type: "lease", node, nodeClass, leaseId: `lease_${++leases}`, ttlMs, at });
+const lease = (node: string, nodeClass: WorkerClass = "standard", at = T0, ttlMs = TTL): QueueCommand & { type: "lease" } => ({
+  type: "lease",
+  node,
+  nodeClass,
+  leaseId: `lease_${++leases}`,
+  ttlMs,
+  at,
+});
 /** Leases once and returns the granted job (or undefined) and the state after. */
-function take(state: QueueState, node: string, nodeClass: WorkerClass = "standard", at = T0): { state: QueueState; jobId: string | undefined; leaseId: string } {
+function take(
+  state: QueueState,
+  node: string,
+  nodeClass: WorkerClass = "standard",
+  at = T0,
+): { state: QueueState; jobId: string | undefined; leaseId: string } {
   const c = lease(node, nodeClass, at);
   const next = run(state, c);
   return { state: next, jobId: replyOf(next, c).granted?.jobId, leaseId: c.leaseId };
@@ -87,7 +105,12 @@ describe("encode queue: order", () => {
   });
 
   it("within an app, older jobs first (by order, then id), not by arrival", () => {
-    const s = run(Q.initial, enqueue(task("j3", "a", "standard", T0 + 3)), enqueue(task("j1", "a", "standard", T0 + 1)), enqueue(task("j0", "a", "standard", T0 + 1)));
+    const s = run(
+      Q.initial,
+      enqueue(task("j3", "a", "standard", T0 + 3)),
+      enqueue(task("j1", "a", "standard", T0 + 1)),
+      enqueue(task("j0", "a", "standard", T0 + 1)),
+    );
     expect(drain(s, "n1")).toEqual(["j0", "j1", "j3"]);
   });
 
@@ -95,12 +118,23 @@ describe("encode queue: order", () => {
     let s = run(Q.initial, enqueue(task("s1", "a")), enqueue(task("s2", "b")), enqueue(task("s3", "c")));
     const x = take(s, "n1");
     const y = take(x.state, "n2");
-    s = run(y.state, { type: "release", node: "n2", leaseId: y.leaseId, at: T0 + 1 }, { type: "release", node: "n1", leaseId: x.leaseId, at: T0 + 2 }, enqueue(task("p1", "z", "premium"), T0 + 3));
+    s = run(
+      y.state,
+      { type: "release", node: "n2", leaseId: y.leaseId, at: T0 + 1 },
+      { type: "release", node: "n1", leaseId: x.leaseId, at: T0 + 2 },
+      enqueue(task("p1", "z", "premium"), T0 + 3),
+    );
     expect(drain(s, "n3", "standard", T0 + 4)).toEqual(["p1", y.jobId, x.jobId, "s3"]);
   });
 
   it("each priority keeps its own turn", () => {
-    const s = run(Q.initial, enqueue(task("pa", "app_a", "premium")), enqueue(task("pb", "app_b", "premium")), enqueue(task("sb", "app_b")), enqueue(task("sa", "app_a")));
+    const s = run(
+      Q.initial,
+      enqueue(task("pa", "app_a", "premium")),
+      enqueue(task("pb", "app_b", "premium")),
+      enqueue(task("sb", "app_b")),
+      enqueue(task("sa", "app_a")),
+    );
     expect(drain(s, "n1")).toEqual(["pa", "pb", "sa", "sb"]);
   });
 
@@ -122,7 +156,12 @@ describe("encode queue: order", () => {
   });
 
   it("a task given back takes no app's turn: the app after the one served last comes next", () => {
-    const s = run(Q.initial, ...["a1", "a2"].map((j) => enqueue(task(j, "app_a"))), ...["b1", "b2"].map((j) => enqueue(task(j, "app_b"))), enqueue(task("c1", "app_c")));
+    const s = run(
+      Q.initial,
+      ...["a1", "a2"].map((j) => enqueue(task(j, "app_a"))),
+      ...["b1", "b2"].map((j) => enqueue(task(j, "app_b"))),
+      enqueue(task("c1", "app_c")),
+    );
     const a = take(s, "n1");
     const b = take(a.state, "n2");
     expect([a.jobId, b.jobId]).toEqual(["a1", "b1"]);
@@ -186,7 +225,12 @@ describe("encode queue: leases", () => {
   it("a grant is answered with the task and takes it out of the queue; renewals are answered whether the lease is held", () => {
     const c = lease("n1");
     const { state, events } = apply(queued, c);
-    expect(events).toEqual([{ type: "granted", lease: { leaseId: c.leaseId, node: "n1", nodeClass: "standard", task: { ...task("j1"), enqueuedAt: T0 }, leasedAt: T0, renewedAt: T0, ttlMs: TTL } }]);
+    expect(events).toEqual([
+      {
+        type: "granted",
+        lease: { leaseId: c.leaseId, node: "n1", nodeClass: "standard", task: { ...task("j1"), enqueuedAt: T0 }, leasedAt: T0, renewedAt: T0, ttlMs: TTL },
+      },
+    ]);
     expect(Q.view!(state, c)).toEqual({ granted: { leaseId: c.leaseId, jobId: "j1", kind: "encode", appId: "app_a", priority: "standard", enqueuedAt: T0 } });
     expect(state.queued.map((t) => t.jobId)).toEqual(["j2"]);
     expect(Q.view!(state, { type: "renew", node: "n1", leaseId: c.leaseId, at: T0 + 1 })).toEqual({ held: true });
@@ -207,7 +251,13 @@ describe("encode queue: leases", () => {
     // It took no turn: app b's comes next.
     expect(late.state.lastApp.standard).toBe("app_a");
     expect(take(late.state, "n3", "standard", T0 + 2 * TTL + 2).jobId).toBe("j2");
-    expect(apply(renewed, lease("n2", "standard", T0 + 2 * TTL + 1)).events[0]).toEqual({ type: "returned", leaseId: first.leaseId, node: "n1", reason: "expired", at: T0 + 2 * TTL + 1 });
+    expect(apply(renewed, lease("n2", "standard", T0 + 2 * TTL + 1)).events[0]).toEqual({
+      type: "returned",
+      leaseId: first.leaseId,
+      node: "n1",
+      reason: "expired",
+      at: T0 + 2 * TTL + 1,
+    });
     // The old holder's renewal now says it lost the lease.
     expect(Q.view!(late.state, { type: "renew", node: "n1", leaseId: first.leaseId, at: T0 + 2 * TTL + 2 })).toEqual({ held: false });
     expect(apply(late.state, { type: "renew", node: "n1", leaseId: first.leaseId, at: T0 + 2 * TTL + 2 }).events).toEqual([]);
@@ -231,7 +281,9 @@ describe("encode queue: leases", () => {
     expect(released.events).toEqual([{ type: "returned", leaseId: first.leaseId, node: "n1", reason: "released", at: T0 }]);
     expect(released.state.queued.map((t) => t.jobId).sort()).toEqual(["j1", "j2"]);
     expect(released.state.queued.find((t) => t.jobId === "j1")?.returnedAt).toBe(T0);
-    expect(Q.effects!(released.state, released.events, { type: "release", node: "n1", leaseId: first.leaseId, at: T0 }, first.state)).toEqual([{ kind: "nudge" }]);
+    expect(Q.effects!(released.state, released.events, { type: "release", node: "n1", leaseId: first.leaseId, at: T0 }, first.state)).toEqual([
+      { kind: "nudge" },
+    ]);
   });
 
   it("renewing one lease leaves the others to run out on their own time", () => {
@@ -363,15 +415,30 @@ describe("encode queue: leases", () => {
     // Restarted again (life "c"): the loss in life "b", a third life, abandons the task; the queue hands out the next one.
     const c1 = as("c", lease("n2", "standard", T0 + TTL + 7));
     const last = apply(sixth.state, c1);
-    expect(last.events[0]).toEqual({ type: "abandoned", leaseId: b1.leaseId, node: "n2", jobId: "j1", kind: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + TTL + 7 });
+    expect(last.events[0]).toEqual({
+      type: "abandoned",
+      leaseId: b1.leaseId,
+      node: "n2",
+      jobId: "j1",
+      kind: "encode",
+      lostOn: ["n1", "n2", "n2"],
+      at: T0 + TTL + 7,
+    });
     expect(last.events[1]).toMatchObject({ type: "granted", lease: { node: "n2", life: "c", task: { jobId: "j2" } } });
     expect(last.state.queued.some((t) => t.jobId === "j1")).toBe(false);
     expect(last.state.leases.some((l) => l.task.jobId === "j1")).toBe(false);
-    expect(Q.effects!(last.state, last.events, c1, sixth.state)).toEqual([{ kind: "abandoned", jobId: "j1", task: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + TTL + 7 }]);
+    expect(Q.effects!(last.state, last.events, c1, sixth.state)).toEqual([
+      { kind: "abandoned", jobId: "j1", task: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + TTL + 7 },
+    ]);
     // Expiry counts the same: the lease of life "a" running out is its first loss there, and abandons the task too.
     const held = fourth.leases.find((l) => l.node === "n2")!;
-    const lapsed = apply({ ...fourth, leases: fourth.leases.map((l) => (l === held ? { ...l, life: "c" } : l)) }, { type: "renew", node: "n9", leaseId: "none", at: T0 + 2 * TTL + 10 });
-    expect(lapsed.events).toEqual([{ type: "abandoned", leaseId: a2.leaseId, node: "n2", jobId: "j1", kind: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + 2 * TTL + 10 }]);
+    const lapsed = apply(
+      { ...fourth, leases: fourth.leases.map((l) => (l === held ? { ...l, life: "c" } : l)) },
+      { type: "renew", node: "n9", leaseId: "none", at: T0 + 2 * TTL + 10 },
+    );
+    expect(lapsed.events).toEqual([
+      { type: "abandoned", leaseId: a2.leaseId, node: "n2", jobId: "j1", kind: "encode", lostOn: ["n1", "n2", "n2"], at: T0 + 2 * TTL + 10 },
+    ]);
     expect(lapsed.state.leases).toEqual([]);
     const sameLife = apply(fourth, { type: "renew", node: "n9", leaseId: "none", at: T0 + 2 * TTL + 10 });
     expect(sameLife.events).toEqual([{ type: "returned", leaseId: a2.leaseId, node: "n2", reason: "expired", at: T0 + 2 * TTL + 10 }]);
@@ -456,7 +523,12 @@ describe("encode queue: tasks", () => {
 
 describe("encode queue: rows for metrics and health", () => {
   it("the summary counts queued tasks and their oldest age by priority, and leases by class", () => {
-    const s = run(Q.initial, enqueue(task("p1", "a", "premium"), T0 + 5), enqueue(task("e1", "a", "economy"), T0 + 1), enqueue(task("e2", "a", "economy"), T0 + 2));
+    const s = run(
+      Q.initial,
+      enqueue(task("p1", "a", "premium"), T0 + 5),
+      enqueue(task("e1", "a", "economy"), T0 + 1),
+      enqueue(task("e2", "a", "economy"), T0 + 2),
+    );
     const leased = take(s, "big", "large", T0 + 9).state;
     expect(summaryOf(leased, T0 + 10)).toEqual({
       at: T0 + 10,
@@ -471,7 +543,14 @@ describe("encode queue: rows for metrics and health", () => {
     const { state, events } = apply(s, c);
     expect(Q.readModel(state, events[0]!)).toEqual([
       { table: QUEUE_SUMMARY.table, id: QUEUE_SUMMARY.id, value: summaryOf(state, T0 + 3) },
-      { table: ENCODER_NODES.table, id: "n1", partition: ENCODER_NODES.partition, sort: "n1", value: { nodeId: "n1", class: "small", busy: true, at: T0 + 3 }, expiresAt: T0 + 3 + NODE_LIVENESS_MS },
+      {
+        table: ENCODER_NODES.table,
+        id: "n1",
+        partition: ENCODER_NODES.partition,
+        sort: "n1",
+        value: { nodeId: "n1", class: "small", busy: true, at: T0 + 3 },
+        expiresAt: T0 + 3 + NODE_LIVENESS_MS,
+      },
     ]);
     const idle = apply(state, { type: "done", node: "n1", leaseId: c.leaseId, at: T0 + 4 });
     expect(Q.readModel(idle.state, idle.events[0]!)[1]).toMatchObject({ value: { nodeId: "n1", busy: false, at: T0 + 3 } });

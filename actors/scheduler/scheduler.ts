@@ -85,10 +85,20 @@ export type QueueEvent =
   | { readonly type: "finished"; readonly leaseId: string; readonly node: string; readonly at: number }
   | { readonly type: "returned"; readonly leaseId: string; readonly node: string; readonly reason: "expired" | "released" | "stale"; readonly at: number }
   /** Its lease was lost once too often: the task leaves the queue, and its job is told. */
-  | { readonly type: "abandoned"; readonly leaseId: string; readonly node: string; readonly jobId: string; readonly kind: TaskKind; readonly lostOn: readonly string[]; readonly at: number }
+  | {
+      readonly type: "abandoned";
+      readonly leaseId: string;
+      readonly node: string;
+      readonly jobId: string;
+      readonly kind: TaskKind;
+      readonly lostOn: readonly string[];
+      readonly at: number;
+    }
   | { readonly type: "node_seen"; readonly node: string; readonly nodeClass: WorkerClass; readonly at: number };
 
-export type QueueIntent = { readonly kind: "nudge" } | { readonly kind: "abandoned"; readonly jobId: string; readonly task: TaskKind; readonly lostOn: readonly string[]; readonly at: number };
+export type QueueIntent =
+  | { readonly kind: "nudge" }
+  | { readonly kind: "abandoned"; readonly jobId: string; readonly task: TaskKind; readonly lostOn: readonly string[]; readonly at: number };
 
 const initial: QueueState = { queued: [], leases: [], nodes: {}, lastApp: {} };
 const rank = (c: WorkerClass) => WORKER_CLASSES.indexOf(c);
@@ -153,7 +163,15 @@ function expired(state: QueueState, at: number): QueueEvent[] {
 }
 
 function validTask(t: TaskRequest | undefined): boolean {
-  return !!t && typeof t.jobId === "string" && t.jobId !== "" && (t.kind === "probe" || t.kind === "encode") && typeof t.appId === "string" && isPriority(t.priority) && Number.isFinite(t.order);
+  return (
+    !!t &&
+    typeof t.jobId === "string" &&
+    t.jobId !== "" &&
+    (t.kind === "probe" || t.kind === "encode") &&
+    typeof t.appId === "string" &&
+    isPriority(t.priority) &&
+    Number.isFinite(t.order)
+  );
 }
 
 export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent> {
@@ -179,10 +197,23 @@ export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent>
       const free = events.reduce(fold, state);
       const task = pick(free, c.nodeClass, c.at);
       if (task) {
-        events.push({ type: "granted", lease: { leaseId: c.leaseId, node: c.node, nodeClass: c.nodeClass, task, leasedAt: c.at, renewedAt: c.at, ttlMs: c.ttlMs, ...(c.life ? { life: c.life } : {}) } });
+        events.push({
+          type: "granted",
+          lease: {
+            leaseId: c.leaseId,
+            node: c.node,
+            nodeClass: c.nodeClass,
+            task,
+            leasedAt: c.at,
+            renewedAt: c.at,
+            ttlMs: c.ttlMs,
+            ...(c.life ? { life: c.life } : {}),
+          },
+        });
       } else {
         const seen = free.nodes[c.node];
-        if (!seen || seen.nodeClass !== c.nodeClass || c.at - seen.seenAt >= SEEN_REFRESH_MS) events.push({ type: "node_seen", node: c.node, nodeClass: c.nodeClass, at: c.at });
+        if (!seen || seen.nodeClass !== c.nodeClass || c.at - seen.seenAt >= SEEN_REFRESH_MS)
+          events.push({ type: "node_seen", node: c.node, nodeClass: c.nodeClass, at: c.at });
       }
       return events;
     }
@@ -227,7 +258,11 @@ export function fold(state: QueueState, e: QueueEvent): QueueState {
     case "renewed": {
       const lease = state.leases.find((l) => l.leaseId === e.leaseId);
       if (!lease) return state;
-      return { ...state, leases: state.leases.map((l) => (l === lease ? { ...l, renewedAt: e.at } : l)), nodes: seen(state.nodes, lease.node, lease.nodeClass, e.at) };
+      return {
+        ...state,
+        leases: state.leases.map((l) => (l === lease ? { ...l, renewedAt: e.at } : l)),
+        nodes: seen(state.nodes, lease.node, lease.nodeClass, e.at),
+      };
     }
     case "finished":
       return { ...state, leases: state.leases.filter((l) => l.leaseId !== e.leaseId) };
@@ -266,7 +301,14 @@ function nodeRow(state: QueueState, node: string): RecordWrite {
   const n = state.nodes[node];
   if (!n) return { table: ENCODER_NODES.table, id: node, value: null };
   const busy = state.leases.some((l) => l.node === node);
-  return { table: ENCODER_NODES.table, id: node, partition: ENCODER_NODES.partition, sort: node, value: { nodeId: node, class: n.nodeClass, busy, at: n.seenAt }, expiresAt: n.seenAt + NODE_LIVENESS_MS };
+  return {
+    table: ENCODER_NODES.table,
+    id: node,
+    partition: ENCODER_NODES.partition,
+    sort: node,
+    value: { nodeId: node, class: n.nodeClass, busy, at: n.seenAt },
+    expiresAt: n.seenAt + NODE_LIVENESS_MS,
+  };
 }
 
 const eventAt = (e: QueueEvent): number => (e.type === "enqueued" ? e.task.enqueuedAt : e.type === "granted" ? e.lease.leasedAt : e.at);
@@ -302,7 +344,10 @@ export const QueueBehavior: EntityBehavior<QueueState, QueueCommand, QueueEvent,
     if (node) writes.push(nodeRow(state, node));
     return writes;
   },
-  repair: (state) => [{ table: QUEUE_SUMMARY.table, id: QUEUE_SUMMARY.id, value: summaryOf(state, Date.now()) }, ...Object.keys(state.nodes).map((n) => nodeRow(state, n))],
+  repair: (state) => [
+    { table: QUEUE_SUMMARY.table, id: QUEUE_SUMMARY.id, value: summaryOf(state, Date.now()) },
+    ...Object.keys(state.nodes).map((n) => nodeRow(state, n)),
+  ],
   effects: (_state, events) => [
     ...events.flatMap((e): QueueIntent[] => (e.type === "abandoned" ? [{ kind: "abandoned", jobId: e.jobId, task: e.kind, lostOn: e.lostOn, at: e.at }] : [])),
     ...(events.some((e) => e.type === "enqueued" || e.type === "returned") ? [{ kind: "nudge" } as const] : []),
@@ -314,7 +359,10 @@ export const QueueBehavior: EntityBehavior<QueueState, QueueCommand, QueueEvent,
  * The queue's intents: tell idle nodes there is work (they would find it at their next poll
  * anyway); tell a job its task was abandoned.
  */
-export function queueIntentHandlers(publishSignal: (signal: WorkSignal) => Promise<void>, abandoned: (jobId: string, task: TaskKind, lostOn: readonly string[], at: number) => Promise<void>): IntentHandlers<QueueIntent, QueueState> {
+export function queueIntentHandlers(
+  publishSignal: (signal: WorkSignal) => Promise<void>,
+  abandoned: (jobId: string, task: TaskKind, lostOn: readonly string[], at: number) => Promise<void>,
+): IntentHandlers<QueueIntent, QueueState> {
   return {
     nudge: () => publishSignal({ signal: "work" }),
     abandoned: (intent) => abandoned(intent.jobId, intent.task, intent.lostOn, intent.at),

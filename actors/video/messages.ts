@@ -158,4 +158,3 @@ export interface SourceDeletionRow {
   readonly appId?: string;
   readonly due: number;
 }
-

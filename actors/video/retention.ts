@@ -36,7 +36,10 @@ export class SourceRetention {
     if (this.running) return;
     this.running = true;
     try {
-      const due = await this.store.scan<{ videoId: string; due: number }>(SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, { limit: 1000, filter: (r) => r.due <= now });
+      const due = await this.store.scan<{ videoId: string; due: number }>(SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, {
+        limit: 1000,
+        filter: (r) => r.due <= now,
+      });
       for (const row of due.items) {
         if (!this.owned(`${VideoBehavior.type}:${row.value.videoId}`)) continue;
         const reply = await this.host.ask(VideoBehavior, row.value.videoId, { type: "source_deleted", at: now });

@@ -26,7 +26,13 @@ class RecordingBus extends MemoryBus {
 
 /** A ready video whose multipart upload is recorded. */
 const video = (over: Partial<VideoRecord> = {}): VideoRecord =>
-  videoRecord({ version: 4, status: "ready", upload: { kind: "multipart", uploadId: "up_1", filename: "a.mp4", sizeBytes: 100, partSizeBytes: 50, expiresAt: 5000 }, updatedAt: 2000, ...over });
+  videoRecord({
+    version: 4,
+    status: "ready",
+    upload: { kind: "multipart", uploadId: "up_1", filename: "a.mp4", sizeBytes: 100, partSizeBytes: 50, expiresAt: 5000 },
+    updatedAt: 2000,
+    ...over,
+  });
 
 const topics = topicsFor("t");
 const ctx = (state: VideoState, recovered = false) => ({ type: "video", id: "vid_1", state, seq: 3, recovered });
@@ -56,14 +62,18 @@ describe("video intents carried out", () => {
     const s = { video: video() };
     await handlers.update({ kind: "update" }, ctx(s));
     await handlers.update({ kind: "update" }, ctx({}));
-    expect(bus.sent).toEqual([{ topic: topics.updates, key: "video:vid_1", value: JSON.parse(JSON.stringify({ type: "video", id: "vid_1", version: 4, state: s })) }]);
+    expect(bus.sent).toEqual([
+      { topic: topics.updates, key: "video:vid_1", value: JSON.parse(JSON.stringify({ type: "video", id: "vid_1", version: 4, state: s })) },
+    ]);
   });
 
   it("start_job tells the video's job to create itself from the request decided at creation; nothing without a video", async () => {
     const { bus, handlers } = await setup();
     await handlers.start_job({ kind: "start_job" }, ctx({ video: video({ status: "processing" }) }));
     await handlers.start_job({ kind: "start_job" }, ctx({}));
-    expect(bus.sent).toEqual([{ topic: topics.commands, key: "job:job_1", value: { type: "job", id: "job_1", command: { type: "create", id: "job_1", at: 2000, request } } }]);
+    expect(bus.sent).toEqual([
+      { topic: topics.commands, key: "job:job_1", value: { type: "job", id: "job_1", command: { type: "create", id: "job_1", at: 2000, request } } },
+    ]);
   });
 
   it("fan-out clears each event's mark, and writes its ledger rows again only when recovered", async () => {

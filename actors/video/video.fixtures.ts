@@ -49,4 +49,9 @@ export function videoRequest(over: Partial<VideoRequest> = {}): VideoRequest {
   };
 }
 
-export const createVideo = (over: Partial<VideoRequest> = {}, at = 1000, id = "vid_1"): VideoCommandOf<"create"> => ({ type: "create", id, at, request: videoRequest(over) });
+export const createVideo = (over: Partial<VideoRequest> = {}, at = 1000, id = "vid_1"): VideoCommandOf<"create"> => ({
+  type: "create",
+  id,
+  at,
+  request: videoRequest(over),
+});

@@ -58,7 +58,10 @@ describe("VideoActor decisions", () => {
     const fromUrl = run({}, createVideo({ upload: undefined, url: "https://x/a.mp4" })).video!;
     expect(fromUrl).toMatchObject({ status: "processing", url: "https://x/a.mp4" });
     expect("upload" in fromUrl).toBe(false);
-    const managed = run({}, { type: "create", id: "vid_2", at: 7, request: { appId: "app_1", organizationId: "org_1", source: "job", jobId: "job_9", jobRequest: request } }).video!;
+    const managed = run(
+      {},
+      { type: "create", id: "vid_2", at: 7, request: { appId: "app_1", organizationId: "org_1", source: "job", jobId: "job_9", jobRequest: request } },
+    ).video!;
     expect(managed).toStrictEqual({
       id: "vid_2",
       appId: "app_1",
@@ -79,8 +82,21 @@ describe("VideoActor decisions", () => {
       updatedAt: 7,
       sourcePinned: false,
     });
-    const described = run({}, createVideo({ title: "t", description: "d", tags: ["a", "b"], visibility: "private", preset: "p", hoverPreviews: true, requestId: "req_1" }, 50)).video!;
-    expect(described).toMatchObject({ title: "t", description: "d", tags: ["a", "b"], visibility: "private", preset: "p", hoverPreviews: true, requestId: "req_1", createdAt: 50, updatedAt: 50 });
+    const described = run(
+      {},
+      createVideo({ title: "t", description: "d", tags: ["a", "b"], visibility: "private", preset: "p", hoverPreviews: true, requestId: "req_1" }, 50),
+    ).video!;
+    expect(described).toMatchObject({
+      title: "t",
+      description: "d",
+      tags: ["a", "b"],
+      visibility: "private",
+      preset: "p",
+      hoverPreviews: true,
+      requestId: "req_1",
+      createdAt: 50,
+      updatedAt: 50,
+    });
     expect(described.upload!.expiresAt).toBe(50 + 3_600_000);
   });
 
@@ -100,13 +116,24 @@ describe("VideoActor decisions", () => {
 
   it("job_ended: ready with renditions, money and keys; error without a playlist or on failure; only once, only for its job", () => {
     const ready = run(processing(), { type: "job_ended", outcome: outcome() }).video!;
-    expect(ready).toMatchObject({ status: "ready", readyAt: 9000, durationSeconds: 6, encodingCostMicros: 12_345, outputSizeBytes: 800_000, playlistKey: "play/vid_1/out_1/index.m3u8", posterKey: "play/vid_1/job_1/thumbnails/poster.jpg" });
+    expect(ready).toMatchObject({
+      status: "ready",
+      readyAt: 9000,
+      durationSeconds: 6,
+      encodingCostMicros: 12_345,
+      outputSizeBytes: 800_000,
+      playlistKey: "play/vid_1/out_1/index.m3u8",
+      posterKey: "play/vid_1/job_1/thumbnails/poster.jpg",
+    });
     expect(ready.renditions[0]).toMatchObject({ resolution: "480p", width: 854, height: 480, sizeBytes: 700_000 });
     expect(ready.renditions[0]!.id).toMatch(/^ren_/);
     expect(ready.sourceScheduledForDeletionAt).toBeUndefined();
     expect(decided({ video: ready }, { type: "job_ended", outcome: outcome() })).toEqual([]);
     expect(decided(processing(), { type: "job_ended", outcome: outcome({ jobId: "job_other" }) })).toEqual([]);
-    const failed = run(processing(), { type: "job_ended", outcome: outcome({ status: "failed", errorCode: "input_invalid", errorMessage: "not a video", playlistKey: undefined }) }).video!;
+    const failed = run(processing(), {
+      type: "job_ended",
+      outcome: outcome({ status: "failed", errorCode: "input_invalid", errorMessage: "not a video", playlistKey: undefined }),
+    }).video!;
     expect(failed).toMatchObject({ status: "error", errorCode: "input_invalid", errorMessage: "not a video", encodingCostMicros: 12_345 });
     expect(failed.readyAt).toBeUndefined();
     const noPlaylist = run(processing(), { type: "job_ended", outcome: outcome({ playlistKey: undefined }) }).video!;
@@ -132,14 +159,22 @@ describe("VideoActor decisions", () => {
       posterKey: "play/vid_1/job_1/thumbnails/poster.jpg",
     });
     const drm: DrmKeysData = { scheme: "aes128", clearKey: true, kids: [{ trackClass: "sd", kid: "00112233445566778899aabbccddeeff" }], sealed: "sealed" };
-    const full = run({ video: before }, { type: "job_ended", outcome: outcome({ hoverWebpKey: "play/vid_1/loop.webp", hoverMp4Key: "play/vid_1/loop.mp4", drm }), retentionMs: 1000 }).video!;
+    const full = run(
+      { video: before },
+      { type: "job_ended", outcome: outcome({ hoverWebpKey: "play/vid_1/loop.webp", hoverMp4Key: "play/vid_1/loop.mp4", drm }), retentionMs: 1000 },
+    ).video!;
     expect(full).toMatchObject({ hoverWebpKey: "play/vid_1/loop.webp", hoverMp4Key: "play/vid_1/loop.mp4", drm, sourceScheduledForDeletionAt: 10_000 });
   });
 
   it("job_ended: a failed or canceled job is an error even when it names a playlist; the default error says why", () => {
     for (const status of ["failed", "canceled"] as const) {
       const v = run(processing(), { type: "job_ended", outcome: outcome({ status }), retentionMs: 5000 }).video!;
-      expect(v).toMatchObject({ status: "error", errorCode: "encode_failed", errorMessage: "the transcode produced no playable stream", encodingCostMicros: 12_345 });
+      expect(v).toMatchObject({
+        status: "error",
+        errorCode: "encode_failed",
+        errorMessage: "the transcode produced no playable stream",
+        encodingCostMicros: 12_345,
+      });
       expect(v.readyAt).toBeUndefined();
       expect(v.playlistKey).toBeUndefined();
     }
@@ -148,7 +183,9 @@ describe("VideoActor decisions", () => {
   });
 
   it("job_ended: each rendition gets its own id, the same on every replay, distinct between videos", () => {
-    const two = outcome({ renditions: [outcome().renditions[0]!, { resolution: "720p", codec: "h264", bitrateKbps: 2000, width: 1280, height: 720, sizeBytes: 1_500_000 }] });
+    const two = outcome({
+      renditions: [outcome().renditions[0]!, { resolution: "720p", codec: "h264", bitrateKbps: 2000, width: 1280, height: 720, sizeBytes: 1_500_000 }],
+    });
     const ids = (s: VideoState) => run(s, { type: "job_ended", outcome: { ...two, jobId: s.video!.jobId } }).video!.renditions.map((r) => r.id);
     const first = ids(processing());
     expect(new Set(first).size).toBe(2);
@@ -185,7 +222,12 @@ describe("VideoActor decisions", () => {
   });
 
   it("update: title and description cleared by empty strings, tags replaced, visibility and pin set, the schedule set or cleared", () => {
-    const s = run(created({ title: "t", description: "d", tags: ["a"] }), { type: "update", at: 5, patch: { title: "", description: "new", tags: ["x", "y"], visibility: "private", sourcePinned: true }, deleteSourceAt: null });
+    const s = run(created({ title: "t", description: "d", tags: ["a"] }), {
+      type: "update",
+      at: 5,
+      patch: { title: "", description: "new", tags: ["x", "y"], visibility: "private", sourcePinned: true },
+      deleteSourceAt: null,
+    });
     expect(s.video).toMatchObject({ description: "new", tags: ["x", "y"], visibility: "private", sourcePinned: true, updatedAt: 5 });
     expect(s.video!.title).toBeUndefined();
     const titled = run(s, { type: "update", at: 6, patch: { title: "back" }, deleteSourceAt: 99 }).video!;
@@ -202,7 +244,10 @@ describe("VideoActor decisions", () => {
     expect(run(s, { type: "update", at: 6, patch: {} }).video).toStrictEqual({ ...s.video, version: 2, updatedAt: 6 });
     expect(decided(s, { type: "update", at: 5, patch: { title: "x" } })).toStrictEqual([{ type: "updated", at: 5, patch: { title: "x" } }]);
     expect(decided(s, { type: "update", at: 5, patch: {}, deleteSourceAt: null })).toStrictEqual([{ type: "updated", at: 5, patch: {}, deleteSourceAt: null }]);
-    expect(rejected({ video: { ...s.video!, status: "deleted" } }, { type: "update", at: 7, patch: {} })).toEqual({ code: Code.FailedPrecondition, message: "video vid_1 is deleted" });
+    expect(rejected({ video: { ...s.video!, status: "deleted" } }, { type: "update", at: 7, patch: {} })).toEqual({
+      code: Code.FailedPrecondition,
+      message: "video vid_1 is deleted",
+    });
   });
 
   it("archive: ready or error only, once; delete: not while processing, once, marking the source deleted", () => {
@@ -226,7 +271,10 @@ describe("VideoActor decisions", () => {
   it("archive: a failed video can be archived too, and remembers it was an error", () => {
     const failed = run(processing(), { type: "job_ended", outcome: outcome({ status: "failed", playlistKey: undefined }) });
     expect(run(failed, { type: "archive", at: 10_000 }).video).toMatchObject({ status: "archived", archivedFrom: "error", updatedAt: 10_000 });
-    expect(rejected(processing(), { type: "archive", at: 1 })).toEqual({ code: Code.FailedPrecondition, message: "only ready or error videos can be archived; video vid_1 is processing" });
+    expect(rejected(processing(), { type: "archive", at: 1 })).toEqual({
+      code: Code.FailedPrecondition,
+      message: "only ready or error videos can be archived; video vid_1 is processing",
+    });
   });
 });
 
@@ -265,9 +313,15 @@ describe("VideoActor effects and ledger", () => {
   it("read models: the video row by app, and a due-deletion row only while one is pending", () => {
     const s = run(processing(), { type: "job_ended", outcome: outcome(), retentionMs: 10 });
     const rows = VideoBehavior.readModel(s, { type: "archived", at: 1 });
-    expect(rows.map((r) => [r.table, r.id, r.value === null])).toEqual([["videos", "vid_1", false], ["source_deletions", "vid_1", false]]);
+    expect(rows.map((r) => [r.table, r.id, r.value === null])).toEqual([
+      ["videos", "vid_1", false],
+      ["source_deletions", "vid_1", false],
+    ]);
     const none = VideoBehavior.repair(created());
-    expect(none.map((r) => [r.table, r.value === null])).toEqual([["videos", false], ["source_deletions", true]]);
+    expect(none.map((r) => [r.table, r.value === null])).toEqual([
+      ["videos", false],
+      ["source_deletions", true],
+    ]);
     expect(VideoBehavior.repair({})).toEqual([]);
   });
 

@@ -74,7 +74,11 @@ const HANDLERS: Handlers = {
     const due = ready ? sourceDeletionAt(v, c.outcome.at, c.retentionMs ?? 0) : undefined;
     return [{ type: "ended", outcome: c.outcome, ...(due !== undefined ? { sourceDeleteAt: due } : {}) }];
   },
-  update: onVideo((v, c) => (v.status === "deleted" ? refuse(`video ${v.id} is deleted`) : [{ type: "updated", at: c.at, patch: c.patch, ...(c.deleteSourceAt !== undefined ? { deleteSourceAt: c.deleteSourceAt } : {}) }])),
+  update: onVideo((v, c) =>
+    v.status === "deleted"
+      ? refuse(`video ${v.id} is deleted`)
+      : [{ type: "updated", at: c.at, patch: c.patch, ...(c.deleteSourceAt !== undefined ? { deleteSourceAt: c.deleteSourceAt } : {}) }],
+  ),
   archive: onVideo((v, c) => {
     if (v.status === "archived") return [];
     if (v.status !== "ready" && v.status !== "error") return refuse(`only ready or error videos can be archived; video ${v.id} is ${v.status}`);
@@ -140,7 +144,13 @@ export function foldVideo(v: VideoRecord, e: VideoEvent): VideoRecord {
       const ok = (o.status === "completed" || o.status === "partial") && o.playlistKey !== undefined;
       const money = { encodingCostMicros: o.actualMicros };
       if (!ok) {
-        return { ...base, ...money, status: "error", errorCode: o.errorCode ?? "encode_failed", errorMessage: o.errorMessage ?? "the transcode produced no playable stream" };
+        return {
+          ...base,
+          ...money,
+          status: "error",
+          errorCode: o.errorCode ?? "encode_failed",
+          errorMessage: o.errorMessage ?? "the transcode produced no playable stream",
+        };
       }
       return {
         ...base,
@@ -160,7 +170,12 @@ export function foldVideo(v: VideoRecord, e: VideoEvent): VideoRecord {
     }
     case "updated": {
       const p = e.patch;
-      let next: VideoRecord = { ...base, ...(p.tags ? { tags: p.tags } : {}), ...(p.visibility ? { visibility: p.visibility } : {}), ...(p.sourcePinned !== undefined ? { sourcePinned: p.sourcePinned } : {}) };
+      let next: VideoRecord = {
+        ...base,
+        ...(p.tags ? { tags: p.tags } : {}),
+        ...(p.visibility ? { visibility: p.visibility } : {}),
+        ...(p.sourcePinned !== undefined ? { sourcePinned: p.sourcePinned } : {}),
+      };
       if (p.title !== undefined) {
         const { title: _t, ...rest } = next;
         next = p.title === "" ? rest : { ...rest, title: p.title };
@@ -210,7 +225,13 @@ function videoRows(v: VideoRecord): RecordWrite[] {
   return [
     { table: VIDEOS, id: v.id, value: v, partition: v.appId, sort: sortKey(v.createdAt, v.id) },
     v.sourceScheduledForDeletionAt !== undefined
-      ? { table: SOURCE_DELETIONS, id: v.id, value: { videoId: v.id, appId: v.appId, due: v.sourceScheduledForDeletionAt } satisfies SourceDeletionRow, partition: SOURCE_DELETIONS_PARTITION, sort: sortKey(v.sourceScheduledForDeletionAt, v.id) }
+      ? {
+          table: SOURCE_DELETIONS,
+          id: v.id,
+          value: { videoId: v.id, appId: v.appId, due: v.sourceScheduledForDeletionAt } satisfies SourceDeletionRow,
+          partition: SOURCE_DELETIONS_PARTITION,
+          sort: sortKey(v.sourceScheduledForDeletionAt, v.id),
+        }
       : { table: SOURCE_DELETIONS, id: v.id, value: null },
   ];
 }

@@ -128,13 +128,27 @@ export interface EndpointRequest {
 export type EndpointCommand =
   /** id: the endpoint's; at: when it was asked. */
   | { readonly type: "create"; readonly id: string; readonly at: number; readonly request: EndpointRequest }
-  | { readonly type: "update"; readonly at: number; readonly description?: string; readonly enabledEvents?: readonly string[]; readonly metadata?: Readonly<Record<string, string>>; readonly status?: "enabled" | "disabled" }
+  | {
+      readonly type: "update";
+      readonly at: number;
+      readonly description?: string;
+      readonly enabledEvents?: readonly string[];
+      readonly metadata?: Readonly<Record<string, string>>;
+      readonly status?: "enabled" | "disabled";
+    }
   | { readonly type: "delete"; readonly at: number }
   | { readonly type: "rotate"; readonly at: number; readonly sealed: string; readonly overlapMs: number }
   /** A ledger event for this endpoint; `force` (ResendEvent) enqueues it again. */
   | { readonly type: "enqueue"; readonly at: number; readonly event: EventRef; readonly deliveryId: string; readonly force?: boolean }
   | { readonly type: "test"; readonly at: number; readonly event: EventRef; readonly deliveryId: string }
-  | { readonly type: "attempted"; readonly at: number; readonly deliveryId: string; readonly attempt: number; readonly outcome: AttemptOutcome; readonly retryDelayMs: number }
+  | {
+      readonly type: "attempted";
+      readonly at: number;
+      readonly deliveryId: string;
+      readonly attempt: number;
+      readonly outcome: AttemptOutcome;
+      readonly retryDelayMs: number;
+    }
   | { readonly type: "resume" };
 
 /** A webhook endpoint entity: asked with an EndpointCommand, it answers its whole state. */

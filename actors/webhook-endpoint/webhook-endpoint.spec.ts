@@ -5,7 +5,20 @@ import { describe, expect, it } from "vitest";
 import { sortKey } from "../../src/pagination.js";
 import { API_VERSION } from "../ledger.js";
 import { WebhookEndpointBehavior as B, type EndpointEvent } from "./webhook-endpoint.js";
-import { activeSecrets, endpointHealth, EVENT_DELIVERIES, MAX_ATTEMPTS, PENDING_DELIVERIES, PENDING_PARTITION, subscribes, WEBHOOK_ENDPOINTS, WEBHOOK_DELIVERIES, type EndpointCommand, type EndpointRecord, type EndpointState } from "./messages.js";
+import {
+  activeSecrets,
+  endpointHealth,
+  EVENT_DELIVERIES,
+  MAX_ATTEMPTS,
+  PENDING_DELIVERIES,
+  PENDING_PARTITION,
+  subscribes,
+  WEBHOOK_ENDPOINTS,
+  WEBHOOK_DELIVERIES,
+  type EndpointCommand,
+  type EndpointRecord,
+  type EndpointState,
+} from "./messages.js";
 
 const endpoint: EndpointRecord = {
   id: "we_1",
@@ -26,7 +39,15 @@ const create: EndpointCommand = {
   type: "create",
   id: "we_1",
   at: 0,
-  request: { appId: "app_1", organizationId: "org_1", url: "https://hooks.example.test/in", enabledEvents: ["*"], apiVersion: "2026-11-01", metadata: {}, sealedSecret: "sealed" },
+  request: {
+    appId: "app_1",
+    organizationId: "org_1",
+    url: "https://hooks.example.test/in",
+    enabledEvents: ["*"],
+    apiVersion: "2026-11-01",
+    metadata: {},
+    sealedSecret: "sealed",
+  },
 };
 
 /** Runs commands through decide and fold, as the host does, and keeps every event. */
@@ -45,7 +66,14 @@ function run(commands: readonly EndpointCommand[], from: EndpointState = B.initi
 const failed = { ok: false, status: 503, responseHeaders: "{}" } as const;
 const exhaust = (deliveryId: string, at: number): EndpointCommand[] => [
   { type: "test", at, event: { id: `evt_${deliveryId}`, type: "job.failed" }, deliveryId },
-  ...Array.from({ length: MAX_ATTEMPTS }, (_, i) => ({ type: "attempted" as const, at: at + i + 1, deliveryId, attempt: i + 1, outcome: failed, retryDelayMs: 10 })),
+  ...Array.from({ length: MAX_ATTEMPTS }, (_, i) => ({
+    type: "attempted" as const,
+    at: at + i + 1,
+    deliveryId,
+    attempt: i + 1,
+    outcome: failed,
+    retryDelayMs: 10,
+  })),
 ];
 
 describe("webhook endpoint actor", () => {
@@ -72,7 +100,9 @@ describe("webhook endpoint actor", () => {
     expect(writes.find((w) => w.table === WEBHOOK_ENDPOINTS)?.value).toMatchObject({ status: "disabled", disabledReason: "auto_failures" });
     expect(writes.find((w) => w.table === WEBHOOK_DELIVERIES)?.value).toMatchObject({ id: "whd_3", status: "exhausted" });
     // A disabled endpoint takes no more tests until it is enabled again.
-    expect(B.decide(state, { type: "test", at: 400, event: { id: "evt_x", type: "job.failed" }, deliveryId: "whd_4" })).toMatchObject({ code: expect.any(Number) });
+    expect(B.decide(state, { type: "test", at: 400, event: { id: "evt_x", type: "job.failed" }, deliveryId: "whd_4" })).toMatchObject({
+      code: expect.any(Number),
+    });
   });
 
   it("a success between exhaustions starts the count afresh", () => {
@@ -103,7 +133,22 @@ describe("webhook endpoint configuration", () => {
 
   it("a create decides the record: enabled, each event type once, its first secret, created when asked, the current API version unless pinned", () => {
     expect(created.endpoint).toStrictEqual(endpoint);
-    const asked = run([{ type: "create", id: "we_2", at: 50, request: { appId: "app_1", organizationId: "org_1", url: "https://x.test/", description: "ci", enabledEvents: ["job.failed", "video.ready", "job.failed"], metadata: { team: "a" }, sealedSecret: "s" } }]).state.endpoint!;
+    const asked = run([
+      {
+        type: "create",
+        id: "we_2",
+        at: 50,
+        request: {
+          appId: "app_1",
+          organizationId: "org_1",
+          url: "https://x.test/",
+          description: "ci",
+          enabledEvents: ["job.failed", "video.ready", "job.failed"],
+          metadata: { team: "a" },
+          sealedSecret: "s",
+        },
+      },
+    ]).state.endpoint!;
     expect(asked).toStrictEqual({
       id: "we_2",
       appId: "app_1",
@@ -144,7 +189,11 @@ describe("webhook endpoint configuration", () => {
 
   it("an update changes only what it names; disabling is manual, enabling clears the reason and the failure counts", () => {
     expect(decide(created, { type: "update", at: 5 })).toStrictEqual([{ type: "updated", at: 5 }]);
-    expect(run([{ type: "update", at: 5, enabledEvents: ["job.failed"] }], created).state.endpoint).toStrictEqual({ ...endpoint, updatedAt: 5, enabledEvents: ["job.failed"] });
+    expect(run([{ type: "update", at: 5, enabledEvents: ["job.failed"] }], created).state.endpoint).toStrictEqual({
+      ...endpoint,
+      updatedAt: 5,
+      enabledEvents: ["job.failed"],
+    });
     const changed = run([{ type: "update", at: 5, description: "", enabledEvents: ["job.failed"], metadata: { a: "b" } }], created).state;
     expect(changed.endpoint).toEqual({ ...endpoint, updatedAt: 5, description: "", enabledEvents: ["job.failed"], metadata: { a: "b" } });
     const disabled = run([{ type: "update", at: 6, status: "disabled" }], changed).state;
@@ -159,7 +208,9 @@ describe("webhook endpoint configuration", () => {
   });
 
   it("a rotation signs with the new secret first and keeps the current one until the overlap ends; older ones go", () => {
-    expect(decide(created, { type: "rotate", at: 100, sealed: "s2", overlapMs: 50 })).toEqual([{ type: "rotated", at: 100, sealed: "s2", previousExpiresAt: 150 }]);
+    expect(decide(created, { type: "rotate", at: 100, sealed: "s2", overlapMs: 50 })).toEqual([
+      { type: "rotated", at: 100, sealed: "s2", previousExpiresAt: 150 },
+    ]);
     const twice = run(
       [
         { type: "rotate", at: 100, sealed: "s2", overlapMs: 50 },
@@ -175,7 +226,10 @@ describe("webhook endpoint configuration", () => {
     expect(activeSecrets(twice.endpoint!, 259).map((s) => s.sealed)).toEqual(["s3", "s2"]);
     expect(activeSecrets(twice.endpoint!, 260).map((s) => s.sealed)).toEqual(["s3"]);
     // An endpoint without a secret (journals older than the first secret at create) gets one unexpiring.
-    const bare = run([{ type: "rotate", at: 1, sealed: "s1", overlapMs: 1 }], B.fold(B.initial, { type: "created", endpoint: { ...endpoint, secrets: [] } })).state;
+    const bare = run(
+      [{ type: "rotate", at: 1, sealed: "s1", overlapMs: 1 }],
+      B.fold(B.initial, { type: "created", endpoint: { ...endpoint, secrets: [] } }),
+    ).state;
     expect(bare.endpoint!.secrets).toEqual([{ sealed: "s1", createdAt: 1 }]);
   });
 });
@@ -183,12 +237,31 @@ describe("webhook endpoint configuration", () => {
 describe("webhook deliveries", () => {
   const created = run([create]).state;
   const event = (id: string, type = "job.failed") => ({ id, type });
-  const enqueue = (id: string, at = 10, force?: boolean): EndpointCommand => ({ type: "enqueue", at, event: event(id), deliveryId: `whd_${id}`, ...(force !== undefined ? { force } : {}) });
+  const enqueue = (id: string, at = 10, force?: boolean): EndpointCommand => ({
+    type: "enqueue",
+    at,
+    event: event(id),
+    deliveryId: `whd_${id}`,
+    ...(force !== undefined ? { force } : {}),
+  });
 
   it("enqueues an event once, as a pending delivery due now, unless forced again", () => {
     const { state, events } = run([enqueue("e1"), enqueue("e1"), enqueue("e1", 20, true)], created);
     expect(events.map((e) => e.length)).toEqual([1, 0, 1]);
-    expect(state.open["whd_e1"]).toEqual({ id: "whd_e1", endpointId: "we_1", appId: "app_1", eventId: "e1", eventType: "job.failed", status: "pending", attempt: 0, responseHeaders: "{}", nextAttemptAt: 20, test: false, createdAt: 20, updatedAt: 20 });
+    expect(state.open["whd_e1"]).toEqual({
+      id: "whd_e1",
+      endpointId: "we_1",
+      appId: "app_1",
+      eventId: "e1",
+      eventType: "job.failed",
+      status: "pending",
+      attempt: 0,
+      responseHeaders: "{}",
+      nextAttemptAt: 20,
+      test: false,
+      createdAt: 20,
+      updatedAt: 20,
+    });
     expect(state.recentEvents).toEqual(["e1", "e1"]);
     expect(B.effects!(state, events[0]!, enqueue("e1"), created)).toEqual([{ kind: "deliveries" }]);
     expect(B.effects!(state, [], enqueue("e1"), created)).toEqual([]);
@@ -209,17 +282,26 @@ describe("webhook deliveries", () => {
     const only = run([{ type: "update", at: 1, enabledEvents: ["job.succeeded"] }], created).state;
     expect(subscribes(only.endpoint!, "job.succeeded")).toBe(true);
     expect(B.decide(only, enqueue("e1"))).toEqual([]);
-    expect(B.decide(only, enqueue("e1", 10, true))).toEqual({ code: Code.FailedPrecondition, message: "webhook endpoint we_1 is disabled or not subscribed to job.failed" });
+    expect(B.decide(only, enqueue("e1", 10, true))).toEqual({
+      code: Code.FailedPrecondition,
+      message: "webhook endpoint we_1 is disabled or not subscribed to job.failed",
+    });
     expect(B.decide(only, { type: "enqueue", at: 1, event: event("e2", "job.succeeded"), deliveryId: "d" })).toHaveLength(1);
     const off = run([{ type: "update", at: 1, status: "disabled" }], created).state;
     expect(B.decide(off, enqueue("e1"))).toEqual([]);
     expect(B.decide(off, enqueue("e1", 10, true))).toMatchObject({ code: Code.FailedPrecondition });
-    expect(B.decide(off, { type: "test", at: 1, event: event("t"), deliveryId: "d" })).toEqual({ code: Code.FailedPrecondition, message: "webhook endpoint we_1 is disabled" });
+    expect(B.decide(off, { type: "test", at: 1, event: event("t"), deliveryId: "d" })).toEqual({
+      code: Code.FailedPrecondition,
+      message: "webhook endpoint we_1 is disabled",
+    });
   });
 
   it("allows 10 test deliveries a minute, which are not remembered as events", () => {
     const test = (i: number, at: number): EndpointCommand => ({ type: "test", at, event: event(`t${i}`), deliveryId: `whd_t${i}` });
-    const { state } = run(Array.from({ length: 10 }, (_, i) => test(i, 1_000 + i)), created);
+    const { state } = run(
+      Array.from({ length: 10 }, (_, i) => test(i, 1_000 + i)),
+      created,
+    );
     expect(state.recentEvents).toEqual([]);
     expect(state.testTimes).toHaveLength(10);
     expect(state.open["whd_t0"]).toMatchObject({ test: true, status: "pending" });
@@ -233,18 +315,59 @@ describe("webhook deliveries", () => {
     const queued = run([enqueue("e1")], created).state;
     expect(B.decide(queued, { type: "attempted", at: 11, deliveryId: "whd_e1", attempt: 2, outcome: failed, retryDelayMs: 5 })).toEqual([]);
     expect(B.decide(queued, { type: "attempted", at: 11, deliveryId: "whd_x", attempt: 1, outcome: failed, retryDelayMs: 5 })).toEqual([]);
-    const outcome = { ok: false, status: 500, responseBody: "no", responseHeaders: '{"a":"b"}', latencyMs: 12, transportError: "reset", errorMessage: "boom" } as const;
+    const outcome = {
+      ok: false,
+      status: 500,
+      responseBody: "no",
+      responseHeaders: '{"a":"b"}',
+      latencyMs: 12,
+      transportError: "reset",
+      errorMessage: "boom",
+    } as const;
     const retried = run([{ type: "attempted", at: 11, deliveryId: "whd_e1", attempt: 1, outcome, retryDelayMs: 5 }], queued);
     expect(retried.events[0]).toEqual([{ type: "attempted", at: 11, deliveryId: "whd_e1", attempt: 1, outcome, nextAttemptAt: 16 }]);
-    const d = { id: "whd_e1", endpointId: "we_1", appId: "app_1", eventId: "e1", eventType: "job.failed", test: false, createdAt: 10, status: "failed", attempt: 1, responseHeaders: '{"a":"b"}', updatedAt: 11, responseStatus: 500, responseBody: "no", latencyMs: 12, transportError: "reset", errorMessage: "boom", nextAttemptAt: 16 };
+    const d = {
+      id: "whd_e1",
+      endpointId: "we_1",
+      appId: "app_1",
+      eventId: "e1",
+      eventType: "job.failed",
+      test: false,
+      createdAt: 10,
+      status: "failed",
+      attempt: 1,
+      responseHeaders: '{"a":"b"}',
+      updatedAt: 11,
+      responseStatus: 500,
+      responseBody: "no",
+      latencyMs: 12,
+      transportError: "reset",
+      errorMessage: "boom",
+      nextAttemptAt: 16,
+    };
     expect(retried.state.open["whd_e1"]).toEqual(d);
     expect(retried.state).toMatchObject({ lastSettled: d, consecutiveFailedAttempts: 1, firstFailureAt: 11, consecutiveExhausted: 0 });
     expect(retried.state.endpoint!.health).toEqual([{ hour: 0, attempts: 1, failed: 1 }]);
 
-    const ok = run([{ type: "attempted", at: 3_600_000, deliveryId: "whd_e1", attempt: 2, outcome: { ok: true, responseHeaders: "{}" }, retryDelayMs: 5 }], retried.state);
+    const ok = run(
+      [{ type: "attempted", at: 3_600_000, deliveryId: "whd_e1", attempt: 2, outcome: { ok: true, responseHeaders: "{}" }, retryDelayMs: 5 }],
+      retried.state,
+    );
     expect(ok.events[0]![0]).not.toHaveProperty("nextAttemptAt");
     expect(ok.state.open).toEqual({});
-    expect(ok.state.lastSettled).toStrictEqual({ id: "whd_e1", endpointId: "we_1", appId: "app_1", eventId: "e1", eventType: "job.failed", test: false, createdAt: 10, status: "succeeded", attempt: 2, responseHeaders: "{}", updatedAt: 3_600_000 });
+    expect(ok.state.lastSettled).toStrictEqual({
+      id: "whd_e1",
+      endpointId: "we_1",
+      appId: "app_1",
+      eventId: "e1",
+      eventType: "job.failed",
+      test: false,
+      createdAt: 10,
+      status: "succeeded",
+      attempt: 2,
+      responseHeaders: "{}",
+      updatedAt: 3_600_000,
+    });
     expect(ok.state).toMatchObject({ consecutiveFailedAttempts: 0, firstFailureAt: undefined, consecutiveExhausted: 0 });
     expect(ok.state.endpoint!.health).toEqual([
       { hour: 0, attempts: 1, failed: 1 },
@@ -273,20 +396,42 @@ describe("webhook deliveries", () => {
 
   it("reports 24 hours of health and keeps 25 hours of buckets", () => {
     const hour = 3_600_000;
-    const e: EndpointRecord = { ...endpoint, health: [{ hour: 0, attempts: 5, failed: 5 }, { hour: 1, attempts: 3, failed: 1 }, { hour: 24, attempts: 1, failed: 0 }] };
+    const e: EndpointRecord = {
+      ...endpoint,
+      health: [
+        { hour: 0, attempts: 5, failed: 5 },
+        { hour: 1, attempts: 3, failed: 1 },
+        { hour: 24, attempts: 1, failed: 0 },
+      ],
+    };
     expect(endpointHealth(e, 24 * hour - 1)).toEqual({ totalAttempts: 9, failed: 6, successRate: 0.3333 });
     expect(endpointHealth(e, 24 * hour)).toEqual({ totalAttempts: 4, failed: 1, successRate: 0.75 });
     expect(endpointHealth(e, 25 * hour)).toEqual({ totalAttempts: 1, failed: 0, successRate: 1 });
     expect(endpointHealth({ ...endpoint, health: [] }, 0)).toEqual({ totalAttempts: 0, failed: 0, successRate: 1 });
     const state: EndpointState = { ...run([enqueue("e1")], created).state, endpoint: e };
     const later = run([{ type: "attempted", at: 25 * hour, deliveryId: "whd_e1", attempt: 1, outcome: failed, retryDelayMs: 5 }], state).state;
-    expect(later.endpoint!.health).toEqual([{ hour: 1, attempts: 3, failed: 1 }, { hour: 24, attempts: 1, failed: 0 }, { hour: 25, attempts: 1, failed: 1 }]);
+    expect(later.endpoint!.health).toEqual([
+      { hour: 1, attempts: 3, failed: 1 },
+      { hour: 24, attempts: 1, failed: 0 },
+      { hour: 25, attempts: 1, failed: 1 },
+    ]);
     const same = run([{ type: "attempted", at: 24 * hour + 5, deliveryId: "whd_e1", attempt: 1, outcome: failed, retryDelayMs: 5 }], state).state;
-    expect(same.endpoint!.health).toEqual([{ hour: 0, attempts: 5, failed: 5 }, { hour: 1, attempts: 3, failed: 1 }, { hour: 24, attempts: 2, failed: 1 }]);
+    expect(same.endpoint!.health).toEqual([
+      { hour: 0, attempts: 5, failed: 5 },
+      { hour: 1, attempts: 3, failed: 1 },
+      { hour: 24, attempts: 2, failed: 1 },
+    ]);
   });
 
   it("keeps its table names: stored endpoints and deliveries are found by them", () => {
-    expect([WEBHOOK_ENDPOINTS, WEBHOOK_DELIVERIES, EVENT_DELIVERIES, PENDING_DELIVERIES, PENDING_PARTITION, B.type]).toEqual(["webhook_endpoints", "webhook_deliveries", "event_deliveries", "pending_deliveries", "all", "webhook_endpoint"]);
+    expect([WEBHOOK_ENDPOINTS, WEBHOOK_DELIVERIES, EVENT_DELIVERIES, PENDING_DELIVERIES, PENDING_PARTITION, B.type]).toEqual([
+      "webhook_endpoints",
+      "webhook_deliveries",
+      "event_deliveries",
+      "pending_deliveries",
+      "all",
+      "webhook_endpoint",
+    ]);
   });
 
   it("writes each delivery by endpoint, by event and, while it has an attempt to come, as pending", () => {
@@ -298,10 +443,19 @@ describe("webhook deliveries", () => {
       { table: EVENT_DELIVERIES, id: "whd_e1", value: queued.open["whd_e1"], partition: "e1", sort },
       { table: PENDING_DELIVERIES, id: "whd_e1", value: { endpointId: "we_1", deliveryId: "whd_e1", nextAttemptAt: 10 }, partition: PENDING_PARTITION, sort },
     ]);
-    expect(B.repair(queued)).toEqual([{ table: WEBHOOK_ENDPOINTS, id: "we_1", value: queued.endpoint, partition: "app_1", sort: sortKey(0, "we_1") }, ...writes]);
+    expect(B.repair(queued)).toEqual([
+      { table: WEBHOOK_ENDPOINTS, id: "we_1", value: queued.endpoint, partition: "app_1", sort: sortKey(0, "we_1") },
+      ...writes,
+    ]);
     expect(B.repair(B.initial)).toEqual([]);
     const retry: EndpointEvent = { type: "attempted", at: 11, deliveryId: "whd_e1", attempt: 1, outcome: failed, nextAttemptAt: 40 };
-    expect(B.readModel(B.fold(queued, retry), retry).at(-1)).toEqual({ table: PENDING_DELIVERIES, id: "whd_e1", value: { endpointId: "we_1", deliveryId: "whd_e1", nextAttemptAt: 40 }, partition: PENDING_PARTITION, sort });
+    expect(B.readModel(B.fold(queued, retry), retry).at(-1)).toEqual({
+      table: PENDING_DELIVERIES,
+      id: "whd_e1",
+      value: { endpointId: "we_1", deliveryId: "whd_e1", nextAttemptAt: 40 },
+      partition: PENDING_PARTITION,
+      sort,
+    });
     const attempted: EndpointEvent = { type: "attempted", at: 11, deliveryId: "whd_e1", attempt: 1, outcome: { ok: true, responseHeaders: "{}" } };
     const done = B.fold(queued, attempted);
     expect(B.readModel(done, attempted).map((w) => [w.table, w.value === null])).toEqual([

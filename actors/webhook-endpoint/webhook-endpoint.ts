@@ -39,12 +39,27 @@ function countAttempt(health: readonly HealthBucket[], at: number, ok: boolean):
 
 export type EndpointEvent =
   | { readonly type: "created"; readonly endpoint: EndpointRecord }
-  | { readonly type: "updated"; readonly at: number; readonly description?: string; readonly enabledEvents?: readonly string[]; readonly metadata?: Readonly<Record<string, string>>; readonly status?: "enabled" | "disabled" }
+  | {
+      readonly type: "updated";
+      readonly at: number;
+      readonly description?: string;
+      readonly enabledEvents?: readonly string[];
+      readonly metadata?: Readonly<Record<string, string>>;
+      readonly status?: "enabled" | "disabled";
+    }
   | { readonly type: "deleted"; readonly at: number }
   | { readonly type: "rotated"; readonly at: number; readonly sealed: string; readonly previousExpiresAt: number }
   | { readonly type: "enqueued"; readonly at: number; readonly event: EventRef; readonly deliveryId: string; readonly test: boolean }
   /** `autoDisable`: this attempt disables the endpoint (auto_failures), in the same write as the attempt. */
-  | { readonly type: "attempted"; readonly at: number; readonly deliveryId: string; readonly attempt: number; readonly outcome: AttemptOutcome; readonly nextAttemptAt?: number; readonly autoDisable?: true }
+  | {
+      readonly type: "attempted";
+      readonly at: number;
+      readonly deliveryId: string;
+      readonly attempt: number;
+      readonly outcome: AttemptOutcome;
+      readonly nextAttemptAt?: number;
+      readonly autoDisable?: true;
+    }
   /** Journals written before autoDisable rode on the attempt; still folded, no longer decided. */
   | { readonly type: "auto_disabled"; readonly at: number };
 
@@ -71,25 +86,37 @@ function endpointOf(c: Extract<EndpointCommand, { type: "create" }>): EndpointRe
 }
 
 function decide(state: EndpointState, c: EndpointCommand): Decision<EndpointEvent> {
-  if (c.type === "create") return state.endpoint ? { code: Code.AlreadyExists, message: `webhook endpoint ${c.id} exists` } : [{ type: "created", endpoint: endpointOf(c) }];
+  if (c.type === "create")
+    return state.endpoint ? { code: Code.AlreadyExists, message: `webhook endpoint ${c.id} exists` } : [{ type: "created", endpoint: endpointOf(c) }];
   const e = state.endpoint;
   if (!e || (e.deletedAt !== undefined && c.type !== "attempted" && c.type !== "resume")) return missing;
   switch (c.type) {
     case "update":
-      return [{ type: "updated", at: c.at, ...(c.description !== undefined ? { description: c.description } : {}), ...(c.enabledEvents ? { enabledEvents: c.enabledEvents } : {}), ...(c.metadata ? { metadata: c.metadata } : {}), ...(c.status ? { status: c.status } : {}) }];
+      return [
+        {
+          type: "updated",
+          at: c.at,
+          ...(c.description !== undefined ? { description: c.description } : {}),
+          ...(c.enabledEvents ? { enabledEvents: c.enabledEvents } : {}),
+          ...(c.metadata ? { metadata: c.metadata } : {}),
+          ...(c.status ? { status: c.status } : {}),
+        },
+      ];
     case "delete":
       return [{ type: "deleted", at: c.at }];
     case "rotate":
       return [{ type: "rotated", at: c.at, sealed: c.sealed, previousExpiresAt: c.at + c.overlapMs }];
     case "enqueue":
       // Disabled endpoints receive nothing; a repeated fan-out of one event is no change.
-      if (e.status !== "enabled" || !subscribes(e, c.event.type)) return c.force ? { code: Code.FailedPrecondition, message: `webhook endpoint ${e.id} is disabled or not subscribed to ${c.event.type}` } : [];
+      if (e.status !== "enabled" || !subscribes(e, c.event.type))
+        return c.force ? { code: Code.FailedPrecondition, message: `webhook endpoint ${e.id} is disabled or not subscribed to ${c.event.type}` } : [];
       if (!c.force && state.recentEvents.includes(c.event.id)) return [];
       return [{ type: "enqueued", at: c.at, event: c.event, deliveryId: c.deliveryId, test: false }];
     case "test": {
       if (e.status !== "enabled") return { code: Code.FailedPrecondition, message: `webhook endpoint ${e.id} is disabled` };
       const recent = state.testTimes.filter((t) => c.at - t < 60_000);
-      if (recent.length >= TEST_LIMIT_PER_MINUTE) return { code: Code.ResourceExhausted, message: `at most ${TEST_LIMIT_PER_MINUTE} test deliveries per minute per endpoint` };
+      if (recent.length >= TEST_LIMIT_PER_MINUTE)
+        return { code: Code.ResourceExhausted, message: `at most ${TEST_LIMIT_PER_MINUTE} test deliveries per minute per endpoint` };
       return [{ type: "enqueued", at: c.at, event: c.event, deliveryId: c.deliveryId, test: true }];
     }
     case "attempted": {
@@ -140,7 +167,11 @@ function fold(state: EndpointState, ev: EndpointEvent): EndpointState {
           ...(ev.description !== undefined ? { description: ev.description } : {}),
           ...(ev.enabledEvents ? { enabledEvents: ev.enabledEvents } : {}),
           ...(ev.metadata ? { metadata: ev.metadata } : {}),
-          ...(ev.status === "enabled" ? { status: "enabled", disabledReason: undefined } : ev.status === "disabled" ? { status: "disabled", disabledReason: "manual" } : {}),
+          ...(ev.status === "enabled"
+            ? { status: "enabled", disabledReason: undefined }
+            : ev.status === "disabled"
+              ? { status: "disabled", disabledReason: "manual" }
+              : {}),
         },
         // Re-enabling starts the failure count afresh.
         ...(ev.status === "enabled" ? { consecutiveFailedAttempts: 0, firstFailureAt: undefined, consecutiveExhausted: 0 } : {}),
@@ -209,7 +240,11 @@ function fold(state: EndpointState, ev: EndpointEvent): EndpointState {
       else open[d.id] = next;
       return {
         ...state,
-        endpoint: { ...e, health: countAttempt(e.health, ev.at, o.ok), ...(ev.autoDisable ? { status: "disabled" as const, disabledReason: "auto_failures" as const, updatedAt: ev.at } : {}) },
+        endpoint: {
+          ...e,
+          health: countAttempt(e.health, ev.at, o.ok),
+          ...(ev.autoDisable ? { status: "disabled" as const, disabledReason: "auto_failures" as const, updatedAt: ev.at } : {}),
+        },
         open,
         lastSettled: next,
         consecutiveFailedAttempts: o.ok ? 0 : state.consecutiveFailedAttempts + 1,
@@ -229,7 +264,13 @@ function deliveryWrites(d: DeliveryRecord): RecordWrite[] {
     { table: WEBHOOK_DELIVERIES, id: d.id, value: d, partition: d.endpointId, sort },
     { table: EVENT_DELIVERIES, id: d.id, value: d, partition: d.eventId, sort },
     open
-      ? { table: PENDING_DELIVERIES, id: d.id, value: { endpointId: d.endpointId, deliveryId: d.id, nextAttemptAt: d.nextAttemptAt ?? d.createdAt }, partition: PENDING_PARTITION, sort }
+      ? {
+          table: PENDING_DELIVERIES,
+          id: d.id,
+          value: { endpointId: d.endpointId, deliveryId: d.id, nextAttemptAt: d.nextAttemptAt ?? d.createdAt },
+          partition: PENDING_PARTITION,
+          sort,
+        }
       : { table: PENDING_DELIVERIES, id: d.id, value: null },
   ];
 }
@@ -247,7 +288,11 @@ export const WebhookEndpointBehavior: EntityBehavior<EndpointState, EndpointComm
     if (!e) return [];
     // The last attempt's rows too: a host that died right after journaling it had not written them.
     const settled = state.lastSettled && !state.open[state.lastSettled.id] ? deliveryWrites(state.lastSettled) : [];
-    return [{ table: WEBHOOK_ENDPOINTS, id: e.id, value: e, partition: e.appId, sort: sortKey(e.createdAt, e.id) }, ...Object.values(state.open).flatMap(deliveryWrites), ...settled];
+    return [
+      { table: WEBHOOK_ENDPOINTS, id: e.id, value: e, partition: e.appId, sort: sortKey(e.createdAt, e.id) },
+      ...Object.values(state.open).flatMap(deliveryWrites),
+      ...settled,
+    ];
   },
   readModel(state, ev) {
     const e = state.endpoint!;

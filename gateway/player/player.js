@@ -92,10 +92,13 @@
     var remaining = expires - (Date.now() - skewMs);
     if (remaining <= 0) return; // already expired: the next 403 renews
     var delay = Math.max(remaining - LEAD_MS, Math.min(remaining / 2, MIN_DELAY_MS));
-    timer = setTimeout(function () {
-      if (delay > MAX_DAY_MS) schedule();
-      else renew(false);
-    }, Math.min(delay, MAX_DAY_MS));
+    timer = setTimeout(
+      function () {
+        if (delay > MAX_DAY_MS) schedule();
+        else renew(false);
+      },
+      Math.min(delay, MAX_DAY_MS),
+    );
   }
 
   /** @param {boolean} after403 */
@@ -124,7 +127,10 @@
       .catch(function (e) {
         renewing = false;
         if (after403) fail("This video could not be loaded (" + e.message + ").");
-        else timer = setTimeout(function () { renew(false); }, 10000);
+        else
+          timer = setTimeout(function () {
+            renew(false);
+          }, 10000);
       });
   }
 
@@ -135,7 +141,9 @@
     state.source = url;
     state.resumedAt = at;
     if (shakaPlayer) {
-      loadShaka(url, at).then(function () { if (playing) play(); }, onShakaError);
+      loadShaka(url, at).then(function () {
+        if (playing) play();
+      }, onShakaError);
     } else if (hls) {
       resumeAt = at;
       resumePlay = playing;
@@ -143,7 +151,14 @@
       hls.loadSource(url); // a new URL re-creates the MediaSource; MANIFEST_PARSED resumes at resumeAt
     } else {
       video.src = url;
-      if (at > 0) video.addEventListener("loadedmetadata", function () { video.currentTime = at; }, { once: true });
+      if (at > 0)
+        video.addEventListener(
+          "loadedmetadata",
+          function () {
+            video.currentTime = at;
+          },
+          { once: true },
+        );
       if (playing) play();
     }
     schedule();
@@ -164,12 +179,15 @@
   function probe() {
     if (renewing || probing) return;
     probing = true;
-    fetch(state.source, { cache: "no-store" }).then(function (r) {
-      probing = false;
-      if (r.status === 403) renew(true);
-    }, function () {
-      probing = false;
-    });
+    fetch(state.source, { cache: "no-store" }).then(
+      function (r) {
+        probing = false;
+        if (r.status === 403) renew(true);
+      },
+      function () {
+        probing = false;
+      },
+    );
   }
 
   function startNative() {
@@ -210,7 +228,9 @@
       manifestParsed = true;
       startLoading();
     });
-    hls.on(Hls.Events.FRAG_LOADED, function () { failed = 0; });
+    hls.on(Hls.Events.FRAG_LOADED, function () {
+      failed = 0;
+    });
     hls.on(Hls.Events.ERROR, function (/** @type {unknown} */ _event, /** @type {any} */ data) {
       var response = data.response;
       if (response && response.code === 403) {
@@ -231,10 +251,15 @@
     // Play may have been asked before this script loaded (a quick click, ?autoplay=1): then its
     // event has passed, and loading starts now.
     if (wantPlay || !video.paused) loadWanted = true;
-    else video.addEventListener("play", function () {
-      loadWanted = true;
-      startLoading();
-    }, { once: true });
+    else
+      video.addEventListener(
+        "play",
+        function () {
+          loadWanted = true;
+          startLoading();
+        },
+        { once: true },
+      );
     hls.attachMedia(video);
     hls.loadSource(state.source);
     schedule();
@@ -284,8 +309,15 @@
     }
     state.engine = "shaka";
     shakaPlayer = new shaka.Player();
-    shakaPlayer.addEventListener("error", function (/** @type {any} */ event) { onShakaError(event.detail); });
-    shakaPlayer.attach(video).then(function () { return loadShaka(state.source, 0); }).catch(onShakaError);
+    shakaPlayer.addEventListener("error", function (/** @type {any} */ event) {
+      onShakaError(event.detail);
+    });
+    shakaPlayer
+      .attach(video)
+      .then(function () {
+        return loadShaka(state.source, 0);
+      })
+      .catch(onShakaError);
     schedule();
   }
 
@@ -297,15 +329,25 @@
     var script = document.createElement("script");
     script.src = src;
     script.onload = then;
-    script.onerror = function () { fail("The player could not load."); };
+    script.onerror = function () {
+      fail("The player could not load.");
+    };
     document.head.appendChild(script);
   }
 
-  video.addEventListener("loadeddata", function () { failed = 0; });
+  video.addEventListener("loadeddata", function () {
+    failed = 0;
+  });
   // The viewer's intent, which a renewal keeps: Chromium pauses the element itself on a media error.
-  video.addEventListener("play", function () { wantPlay = true; });
-  video.addEventListener("pause", function () { if (!video.error) wantPlay = false; });
-  video.addEventListener("ended", function () { wantPlay = false; });
+  video.addEventListener("play", function () {
+    wantPlay = true;
+  });
+  video.addEventListener("pause", function () {
+    if (!video.error) wantPlay = false;
+  });
+  video.addEventListener("ended", function () {
+    wantPlay = false;
+  });
 
   var params = new URLSearchParams(location.search);
   var forced = params.get("engine");

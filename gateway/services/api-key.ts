@@ -27,7 +27,10 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
   return {
     async create(req, ctx) {
       const caller = callerOf(ctx.values);
-      const check = new Check().required("name", req.name).length("name", req.name, 1, LIMITS.name).length("description", req.description, 0, LIMITS.description);
+      const check = new Check()
+        .required("name", req.name)
+        .length("name", req.name, 1, LIMITS.name)
+        .length("description", req.description, 0, LIMITS.description);
       const expiresAt = req.expiresAt ? timestampMs(req.expiresAt) : undefined;
       if (expiresAt !== undefined && expiresAt <= Date.now()) check.add("expires_at", "must be in the future");
       req.scopes.forEach((s, i) => {
@@ -70,9 +73,10 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
       const appId = (await namedApp(d.directory, caller, req.appId))?.id ?? "";
       const filter = (k: ApiKeyRecord) => req.includeRevoked || k.revokedAt === undefined;
       const listId = `keys:${caller.org!.id}:${appId}:${req.includeRevoked}`;
-      const page = appId !== ""
-        ? await d.paginator.page<ApiKeyRecord>(API_KEYS, appId, listId, req.pagination, filter)
-        : await d.paginator.page<ApiKeyRecord>(ORG_API_KEYS, caller.org!.id, listId, req.pagination, filter);
+      const page =
+        appId !== ""
+          ? await d.paginator.page<ApiKeyRecord>(API_KEYS, appId, listId, req.pagination, filter)
+          : await d.paginator.page<ApiKeyRecord>(ORG_API_KEYS, caller.org!.id, listId, req.pagination, filter);
       return { apiKeys: page.items.map((r) => apiKeyMessage(r.value)), pagination: page.pagination };
     },
     async revoke(req, ctx) {

@@ -21,7 +21,8 @@ function checkWebhook(check: Check, w: AppWebhookInput | undefined, creating: bo
   if (w.url !== "") check.httpsUrl("webhook.url", w.url);
   if (w.events.length === 0) check.add("webhook.events", "must name at least one event");
   w.events.forEach((e, i) => {
-    if (!(LEGACY_WEBHOOK_EVENTS as readonly string[]).includes(e)) check.add(`webhook.events[${i}]`, `unknown event; expected one of ${LEGACY_WEBHOOK_EVENTS.join(", ")}`);
+    if (!(LEGACY_WEBHOOK_EVENTS as readonly string[]).includes(e))
+      check.add(`webhook.events[${i}]`, `unknown event; expected one of ${LEGACY_WEBHOOK_EVENTS.join(", ")}`);
   });
 }
 
@@ -46,7 +47,8 @@ function applyHosting(d: ServiceDeps, check: Check, current: AppHostingRecord | 
     check.add("hosting", "hosting is not enabled for this app; call EnableHosting first");
     return undefined;
   }
-  if (h.cdnHostname !== undefined && h.cdnHostname !== "" && !/^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(:\d{1,5})?$/i.test(h.cdnHostname)) check.add("hosting.cdn_hostname", "must be a host name, optionally with :port (no scheme or path)");
+  if (h.cdnHostname !== undefined && h.cdnHostname !== "" && !/^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(:\d{1,5})?$/i.test(h.cdnHostname))
+    check.add("hosting.cdn_hostname", "must be a host name, optionally with :port (no scheme or path)");
   if (h.playerBaseUrl !== undefined && h.playerBaseUrl !== "") {
     let ok = false;
     try {
@@ -57,10 +59,12 @@ function applyHosting(d: ServiceDeps, check: Check, current: AppHostingRecord | 
     }
     if (!ok) check.add("hosting.player_base_url", "must be an http(s) URL without query or fragment");
   }
-  if (h.deleteSourceAfterDays !== undefined && (h.deleteSourceAfterDays < 0 || h.deleteSourceAfterDays > HOSTING_LIMITS.maxRetentionDays)) check.add("hosting.delete_source_after_days", `must be 0 (keep sources) to ${HOSTING_LIMITS.maxRetentionDays}`);
+  if (h.deleteSourceAfterDays !== undefined && (h.deleteSourceAfterDays < 0 || h.deleteSourceAfterDays > HOSTING_LIMITS.maxRetentionDays))
+    check.add("hosting.delete_source_after_days", `must be 0 (keep sources) to ${HOSTING_LIMITS.maxRetentionDays}`);
   if (h.defaultLadder.length > HOSTING_LIMITS.ladderRungs) check.add("hosting.default_ladder", `at most ${HOSTING_LIMITS.ladderRungs} rungs`);
   h.defaultLadder.forEach((r, i) => {
-    if (r < HOSTING_LIMITS.minRung || r > HOSTING_LIMITS.maxRung) check.add(`hosting.default_ladder[${i}]`, `must be a height from ${HOSTING_LIMITS.minRung} to ${HOSTING_LIMITS.maxRung}`);
+    if (r < HOSTING_LIMITS.minRung || r > HOSTING_LIMITS.maxRung)
+      check.add(`hosting.default_ladder[${i}]`, `must be a height from ${HOSTING_LIMITS.minRung} to ${HOSTING_LIMITS.maxRung}`);
   });
   let next: AppHostingRecord = {
     ...current,
@@ -83,7 +87,11 @@ async function clearPendingDeletions(d: ServiceDeps, appId: string): Promise<voi
   const ofApp = async (row: SourceDeletionRow) => (row.appId ?? (await d.store.get<VideoRecord>(VIDEOS, row.videoId))?.value.appId) === appId;
   let before: string | undefined;
   for (;;) {
-    const page = await d.store.scan<SourceDeletionRow>(SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, { limit: 500, filter: (r) => r.appId === undefined || r.appId === appId, ...(before !== undefined ? { before } : {}) });
+    const page = await d.store.scan<SourceDeletionRow>(SOURCE_DELETIONS, SOURCE_DELETIONS_PARTITION, {
+      limit: 500,
+      filter: (r) => r.appId === undefined || r.appId === appId,
+      ...(before !== undefined ? { before } : {}),
+    });
     for (const row of page.items) {
       if (!(await ofApp(row.value))) continue;
       const reply = await d.actors.ask(Video, row.value.videoId, { type: "update", at: Date.now(), patch: {}, deleteSourceAt: null });
@@ -98,7 +106,10 @@ export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
   return {
     async create(req, ctx) {
       const caller = callerOf(ctx.values);
-      const check = new Check().required("name", req.name).length("name", req.name, 1, LIMITS.name).length("description", req.description, 0, LIMITS.description);
+      const check = new Check()
+        .required("name", req.name)
+        .length("name", req.name, 1, LIMITS.name)
+        .length("description", req.description, 0, LIMITS.description);
       checkWebhook(check, req.webhook, true);
       check.done();
       const hook = req.webhook ? applyWebhook(d, undefined, req.webhook) : { webhook: undefined };
@@ -121,7 +132,12 @@ export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
       if (current.status === "archived") throw failedPrecondition(`app ${current.id} is archived`);
       let secret: string | undefined;
       const app = await d.directory.changeApp(current.id, (a) => {
-        let next: AppRecord = { ...a, ...(req.name !== undefined ? { name: req.name } : {}), ...(req.description !== undefined ? { description: req.description } : {}), ...(hosting ? { hosting } : {}) };
+        let next: AppRecord = {
+          ...a,
+          ...(req.name !== undefined ? { name: req.name } : {}),
+          ...(req.description !== undefined ? { description: req.description } : {}),
+          ...(hosting ? { hosting } : {}),
+        };
         if (req.webhook) {
           const hook = applyWebhook(d, a.webhook, req.webhook);
           secret = hook.secret;
@@ -136,8 +152,12 @@ export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
     async list(req, ctx) {
       const caller = callerOf(ctx.values);
       const onlyOwn = caller.kind === "key" ? caller.app.id : undefined;
-      const page = await d.paginator.page<AppRecord>(T.apps, caller.org!.id, `apps:${caller.org!.id}:${onlyOwn ?? ""}:${req.includeArchived}`, req.pagination, (a) =>
-        (req.includeArchived || a.status === "active") && (onlyOwn === undefined || a.id === onlyOwn),
+      const page = await d.paginator.page<AppRecord>(
+        T.apps,
+        caller.org!.id,
+        `apps:${caller.org!.id}:${onlyOwn ?? ""}:${req.includeArchived}`,
+        req.pagination,
+        (a) => (req.includeArchived || a.status === "active") && (onlyOwn === undefined || a.id === onlyOwn),
       );
       return { apps: page.items.map((r) => appMessage(r.value)), pagination: page.pagination };
     },
@@ -151,7 +171,12 @@ export function appService(d: ServiceDeps): ServiceImpl<typeof AppService> {
       const current = await visibleApp(d.directory, callerOf(ctx.values), req.id);
       if (current.status === "archived") throw failedPrecondition(`app ${current.id} is archived`);
       // Enabling generates the CDN signing key; enabling again changes nothing.
-      const app = current.hosting !== undefined ? current : await d.directory.changeApp(current.id, (a) => (a.hosting ? a : { ...a, hostingEnabledAt: a.hostingEnabledAt ?? Date.now(), hosting: newHosting(d.box) }));
+      const app =
+        current.hosting !== undefined
+          ? current
+          : await d.directory.changeApp(current.id, (a) =>
+              a.hosting ? a : { ...a, hostingEnabledAt: a.hostingEnabledAt ?? Date.now(), hosting: newHosting(d.box) },
+            );
       return { app: appMessage(app) };
     },
   };

@@ -43,7 +43,15 @@ import { JOB_STATUS_NAMES, jobMessage } from "../../wire/present-job.js";
 import { requireActingApp, visible } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 
-export const JOB_LIMITS = { outputs: 10, thumbnails: 5, idempotencyKey: 128, metadataEntries: 20, metadataKey: 64, metadataValue: 1024, template: 1024 } as const;
+export const JOB_LIMITS = {
+  outputs: 10,
+  thumbnails: 5,
+  idempotencyKey: 128,
+  metadataEntries: 20,
+  metadataKey: 64,
+  metadataValue: 1024,
+  template: 1024,
+} as const;
 /** Variables of a job's output path templates: an origin's, plus {format} and {quality}. */
 const TEMPLATE_VARIABLES = [...PATH_TEMPLATE_VARIABLES, "format", "quality"] as const;
 
@@ -59,13 +67,21 @@ async function visibleJob(d: ServiceDeps, caller: Caller, id: string): Promise<J
 }
 
 /** An origin of the app that may be used for `permission`, or a violation on `field`. */
-async function usableOrigin(d: ServiceDeps, check: Check, app: AppRecord, field: string, id: string, permission: "read" | "write"): Promise<OriginRecord | undefined> {
+async function usableOrigin(
+  d: ServiceDeps,
+  check: Check,
+  app: AppRecord,
+  field: string,
+  id: string,
+  permission: "read" | "write",
+): Promise<OriginRecord | undefined> {
   check.id(field, id, Prefix.origin);
   if (id === "" || !id.startsWith(Prefix.origin)) return undefined;
   const origin = await getOrigin(d.store, id);
   if (!origin || origin.appId !== app.id) return void check.add(field, `origin ${id} not found in app ${app.id}`);
   if (origin.status === "archived") return void check.add(field, `origin ${id} is archived`);
-  if (origin.status === "failed") return void check.add(field, `origin ${id} failed its last validation (${origin.validationError ?? "unknown error"}); fix its credentials and validate it`);
+  if (origin.status === "failed")
+    return void check.add(field, `origin ${id} failed its last validation (${origin.validationError ?? "unknown error"}); fix its credentials and validate it`);
   if (!origin.permissions.includes(permission)) return void check.add(field, `origin ${id} does not have ${permission} permission`);
   return origin;
 }
@@ -82,7 +98,8 @@ async function originForUrl(d: ServiceDeps, app: AppRecord, url: URL): Promise<O
 
 function templateViolations(check: Check, field: string, template: string): void {
   for (const m of template.matchAll(/\{([^}]*)\}/g)) {
-    if (!(TEMPLATE_VARIABLES as readonly string[]).includes(m[1]!)) check.add(field, `unknown variable {${m[1]}}; expected one of ${TEMPLATE_VARIABLES.map((v) => `{${v}}`).join(", ")}`);
+    if (!(TEMPLATE_VARIABLES as readonly string[]).includes(m[1]!))
+      check.add(field, `unknown variable {${m[1]}}; expected one of ${TEMPLATE_VARIABLES.map((v) => `{${v}}`).join(", ")}`);
   }
   if (template.split("/").some((s) => s === "..")) check.add(field, "must not contain .. segments");
 }
@@ -102,7 +119,15 @@ function templateVars(spec: OutputSpec): OutputVars {
 /** A stable hash of the request body: field order and map order do not change it. */
 function bodyHash(req: CreateJobRequest): string {
   const sorted = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(sorted) : v && typeof v === "object" ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => [k, sorted(x)])) : v;
+    Array.isArray(v)
+      ? v.map(sorted)
+      : v && typeof v === "object"
+        ? Object.fromEntries(
+            Object.entries(v)
+              .sort(([a], [b]) => (a < b ? -1 : 1))
+              .map(([k, x]) => [k, sorted(x)]),
+          )
+        : v;
   return sha256(JSON.stringify(sorted(toJson(CreateJobRequestSchema, req))));
 }
 
@@ -160,7 +185,8 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         try {
           inputUrl = new URL(req.inputUrl);
           if (!["https:", "s3:", "gs:"].includes(inputUrl.protocol)) check.add("input_url", "scheme must be https://, s3:// or gs://");
-          else if (inputUrl.protocol !== "https:" && (inputUrl.hostname === "" || inputUrl.pathname.length <= 1)) check.add("input_url", "must name a bucket and an object, e.g. s3://bucket/path/file.mp4");
+          else if (inputUrl.protocol !== "https:" && (inputUrl.hostname === "" || inputUrl.pathname.length <= 1))
+            check.add("input_url", "must name a bucket and an object, e.g. s3://bucket/path/file.mp4");
         } catch {
           check.add("input_url", "must be a valid URL");
         }
@@ -177,7 +203,8 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       let inputUrlOrigin: OriginRecord | undefined;
       if (inputUrl && inputUrl.protocol !== "https:" && check.violations.length === 0) {
         inputUrlOrigin = await originForUrl(d, app, inputUrl);
-        if (!inputUrlOrigin) check.add("input_url", `no active origin of app ${app.id} with read permission covers bucket ${inputUrl.hostname}; create one with its credentials`);
+        if (!inputUrlOrigin)
+          check.add("input_url", `no active origin of app ${app.id} with read permission covers bucket ${inputUrl.hostname}; create one with its credentials`);
       }
 
       // Outputs: presets resolved first, then every rule of the output specification.
@@ -188,14 +215,21 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         checkOutputSpec(check, `outputs[${i}]`, spec);
         // A provided track named by a path is read from the input origin, which the job must have.
         spec.subtitleTracks.forEach((t, k) => {
-          if (t.source === SubtitleSource.URL && t.url !== "" && !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(t.url) && req.inputOriginId === "") check.add(`outputs[${i}].subtitle_tracks[${k}].url`, "is a path, read from the job's input origin, but the job has no input_origin_id; give an https URL");
+          if (t.source === SubtitleSource.URL && t.url !== "" && !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(t.url) && req.inputOriginId === "")
+            check.add(
+              `outputs[${i}].subtitle_tracks[${k}].url`,
+              "is a path, read from the job's input origin, but the job has no input_origin_id; give an https URL",
+            );
         });
         // Clear Key licenses and AES-128 keys come from our key server, behind managed hosting's playback token.
         if (spec.drm && !req.managed) {
-          const own = "outputs in your own storage are protected with cbcs or cenc for widevine, playready or fairplay, whose license service gets the keys from your key_provider_url";
-          if (drmSchemeOf(spec) === EncryptionScheme.AES_128) check.add(`outputs[${i}].drm.scheme`, `aes_128 keys are served by the key server of managed hosting (managed: true); ${own}`);
+          const own =
+            "outputs in your own storage are protected with cbcs or cenc for widevine, playready or fairplay, whose license service gets the keys from your key_provider_url";
+          if (drmSchemeOf(spec) === EncryptionScheme.AES_128)
+            check.add(`outputs[${i}].drm.scheme`, `aes_128 keys are served by the key server of managed hosting (managed: true); ${own}`);
           spec.drm.systems.forEach((system, k) => {
-            if (system === DrmSystem.CLEARKEY) check.add(`outputs[${i}].drm.systems[${k}]`, `clearkey licenses are served by the key server of managed hosting (managed: true); ${own}`);
+            if (system === DrmSystem.CLEARKEY)
+              check.add(`outputs[${i}].drm.systems[${k}]`, `clearkey licenses are served by the key server of managed hosting (managed: true); ${own}`);
           });
         }
         if (spec.pathTemplate !== "") templateViolations(check, `outputs[${i}].path_template`, spec.pathTemplate);
@@ -204,7 +238,11 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       // A managed job's video plays as an adaptive stream: files alone would complete the job and
       // leave its video in error. Files may go beside a stream.
       const streams = [OutputType.HLS, OutputType.DASH, OutputType.ADAPTIVE];
-      if (req.managed && specs.length > 0 && !specs.some((s) => streams.includes(s.type))) check.add("outputs", "a managed job needs an hls, dash or adaptive output: its video plays as a stream (mp4, webm, mkv and mov outputs may go beside one)");
+      if (req.managed && specs.length > 0 && !specs.some((s) => streams.includes(s.type)))
+        check.add(
+          "outputs",
+          "a managed job needs an hls, dash or adaptive output: its video plays as a stream (mp4, webm, mkv and mov outputs may go beside one)",
+        );
       if (req.thumbnails.length > JOB_LIMITS.thumbnails) check.add("thumbnails", `at most ${JOB_LIMITS.thumbnails} thumbnail specifications`);
       req.thumbnails.slice(0, JOB_LIMITS.thumbnails).forEach((t, i) => checkThumbnailSpec(check, `thumbnails[${i}]`, t));
       if (req.webhookUrl !== "") check.httpsUrl("webhook_url", req.webhookUrl);
@@ -219,7 +257,8 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       if (req.clip) {
         if (!(req.clip.startSeconds >= 0)) check.add("clip.start_seconds", "must not be negative");
         if (!(req.clip.endSeconds >= 0)) check.add("clip.end_seconds", "must not be negative");
-        if (req.clip.endSeconds > 0 && req.clip.endSeconds <= req.clip.startSeconds) check.add("clip.end_seconds", "must be after start_seconds (or 0 for the end of the input)");
+        if (req.clip.endSeconds > 0 && req.clip.endSeconds <= req.clip.startSeconds)
+          check.add("clip.end_seconds", "must be after start_seconds (or 0 for the end of the input)");
       }
       const priority = PRIORITY_NAMES[req.priority];
       if (!priority) check.add("priority", "must be economy, standard or premium");
@@ -229,8 +268,17 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       if (req.inputVideoId !== "") {
         const input = (await d.store.get<VideoRecord>(VIDEOS, req.inputVideoId))?.value;
         if (!input || input.appId !== app.id) throw notFound("video", req.inputVideoId);
-        if (input.sourceDeletedAt !== undefined) throw apiError(Code.FailedPrecondition, `video ${input.id}'s source was deleted`, [{ field: "input_video_id", description: "the video's source file was deleted (delete_source_after_days); pin sources with source_pinned to keep them" }]);
-        if (input.status === "uploading" || input.status === "deleted") throw apiError(Code.FailedPrecondition, `video ${input.id} is ${input.status}`, [{ field: "input_video_id", description: `the video is ${input.status}: it has no source to read` }]);
+        if (input.sourceDeletedAt !== undefined)
+          throw apiError(Code.FailedPrecondition, `video ${input.id}'s source was deleted`, [
+            {
+              field: "input_video_id",
+              description: "the video's source file was deleted (delete_source_after_days); pin sources with source_pinned to keep them",
+            },
+          ]);
+        if (input.status === "uploading" || input.status === "deleted")
+          throw apiError(Code.FailedPrecondition, `video ${input.id} is ${input.status}`, [
+            { field: "input_video_id", description: `the video is ${input.status}: it has no source to read` },
+          ]);
       }
       // A key (the body's, or the Idempotency-Key header's) makes every id derived: a retry of a
       // create that failed without an answer reaches the job the first one may have made.
@@ -287,7 +335,13 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       if (req.status !== 0 && !status) new Check().add("status", "unknown job status").done();
       // API keys list their app's jobs; portal sessions list the organization's first app's, as Create does.
       const app = await requireActingApp(d.directory, caller, "");
-      const page = await d.paginator.page<JobRecord>(JOBS, app.id, `jobs:${app.id}:${status ?? ""}`, req.pagination, status ? (j) => j.status === status : undefined);
+      const page = await d.paginator.page<JobRecord>(
+        JOBS,
+        app.id,
+        `jobs:${app.id}:${status ?? ""}`,
+        req.pagination,
+        status ? (j) => j.status === status : undefined,
+      );
       return { jobs: await Promise.all(page.items.map((r) => present(r.value))), pagination: page.pagination };
     },
 
@@ -344,7 +398,14 @@ async function managedVideo(d: ServiceDeps, request: JobRequest, jobId: string, 
   const videoId = request.managed!.videoId;
   const existing = (await d.store.get<VideoRecord>(VIDEOS, videoId))?.value;
   if (existing) return;
-  const video = { appId: request.appId, organizationId: request.organizationId, source: "job", jobId, jobRequest: request, ...(request.requestId ? { requestId: request.requestId } : {}) } as const;
+  const video = {
+    appId: request.appId,
+    organizationId: request.organizationId,
+    source: "job",
+    jobId,
+    jobRequest: request,
+    ...(request.requestId ? { requestId: request.requestId } : {}),
+  } as const;
   const reply = await d.actors.ask(Video, videoId, { type: "create", id: videoId, at, request: video });
   if (!reply.ok && reply.rejection.code !== Code.AlreadyExists) throw apiError(reply.rejection.code, reply.rejection.message, reply.rejection.violations);
 }

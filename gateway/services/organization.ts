@@ -34,7 +34,11 @@ export function organizationService(d: ServiceDeps): ServiceImpl<typeof Organiza
       if (caller.kind !== "session") throw permissionDenied("a signed-in user creates organizations");
       const check = checkSlug(new Check(), req.slug);
       check.required("name", req.name).length("name", req.name, 1, LIMITS.name).email("billing_email", req.billingEmail).done();
-      const org = await d.directory.createOrganization(caller.user, { name: req.name, slug: req.slug, ...(req.billingEmail ? { billingEmail: req.billingEmail } : {}) });
+      const org = await d.directory.createOrganization(caller.user, {
+        name: req.name,
+        slug: req.slug,
+        ...(req.billingEmail ? { billingEmail: req.billingEmail } : {}),
+      });
       return { organization: organizationMessage(org) };
     },
     async get(req, ctx) {

@@ -11,7 +11,15 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, type ServiceImpl } from "@connectrpc/connect";
 import { apiError, failedPrecondition, invalidField, notFound, VersionConflict, type FieldViolation } from "../../src/errors.js";
 import type { AccessKeyCredentials, GcsCredentials, HttpCredentials, Origin, ValidationResult } from "../../src/gen/media/v1/origin_pb.js";
-import { OriginPermission, OriginProvider, OriginSchema, OriginService, OriginStatus, R2Jurisdiction, ValidationResultSchema } from "../../src/gen/media/v1/origin_pb.js";
+import {
+  OriginPermission,
+  OriginProvider,
+  OriginSchema,
+  OriginService,
+  OriginStatus,
+  R2Jurisdiction,
+  ValidationResultSchema,
+} from "../../src/gen/media/v1/origin_pb.js";
 import { newId, Prefix } from "../../src/ids.js";
 import { parseServiceAccount, r2Endpoint } from "../../src/blob/index.js";
 import { NetGuard, NetGuardError } from "../../src/net-guard.js";
@@ -38,11 +46,25 @@ import type { ServiceDeps } from "./deps.js";
 
 // ───────────────────────────── presenting ─────────────────────────────
 
-const PROVIDER_TO_WIRE: Record<ProviderName, OriginProvider> = { gcs: OriginProvider.GCS, s3: OriginProvider.S3, r2: OriginProvider.R2, http: OriginProvider.HTTP };
+const PROVIDER_TO_WIRE: Record<ProviderName, OriginProvider> = {
+  gcs: OriginProvider.GCS,
+  s3: OriginProvider.S3,
+  r2: OriginProvider.R2,
+  http: OriginProvider.HTTP,
+};
 const STATUS_TO_WIRE: Record<StatusName, OriginStatus> = { active: OriginStatus.ACTIVE, failed: OriginStatus.FAILED, archived: OriginStatus.ARCHIVED };
 const PERMISSION_TO_WIRE: Record<PermissionName, OriginPermission> = { read: OriginPermission.READ, write: OriginPermission.WRITE };
-const PROVIDER_FROM_WIRE: Partial<Record<OriginProvider, ProviderName>> = { [OriginProvider.GCS]: "gcs", [OriginProvider.S3]: "s3", [OriginProvider.R2]: "r2", [OriginProvider.HTTP]: "http" };
-const STATUS_FROM_WIRE: Partial<Record<OriginStatus, StatusName>> = { [OriginStatus.ACTIVE]: "active", [OriginStatus.FAILED]: "failed", [OriginStatus.ARCHIVED]: "archived" };
+const PROVIDER_FROM_WIRE: Partial<Record<OriginProvider, ProviderName>> = {
+  [OriginProvider.GCS]: "gcs",
+  [OriginProvider.S3]: "s3",
+  [OriginProvider.R2]: "r2",
+  [OriginProvider.HTTP]: "http",
+};
+const STATUS_FROM_WIRE: Partial<Record<OriginStatus, StatusName>> = {
+  [OriginStatus.ACTIVE]: "active",
+  [OriginStatus.FAILED]: "failed",
+  [OriginStatus.ARCHIVED]: "archived",
+};
 const PERMISSION_FROM_WIRE: Partial<Record<OriginPermission, PermissionName>> = { [OriginPermission.READ]: "read", [OriginPermission.WRITE]: "write" };
 const JURISDICTION_FROM_WIRE: Partial<Record<R2Jurisdiction, OriginRecord["jurisdiction"]>> = {
   [R2Jurisdiction.DEFAULT]: "default",
@@ -93,12 +115,24 @@ const GCS_BUCKET = /^[a-z0-9][a-z0-9._-]*[a-z0-9]$/;
 const BUCKET_RULE = "must be 3 to 63 lowercase letters, digits, dots or hyphens, starting and ending with a letter or digit";
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // Headers the transport sets itself; a caller's value would corrupt or smuggle requests.
-const RESERVED_HEADERS = new Set(["host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer", "keep-alive", "proxy-authorization", "proxy-connection"]);
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-length",
+  "transfer-encoding",
+  "connection",
+  "upgrade",
+  "te",
+  "trailer",
+  "keep-alive",
+  "proxy-authorization",
+  "proxy-connection",
+]);
 
 function checkBucket(check: Check, field: string, value: string, gcs = false): void {
   if (value === "") return void check.add(field, "is required");
   const pattern = gcs ? GCS_BUCKET : BUCKET;
-  if (value.length < 3 || value.length > 63 || !pattern.test(value) || value.includes("..")) check.add(field, gcs ? BUCKET_RULE.replace("dots or hyphens", "dots, underscores or hyphens") : BUCKET_RULE);
+  if (value.length < 3 || value.length > 63 || !pattern.test(value) || value.includes(".."))
+    check.add(field, gcs ? BUCKET_RULE.replace("dots or hyphens", "dots, underscores or hyphens") : BUCKET_RULE);
 }
 
 function checkPath(check: Check, field: string, value: string | undefined, template: boolean): void {
@@ -135,9 +169,11 @@ function accessKeyCredentials(check: Check, field: string, c: AccessKeyCredentia
   if (!c) return void check.add(field, "is required");
   const before = check.violations.length;
   if (c.accessKeyId === "") check.add(`${field}.access_key_id`, "is required");
-  else if (c.accessKeyId.length > 128 || !/^[\x21-\x7e]+$/.test(c.accessKeyId)) check.add(`${field}.access_key_id`, "must be 1 to 128 printable characters without spaces");
+  else if (c.accessKeyId.length > 128 || !/^[\x21-\x7e]+$/.test(c.accessKeyId))
+    check.add(`${field}.access_key_id`, "must be 1 to 128 printable characters without spaces");
   if (c.secretAccessKey === "") check.add(`${field}.secret_access_key`, "is required");
-  else if (c.secretAccessKey.length > 256 || !/^[\x21-\x7e]+$/.test(c.secretAccessKey)) check.add(`${field}.secret_access_key`, "must be 1 to 256 printable characters without spaces");
+  else if (c.secretAccessKey.length > 256 || !/^[\x21-\x7e]+$/.test(c.secretAccessKey))
+    check.add(`${field}.secret_access_key`, "must be 1 to 256 printable characters without spaces");
   return check.violations.length === before ? { kind: "access_key", accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey } : undefined;
 }
 
@@ -218,12 +254,22 @@ function providerDraft(check: Check, req: Parameters<ServiceImpl<typeof OriginSe
       }
     }
     const credentials = accessKeyCredentials(check, "r2.credentials", r2.credentials);
-    return { provider: "r2", location: { ...NO_LOCATION, bucket: r2.bucket, endpoint, accountId: r2.accountId, jurisdiction: r2.accountId !== "" ? jurisdiction : "" }, credentials, urls };
+    return {
+      provider: "r2",
+      location: { ...NO_LOCATION, bucket: r2.bucket, endpoint, accountId: r2.accountId, jurisdiction: r2.accountId !== "" ? jurisdiction : "" },
+      credentials,
+      urls,
+    };
   }
   const http = req.http!;
   const url = checkUserUrl(check, "http.base_url", http.baseUrl, LIMITS.url, false);
   const credentials = httpCredentials(check, "http.credentials", http.credentials);
-  return { provider: "http", location: { ...NO_LOCATION, baseUrl: url ? url.href.replace(/\/+$/, "") : "" }, credentials, urls: url ? [{ field: "http.base_url", url }] : [] };
+  return {
+    provider: "http",
+    location: { ...NO_LOCATION, baseUrl: url ? url.href.replace(/\/+$/, "") : "" },
+    credentials,
+    urls: url ? [{ field: "http.base_url", url }] : [],
+  };
 }
 
 function checkPermissions(check: Check, permissions: readonly OriginPermission[], provider: ProviderName | undefined): PermissionName[] {
@@ -334,11 +380,19 @@ export function originService(d: ServiceDeps): ServiceImpl<typeof OriginService>
       };
       const validation = await validate(draftRecord);
       if (!validation.success) {
-        const errors = [validation.readError && `read: ${validation.readError}`, validation.writeError && `write: ${validation.writeError}`].filter(Boolean).join("; ");
-        throw apiError(Code.FailedPrecondition, `the credentials failed validation, nothing was stored (${errors})`, validationViolations(draft.provider, validation));
+        const errors = [validation.readError && `read: ${validation.readError}`, validation.writeError && `write: ${validation.writeError}`]
+          .filter(Boolean)
+          .join("; ");
+        throw apiError(
+          Code.FailedPrecondition,
+          `the credentials failed validation, nothing was stored (${errors})`,
+          validationViolations(draft.provider, validation),
+        );
       }
       const origin = afterValidation(draftRecord, validation);
-      await d.store.commit({ writes: [{ table: ORIGINS, id: origin.id, value: origin, partition: origin.appId, sort: sortKey(origin.createdAt, origin.id), expectedVersion: 0 }] });
+      await d.store.commit({
+        writes: [{ table: ORIGINS, id: origin.id, value: origin, partition: origin.appId, sort: sortKey(origin.createdAt, origin.id), expectedVersion: 0 }],
+      });
       d.log.info({ origin_id: origin.id, app_id: origin.appId, provider: origin.provider }, "origin created");
       return { origin: originMessage(origin), validation: validationMessage(validation) };
     },
@@ -389,7 +443,8 @@ export function originService(d: ServiceDeps): ServiceImpl<typeof OriginService>
       const rotation = supplied[0];
       if (rotation) {
         const [field, provider] = rotation;
-        if (provider !== current.provider) throw invalidField(field, `origin ${current.id} is a ${current.provider} origin; send ${current.provider}_credentials`);
+        if (provider !== current.provider)
+          throw invalidField(field, `origin ${current.id} is a ${current.provider} origin; send ${current.provider}_credentials`);
         credentials =
           rotation[1] === "gcs"
             ? gcsCredentials(check, field, rotation[2])
@@ -419,7 +474,9 @@ export function originService(d: ServiceDeps): ServiceImpl<typeof OriginService>
       const current = notArchived(await visibleOrigin(d, callerOf(ctx.values), req.id));
       const validation = await validate(current);
       // Only the outcome is written: credentials rotated meanwhile keep their own outcome.
-      const origin = await changeOrigin(d, current.id, (o) => (notArchived(o).sealedCredentials === current.sealedCredentials ? afterValidation(o, validation) : o));
+      const origin = await changeOrigin(d, current.id, (o) =>
+        notArchived(o).sealedCredentials === current.sealedCredentials ? afterValidation(o, validation) : o,
+      );
       return { origin: originMessage(origin), validation: validationMessage(validation) };
     },
 

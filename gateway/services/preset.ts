@@ -154,7 +154,11 @@ export function presetService(d: ServiceDeps): ServiceImpl<typeof PresetService>
       const system = includeSystem ? SYSTEM_PRESETS.map((p, i) => ({ sort: systemSort(i), preset: p as AnyPreset })) : [];
       const custom = app ? (await appPresets(d.store, app.id)).map((r) => ({ sort: r.sort, preset: r.value as AnyPreset })) : [];
       const listId = `presets:${caller.org!.id}:${app?.id ?? ""}:${includeSystem}:${req.contentType}:${req.qualityTier}:${req.videoCodec}`;
-      const page = d.paginator.pageOf([...system, ...custom].filter((i) => matches(i.preset)), listId, req.pagination);
+      const page = d.paginator.pageOf(
+        [...system, ...custom].filter((i) => matches(i.preset)),
+        listId,
+        req.pagination,
+      );
       return { presets: page.items.map((i) => presetMessage(i.preset)), pagination: page.pagination };
     },
 

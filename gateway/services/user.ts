@@ -42,14 +42,24 @@ export function userService(d: ServiceDeps): ServiceImpl<typeof UserService> {
       return {
         user: {
           user: userMessage(user),
-          organizations: orgs.map(({ org, membership }) => ({ orgId: org.id, orgSlug: org.slug, orgName: org.name, role: ROLE_TO_WIRE[membership.role], isActive: membership.isActive })),
+          organizations: orgs.map(({ org, membership }) => ({
+            orgId: org.id,
+            orgSlug: org.slug,
+            orgName: org.name,
+            role: ROLE_TO_WIRE[membership.role],
+            isActive: membership.isActive,
+          })),
         },
       };
     },
     async updateMe(req, ctx) {
       const { user } = sessionOnly(callerOf(ctx.values));
       new Check().length("first_name", req.firstName, 0, LIMITS.userName).length("last_name", req.lastName, 0, LIMITS.userName).done();
-      const next = await d.directory.changeUser(user.id, (u) => ({ ...u, ...(req.firstName !== undefined ? { firstName: req.firstName } : {}), ...(req.lastName !== undefined ? { lastName: req.lastName } : {}) }));
+      const next = await d.directory.changeUser(user.id, (u) => ({
+        ...u,
+        ...(req.firstName !== undefined ? { firstName: req.firstName } : {}),
+        ...(req.lastName !== undefined ? { lastName: req.lastName } : {}),
+      }));
       return { user: userMessage(next) };
     },
     async get(req, ctx) {
@@ -76,7 +86,13 @@ export function userService(d: ServiceDeps): ServiceImpl<typeof UserService> {
     async listMembers(req, ctx) {
       const orgId = callerOf(ctx.values).org!.id;
       const role = req.role === Role.UNSPECIFIED ? undefined : ROLE_FROM_WIRE[req.role];
-      const page = await d.paginator.page<MembershipRecord>(T.memberships, orgId, `members:${orgId}:${role ?? ""}`, req.pagination, (m) => m.isActive && (role === undefined || m.role === role));
+      const page = await d.paginator.page<MembershipRecord>(
+        T.memberships,
+        orgId,
+        `members:${orgId}:${role ?? ""}`,
+        req.pagination,
+        (m) => m.isActive && (role === undefined || m.role === role),
+      );
       const members = [];
       for (const r of page.items) members.push(membershipMessage(r.value, await d.directory.user(r.value.userId)));
       return { members, pagination: page.pagination };

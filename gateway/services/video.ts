@@ -8,13 +8,29 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { EntityUpdate } from "../../actors/commands.js";
 import type { JobRequest } from "../../actors/job/messages.js";
 import { derivedId } from "../../actors/ledger.js";
-import { Video as VideoEntity, VIDEOS, type UploadRecord, type VideoPatch, type VideoRecord, type VideoRequest, type VideoState, type Visibility } from "../../actors/video/messages.js";
+import {
+  Video as VideoEntity,
+  VIDEOS,
+  type UploadRecord,
+  type VideoPatch,
+  type VideoRecord,
+  type VideoRequest,
+  type VideoState,
+  type Visibility,
+} from "../../actors/video/messages.js";
 import type { AppRecord } from "../../src/directory.js";
 import { apiError, failedPrecondition } from "../../src/errors.js";
 import { PaginationRequestSchema } from "../../src/gen/media/v1/common_pb.js";
 import { DrmConfigSchema, OutputSpecSchema, SubtitleSource, SubtitleTrackSchema, type DrmConfig, type SubtitleTrack } from "../../src/gen/media/v1/job_pb.js";
 import { checkDrm, checkSubtitleTracks } from "../../src/spec-check.js";
-import { CreateUploadResponseSchema, VideoVisibility, WatchVideoResponseSchema, type CompleteUploadRequest, type Video, type VideoService } from "../../src/gen/media/v1/video_pb.js";
+import {
+  CreateUploadResponseSchema,
+  VideoVisibility,
+  WatchVideoResponseSchema,
+  type CompleteUploadRequest,
+  type Video,
+  type VideoService,
+} from "../../src/gen/media/v1/video_pb.js";
 import { HOSTING_LIMITS, hoverPreviewSpecs, ladderOutputSpec, partsPrefix, posterThumbnailSpec, sourceKey, UPLOAD_URL_SECONDS } from "../../src/hosting.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
 import { watchOpened } from "../../src/metrics.js";
@@ -79,7 +95,14 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
   const present = (v: VideoRecord, app: AppRecord | undefined): Video => videoMessage(v, videoLinks(v, app, d.box, publicUrl()));
 
   /** The ingest job, decided with the video: a preset's output or the app's ladder, a poster, previews when asked. */
-  async function ingestJob(app: AppRecord, videoId: string, r: Describing, input: { url?: string }, requestId: string | undefined, check: Check): Promise<{ jobId: string; request: JobRequest }> {
+  async function ingestJob(
+    app: AppRecord,
+    videoId: string,
+    r: Describing,
+    input: { url?: string },
+    requestId: string | undefined,
+    check: Check,
+  ): Promise<{ jobId: string; request: JobRequest }> {
     const jobId = `${Prefix.job}${d.box.deriveToken(`video-job:${videoId}`, 20)}`;
     let spec: { [field: string]: JsonValue };
     if (r.preset !== "") {
@@ -95,7 +118,8 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     const local = new Check();
     checkSubtitleTracks(local, "request", { subtitleTracks: [...r.subtitleTracks] });
     r.subtitleTracks.forEach((t, k) => {
-      if (t.source === SubtitleSource.URL && t.url !== "" && !t.url.startsWith("https://")) local.add(`request.subtitle_tracks[${k}].url`, "must be an https URL (a hosted video has no input origin to read a path from)");
+      if (t.source === SubtitleSource.URL && t.url !== "" && !t.url.startsWith("https://"))
+        local.add(`request.subtitle_tracks[${k}].url`, "must be an https URL (a hosted video has no input origin to read a path from)");
     });
     for (const v of local.violations) check.add(v.field.replace(/^request\./, ""), v.description);
     const subtitleTracks = r.subtitleTracks.map((t) => toJson(SubtitleTrackSchema, t));
@@ -103,7 +127,10 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     // Protection rides on the stream's output as well; the ladder takes its type from the scheme (ladderOutputSpec).
     const drm = r.drm ? toJson(DrmConfigSchema, r.drm) : undefined;
     if (drm !== undefined) {
-      spec = r.preset === "" ? { ...ladderOutputSpec(app.hosting!.ladder, undefined, true, drm), ...(subtitleTracks.length > 0 ? { subtitleTracks } : {}) } : { ...spec, drm };
+      spec =
+        r.preset === ""
+          ? { ...ladderOutputSpec(app.hosting!.ladder, undefined, true, drm), ...(subtitleTracks.length > 0 ? { subtitleTracks } : {}) }
+          : { ...spec, drm };
       const local = new Check();
       checkDrm(local, "request", fromJson(OutputSpecSchema, spec));
       for (const v of local.violations) check.add(v.field.replace(/^request\./, ""), v.description);
@@ -115,9 +142,21 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       inputUrl: input.url ?? "",
       inputPath: "",
       inputVideoId: input.url ? "" : videoId,
-      managed: { videoId, ...(r.preset === "" ? { ladder: app.hosting!.ladder } : {}), ...(subtitleTracks.length > 0 ? { subtitleTracks } : {}), ...(drm !== undefined ? { drm } : {}) },
+      managed: {
+        videoId,
+        ...(r.preset === "" ? { ladder: app.hosting!.ladder } : {}),
+        ...(subtitleTracks.length > 0 ? { subtitleTracks } : {}),
+        ...(drm !== undefined ? { drm } : {}),
+      },
       priority: "standard",
-      outputs: [{ id: derivedId(Prefix.output, `${videoId}:output:0`, 20), spec, pathTemplate: "", vars: { format: "hls", codec: "h264", resolution: "", quality: "standard" } }],
+      outputs: [
+        {
+          id: derivedId(Prefix.output, `${videoId}:output:0`, 20),
+          spec,
+          pathTemplate: "",
+          vars: { format: "hls", codec: "h264", resolution: "", quality: "standard" },
+        },
+      ],
       thumbnails,
       webhookUrl: "",
       metadata: {},
@@ -131,7 +170,13 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     return { jobId, request };
   }
 
-  async function createVideo(ctx: HandlerContext, app: AppRecord, r: Describing, how: { url?: string; upload?: Omit<UploadRecord, "expiresAt">; contentType?: string }, check: Check): Promise<VideoRecord> {
+  async function createVideo(
+    ctx: HandlerContext,
+    app: AppRecord,
+    r: Describing,
+    how: { url?: string; upload?: Omit<UploadRecord, "expiresAt">; contentType?: string },
+    check: Check,
+  ): Promise<VideoRecord> {
     const at = Date.now();
     const id = newId(Prefix.video);
     const requestId = ctx.values.get(REQUEST_ID) || undefined;
@@ -182,7 +227,8 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       } catch {
         if (req.url !== "") check.add("url", "is not a valid URL");
       }
-      if (url && url.protocol !== "http:" && url.protocol !== "https:") check.add("url", "must be an http:// or https:// URL (gs:// and s3:// sources are ingested by a managed job)");
+      if (url && url.protocol !== "http:" && url.protocol !== "https:")
+        check.add("url", "must be an http:// or https:// URL (gs:// and s3:// sources are ingested by a managed job)");
       check.done();
       // Private and internal addresses are refused now, and again when the encoder connects.
       try {
@@ -202,9 +248,19 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       checkDescribing(check, req);
       check.done();
       const app = await hostingApp(caller, req.appId);
-      const video = await createVideo(ctx, app, req, { upload: { kind: "single", uploadId: "", filename: req.filename, sizeBytes: size, partSizeBytes: size }, contentType: req.contentType }, check);
+      const video = await createVideo(
+        ctx,
+        app,
+        req,
+        { upload: { kind: "single", uploadId: "", filename: req.filename, sizeBytes: size, partSizeBytes: size }, contentType: req.contentType },
+        check,
+      );
       const expires = Math.floor(video.upload!.expiresAt / 1000);
-      return create(CreateUploadResponseSchema, { video: present(video, app), uploadUrl: uploadUrl(d.box, publicUrl(), video.id, "", 0, expires), uploadExpiresAt: timestampFromMs(expires * 1000) });
+      return create(CreateUploadResponseSchema, {
+        video: present(video, app),
+        uploadUrl: uploadUrl(d.box, publicUrl(), video.id, "", 0, expires),
+        uploadExpiresAt: timestampFromMs(expires * 1000),
+      });
     },
 
     async createMultipartUpload(req, ctx) {
@@ -215,12 +271,20 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       checkDescribing(check, req);
       // Default: 16 MiB parts, larger when a file would need more than 10,000.
       const partSize = req.partSizeBytes !== undefined ? Number(req.partSizeBytes) : Math.max(16 * 1024 * 1024, Math.ceil(size / HOSTING_LIMITS.maxParts));
-      if (req.partSizeBytes !== undefined && (partSize < HOSTING_LIMITS.minPartBytes || partSize > HOSTING_LIMITS.uploadBytes)) check.add("part_size_bytes", `must be ${HOSTING_LIMITS.minPartBytes} (5 MiB) to ${HOSTING_LIMITS.uploadBytes}`);
-      else if (size > 0 && Math.ceil(size / partSize) > HOSTING_LIMITS.maxParts) check.add("part_size_bytes", `makes more than ${HOSTING_LIMITS.maxParts} parts; use at least ${Math.ceil(size / HOSTING_LIMITS.maxParts)}`);
+      if (req.partSizeBytes !== undefined && (partSize < HOSTING_LIMITS.minPartBytes || partSize > HOSTING_LIMITS.uploadBytes))
+        check.add("part_size_bytes", `must be ${HOSTING_LIMITS.minPartBytes} (5 MiB) to ${HOSTING_LIMITS.uploadBytes}`);
+      else if (size > 0 && Math.ceil(size / partSize) > HOSTING_LIMITS.maxParts)
+        check.add("part_size_bytes", `makes more than ${HOSTING_LIMITS.maxParts} parts; use at least ${Math.ceil(size / HOSTING_LIMITS.maxParts)}`);
       check.done();
       const app = await hostingApp(caller, req.appId);
       const uploadId = `upl_${randomToken(20)}`;
-      const video = await createVideo(ctx, app, req, { upload: { kind: "multipart", uploadId, filename: req.filename, sizeBytes: size, partSizeBytes: partSize }, contentType: req.contentType }, check);
+      const video = await createVideo(
+        ctx,
+        app,
+        req,
+        { upload: { kind: "multipart", uploadId, filename: req.filename, sizeBytes: size, partSizeBytes: partSize }, contentType: req.contentType },
+        check,
+      );
       const expires = Math.floor(video.upload!.expiresAt / 1000);
       const count = Math.ceil(size / partSize);
       return {
@@ -265,7 +329,8 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       };
       let size: number;
       if (upload.kind === "single") {
-        if (req.uploadId !== "" || req.parts.length > 0) new Check().add("upload_id", "is for multipart uploads; this video was created by CreateUpload").done();
+        if (req.uploadId !== "" || req.parts.length > 0)
+          new Check().add("upload_id", "is for multipart uploads; this video was created by CreateUpload").done();
         const info = await d.hosting.managed.stat(sourceKey(video.id));
         if (!info) mismatch("id", "no file has been uploaded yet; PUT it to upload_url first");
         size = info!.size;
@@ -273,7 +338,14 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
         size = await completeMultipart(d.hosting, video, upload, req, mismatch);
       }
       if (size !== upload.sizeBytes) mismatch("size_bytes", `the stored file has ${size} bytes, not the ${upload.sizeBytes} declared; upload it again`);
-      const next = accepted(await d.actors.ask(VideoEntity, video.id, { type: "complete_upload", at: Date.now(), sizeBytes: size, ...(ctx.values.get(REQUEST_ID) ? { requestId: ctx.values.get(REQUEST_ID) } : {}) }));
+      const next = accepted(
+        await d.actors.ask(VideoEntity, video.id, {
+          type: "complete_upload",
+          at: Date.now(),
+          sizeBytes: size,
+          ...(ctx.values.get(REQUEST_ID) ? { requestId: ctx.values.get(REQUEST_ID) } : {}),
+        }),
+      );
       return { video: present(next, app) };
     },
 
@@ -329,10 +401,18 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       // Pinning clears a pending source deletion; unpinning a ready video schedules it again.
       let deleteSourceAt: number | null | undefined;
       if (req.sourcePinned === true && video.sourceScheduledForDeletionAt !== undefined) deleteSourceAt = null;
-      if (req.sourcePinned === false && video.sourcePinned && video.readyAt !== undefined && video.sourceDeletedAt === undefined && app.hosting!.deleteSourceAfterDays > 0) {
+      if (
+        req.sourcePinned === false &&
+        video.sourcePinned &&
+        video.readyAt !== undefined &&
+        video.sourceDeletedAt === undefined &&
+        app.hosting!.deleteSourceAfterDays > 0
+      ) {
         deleteSourceAt = video.readyAt + app.hosting!.deleteSourceAfterDays * d.config.sourceRetention.dayMs;
       }
-      const next = accepted(await d.actors.ask(VideoEntity, video.id, { type: "update", at: Date.now(), patch, ...(deleteSourceAt !== undefined ? { deleteSourceAt } : {}) }));
+      const next = accepted(
+        await d.actors.ask(VideoEntity, video.id, { type: "update", at: Date.now(), patch, ...(deleteSourceAt !== undefined ? { deleteSourceAt } : {}) }),
+      );
       d.hosting.playback.forget(video.id);
       return { video: present(next, app) };
     },
@@ -391,7 +471,13 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
 }
 
 /** A multipart upload's parts, checked against what is stored, composed into the source; its size. */
-async function completeMultipart(hosting: Hosting, video: VideoRecord, upload: UploadRecord, req: CompleteUploadRequest, mismatch: (field: string, description: string) => never): Promise<number> {
+async function completeMultipart(
+  hosting: Hosting,
+  video: VideoRecord,
+  upload: UploadRecord,
+  req: CompleteUploadRequest,
+  mismatch: (field: string, description: string) => never,
+): Promise<number> {
   const check = new Check();
   if (req.uploadId === "") check.add("upload_id", "is required for a multipart upload");
   else if (req.uploadId !== upload.uploadId) check.add("upload_id", "is not this video's upload");
@@ -407,7 +493,8 @@ async function completeMultipart(hosting: Hosting, video: VideoRecord, upload: U
   const chosen = req.parts.map((p, i) => {
     const s = stored.get(p.partNumber);
     if (!s) mismatch(`parts[${i}]`, `part ${p.partNumber} has not been uploaded`);
-    if (p.etag.replace(/"/g, "") !== s!.md5) mismatch(`parts[${i}].etag`, `does not match the stored part ${p.partNumber} ("${s!.md5}"); upload the part again or send its ETag`);
+    if (p.etag.replace(/"/g, "") !== s!.md5)
+      mismatch(`parts[${i}].etag`, `does not match the stored part ${p.partNumber} ("${s!.md5}"); upload the part again or send its ETag`);
     const expected = p.partNumber < count ? upload.partSizeBytes : upload.sizeBytes - upload.partSizeBytes * (count - 1);
     if (s!.size !== expected) mismatch(`parts[${i}]`, `part ${p.partNumber} has ${s!.size} bytes, not ${expected}`);
     return s!;

@@ -6,7 +6,16 @@ import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, type ServiceImpl } from "@connectrpc/connect";
 import type { Reply } from "../../actors/host.js";
 import { API_VERSION, API_VERSIONS, EVENTS, EVENT_TYPES, TEST_EVENTS, type EventRecord, type EventType } from "../../actors/ledger.js";
-import { EVENT_DELIVERIES, subscribes, WEBHOOK_DELIVERIES, WEBHOOK_ENDPOINTS, WebhookEndpoint, type DeliveryRecord, type EndpointRecord, type EndpointState } from "../../actors/webhook-endpoint/messages.js";
+import {
+  EVENT_DELIVERIES,
+  subscribes,
+  WEBHOOK_DELIVERIES,
+  WEBHOOK_ENDPOINTS,
+  WebhookEndpoint,
+  type DeliveryRecord,
+  type EndpointRecord,
+  type EndpointState,
+} from "../../actors/webhook-endpoint/messages.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import { WebhookEndpointStatus, type WebhookService } from "../../src/gen/media/v1/webhook_pb.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
@@ -109,7 +118,8 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       check.length("description", req.description, 0, WEBHOOK_LIMITS.description);
       checkEvents(check, "enabled_events", req.enabledEvents);
       checkMetadata(check, req.metadata);
-      if (req.apiVersion !== "" && !API_VERSIONS.includes(req.apiVersion)) check.add("api_version", `unknown API version; expected one of ${API_VERSIONS.join(", ")}`);
+      if (req.apiVersion !== "" && !API_VERSIONS.includes(req.apiVersion))
+        check.add("api_version", `unknown API version; expected one of ${API_VERSIONS.join(", ")}`);
       check.done();
       const app = await requireActingApp(d.directory, caller, req.appId);
       if (app.status !== "active") throw failedPrecondition(`app ${app.id} is archived`);
@@ -169,7 +179,13 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       const caller = callerOf(ctx.values);
       if (req.appId !== "") new Check().id("app_id", req.appId, Prefix.app).done();
       const app = await requireActingApp(d.directory, caller, req.appId);
-      const page = await d.paginator.page<EndpointRecord>(WEBHOOK_ENDPOINTS, app.id, `webhook_endpoints:${app.id}`, req.pagination, (e) => e.deletedAt === undefined);
+      const page = await d.paginator.page<EndpointRecord>(
+        WEBHOOK_ENDPOINTS,
+        app.id,
+        `webhook_endpoints:${app.id}`,
+        req.pagination,
+        (e) => e.deletedAt === undefined,
+      );
       const now = Date.now();
       return { endpoints: page.items.map((r) => endpointMessage(r.value, { health: req.includeHealth, now })), pagination: page.pagination };
     },
@@ -178,7 +194,9 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       const e = await visibleEndpoint(d, callerOf(ctx.values), req.id, "id", true);
       const secret = newWebhookSecret();
       const at = Date.now();
-      const state = accepted(await d.actors.ask(WebhookEndpoint, e.id, { type: "rotate", at, sealed: d.box.encrypt(secret), overlapMs: WEBHOOK_LIMITS.secretOverlapMs }));
+      const state = accepted(
+        await d.actors.ask(WebhookEndpoint, e.id, { type: "rotate", at, sealed: d.box.encrypt(secret), overlapMs: WEBHOOK_LIMITS.secretOverlapMs }),
+      );
       return { endpoint: endpointMessage(state.endpoint, { secret, now: at }) };
     },
 
@@ -205,7 +223,9 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       };
       // Written before the delivery exists, so the deliverer always finds it; the endpoint may
       // still refuse (disabled, rate limit), and the expiry removes such an unused event.
-      await d.store.commit({ writes: [{ table: TEST_EVENTS, id, value: event, partition: e.appId, sort: sortKey(at, id), expiresAt: at + TEST_EVENT_TTL_MS }] });
+      await d.store.commit({
+        writes: [{ table: TEST_EVENTS, id, value: event, partition: e.appId, sort: sortKey(at, id), expiresAt: at + TEST_EVENT_TTL_MS }],
+      });
       const deliveryId = newId(Prefix.delivery);
       const state = accepted(await d.actors.ask(WebhookEndpoint, e.id, { type: "test", at, event: { id, type }, deliveryId }));
       return { delivery: deliveryMessage(await enqueued(d, state, deliveryId)) };
@@ -221,7 +241,8 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       if (after !== undefined && before !== undefined && before <= after) check.add("created_before", "must be later than created_after");
       check.done();
       const app = await requireActingApp(d.directory, caller, req.appId);
-      const filter = (ev: EventRecord) => (req.type === "" || ev.type === req.type) && (after === undefined || ev.createdAt >= after) && (before === undefined || ev.createdAt < before);
+      const filter = (ev: EventRecord) =>
+        (req.type === "" || ev.type === req.type) && (after === undefined || ev.createdAt >= after) && (before === undefined || ev.createdAt < before);
       const page = await d.paginator.page<EventRecord>(EVENTS, app.id, `events:${app.id}:${req.type}:${after ?? ""}:${before ?? ""}`, req.pagination, filter);
       const events = await Promise.all(page.items.map(async (r) => eventMessage(r.value, await pendingWebhooks(d.store, r.value))));
       return { events, pagination: page.pagination };
@@ -254,7 +275,8 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
           const deliveryId = newId(Prefix.delivery);
           const reply = await d.actors.ask(WebhookEndpoint, e.id, { type: "enqueue", at, event: { id: ev.id, type: ev.type }, deliveryId, force: true });
           // In a fan-out, an endpoint disabled or deleted since it was read is simply not a target.
-          if (!reply.ok && req.endpointId === "" && (reply.rejection.code === Code.FailedPrecondition || reply.rejection.code === Code.NotFound)) return undefined;
+          if (!reply.ok && req.endpointId === "" && (reply.rejection.code === Code.FailedPrecondition || reply.rejection.code === Code.NotFound))
+            return undefined;
           return deliveryMessage(await enqueued(d, accepted(reply), deliveryId));
         }),
       );

@@ -388,7 +388,9 @@ const rule = {
         recheck();
         /** @type {{ program?: unknown } | undefined} */
         const services = context.sourceCode.parserServices;
-        program = /** @type {ts.Program | undefined} */ (typeof services?.program === "object" && services.program !== null && "getSourceFile" in services.program ? services.program : undefined);
+        program = /** @type {ts.Program | undefined} */ (
+          typeof services?.program === "object" && services.program !== null && "getSourceFile" in services.program ? services.program : undefined
+        );
         const a = analysisFor(root, options.ignores ?? []);
         if (isIgnored(a, file)) return;
         explore(a, file);

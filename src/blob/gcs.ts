@@ -43,7 +43,8 @@ export function parseServiceAccount(json: string): { account: ServiceAccount } |
     return { error: "private_key cannot be read as a PEM private key" };
   }
   // These two would steer token requests or API calls to another host.
-  if (f.token_uri !== undefined && f.token_uri !== "https://oauth2.googleapis.com/token") return { error: "token_uri must be https://oauth2.googleapis.com/token" };
+  if (f.token_uri !== undefined && f.token_uri !== "https://oauth2.googleapis.com/token")
+    return { error: "token_uri must be https://oauth2.googleapis.com/token" };
   if (f.universe_domain !== undefined && f.universe_domain !== "googleapis.com") return { error: "universe_domain must be googleapis.com" };
   return {
     account: { clientEmail: f.client_email, privateKey: f.private_key, ...(typeof f.private_key_id === "string" ? { privateKeyId: f.private_key_id } : {}) },
@@ -140,7 +141,16 @@ export class GcsBlob implements BlobStore {
   }
 
   signedUrl(key: string, expiresSeconds: number): string {
-    return signGcsGet({ bucket: this.location.bucket, clientEmail: this.location.account.clientEmail, privateKey: this.location.account.privateKey, endpoint: this.location.endpoint }, key, expiresSeconds);
+    return signGcsGet(
+      {
+        bucket: this.location.bucket,
+        clientEmail: this.location.account.clientEmail,
+        privateKey: this.location.account.privateKey,
+        endpoint: this.location.endpoint,
+      },
+      key,
+      expiresSeconds,
+    );
   }
 
   url(key: string): string {
@@ -151,14 +161,29 @@ export class GcsBlob implements BlobStore {
     return `/storage/v1/b/${enc(this.location.bucket)}/o/${enc(key)}`;
   }
 
-  private async call(method: string, path: string, key: string, opts: { query?: Record<string, string>; headers?: Record<string, string>; body?: Readable } = {}): Promise<GuardedResponse> {
+  private async call(
+    method: string,
+    path: string,
+    key: string,
+    opts: { query?: Record<string, string>; headers?: Record<string, string>; body?: Readable } = {},
+  ): Promise<GuardedResponse> {
     const url = new URL(`${this.endpoint}${path}`);
     for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
     try {
       const auth = this.auth ? await this.auth.getRequestHeaders() : {};
-      return await this.guard.request(url, { method, headers: { ...opts.headers, ...auth }, allowHttp: this.allowHttp, maxRedirects: 0, ...(opts.body ? { body: opts.body } : {}) });
+      return await this.guard.request(url, {
+        method,
+        headers: { ...opts.headers, ...auth },
+        allowHttp: this.allowHttp,
+        maxRedirects: 0,
+        ...(opts.body ? { body: opts.body } : {}),
+      });
     } catch (e) {
-      throw tokenRefusal(e, this.location.account.clientEmail) ?? transportError(e, this.url(key)) ?? new BlobError("unreachable", `${this.url(key)}: ${(e as Error).message}`, { cause: e });
+      throw (
+        tokenRefusal(e, this.location.account.clientEmail) ??
+        transportError(e, this.url(key)) ??
+        new BlobError("unreachable", `${this.url(key)}: ${(e as Error).message}`, { cause: e })
+      );
     }
   }
 }

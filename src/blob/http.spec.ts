@@ -22,7 +22,8 @@ beforeAll(async () => {
   server = await startHttpsPeer(ca, (req, res) => {
     seen.push({ url: req.url ?? "", token: req.headers["x-token"] as string | undefined });
     if (req.headers["x-token"] !== "let-me-in") return void res.writeHead(403).end("no");
-    if (req.url === "/media/in%20put/clip.mp4") return void res.writeHead(200, { "content-type": "video/mp4", "content-length": "11" }).end(req.method === "HEAD" ? undefined : "video bytes");
+    if (req.url === "/media/in%20put/clip.mp4")
+      return void res.writeHead(200, { "content-type": "video/mp4", "content-length": "11" }).end(req.method === "HEAD" ? undefined : "video bytes");
     if (req.url === "/media/moved.mp4") return void res.writeHead(302, { location: "/media/in%20put/clip.mp4" }).end();
     if (req.url === "/media/to-metadata.mp4") return void res.writeHead(302, { location: "https://169.254.169.254/latest/meta-data/" }).end();
     if (req.url === "/media/downgrade.mp4") return void res.writeHead(302, { location: `http://127.0.0.1:1/clip.mp4` }).end();

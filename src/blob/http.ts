@@ -69,7 +69,8 @@ export class HttpBlob implements BlobStore {
 function expectOk(res: GuardedResponse, where: string): void {
   if (res.status >= 200 && res.status < 300) return;
   res.body.resume();
-  if (res.status === 401 || res.status === 403) throw new BlobError("denied", `${where}: the server refused access (HTTP ${res.status}); check the origin's headers`);
+  if (res.status === 401 || res.status === 403)
+    throw new BlobError("denied", `${where}: the server refused access (HTTP ${res.status}); check the origin's headers`);
   if (res.status === 404 || res.status === 410) throw new BlobError("not_found", `${where} does not exist (HTTP ${res.status})`);
   if (res.status >= 300 && res.status < 400) throw new BlobError("unreachable", `${where}: redirected too often or without a location (HTTP ${res.status})`);
   throw new BlobError(res.status >= 500 ? "unreachable" : "invalid", `${where}: the server answered HTTP ${res.status}`);

@@ -41,20 +41,34 @@ export class BlobError extends Error {
   }
 }
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EPIPE", "ECONNABORTED", "UND_ERR_SOCKET"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "ECONNABORTED",
+  "UND_ERR_SOCKET",
+]);
 
 /** The guard's refusal or a transport failure somewhere in an error's cause chain, as a BlobError. */
 export function transportError(e: unknown, where: string): BlobError | undefined {
   for (let cur: unknown = e, depth = 0; cur instanceof Error && depth < 5; cur = cur.cause, depth++) {
     if (cur instanceof BlobError) return cur;
     if (cur instanceof NetGuardError) {
-      const kind = cur.reason === "forbidden_address" ? "forbidden_address" : cur.reason === "scheme" || cur.reason === "invalid_url" ? "invalid" : "unreachable";
+      const kind =
+        cur.reason === "forbidden_address" ? "forbidden_address" : cur.reason === "scheme" || cur.reason === "invalid_url" ? "invalid" : "unreachable";
       return new BlobError(kind, `${where}: ${cur.message}`, { cause: cur });
     }
     const code = (cur as NodeJS.ErrnoException).code ?? "";
     if (NETWORK_CODES.has(code)) return new BlobError("unreachable", `${where} is unreachable (${code})`, { cause: cur });
-    if (/CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) return new BlobError("unreachable", `${where}: TLS certificate not trusted (${code})`, { cause: cur });
-    if (cur.name === "TimeoutError" || code === "ERR_SOCKET_CONNECTION_TIMEOUT") return new BlobError("unreachable", `${where} did not answer in time`, { cause: cur });
+    if (/CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code))
+      return new BlobError("unreachable", `${where}: TLS certificate not trusted (${code})`, { cause: cur });
+    if (cur.name === "TimeoutError" || code === "ERR_SOCKET_CONNECTION_TIMEOUT")
+      return new BlobError("unreachable", `${where} did not answer in time`, { cause: cur });
   }
   return undefined;
 }

@@ -66,7 +66,12 @@ export class S3Blob implements BlobStore {
       region: location.region,
       credentials: { accessKeyId: location.accessKeyId, secretAccessKey: location.secretAccessKey },
       ...(location.endpoint ? { endpoint: location.endpoint, forcePathStyle: true } : {}),
-      requestHandler: new NodeHttpHandler({ httpAgent: guard.agent("http:"), httpsAgent: guard.agent("https:"), connectionTimeout: 10_000, requestTimeout: 120_000 }),
+      requestHandler: new NodeHttpHandler({
+        httpAgent: guard.agent("http:"),
+        httpsAgent: guard.agent("https:"),
+        connectionTimeout: 10_000,
+        requestTimeout: 120_000,
+      }),
       maxAttempts: 3,
       // Checksums only where S3 requires them: several S3-compatible servers reject the newer ones.
       requestChecksumCalculation: "WHEN_REQUIRED",
@@ -80,7 +85,13 @@ export class S3Blob implements BlobStore {
       // Multipart above one part, so files past S3's 5 GB single-PUT limit go too.
       const upload = new Upload({
         client: this.client,
-        params: { Bucket: this.location.bucket, Key: key, Body: createReadStream(file), ContentLength: size, ...(contentType ? { ContentType: contentType } : {}) },
+        params: {
+          Bucket: this.location.bucket,
+          Key: key,
+          Body: createReadStream(file),
+          ContentLength: size,
+          ...(contentType ? { ContentType: contentType } : {}),
+        },
         partSize: 16 * 1024 * 1024,
         queueSize: 4,
         leavePartsOnError: false,

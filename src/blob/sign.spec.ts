@@ -18,7 +18,9 @@ describe("URL signing", () => {
   });
 
   it("S3: custom endpoints are path-style and keys are encoded per segment", () => {
-    const url = new URL(presignS3Get({ bucket: "b", region: "auto", endpoint: "https://r2.example:8443", accessKeyId: "k", secretAccessKey: "s" }, "a dir/ü+x.jpg", 60));
+    const url = new URL(
+      presignS3Get({ bucket: "b", region: "auto", endpoint: "https://r2.example:8443", accessKeyId: "k", secretAccessKey: "s" }, "a dir/ü+x.jpg", 60),
+    );
     expect(url.host).toBe("r2.example:8443");
     expect(url.pathname).toBe("/b/a%20dir/%C3%BC%2Bx.jpg");
     expect(url.searchParams.get("X-Amz-Expires")).toBe("60");
@@ -27,7 +29,14 @@ describe("URL signing", () => {
   it("GCS: a V4 signature over the canonical request that the service account's public key verifies", () => {
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
     const at = new Date("2026-01-02T03:04:05Z");
-    const url = new URL(signGcsGet({ bucket: "bkt", clientEmail: "sa@p.iam.gserviceaccount.com", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString() }, "thumbs/0.jpg", 3600, at));
+    const url = new URL(
+      signGcsGet(
+        { bucket: "bkt", clientEmail: "sa@p.iam.gserviceaccount.com", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString() },
+        "thumbs/0.jpg",
+        3600,
+        at,
+      ),
+    );
     expect(url.origin).toBe("https://storage.googleapis.com");
     expect(url.pathname).toBe("/bkt/thumbs/0.jpg");
     const q = url.searchParams;
@@ -35,7 +44,13 @@ describe("URL signing", () => {
     expect(q.get("X-Goog-Date")).toBe("20260102T030405Z");
     const query = url.search.slice(1).split("&X-Goog-Signature=")[0]!;
     const canonical = ["GET", "/bkt/thumbs/0.jpg", query, "host:storage.googleapis.com", "", "host", "UNSIGNED-PAYLOAD"].join("\n");
-    const toSign = ["GOOG4-RSA-SHA256", "20260102T030405Z", "20260102/auto/storage/goog4_request", createHash("sha256").update(canonical).digest("hex")].join("\n");
-    expect(createVerify("RSA-SHA256").update(toSign).verify(publicKey, Buffer.from(q.get("X-Goog-Signature")!, "hex"))).toBe(true);
+    const toSign = ["GOOG4-RSA-SHA256", "20260102T030405Z", "20260102/auto/storage/goog4_request", createHash("sha256").update(canonical).digest("hex")].join(
+      "\n",
+    );
+    expect(
+      createVerify("RSA-SHA256")
+        .update(toSign)
+        .verify(publicKey, Buffer.from(q.get("X-Goog-Signature")!, "hex")),
+    ).toBe(true);
   });
 });

@@ -7,7 +7,11 @@ import { createHash, createHmac, createSign } from "node:crypto";
 const rfc3986 = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 const encodePath = (key: string) => key.split("/").map(rfc3986).join("/");
 const sha256hex = (s: string) => createHash("sha256").update(s).digest("hex");
-const stamp = (at: Date) => at.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+const stamp = (at: Date) =>
+  at
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d{3}/, "");
 
 function canonicalQuery(params: Record<string, string>): string {
   return Object.keys(params)
@@ -33,7 +37,13 @@ export function presignS3Get(s: S3Signing, key: string, expiresSeconds: number, 
 }
 
 /** Signature V4 query signing of a GET of `path` at `origin` (scheme://host[:port]). */
-export function presignV4(origin: string, path: string, s: Pick<S3Signing, "region" | "accessKeyId" | "secretAccessKey">, expiresSeconds: number, at: Date): string {
+export function presignV4(
+  origin: string,
+  path: string,
+  s: Pick<S3Signing, "region" | "accessKeyId" | "secretAccessKey">,
+  expiresSeconds: number,
+  at: Date,
+): string {
   const host = new URL(origin).host;
   const time = stamp(at);
   const date = time.slice(0, 8);

@@ -7,10 +7,20 @@ import type { NetGuard } from "../net-guard.js";
 import { BlobError, transportError } from "./port.js";
 
 /** Downloads an https:// URL into a local file; redirects are followed and each one re-checked. */
-export async function fetchUrlToFile(url: string, file: string, guard: NetGuard, options: { headers?: Record<string, string>; allowHttp?: boolean } = {}): Promise<{ size: number }> {
+export async function fetchUrlToFile(
+  url: string,
+  file: string,
+  guard: NetGuard,
+  options: { headers?: Record<string, string>; allowHttp?: boolean } = {},
+): Promise<{ size: number }> {
   let res;
   try {
-    res = await guard.request(url, { method: "GET", ...(options.headers ? { headers: options.headers } : {}), ...(options.allowHttp ? { allowHttp: true } : {}), timeoutMs: 60_000 });
+    res = await guard.request(url, {
+      method: "GET",
+      ...(options.headers ? { headers: options.headers } : {}),
+      ...(options.allowHttp ? { allowHttp: true } : {}),
+      timeoutMs: 60_000,
+    });
   } catch (e) {
     throw transportError(e, url) ?? new BlobError("unreachable", `${url}: ${(e as Error).message}`, { cause: e });
   }

@@ -107,171 +107,245 @@ export function busContract(name: string, make: () => Promise<Bus>, options: Bus
       expect((await bus.health()).ok).toBe(true);
     });
 
-    it("delivers the messages of one key in order, from one partition, with key and headers", async () => {
-      const t = await topic(4);
-      const r = recorder();
-      await consume({ topic: t, group: unique("g"), handler: r.handler });
-      for (let batch = 0; batch < 10; batch++) {
-        const messages = [];
-        for (let i = batch * 10; i < batch * 10 + 10; i++) {
-          messages.push(msg("entity-1", `a${i}`, { seq: String(i) }), msg("entity-2", `b${i}`));
-        }
-        await bus.publish(t, messages);
-      }
-      await until(() => r.got.length >= 200, wait, "200 messages");
-      for (const [key, prefix] of [["entity-1", "a"], ["entity-2", "b"]] as const) {
-        const mine = r.got.filter((m) => m.key === key);
-        expect(mine.map(text)).toEqual(range(100).map((i) => `${prefix}${i}`));
-        expect(new Set(mine.map((m) => m.partition))).toEqual(new Set([partitionFor(key, 4)]));
-        const offsets = mine.map((m) => BigInt(m.offset));
-        for (let i = 1; i < offsets.length; i++) expect(offsets[i]! > offsets[i - 1]!).toBe(true);
-        for (const m of mine) expect(m.topic).toBe(t);
-      }
-      const first = r.got.find((m) => m.key === "entity-1")!;
-      expect(first.headers).toEqual({ seq: "0" });
-      expect(r.got.find((m) => m.key === "entity-2")!.headers).toEqual({});
-    }, timeout);
-
-    it("spreads keys over the partitions the way Kafka's default partitioner does", async () => {
-      const t = await topic(4);
-      const r = recorder();
-      await consume({ topic: t, group: unique("g"), handler: r.handler });
-      const keys = range(64).map((i) => `job_${i.toString(36)}x${i * 7919}`);
-      await bus.publish(t, keys.map((k) => msg(k, k)));
-      await bus.publish(t, keys.map((k) => msg(k, `${k}-again`)));
-      await until(() => r.got.length >= 128, wait, "128 messages");
-      for (const m of r.got) expect(m.partition, m.key).toBe(partitionFor(m.key, 4));
-      expect(new Set(r.got.map((m) => m.partition))).toEqual(new Set([0, 1, 2, 3]));
-    }, timeout);
-
-    it("splits the partitions between two members of a group; together they get every message once", async () => {
-      const t = await topic(4);
-      const { a, b } = await pair(t, 4);
-      const pa = a.state.assigned!;
-      const pb = b.state.assigned!;
-      expect(pa.filter((p) => pb.includes(p))).toEqual([]);
-      await bus.publish(t, range(200).map((i) => msg(`k${i}`, `m${i}`)));
-      await until(() => a.got.length + b.got.length >= 200, wait, "200 messages");
-      await sleep(settle);
-      const all = [...a.texts(), ...b.texts()];
-      expect(all).toHaveLength(200);
-      expect(new Set(all).size).toBe(200);
-      expect(a.got.length).toBeGreaterThan(0);
-      expect(b.got.length).toBeGreaterThan(0);
-      for (const m of a.got) expect(pa).toContain(m.partition);
-      for (const m of b.got) expect(pb).toContain(m.partition);
-    }, timeout);
-
-    it("hands a stopped member's partitions to the one that stays", async () => {
-      const t = await topic(4);
-      const { a, b, cb } = await pair(t, 4);
-      await bus.publish(t, range(40).map((i) => msg(`k${i}`, `first${i}`)));
-      await until(() => a.got.length + b.got.length >= 40, wait, "the first 40 messages");
-      await cb.stop();
-      expect(b.state.assigned).toEqual([]);
-      await until(() => (a.state.assigned ?? []).join() === "0,1,2,3", wait, "the remaining member to own every partition");
-      const bBefore = b.got.length;
-      await bus.publish(t, range(40).map((i) => msg(`k${i}`, `second${i}`)));
-      await until(() => a.texts().filter((s) => s.startsWith("second")).length >= 40, wait, "the next 40 messages at the remaining member");
-      await sleep(settle);
-      expect(b.got.length).toBe(bBefore);
-      const second = a.texts().filter((s) => s.startsWith("second"));
-      expect(sorted(second.map((s) => Number(s.slice(6))))).toEqual(range(40));
-      const first = [...a.texts(), ...b.texts()].filter((s) => s.startsWith("first"));
-      expect(first).toHaveLength(40); // committed before the stop: nothing handled twice
-    }, timeout);
-
-    it("delivers a message again when its handler throws; later messages of its partition wait", async () => {
-      const t = await topic(4);
-      const key = "flaky";
-      const home = partitionFor(key, 4);
-      const other = range(100).map((i) => `other${i}`).find((k) => partitionFor(k, 4) !== home)!;
-      const attempts: string[] = [];
-      const done: Array<{ value: string; at: number }> = [];
-      let failuresLeft = 2;
-      await consume({
-        topic: t,
-        group: unique("g"),
-        handler: async (m) => {
-          const v = text(m);
-          attempts.push(v);
-          if (v === "f3" && failuresLeft > 0) {
-            failuresLeft--;
-            throw new Error("handler failed");
+    it(
+      "delivers the messages of one key in order, from one partition, with key and headers",
+      async () => {
+        const t = await topic(4);
+        const r = recorder();
+        await consume({ topic: t, group: unique("g"), handler: r.handler });
+        for (let batch = 0; batch < 10; batch++) {
+          const messages = [];
+          for (let i = batch * 10; i < batch * 10 + 10; i++) {
+            messages.push(msg("entity-1", `a${i}`, { seq: String(i) }), msg("entity-2", `b${i}`));
           }
-          done.push({ value: v, at: Date.now() });
-        },
-      });
-      await bus.publish(t, [...range(10).map((i) => msg(key, `f${i}`)), msg(other, "o0")]);
-      await until(() => done.length >= 11, wait, "every message handled");
-      await sleep(settle);
-      const flaky = attempts.filter((v) => v.startsWith("f"));
-      expect(flaky).toEqual(["f0", "f1", "f2", "f3", "f3", "f3", "f4", "f5", "f6", "f7", "f8", "f9"]);
-      expect(done.filter((d) => d.value.startsWith("f")).map((d) => d.value)).toEqual(range(10).map((i) => `f${i}`));
-      // The other partition was not held up by the retries (they back off for at least 300 ms).
-      const at = (v: string) => done.find((d) => d.value === v)!.at;
-      expect(at("o0")).toBeLessThan(at("f3"));
-    }, timeout);
+          await bus.publish(t, messages);
+        }
+        await until(() => r.got.length >= 200, wait, "200 messages");
+        for (const [key, prefix] of [
+          ["entity-1", "a"],
+          ["entity-2", "b"],
+        ] as const) {
+          const mine = r.got.filter((m) => m.key === key);
+          expect(mine.map(text)).toEqual(range(100).map((i) => `${prefix}${i}`));
+          expect(new Set(mine.map((m) => m.partition))).toEqual(new Set([partitionFor(key, 4)]));
+          const offsets = mine.map((m) => BigInt(m.offset));
+          for (let i = 1; i < offsets.length; i++) expect(offsets[i]! > offsets[i - 1]!).toBe(true);
+          for (const m of mine) expect(m.topic).toBe(t);
+        }
+        const first = r.got.find((m) => m.key === "entity-1")!;
+        expect(first.headers).toEqual({ seq: "0" });
+        expect(r.got.find((m) => m.key === "entity-2")!.headers).toEqual({});
+      },
+      timeout,
+    );
 
-    it("keeps committed offsets: a new consumer of the group gets only what was not handled", async () => {
-      const t = await topic(2);
-      const group = unique("g");
-      const first = recorder();
-      const c1 = await consume({ topic: t, group, handler: first.handler });
-      await bus.publish(t, range(10).map((i) => msg(`k${i}`, `old${i}`)));
-      await until(() => first.got.length >= 10, wait, "the first 10 messages");
-      await c1.stop();
-      await bus.publish(t, range(10).map((i) => msg(`k${i}`, `new${i}`)));
-      const second = recorder();
-      await consume({ topic: t, group, handler: second.handler });
-      await until(() => second.got.length >= 10, wait, "the next 10 messages");
-      await sleep(settle);
-      expect(first.got).toHaveLength(10);
-      expect(sorted(second.texts().map((s) => Number(s.replace(/^\D+/, ""))))).toEqual(range(10));
-      expect(second.texts().every((s) => s.startsWith("new"))).toBe(true);
-    }, timeout);
+    it(
+      "spreads keys over the partitions the way Kafka's default partitioner does",
+      async () => {
+        const t = await topic(4);
+        const r = recorder();
+        await consume({ topic: t, group: unique("g"), handler: r.handler });
+        const keys = range(64).map((i) => `job_${i.toString(36)}x${i * 7919}`);
+        await bus.publish(
+          t,
+          keys.map((k) => msg(k, k)),
+        );
+        await bus.publish(
+          t,
+          keys.map((k) => msg(k, `${k}-again`)),
+        );
+        await until(() => r.got.length >= 128, wait, "128 messages");
+        for (const m of r.got) expect(m.partition, m.key).toBe(partitionFor(m.key, 4));
+        expect(new Set(r.got.map((m) => m.partition))).toEqual(new Set([0, 1, 2, 3]));
+      },
+      timeout,
+    );
 
-    it("gives every message to each of two groups (broadcast)", async () => {
-      const t = await topic(3);
-      const x = recorder();
-      const y = recorder();
-      await consume({ topic: t, group: unique("g"), handler: x.handler });
-      await consume({ topic: t, group: unique("g"), handler: y.handler });
-      await bus.publish(t, range(50).map((i) => msg(`k${i}`, `m${i}`)));
-      await until(() => x.got.length >= 50 && y.got.length >= 50, wait, "50 messages in each group");
-      await sleep(settle);
-      expect(sorted(x.texts().map((s) => Number(s.slice(1))))).toEqual(range(50));
-      expect(sorted(y.texts().map((s) => Number(s.slice(1))))).toEqual(range(50));
-    }, timeout);
+    it(
+      "splits the partitions between two members of a group; together they get every message once",
+      async () => {
+        const t = await topic(4);
+        const { a, b } = await pair(t, 4);
+        const pa = a.state.assigned!;
+        const pb = b.state.assigned!;
+        expect(pa.filter((p) => pb.includes(p))).toEqual([]);
+        await bus.publish(
+          t,
+          range(200).map((i) => msg(`k${i}`, `m${i}`)),
+        );
+        await until(() => a.got.length + b.got.length >= 200, wait, "200 messages");
+        await sleep(settle);
+        const all = [...a.texts(), ...b.texts()];
+        expect(all).toHaveLength(200);
+        expect(new Set(all).size).toBe(200);
+        expect(a.got.length).toBeGreaterThan(0);
+        expect(b.got.length).toBeGreaterThan(0);
+        for (const m of a.got) expect(pa).toContain(m.partition);
+        for (const m of b.got) expect(pb).toContain(m.partition);
+      },
+      timeout,
+    );
 
-    it("starts a new fromLatest group at the end of the log, and misses nothing published after consume()", async () => {
-      const t = await topic(2);
-      await bus.publish(t, range(10).map((i) => msg(`k${i}`, `history${i}`)));
-      const r = recorder();
-      await consume({ topic: t, group: unique("g"), handler: r.handler, fromLatest: true });
-      await bus.publish(t, range(5).map((i) => msg(`k${i}`, `live${i}`)));
-      await until(() => r.got.length >= 5, wait, "the 5 live messages");
-      await sleep(settle);
-      expect(sorted(r.texts().map((s) => Number(s.slice(4))))).toEqual(range(5));
-      expect(r.texts().every((s) => s.startsWith("live"))).toBe(true);
-    }, timeout);
+    it(
+      "hands a stopped member's partitions to the one that stays",
+      async () => {
+        const t = await topic(4);
+        const { a, b, cb } = await pair(t, 4);
+        await bus.publish(
+          t,
+          range(40).map((i) => msg(`k${i}`, `first${i}`)),
+        );
+        await until(() => a.got.length + b.got.length >= 40, wait, "the first 40 messages");
+        await cb.stop();
+        expect(b.state.assigned).toEqual([]);
+        await until(() => (a.state.assigned ?? []).join() === "0,1,2,3", wait, "the remaining member to own every partition");
+        const bBefore = b.got.length;
+        await bus.publish(
+          t,
+          range(40).map((i) => msg(`k${i}`, `second${i}`)),
+        );
+        await until(() => a.texts().filter((s) => s.startsWith("second")).length >= 40, wait, "the next 40 messages at the remaining member");
+        await sleep(settle);
+        expect(b.got.length).toBe(bBefore);
+        const second = a.texts().filter((s) => s.startsWith("second"));
+        expect(sorted(second.map((s) => Number(s.slice(6))))).toEqual(range(40));
+        const first = [...a.texts(), ...b.texts()].filter((s) => s.startsWith("first"));
+        expect(first).toHaveLength(40); // committed before the stop: nothing handled twice
+      },
+      timeout,
+    );
 
-    it("ensureTopics is idempotent and leaves existing topics alone", async () => {
-      const t = unique("t");
-      const u = unique("t");
-      await bus.ensureTopics([{ topic: t, partitions: 3 }]);
-      await bus.ensureTopics([{ topic: t, partitions: 3 }]);
-      await bus.ensureTopics([
-        { topic: t, partitions: 6 },
-        { topic: u, partitions: 2 },
-      ]);
-      const r = recorder();
-      await consume({ topic: t, group: unique("g"), handler: r.handler, onAssigned: r.onAssigned });
-      expect(r.state.assigned).toEqual([0, 1, 2]);
-      await bus.publish(t, range(30).map((i) => msg(`k${i}`, `m${i}`)));
-      await bus.publish(u, [msg("k", "v")]);
-      await until(() => r.got.length >= 30, wait, "30 messages");
-      for (const m of r.got) expect(m.partition).toBe(partitionFor(m.key, 3));
-    }, timeout);
+    it(
+      "delivers a message again when its handler throws; later messages of its partition wait",
+      async () => {
+        const t = await topic(4);
+        const key = "flaky";
+        const home = partitionFor(key, 4);
+        const other = range(100)
+          .map((i) => `other${i}`)
+          .find((k) => partitionFor(k, 4) !== home)!;
+        const attempts: string[] = [];
+        const done: Array<{ value: string; at: number }> = [];
+        let failuresLeft = 2;
+        await consume({
+          topic: t,
+          group: unique("g"),
+          handler: async (m) => {
+            const v = text(m);
+            attempts.push(v);
+            if (v === "f3" && failuresLeft > 0) {
+              failuresLeft--;
+              throw new Error("handler failed");
+            }
+            done.push({ value: v, at: Date.now() });
+          },
+        });
+        await bus.publish(t, [...range(10).map((i) => msg(key, `f${i}`)), msg(other, "o0")]);
+        await until(() => done.length >= 11, wait, "every message handled");
+        await sleep(settle);
+        const flaky = attempts.filter((v) => v.startsWith("f"));
+        expect(flaky).toEqual(["f0", "f1", "f2", "f3", "f3", "f3", "f4", "f5", "f6", "f7", "f8", "f9"]);
+        expect(done.filter((d) => d.value.startsWith("f")).map((d) => d.value)).toEqual(range(10).map((i) => `f${i}`));
+        // The other partition was not held up by the retries (they back off for at least 300 ms).
+        const at = (v: string) => done.find((d) => d.value === v)!.at;
+        expect(at("o0")).toBeLessThan(at("f3"));
+      },
+      timeout,
+    );
+
+    it(
+      "keeps committed offsets: a new consumer of the group gets only what was not handled",
+      async () => {
+        const t = await topic(2);
+        const group = unique("g");
+        const first = recorder();
+        const c1 = await consume({ topic: t, group, handler: first.handler });
+        await bus.publish(
+          t,
+          range(10).map((i) => msg(`k${i}`, `old${i}`)),
+        );
+        await until(() => first.got.length >= 10, wait, "the first 10 messages");
+        await c1.stop();
+        await bus.publish(
+          t,
+          range(10).map((i) => msg(`k${i}`, `new${i}`)),
+        );
+        const second = recorder();
+        await consume({ topic: t, group, handler: second.handler });
+        await until(() => second.got.length >= 10, wait, "the next 10 messages");
+        await sleep(settle);
+        expect(first.got).toHaveLength(10);
+        expect(sorted(second.texts().map((s) => Number(s.replace(/^\D+/, ""))))).toEqual(range(10));
+        expect(second.texts().every((s) => s.startsWith("new"))).toBe(true);
+      },
+      timeout,
+    );
+
+    it(
+      "gives every message to each of two groups (broadcast)",
+      async () => {
+        const t = await topic(3);
+        const x = recorder();
+        const y = recorder();
+        await consume({ topic: t, group: unique("g"), handler: x.handler });
+        await consume({ topic: t, group: unique("g"), handler: y.handler });
+        await bus.publish(
+          t,
+          range(50).map((i) => msg(`k${i}`, `m${i}`)),
+        );
+        await until(() => x.got.length >= 50 && y.got.length >= 50, wait, "50 messages in each group");
+        await sleep(settle);
+        expect(sorted(x.texts().map((s) => Number(s.slice(1))))).toEqual(range(50));
+        expect(sorted(y.texts().map((s) => Number(s.slice(1))))).toEqual(range(50));
+      },
+      timeout,
+    );
+
+    it(
+      "starts a new fromLatest group at the end of the log, and misses nothing published after consume()",
+      async () => {
+        const t = await topic(2);
+        await bus.publish(
+          t,
+          range(10).map((i) => msg(`k${i}`, `history${i}`)),
+        );
+        const r = recorder();
+        await consume({ topic: t, group: unique("g"), handler: r.handler, fromLatest: true });
+        await bus.publish(
+          t,
+          range(5).map((i) => msg(`k${i}`, `live${i}`)),
+        );
+        await until(() => r.got.length >= 5, wait, "the 5 live messages");
+        await sleep(settle);
+        expect(sorted(r.texts().map((s) => Number(s.slice(4))))).toEqual(range(5));
+        expect(r.texts().every((s) => s.startsWith("live"))).toBe(true);
+      },
+      timeout,
+    );
+
+    it(
+      "ensureTopics is idempotent and leaves existing topics alone",
+      async () => {
+        const t = unique("t");
+        const u = unique("t");
+        await bus.ensureTopics([{ topic: t, partitions: 3 }]);
+        await bus.ensureTopics([{ topic: t, partitions: 3 }]);
+        await bus.ensureTopics([
+          { topic: t, partitions: 6 },
+          { topic: u, partitions: 2 },
+        ]);
+        const r = recorder();
+        await consume({ topic: t, group: unique("g"), handler: r.handler, onAssigned: r.onAssigned });
+        expect(r.state.assigned).toEqual([0, 1, 2]);
+        await bus.publish(
+          t,
+          range(30).map((i) => msg(`k${i}`, `m${i}`)),
+        );
+        await bus.publish(u, [msg("k", "v")]);
+        await until(() => r.got.length >= 30, wait, "30 messages");
+        for (const m of r.got) expect(m.partition).toBe(partitionFor(m.key, 3));
+      },
+      timeout,
+    );
   });
 }

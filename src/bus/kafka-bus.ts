@@ -245,10 +245,13 @@ export class KafkaBus implements Bus {
           failures.set(partition, { offset: message.offset, count });
           consumer.seek({ topic, partition, offset: message.offset });
           const resume = pause();
-          const timer = setTimeout(() => {
-            backoffTimers.delete(timer);
-            if (!stopping) resume();
-          }, Math.min(100 * 2 ** (count - 1), 1000));
+          const timer = setTimeout(
+            () => {
+              backoffTimers.delete(timer);
+              if (!stopping) resume();
+            },
+            Math.min(100 * 2 ** (count - 1), 1000),
+          );
           backoffTimers.add(timer);
           return;
         }
@@ -375,10 +378,7 @@ function message(e: unknown): string {
 async function deadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what)), ms))),
-    ]);
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what)), ms)))]);
   } finally {
     clearTimeout(timer);
   }

@@ -80,10 +80,15 @@ describe("MemoryBus", () => {
         others.push(m.key);
       },
     });
-    const other = range(50).map((i) => `o${i}`).filter((k) => partitionFor(k, 4) !== partitionFor("poison", 4));
+    const other = range(50)
+      .map((i) => `o${i}`)
+      .filter((k) => partitionFor(k, 4) !== partitionFor("poison", 4));
     await bus.publish("t", [{ key: "poison", value: enc.encode("x") }]);
     await sleep(50);
-    await bus.publish("t", other.map((key) => ({ key, value: enc.encode(key) })));
+    await bus.publish(
+      "t",
+      other.map((key) => ({ key, value: enc.encode(key) })),
+    );
     await until(() => others.length === other.length);
     await sleep(2600);
     // attempts at ~0, 100, 300, 700, 1500, 2500 ms
@@ -110,7 +115,10 @@ describe("MemoryBus", () => {
         log.push(`a:${dec.decode(m.value)}:end`);
       },
     });
-    await bus.publish("t", ["1", "2"].map((v) => ({ key: "k", value: enc.encode(v) })));
+    await bus.publish(
+      "t",
+      ["1", "2"].map((v) => ({ key: "k", value: enc.encode(v) })),
+    );
     await until(() => log.length === 1);
     let stopped = false;
     const stopping = a.stop().then(() => (stopped = true));
@@ -135,7 +143,10 @@ describe("MemoryBus", () => {
   it("keeps a topic's log while nobody reads it, and cuts it below the slowest group's offset", async () => {
     const bus = await started();
     await bus.ensureTopics([{ topic: "t", partitions: 1 }]);
-    await bus.publish("t", range(10).map((i) => ({ key: "k", value: enc.encode(`${i}`) })));
+    await bus.publish(
+      "t",
+      range(10).map((i) => ({ key: "k", value: enc.encode(`${i}`) })),
+    );
     const first: BusMessage[] = [];
     const c = await bus.consume({ topic: "t", group: "g1", handler: async (m) => void first.push(m) });
     await until(() => first.length === 10); // the history was kept for the first reader
@@ -153,7 +164,10 @@ describe("MemoryBus", () => {
   it("bounds a partition by maxRetainedPerPartition; a group left behind resumes at the log start", async () => {
     const bus = await started({ maxRetainedPerPartition: 5 });
     await bus.ensureTopics([{ topic: "t", partitions: 1 }]);
-    await bus.publish("t", range(20).map((i) => ({ key: "k", value: enc.encode(`${i}`) })));
+    await bus.publish(
+      "t",
+      range(20).map((i) => ({ key: "k", value: enc.encode(`${i}`) })),
+    );
     const got: BusMessage[] = [];
     await bus.consume({ topic: "t", group: "g", handler: async (m) => void got.push(m) });
     await until(() => got.length === 5);
@@ -171,7 +185,10 @@ describe("MemoryBus", () => {
     await bus.publish("t", [{ key: "k", value: enc.encode("0") }]);
     await until(() => a.length === 1 && b.length === 1);
     await ca.stop();
-    await bus.publish("t", range(5).map((i) => ({ key: "k", value: enc.encode(`${i + 1}`) })));
+    await bus.publish(
+      "t",
+      range(5).map((i) => ({ key: "k", value: enc.encode(`${i + 1}`) })),
+    );
     await until(() => b.length === 6);
     const again: BusMessage[] = [];
     await bus.consume({ topic: "t", group: "a", handler: async (m) => void again.push(m) });

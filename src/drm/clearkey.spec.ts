@@ -37,7 +37,10 @@ describe("clearKeyRequest", () => {
 
 describe("clearKeyLicense", () => {
   it("answers a JWK set of octet keys in base64url without padding", () => {
-    expect(clearKeyLicense([{ trackClass: "sd", kid: KID, key: KEY }])).toEqual({ keys: [{ kty: "oct", kid: "ASNFZ4mrze8BI0VniavN7w", k: "_ty6mHZUMhD-3LqYdlQyEA" }], type: "temporary" });
+    expect(clearKeyLicense([{ trackClass: "sd", kid: KID, key: KEY }])).toEqual({
+      keys: [{ kty: "oct", kid: "ASNFZ4mrze8BI0VniavN7w", k: "_ty6mHZUMhD-3LqYdlQyEA" }],
+      type: "temporary",
+    });
     expect(clearKeyLicense([])).toEqual({ keys: [], type: "temporary" });
   });
 

@@ -6,9 +6,14 @@ import { SecretBox } from "../secrets.js";
 import { keyProviderFor, localKeyProvider, openKeys, sealKeys } from "./keys.js";
 import { DrmKeyError, HEX16, type ContentKey, type KeyRequest } from "./types.js";
 
-const request = (over: Partial<KeyRequest> = {}): KeyRequest => ({ resourceId: "out_1", classes: ["audio", "sd", "hd"], scheme: "cbcs", systems: ["clearkey"], ...over });
+const request = (over: Partial<KeyRequest> = {}): KeyRequest => ({
+  resourceId: "out_1",
+  classes: ["audio", "sd", "hd"],
+  scheme: "cbcs",
+  systems: ["clearkey"],
+  ...over,
+});
 const UUID_V4 = /^[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}$/;
-
 
 describe("localKeyProvider", () => {
   it("makes one random 16-byte key per class, in order, under UUID-shaped key IDs", async () => {
@@ -64,10 +69,14 @@ describe("sealKeys and openKeys", () => {
     for (const part of sealed.split(".")) {
       const i = start + Math.floor(part.length / 2);
       const altered = sealed.slice(0, i) + (sealed[i] === "A" ? "z" : "A") + sealed.slice(i + 1);
-      expect((await drmKeyFailure(() => openKeys(box, altered))).message).toBe("sealed content keys do not open: altered, truncated, or sealed with another server secret");
+      expect((await drmKeyFailure(() => openKeys(box, altered))).message).toBe(
+        "sealed content keys do not open: altered, truncated, or sealed with another server secret",
+      );
       start += part.length + 1;
     }
-    expect((await drmKeyFailure(() => openKeys(box, sealed.slice(0, -4)))).message).toBe("sealed content keys do not open: altered, truncated, or sealed with another server secret");
+    expect((await drmKeyFailure(() => openKeys(box, sealed.slice(0, -4)))).message).toBe(
+      "sealed content keys do not open: altered, truncated, or sealed with another server secret",
+    );
     await drmKeyFailure(() => openKeys(new SecretBox("server secret two"), sealed));
     for (const junk of ["", "x", "a.b", "a.b.c", "...", sealed.split(".").slice(0, 2).join(".")]) await drmKeyFailure(() => openKeys(box, junk));
   });
@@ -109,7 +118,9 @@ describe("sealKeys and openKeys", () => {
 
   it("refuses to seal keys that would not open", async () => {
     expect((await drmKeyFailure(() => sealKeys(box, []))).message).toBe("content keys to seal: expected a non-empty list");
-    expect((await drmKeyFailure(() => sealKeys(box, [{ ...keys[0]!, key: "short" }]))).message).toBe("content keys to seal: key 0 has a key that is not 32 lowercase hex digits");
+    expect((await drmKeyFailure(() => sealKeys(box, [{ ...keys[0]!, key: "short" }]))).message).toBe(
+      "content keys to seal: key 0 has a key that is not 32 lowercase hex digits",
+    );
     expect((await drmKeyFailure(() => sealKeys(box, [keys[0]!, keys[0]!]))).message).toBe("content keys to seal: key 1 repeats a key ID");
   });
 });

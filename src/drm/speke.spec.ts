@@ -32,8 +32,15 @@ const KID_H = "22222222222242228222222222222222";
 const KEY_A = Buffer.from("00112233445566778899aabbccddeeff", "hex");
 const KEY_S = Buffer.from("ffeeddccbbaa99887766554433221100", "hex");
 const KEY_H = Buffer.from("0f1e2d3c4b5a69788796a5b4c3d2e1f0", "hex");
-const expected: CpixExpected = { contentId: "movie-42", scheme: "cbcs", keys: [{ trackClass: "audio", kid: KID_A }, { trackClass: "sd", kid: KID_S }, { trackClass: "hd", kid: KID_H }] };
-
+const expected: CpixExpected = {
+  contentId: "movie-42",
+  scheme: "cbcs",
+  keys: [
+    { trackClass: "audio", kid: KID_A },
+    { trackClass: "sd", kid: KID_S },
+    { trackClass: "hd", kid: KID_H },
+  ],
+};
 
 /** A CPIX answer: `keys` maps kid (32 hex) to a ContentKey body (attributes and children) as written. */
 function answerDoc(keys: [string, string][], root = `contentId="movie-42" version="2.3"`): string {
@@ -44,8 +51,14 @@ ${keys.map(([kid, inner]) => `    <cpix:ContentKey kid="${uuidOfKid(kid)}" commo
   </cpix:ContentKeyList>
 </cpix:CPIX>`;
 }
-const plain = (key: Buffer, attrs = "") => `${attrs}><cpix:Data><pskc:Secret><pskc:PlainValue>${key.toString("base64")}</pskc:PlainValue></pskc:Secret></cpix:Data>`;
-const goodAnswer = () => answerDoc([[KID_A, plain(KEY_A)], [KID_S, plain(KEY_S)], [KID_H, plain(KEY_H)]]);
+const plain = (key: Buffer, attrs = "") =>
+  `${attrs}><cpix:Data><pskc:Secret><pskc:PlainValue>${key.toString("base64")}</pskc:PlainValue></pskc:Secret></cpix:Data>`;
+const goodAnswer = () =>
+  answerDoc([
+    [KID_A, plain(KEY_A)],
+    [KID_S, plain(KEY_S)],
+    [KID_H, plain(KEY_H)],
+  ]);
 
 describe("key IDs", () => {
   it("are random 16 bytes with the UUID version 4 bits", () => {
@@ -57,7 +70,14 @@ describe("key IDs", () => {
   it("convert to and from the UUID form CPIX carries", () => {
     expect(uuidOfKid(KID_A)).toBe("01234567-89ab-4def-8123-456789abcdef");
     expect(kidOfUuid("01234567-89AB-4DEF-8123-456789ABCDEF")).toBe(KID_A);
-    for (const bad of ["", KID_A, "01234567-89ab-4def-8123-456789abcde", "01234567-89ab-4def-8123-456789abcdeg", "{01234567-89ab-4def-8123-456789abcdef}", " 01234567-89ab-4def-8123-456789abcdef"]) {
+    for (const bad of [
+      "",
+      KID_A,
+      "01234567-89ab-4def-8123-456789abcde",
+      "01234567-89ab-4def-8123-456789abcdeg",
+      "{01234567-89ab-4def-8123-456789abcdef}",
+      " 01234567-89ab-4def-8123-456789abcdef",
+    ]) {
       expect(kidOfUuid(bad), bad).toBeUndefined();
     }
   });
@@ -116,13 +136,20 @@ describe("reading a CPIX answer", () => {
       { trackClass: "hd", kid: KID_H, key: KEY_H.toString("hex") },
     ]);
     // As Python's ElementTree writes it: generated prefixes; and with CPIX as the default namespace.
-    const renamed = goodAnswer().replaceAll("cpix:", "ns0:").replaceAll("xmlns:cpix", "xmlns:ns0").replaceAll("pskc:", "ns1:").replaceAll("xmlns:pskc", "xmlns:ns1");
+    const renamed = goodAnswer()
+      .replaceAll("cpix:", "ns0:")
+      .replaceAll("xmlns:cpix", "xmlns:ns0")
+      .replaceAll("pskc:", "ns1:")
+      .replaceAll("xmlns:pskc", "xmlns:ns1");
     expect(readCpixAnswer(renamed, expected, "keys.example")).toEqual(keys);
     const defaulted = goodAnswer().replaceAll("cpix:", "").replace("xmlns:cpix=", "xmlns=");
     expect(readCpixAnswer(defaulted, expected, "keys.example")).toEqual(keys);
     // Answered out of order, with extra keys, upper-case kids, wrapped base64 and extra elements.
     const shuffled = answerDoc([
-      [KID_H, `><cpix:Data><pskc:Secret><pskc:PlainValue>\n  ${KEY_H.toString("base64").slice(0, 10)}\n  ${KEY_H.toString("base64").slice(10)}\n</pskc:PlainValue></pskc:Secret></cpix:Data><cpix:Other/>`],
+      [
+        KID_H,
+        `><cpix:Data><pskc:Secret><pskc:PlainValue>\n  ${KEY_H.toString("base64").slice(0, 10)}\n  ${KEY_H.toString("base64").slice(10)}\n</pskc:PlainValue></pskc:Secret></cpix:Data><cpix:Other/>`,
+      ],
       ["33333333333343338333333333333333", plain(KEY_A)],
       [KID_S, plain(KEY_S)],
       [KID_A, plain(KEY_A)],
@@ -132,7 +159,10 @@ describe("reading a CPIX answer", () => {
 
   it("keeps an explicit IV for aes128 only", () => {
     const iv = Buffer.from("000102030405060708090a0b0c0d0e0f", "hex");
-    const doc = answerDoc([[KID_H, plain(KEY_H, ` explicitIV="${iv.toString("base64")}"`)]]).replace(`commonEncryptionScheme="cbcs"`, `commonEncryptionScheme="cbc1"`);
+    const doc = answerDoc([[KID_H, plain(KEY_H, ` explicitIV="${iv.toString("base64")}"`)]]).replace(
+      `commonEncryptionScheme="cbcs"`,
+      `commonEncryptionScheme="cbc1"`,
+    );
     const aes: CpixExpected = { contentId: "movie-42", scheme: "aes128", keys: [{ trackClass: "hd", kid: KID_H }] };
     expect(readCpixAnswer(doc, aes, "k")).toEqual([{ trackClass: "hd", kid: KID_H, key: KEY_H.toString("hex"), iv: iv.toString("hex") }]);
     const cbcs = answerDoc([[KID_H, plain(KEY_H, ` explicitIV="${iv.toString("base64")}"`)]]);
@@ -142,24 +172,53 @@ describe("reading a CPIX answer", () => {
   it("refuses an unusable answer, naming the provider and the problem but no key", async () => {
     const a = uuidOfKid(KID_A);
     const cases: [string, string][] = [
-      ["{\"keys\": []}", `key provider keys.example answered something that is not XML (expected the root element at offset 0)`],
+      ['{"keys": []}', `key provider keys.example answered something that is not XML (expected the root element at offset 0)`],
       ["<html><body>oops</body>", "key provider keys.example answered something that is not XML (<html> is not closed at offset 23)"],
       [`<CPIX contentId="movie-42" version="2.3"/>`, `key provider keys.example answered a document that is not CPIX (root element <CPIX> in namespace "")`],
       [goodAnswer().replace(`contentId="movie-42"`, `contentId="other"`), `key provider keys.example answered contentId "other" to a request for "movie-42"`],
       [goodAnswer().replace(`contentId="movie-42" `, ""), `answered contentId "" to a request for "movie-42"`],
       [goodAnswer().replace(`version="2.3"`, `version="2.1"`), `key provider keys.example answered CPIX version "2.1"; SPEKE 2.0 uses 2.3`],
-      [answerDoc([[KID_A, plain(KEY_A)], [KID_S, plain(KEY_S)]]), `key provider keys.example did not answer key ${uuidOfKid(KID_H)} (hd)`],
-      [goodAnswer().replace("</cpix:ContentKeyList>", `<cpix:ContentKey kid="${a}"/></cpix:ContentKeyList>`), `key provider keys.example answered key ${a} twice`],
+      [
+        answerDoc([
+          [KID_A, plain(KEY_A)],
+          [KID_S, plain(KEY_S)],
+        ]),
+        `key provider keys.example did not answer key ${uuidOfKid(KID_H)} (hd)`,
+      ],
+      [
+        goodAnswer().replace("</cpix:ContentKeyList>", `<cpix:ContentKey kid="${a}"/></cpix:ContentKeyList>`),
+        `key provider keys.example answered key ${a} twice`,
+      ],
       [goodAnswer().replace(`kid="${a}"`, `kid="${KID_A}"`), `key provider keys.example answered a content key whose kid "${KID_A}" is not a UUID`],
       [goodAnswer().replace(`kid="${a}"`, ""), `answered a content key whose kid "" is not a UUID`],
-      [goodAnswer().replace(`commonEncryptionScheme="cbcs"`, `commonEncryptionScheme="cenc"`), `key provider keys.example changed commonEncryptionScheme of key ${a} to "cenc"`],
-      [answerDoc([[KID_A, `><cpix:Data><pskc:Secret><pskc:EncryptedValue>x</pskc:EncryptedValue></pskc:Secret></cpix:Data>`]]), `key provider keys.example sent key ${a} encrypted; content key encryption is not supported, send PlainValue over HTTPS`],
+      [
+        goodAnswer().replace(`commonEncryptionScheme="cbcs"`, `commonEncryptionScheme="cenc"`),
+        `key provider keys.example changed commonEncryptionScheme of key ${a} to "cenc"`,
+      ],
+      [
+        answerDoc([[KID_A, `><cpix:Data><pskc:Secret><pskc:EncryptedValue>x</pskc:EncryptedValue></pskc:Secret></cpix:Data>`]]),
+        `key provider keys.example sent key ${a} encrypted; content key encryption is not supported, send PlainValue over HTTPS`,
+      ],
       [answerDoc([[KID_A, `>`]]), `key provider keys.example answered key ${a} (audio) with no PlainValue`],
-      [answerDoc([[KID_A, `><pskc:Secret><pskc:PlainValue>${KEY_A.toString("base64")}</pskc:PlainValue></pskc:Secret>`]]), `answered key ${a} (audio) with no PlainValue`],
-      [answerDoc([[KID_A, `><cpix:Data><pskc:Secret><pskc:PlainValue>AA==</pskc:PlainValue><pskc:PlainValue>AA==</pskc:PlainValue></pskc:Secret></cpix:Data>`]]), `answered key ${a} (audio) with 2 PlainValues`],
-      [answerDoc([[KID_A, plain(KEY_A).replace(KEY_A.toString("base64"), "not base64!")]]), `key provider keys.example answered a key for ${a} that is not base64`],
+      [
+        answerDoc([[KID_A, `><pskc:Secret><pskc:PlainValue>${KEY_A.toString("base64")}</pskc:PlainValue></pskc:Secret>`]]),
+        `answered key ${a} (audio) with no PlainValue`,
+      ],
+      [
+        answerDoc([
+          [KID_A, `><cpix:Data><pskc:Secret><pskc:PlainValue>AA==</pskc:PlainValue><pskc:PlainValue>AA==</pskc:PlainValue></pskc:Secret></cpix:Data>`],
+        ]),
+        `answered key ${a} (audio) with 2 PlainValues`,
+      ],
+      [
+        answerDoc([[KID_A, plain(KEY_A).replace(KEY_A.toString("base64"), "not base64!")]]),
+        `key provider keys.example answered a key for ${a} that is not base64`,
+      ],
       [answerDoc([[KID_A, plain(KEY_A).replace(KEY_A.toString("base64"), "")]]), `answered a key for ${a} that is not base64`],
-      [answerDoc([[KID_A, plain(KEY_A).replace(KEY_A.toString("base64"), KEY_A.toString("base64").replace("==", ""))]]), `answered a key for ${a} that is not base64`],
+      [
+        answerDoc([[KID_A, plain(KEY_A).replace(KEY_A.toString("base64"), KEY_A.toString("base64").replace("==", ""))]]),
+        `answered a key for ${a} that is not base64`,
+      ],
       [answerDoc([[KID_A, plain(KEY_A.subarray(0, 8))]]), `key provider keys.example answered a 8-byte key for ${a}; content keys are 16 bytes`],
       [answerDoc([[KID_A, plain(Buffer.concat([KEY_A, KEY_A]))]]), `answered a 32-byte key for ${a}; content keys are 16 bytes`],
       [answerDoc([[KID_A, plain(KEY_A, ` explicitIV="AAAA"`)]]), `key provider keys.example answered an explicitIV for ${a} that is not 16 bytes of base64`],
@@ -186,7 +245,9 @@ interface Sent {
 }
 
 /** A transport that records the request and answers with `reply` (or fails as it says). */
-function fakeTransport(reply: (sent: Sent) => { status?: number; headers?: IncomingHttpHeaders; body?: string | Readable } | Promise<never>): SpekeTransport & { sent: Sent[] } {
+function fakeTransport(
+  reply: (sent: Sent) => { status?: number; headers?: IncomingHttpHeaders; body?: string | Readable } | Promise<never>,
+): SpekeTransport & { sent: Sent[] } {
   const sent: Sent[] = [];
   return {
     sent,
@@ -204,25 +265,49 @@ function fakeTransport(reply: (sent: Sent) => { status?: number; headers?: Incom
 function echoKeys(sent: Sent, keys: Buffer[] = [KEY_A, KEY_S, KEY_H]): string {
   const kids = [...sent.body.matchAll(/<cpix:ContentKey kid="([^"]+)"/g)].map((m) => kidOfUuid(m[1]!)!);
   const contentId = parseXml(sent.body).attributes.get("contentId")!;
-  return answerDoc(kids.map((kid, i) => [kid, plain(keys[i]!)]), `contentId="${contentId}" version="2.3"`);
+  return answerDoc(
+    kids.map((kid, i) => [kid, plain(keys[i]!)]),
+    `contentId="${contentId}" version="2.3"`,
+  );
 }
 
-const keyRequest = (over: Partial<KeyRequest> = {}): KeyRequest => ({ resourceId: "movie-42", classes: ["audio", "sd", "hd"], scheme: "cbcs", systems: ["widevine", "fairplay"], ...over });
+const keyRequest = (over: Partial<KeyRequest> = {}): KeyRequest => ({
+  resourceId: "movie-42",
+  classes: ["audio", "sd", "hd"],
+  scheme: "cbcs",
+  systems: ["widevine", "fairplay"],
+  ...over,
+});
 const URL_ = "https://keys.example:8443/speke/v2";
 
 describe("spekeKeyProvider", () => {
   it("POSTs the CPIX document with the SPEKE headers, no redirects and a timeout, and returns the keys", async () => {
     const transport = fakeTransport((s) => ({ body: echoKeys(s), headers: { "x-speke-version": "2.0" } }));
     const keys = await spekeKeyProvider({ url: URL_, guard: transport }).keys(keyRequest());
-    expect(keys.map((k) => [k.trackClass, k.key])).toEqual([["audio", KEY_A.toString("hex")], ["sd", KEY_S.toString("hex")], ["hd", KEY_H.toString("hex")]]);
+    expect(keys.map((k) => [k.trackClass, k.key])).toEqual([
+      ["audio", KEY_A.toString("hex")],
+      ["sd", KEY_S.toString("hex")],
+      ["hd", KEY_H.toString("hex")],
+    ]);
     expect(new Set(keys.map((k) => k.kid)).size).toBe(3);
     const [sent] = transport.sent;
     expect(sent!.url).toBe(URL_);
-    expect(sent!.options).toMatchObject({ method: "POST", maxRedirects: 0, timeoutMs: SPEKE_LIMITS.timeoutMs, headers: { "content-type": "application/xml", "x-speke-version": "2.0", "content-length": String(Buffer.byteLength(sent!.body)) } });
+    expect(sent!.options).toMatchObject({
+      method: "POST",
+      maxRedirects: 0,
+      timeoutMs: SPEKE_LIMITS.timeoutMs,
+      headers: { "content-type": "application/xml", "x-speke-version": "2.0", "content-length": String(Buffer.byteLength(sent!.body)) },
+    });
     expect(sent!.options.signal).toBeInstanceOf(AbortSignal);
     expect(sent!.options.allowHttp).toBeUndefined();
     const root = parseXml(sent!.body);
-    expect([root.ns, root.local, root.attributes.get("contentId"), root.attributes.get("version"), root.attributes.get("xmlns:pskc")]).toEqual([CPIX_NS, "CPIX", "movie-42", "2.3", PSKC_NS]);
+    expect([root.ns, root.local, root.attributes.get("contentId"), root.attributes.get("version"), root.attributes.get("xmlns:pskc")]).toEqual([
+      CPIX_NS,
+      "CPIX",
+      "movie-42",
+      "2.3",
+      PSKC_NS,
+    ]);
     expect(childElements(childElements(root, CPIX_NS, "DRMSystemList")[0]!, CPIX_NS, "DRMSystem")).toHaveLength(6);
     // Fresh key IDs on every request.
     const again = await spekeKeyProvider({ url: URL_, guard: transport }).keys(keyRequest());
@@ -231,7 +316,9 @@ describe("spekeKeyProvider", () => {
 
   it("asks aes128 keys under the Clear Key AES-128 system and keeps the answered IV", async () => {
     const iv = Buffer.alloc(16, 7);
-    const transport = fakeTransport((s) => ({ body: echoKeys(s).replace(`commonEncryptionScheme="cbcs"`, `commonEncryptionScheme="cbc1" explicitIV="${iv.toString("base64")}"`) }));
+    const transport = fakeTransport((s) => ({
+      body: echoKeys(s).replace(`commonEncryptionScheme="cbcs"`, `commonEncryptionScheme="cbc1" explicitIV="${iv.toString("base64")}"`),
+    }));
     const [key] = await spekeKeyProvider({ url: URL_, guard: transport }).keys(keyRequest({ classes: ["hd"], scheme: "aes128", systems: [] }));
     expect(key).toMatchObject({ trackClass: "hd", key: KEY_A.toString("hex"), iv: iv.toString("hex") });
     expect(transport.sent[0]!.body).toContain(`systemId="${AES128_SYSTEM_ID}"`);
@@ -267,28 +354,45 @@ describe("spekeKeyProvider", () => {
     expect(e.message).toBe(`${provider} answered more than 1024 KiB`);
     expect(pulled).toBeLessThan(40);
     expect(endless.destroyed).toBe(true);
-    const small = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s) })), maxResponseBytes: 100 }).keys(keyRequest()));
+    const small = await drmKeyFailure(() =>
+      spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s) })), maxResponseBytes: 100 }).keys(keyRequest()),
+    );
     expect(small.message).toBe(`${provider} answered more than 0.09765625 KiB`);
   });
 
   it("fails on another SPEKE version, garbage, or a CPIX answer without the keys", async () => {
-    const version = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s), headers: { "x-speke-version": "1.0" } })) }).keys(keyRequest()));
+    const version = await drmKeyFailure(() =>
+      spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s), headers: { "x-speke-version": "1.0" } })) }).keys(keyRequest()),
+    );
     expect(version.message).toBe(`${provider} answered with X-Speke-Version 1.0; this client speaks 2.0`);
     const garbage = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport(() => ({ body: "\u0000\u0001binary" })) }).keys(keyRequest()));
     expect(garbage.message).toBe(`${provider} answered something that is not XML (expected the root element at offset 0)`);
-    const short = await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s, [KEY_A, KEY_S.subarray(0, 15), KEY_H]) })) }).keys(keyRequest()));
+    const short = await drmKeyFailure(() =>
+      spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s, [KEY_A, KEY_S.subarray(0, 15), KEY_H]) })) }).keys(keyRequest()),
+    );
     expect(short.message).toMatch(/^key provider keys\.example:8443 answered a 15-byte key for [0-9a-f-]{36}; content keys are 16 bytes$/);
   });
 
   it("fails with the guard's refusal, or the connection error, naming the provider", async () => {
-    const refused = fakeTransport(() => Promise.reject(new NetGuardError("forbidden_address", "10.0.0.1 is a private address; only public addresses are reachable unless the operator allows them (MEDIA_NET_ALLOW)")));
+    const refused = fakeTransport(() =>
+      Promise.reject(
+        new NetGuardError(
+          "forbidden_address",
+          "10.0.0.1 is a private address; only public addresses are reachable unless the operator allows them (MEDIA_NET_ALLOW)",
+        ),
+      ),
+    );
     expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: refused }).keys(keyRequest()))).message).toBe(
       `${provider} was refused by the network guard: 10.0.0.1 is a private address; only public addresses are reachable unless the operator allows them (MEDIA_NET_ALLOW)`,
     );
     const down = fakeTransport(() => Promise.reject(Object.assign(new Error("connect ECONNREFUSED 203.0.113.9:8443"), { code: "ECONNREFUSED" })));
-    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: down }).keys(keyRequest()))).message).toBe(`${provider} could not be reached: connect ECONNREFUSED 203.0.113.9:8443`);
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: down }).keys(keyRequest()))).message).toBe(
+      `${provider} could not be reached: connect ECONNREFUSED 203.0.113.9:8443`,
+    );
     const odd = fakeTransport(() => Promise.reject("a string"));
-    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: odd }).keys(keyRequest()))).message).toBe(`${provider} could not be reached: a string`);
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: odd }).keys(keyRequest()))).message).toBe(
+      `${provider} could not be reached: a string`,
+    );
     // A real guard: plain http and a bad URL are refused before any connection.
     const guard = new NetGuard({ net: { allow: [] } });
     expect((await drmKeyFailure(() => spekeKeyProvider({ url: "http://keys.example/speke", guard }).keys(keyRequest()))).message).toBe(
@@ -312,7 +416,9 @@ describe("spekeKeyProvider", () => {
     expect(Date.now() - started).toBeLessThan(2000);
     // Headers came, the body never ends.
     const stalled = fakeTransport(() => ({ body: new Readable({ read() {} }) }));
-    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: stalled, timeoutMs: 150 }).keys(keyRequest()))).message).toBe(`${provider} did not answer within 0.15 s`);
+    expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: stalled, timeoutMs: 150 }).keys(keyRequest()))).message).toBe(
+      `${provider} did not answer within 0.15 s`,
+    );
     const idle = fakeTransport(() => Promise.reject(new NetGuardError("timeout", "keys.example:8443 did not answer within 15 s")));
     expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: idle }).keys(keyRequest()))).message).toBe(`${provider} did not answer within 15 s`);
   });
@@ -330,7 +436,9 @@ describe("spekeKeyProvider", () => {
     await expect(spekeKeyProvider({ url: URL_, guard: hanging }).keys(keyRequest({ signal: abort.signal }))).rejects.toBe(reason);
     const before = new AbortController();
     before.abort(reason);
-    await expect(spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s) })) }).keys(keyRequest({ signal: before.signal }))).rejects.toBe(reason);
+    await expect(
+      spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s) })) }).keys(keyRequest({ signal: before.signal })),
+    ).rejects.toBe(reason);
   });
 
   it("refuses requests SPEKE cannot express before sending anything", async () => {
@@ -340,7 +448,8 @@ describe("spekeKeyProvider", () => {
       [{ classes: ["sd", "sd"] }, `${provider} was asked for a track class twice (sd, sd); SPEKE takes one key per class`],
       [{ systems: [] }, `${provider} was asked for cbcs keys for no DRM system`],
     ];
-    for (const [over, message] of cases) expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: transport }).keys(keyRequest(over)))).message).toBe(message);
+    for (const [over, message] of cases)
+      expect((await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: transport }).keys(keyRequest(over)))).message).toBe(message);
     expect(transport.sent).toHaveLength(0);
   });
 
@@ -348,7 +457,9 @@ describe("spekeKeyProvider", () => {
     const lines: Record<string, unknown>[] = [];
     const log = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     const keys = await spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s) })), log }).keys(keyRequest());
-    await drmKeyFailure(() => spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s, [KEY_A, KEY_S.subarray(1), KEY_H]) })), log }).keys(keyRequest()));
+    await drmKeyFailure(() =>
+      spekeKeyProvider({ url: URL_, guard: fakeTransport((s) => ({ body: echoKeys(s, [KEY_A, KEY_S.subarray(1), KEY_H]) })), log }).keys(keyRequest()),
+    );
     expect(lines.map((l) => [l.level, l.msg, l.provider, l.resource_id])).toEqual([
       [30, "drm keys fetched", "keys.example:8443", "movie-42"],
       [40, "drm key provider failed", "keys.example:8443", "movie-42"],
@@ -356,6 +467,7 @@ describe("spekeKeyProvider", () => {
     expect(lines[0]).toMatchObject({ keys: 3, scheme: "cbcs" });
     expect(lines[1]!.err).toMatch(/15-byte key/);
     const text = JSON.stringify(lines);
-    for (const k of [...keys.map((k) => k.key), ...[KEY_A, KEY_S, KEY_H].flatMap((b) => [b.toString("hex"), b.toString("base64")])]) expect(text).not.toContain(k);
+    for (const k of [...keys.map((k) => k.key), ...[KEY_A, KEY_S, KEY_H].flatMap((b) => [b.toString("hex"), b.toString("base64")])])
+      expect(text).not.toContain(k);
   });
 });

@@ -86,7 +86,10 @@ export function cpixRequest(contentId: string, scheme: DrmScheme, systemIds: rea
     ...kids.flatMap((kid) => systemIds.map((id) => `    <cpix:DRMSystem kid="${kid}" systemId="${id}"/>`)),
     `  </cpix:DRMSystemList>`,
     `  <cpix:ContentKeyUsageRuleList>`,
-    ...keys.map((k, i) => `    <cpix:ContentKeyUsageRule kid="${kids[i]}" intendedTrackType="${TRACK_TYPE[k.trackClass]}">${FILTER[k.trackClass]}</cpix:ContentKeyUsageRule>`),
+    ...keys.map(
+      (k, i) =>
+        `    <cpix:ContentKeyUsageRule kid="${kids[i]}" intendedTrackType="${TRACK_TYPE[k.trackClass]}">${FILTER[k.trackClass]}</cpix:ContentKeyUsageRule>`,
+    ),
     `  </cpix:ContentKeyUsageRuleList>`,
     `</cpix:CPIX>`,
     ``,
@@ -124,7 +127,8 @@ export function readCpixAnswer(xml: string, expected: CpixExpected, provider: st
   } catch (e) {
     throw fail(`answered something that is not XML (${e instanceof XmlError ? e.message : "unreadable"})`);
   }
-  if (root.ns !== CPIX_NS || root.local !== "CPIX") throw fail(`answered a document that is not CPIX (root element <${clip(root.name)}> in namespace "${clip(root.ns)}")`);
+  if (root.ns !== CPIX_NS || root.local !== "CPIX")
+    throw fail(`answered a document that is not CPIX (root element <${clip(root.name)}> in namespace "${clip(root.ns)}")`);
   const contentId = root.attributes.get("contentId");
   if (contentId !== expected.contentId) throw fail(`answered contentId "${clip(contentId ?? "")}" to a request for "${expected.contentId}"`);
   const version = root.attributes.get("version");
@@ -147,9 +151,11 @@ export function readCpixAnswer(xml: string, expected: CpixExpected, provider: st
     const scheme = el.attributes.get("commonEncryptionScheme");
     if (scheme !== undefined && scheme !== CPIX_SCHEME[expected.scheme]) throw fail(`changed commonEncryptionScheme of key ${uuid} to "${clip(scheme)}"`);
     const secrets = childElements(el, CPIX_NS, "Data").flatMap((data) => childElements(data, PSKC_NS, "Secret"));
-    if (secrets.some((s) => childElements(s, PSKC_NS, "EncryptedValue").length > 0)) throw fail(`sent key ${uuid} encrypted; content key encryption is not supported, send PlainValue over HTTPS`);
+    if (secrets.some((s) => childElements(s, PSKC_NS, "EncryptedValue").length > 0))
+      throw fail(`sent key ${uuid} encrypted; content key encryption is not supported, send PlainValue over HTTPS`);
     const values = secrets.flatMap((s) => childElements(s, PSKC_NS, "PlainValue"));
-    if (values.length !== 1) throw fail(`answered key ${uuid} (${trackClass}) with ${values.length === 0 ? "no" : values.length} PlainValue${values.length === 0 ? "" : "s"}`);
+    if (values.length !== 1)
+      throw fail(`answered key ${uuid} (${trackClass}) with ${values.length === 0 ? "no" : values.length} PlainValue${values.length === 0 ? "" : "s"}`);
     const key = base64Bytes(textOf(values[0]!));
     if (!key) throw fail(`answered a key for ${uuid} that is not base64`);
     if (key.length !== 16) throw fail(`answered a ${key.length}-byte key for ${uuid}; content keys are 16 bytes`);
@@ -196,9 +202,14 @@ async function fetchKeys(options: SpekeOptions, request: KeyRequest): Promise<Co
   const fail = (problem: string) => new DrmKeyError(`key provider ${provider} ${problem}`);
   const systemIds = systemIdsOf(request);
   if (request.classes.length === 0) throw fail("was asked for no track class");
-  if (new Set(request.classes).size !== request.classes.length) throw fail(`was asked for a track class twice (${request.classes.join(", ")}); SPEKE takes one key per class`);
+  if (new Set(request.classes).size !== request.classes.length)
+    throw fail(`was asked for a track class twice (${request.classes.join(", ")}); SPEKE takes one key per class`);
   if (systemIds.length === 0) throw fail(`was asked for ${request.scheme} keys for no DRM system`);
-  const expected: CpixExpected = { contentId: request.resourceId, scheme: request.scheme, keys: request.classes.map((trackClass) => ({ trackClass, kid: newKid() })) };
+  const expected: CpixExpected = {
+    contentId: request.resourceId,
+    scheme: request.scheme,
+    keys: request.classes.map((trackClass) => ({ trackClass, kid: newKid() })),
+  };
   const body = Buffer.from(cpixRequest(expected.contentId, expected.scheme, systemIds, expected.keys), "utf8");
   const timeoutMs = options.timeoutMs ?? SPEKE_LIMITS.timeoutMs;
   const limit = options.maxResponseBytes ?? SPEKE_LIMITS.maxResponseBytes;
@@ -221,7 +232,8 @@ async function fetchKeys(options: SpekeOptions, request: KeyRequest): Promise<Co
     if (res.status < 200 || res.status > 299) throw fail(`answered HTTP ${res.status}${errorExcerpt(text)}`);
     if (!bytes) throw fail(`answered more than ${limit / 1024} KiB`);
     const version = res.headers["x-speke-version"];
-    if (version !== undefined && version !== SPEKE_VERSION) throw fail(`answered with X-Speke-Version ${clip(String(version))}; this client speaks ${SPEKE_VERSION}`);
+    if (version !== undefined && version !== SPEKE_VERSION)
+      throw fail(`answered with X-Speke-Version ${clip(String(version))}; this client speaks ${SPEKE_VERSION}`);
     const keys = readCpixAnswer(text, expected, provider);
     options.log?.info({ ...logged, keys: keys.length, duration_ms: Math.round(performance.now() - started) }, "drm keys fetched");
     return keys;

@@ -9,7 +9,9 @@ describe("the XML reader", () => {
   };
 
   it("resolves prefixed and default namespaces, scoped to their element", () => {
-    const doc = parseXml(`<a:root xmlns:a="urn:a" xmlns="urn:d"><child a:x="1" y="2"/><b:other xmlns:b="urn:b"><deep/></b:other><x:n xmlns:x="urn:a"/></a:root>`);
+    const doc = parseXml(
+      `<a:root xmlns:a="urn:a" xmlns="urn:d"><child a:x="1" y="2"/><b:other xmlns:b="urn:b"><deep/></b:other><x:n xmlns:x="urn:a"/></a:root>`,
+    );
     expect([doc.ns, doc.local, doc.name]).toEqual(["urn:a", "root", "a:root"]);
     const [child, other, renamed] = doc.children.map(el);
     expect([child!.ns, child!.local, child!.attributes.get("a:x"), child!.attributes.get("y")]).toEqual(["urn:d", "child", "1", "2"]);
@@ -20,7 +22,9 @@ describe("the XML reader", () => {
   });
 
   it("decodes entities and CDATA, merges text, skips comments, PIs, a BOM and the declaration", () => {
-    const doc = parseXml(`\ufeff<?xml version="1.0"?>\n<!-- c -->\n<r a="&lt;&#65;&#x42;&amp;&quot;&apos;&gt;" b='x\ty'>one &amp; <![CDATA[<two>]]><!-- skip --><?pi x?> three</r>\n<!-- after -->\n`);
+    const doc = parseXml(
+      `\ufeff<?xml version="1.0"?>\n<!-- c -->\n<r a="&lt;&#65;&#x42;&amp;&quot;&apos;&gt;" b='x\ty'>one &amp; <![CDATA[<two>]]><!-- skip --><?pi x?> three</r>\n<!-- after -->\n`,
+    );
     expect(doc.attributes.get("a")).toBe(`<AB&"'>`);
     expect(doc.attributes.get("b")).toBe("x y");
     expect(doc.children).toEqual(["one & <two> three"]);

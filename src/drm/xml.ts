@@ -24,7 +24,13 @@ export interface XmlElement {
 
 const XML_NS = "http://www.w3.org/XML/1998/namespace";
 const NAME = /[A-Za-z_][\w.-]*(?::[A-Za-z_][\w.-]*)?/y;
-const ENTITIES = new Map([["lt", "<"], ["gt", ">"], ["amp", "&"], ["quot", '"'], ["apos", "'"]]);
+const ENTITIES = new Map([
+  ["lt", "<"],
+  ["gt", ">"],
+  ["amp", "&"],
+  ["quot", '"'],
+  ["apos", "'"],
+]);
 const MAX_DEPTH = 32;
 
 function decodeEntities(raw: string): string {
@@ -80,7 +86,7 @@ export function parseXml(text: string): XmlElement {
     return true;
   };
   const misc = () => {
-    for (skipSpace(); skipped(); ) skipSpace();
+    for (skipSpace(); skipped();) skipSpace();
     if (ahead("<!")) fail("declarations (DOCTYPE) are not accepted");
   };
   const open = (parentScope: ReadonlyMap<string, string>): Open => {

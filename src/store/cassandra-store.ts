@@ -127,8 +127,7 @@ interface Statement {
 const json = (value: unknown): string => JSON.stringify(value) ?? "null";
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : types.Long.isLong(v) ? (v as cassandra.types.Long).toNumber() : Number(v));
 const live = (s: State, now: number): State => (s && (s.expiresAt === 0 || s.expiresAt > now) ? s : undefined);
-const ttlOf = (expiresAt: number, now: number): number =>
-  expiresAt === 0 ? 0 : Math.min(MAX_TTL, Math.max(1, Math.ceil((expiresAt - now) / 1000)));
+const ttlOf = (expiresAt: number, now: number): number => (expiresAt === 0 ? 0 : Math.min(MAX_TTL, Math.max(1, Math.ceil((expiresAt - now) / 1000))));
 const sameRow = (a: State, b: State): boolean =>
   a === b || (!!a && !!b && a.version === b.version && a.part === b.part && a.sort === b.sort && a.value === b.value && a.expiresAt === b.expiresAt);
 
@@ -167,8 +166,7 @@ function fold(before: State, writes: readonly RecordWrite[], now: number): State
 }
 
 const isAuthError = (e: unknown): boolean =>
-  e instanceof driverErrors.AuthenticationError ||
-  (e instanceof driverErrors.ResponseError && e.code === types.responseErrorCodes.badCredentials);
+  e instanceof driverErrors.AuthenticationError || (e instanceof driverErrors.ResponseError && e.code === types.responseErrorCodes.badCredentials);
 
 export class CassandraStore implements Store {
   private client: Client | undefined;
@@ -194,7 +192,10 @@ export class CassandraStore implements Store {
       throw new ConfigError(CassandraSettings.contactPoints, "needs at least one host or host:port");
     }
     if (!/^[a-z][a-z0-9_]{0,47}$/.test(this.keyspace)) {
-      throw new ConfigError(CassandraSettings.keyspace, `"${this.keyspace}" is not a keyspace name: lowercase letters, digits and _, starting with a letter, at most 48`);
+      throw new ConfigError(
+        CassandraSettings.keyspace,
+        `"${this.keyspace}" is not a keyspace name: lowercase letters, digits and _, starting with a letter, at most 48`,
+      );
     }
     if (!/^\{[^;]*\}$/s.test(this.replication.trim())) {
       throw new ConfigError(CassandraSettings.replication, `must be a CQL map such as ${DEFAULT_REPLICATION}, got "${this.replication}"`);
@@ -445,7 +446,10 @@ export class CassandraStore implements Store {
         group.push({ query: this.q.indexDelete, params: [table, before.part, before.sort, id] });
       }
       if (after && after.part !== "") {
-        group.push({ query: this.q.indexPut, params: [ttlOf(after.expiresAt, now), after.version, after.value, after.expiresAt, table, after.part, after.sort, id] });
+        group.push({
+          query: this.q.indexPut,
+          params: [ttlOf(after.expiresAt, now), after.version, after.value, after.expiresAt, table, after.part, after.sort, id],
+        });
       }
       if (group.length) groups.push(group);
     }
@@ -472,9 +476,17 @@ export class CassandraStore implements Store {
 
   /** One statement, or a logged batch (a conditional one when the statements carry IF). */
   private async run(client: Client, statements: readonly Statement[], o: { serial?: boolean; idempotent?: boolean }): Promise<ResultSet> {
-    const options = { prepare: true, consistency: this.consistency, ...(o.serial ? { serialConsistency: this.serial } : {}), isIdempotent: o.idempotent ?? false };
+    const options = {
+      prepare: true,
+      consistency: this.consistency,
+      ...(o.serial ? { serialConsistency: this.serial } : {}),
+      isIdempotent: o.idempotent ?? false,
+    };
     if (statements.length === 1) return client.execute(statements[0]!.query, statements[0]!.params, options);
-    return client.batch(statements.map((s) => ({ query: s.query, params: s.params })), { ...options, logged: true });
+    return client.batch(
+      statements.map((s) => ({ query: s.query, params: s.params })),
+      { ...options, logged: true },
+    );
   }
 
   private async readRow(table: string, id: string, consistency: number): Promise<State> {
@@ -587,7 +599,9 @@ export class CassandraStore implements Store {
         `keyspace "${this.keyspace}" does not exist and schema creation is off: create it from infra/cql/*.cql, or let the store create it`,
       );
     }
-    const missing = this.migrations().filter((m) => !done.has(m.name)).map((m) => m.name);
+    const missing = this.migrations()
+      .filter((m) => !done.has(m.name))
+      .map((m) => m.name);
     if (missing.length) {
       throw new ConfigError(
         CassandraSettings.keyspace,
@@ -599,7 +613,10 @@ export class CassandraStore implements Store {
   private schemaError(e: unknown, migration: string, statement: string): Error {
     const message = e instanceof Error ? e.message : String(e);
     if (e instanceof driverErrors.ResponseError && e.code === types.responseErrorCodes.unauthorized) {
-      return new ConfigError(CassandraSettings.username, `user "${this.options.username ?? ""}" may not apply schema ${migration}: ${message}; create the schema beforehand and turn schema creation off`);
+      return new ConfigError(
+        CassandraSettings.username,
+        `user "${this.options.username ?? ""}" may not apply schema ${migration}: ${message}; create the schema beforehand and turn schema creation off`,
+      );
     }
     if (/^\s*CREATE KEYSPACE/i.test(statement)) return new ConfigError(CassandraSettings.replication, `CREATE KEYSPACE ${this.keyspace} failed: ${message}`);
     return new Error(`applying Cassandra schema ${migration} failed: ${message}`, { cause: e });
@@ -693,7 +710,12 @@ function queries(ks: string) {
 
 /** The driver's errors for a database that is down or too slow, which a caller may retry. */
 const UNAVAILABLE = new Set(["NoHostAvailableError", "OperationTimedOutError", "BusyConnectionError"]);
-const UNAVAILABLE_CODES = new Set([types.responseErrorCodes.unavailableException, types.responseErrorCodes.readTimeout, types.responseErrorCodes.writeTimeout, types.responseErrorCodes.overloaded]);
+const UNAVAILABLE_CODES = new Set([
+  types.responseErrorCodes.unavailableException,
+  types.responseErrorCodes.readTimeout,
+  types.responseErrorCodes.writeTimeout,
+  types.responseErrorCodes.overloaded,
+]);
 
 function rethrowUnavailable(e: unknown): never {
   const code = (e as { code?: unknown }).code;

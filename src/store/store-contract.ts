@@ -57,7 +57,9 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       for (let seq = 2; seq <= 6; seq++) {
         // Each writer also writes its read-model row: only the winner's may land.
         const results = await Promise.allSettled(
-          ["x", "y"].map((w) => Promise.resolve().then(() => s.commit({ events: [event(k, seq, `${w}${seq}`)], writes: [{ table: t, id: `${w}${seq}`, value: seq }] }))),
+          ["x", "y"].map((w) =>
+            Promise.resolve().then(() => s.commit({ events: [event(k, seq, `${w}${seq}`)], writes: [{ table: t, id: `${w}${seq}`, value: seq }] })),
+          ),
         );
         const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [`${["x", "y"][i]}${seq}`] : []));
         expect(won).toHaveLength(1);
@@ -95,7 +97,12 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       await expect(s.commit({ writes: [{ table: t, id: "a", value: { n: 2 }, expectedVersion: 0 }] })).rejects.toBeInstanceOf(VersionConflict);
       await s.commit({ writes: [{ table: t, id: "a", value: { n: 2 }, expectedVersion: 1 }] });
       await expect(
-        s.commit({ writes: [{ table: t, id: "b", value: 1, expectedVersion: 0 }, { table: t, id: "a", value: 3, expectedVersion: 1 }] }),
+        s.commit({
+          writes: [
+            { table: t, id: "b", value: 1, expectedVersion: 0 },
+            { table: t, id: "a", value: 3, expectedVersion: 1 },
+          ],
+        }),
       ).rejects.toBeInstanceOf(VersionConflict);
       expect(await s.get(t, "b")).toBeUndefined();
       expect(await s.get(t, "a")).toMatchObject({ id: "a", value: { n: 2 }, version: 2 });
@@ -168,7 +175,12 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       expect(await s.get(t, "a")).toEqual({ id: "a", version: 2, partition: "p", sort: "s1", value: "v2", expiresAt: 0 });
       expect((await s.scan(t, "p", { limit: 10 })).items.map((r) => [r.sort, r.value, r.version])).toEqual([["s1", "v2", 2]]);
       // Several writes of one record in one batch: the last one wins, the version goes up once.
-      await s.commit({ writes: [{ table: t, id: "a", value: "v3", sort: "s3" }, { table: t, id: "a", value: "v4" }] });
+      await s.commit({
+        writes: [
+          { table: t, id: "a", value: "v3", sort: "s3" },
+          { table: t, id: "a", value: "v4" },
+        ],
+      });
       expect(await s.get(t, "a")).toMatchObject({ version: 3, value: "v4", sort: "s3" });
       expect((await s.scan(t, "p", { limit: 10 })).items.map((r) => [r.id, r.sort, r.value, r.version])).toEqual([["a", "s3", "v4", 3]]);
       await expect(s.commit({ writes: [{ table: t, id: "a", value: null, expectedVersion: 2 }] })).rejects.toBeInstanceOf(VersionConflict);
@@ -234,7 +246,12 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       // Moving a record to another partition or sort key moves it in the listings.
       await s.commit({ writes: [{ table: t, id: "r4", value: { i: 4 }, partition: "q", sort: "s4" }] });
       await s.commit({ writes: [{ table: t, id: "r0", value: { i: 0 }, sort: "s9", expectedVersion: 1 }] });
-      expect((await s.scan<{ i: number }>(t, "p", { limit: 10 })).items.map((r) => [r.value.i, r.version])).toEqual([[0, 2], [3, 1], [2, 1], [1, 1]]);
+      expect((await s.scan<{ i: number }>(t, "p", { limit: 10 })).items.map((r) => [r.value.i, r.version])).toEqual([
+        [0, 2],
+        [3, 1],
+        [2, 1],
+        [1, 1],
+      ]);
       expect((await s.scan(t, "q", { limit: 10 })).items.map((r) => r.id)).toEqual(["r4"]);
       // A record without a partition is not listed.
       await s.commit({ writes: [{ table: t, id: "loose", value: 1 }] });
@@ -246,7 +263,9 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       const t = unique("t");
       const n = 1_100;
       const pad = (i: number) => String(i).padStart(5, "0");
-      await s.commit({ writes: Array.from({ length: n }, (_, i) => ({ table: t, id: `r${pad(i)}`, value: { i, text: "x".repeat(40) }, partition: "big", sort: pad(i) })) });
+      await s.commit({
+        writes: Array.from({ length: n }, (_, i) => ({ table: t, id: `r${pad(i)}`, value: { i, text: "x".repeat(40) }, partition: "big", sort: pad(i) })),
+      });
       const top = await s.scan<{ i: number }>(t, "big", { limit: 3 });
       expect(top.items.map((r) => r.value.i)).toEqual([1099, 1098, 1097]);
       expect(top.total).toBe(n);

@@ -22,8 +22,20 @@ const HOUR = 60 * MINUTE;
  * last attempts still land at different times of day.
  */
 export const RETRY_DELAYS_MS: readonly number[] = [
-  30 * SECOND, MINUTE, 2 * MINUTE, 5 * MINUTE, 10 * MINUTE, 30 * MINUTE,
-  HOUR, 2 * HOUR, 4 * HOUR, 8 * HOUR, 12 * HOUR, 16 * HOUR, 20 * HOUR, 20 * HOUR,
+  30 * SECOND,
+  MINUTE,
+  2 * MINUTE,
+  5 * MINUTE,
+  10 * MINUTE,
+  30 * MINUTE,
+  HOUR,
+  2 * HOUR,
+  4 * HOUR,
+  8 * HOUR,
+  12 * HOUR,
+  16 * HOUR,
+  20 * HOUR,
+  20 * HOUR,
 ];
 
 /** Each delay is spread uniformly over ±20 % so endpoints failing together do not retry together. */

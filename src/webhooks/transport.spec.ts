@@ -9,7 +9,14 @@ import { capturedHeaders, postJson, utf8Prefix, type AttemptResult } from "./tra
 const TIMEOUT_MS = 400;
 const GENEROUS_MS = 5000;
 const secret = "whsec_0123456789abcdefghijklmnopqrstuv";
-const body = JSON.stringify({ id: "evt_test", object: "event", type: "job.succeeded", api_version: "2025-01-01", created_at: "2025-01-01T00:00:00Z", data: { id: "job_1" } });
+const body = JSON.stringify({
+  id: "evt_test",
+  object: "event",
+  type: "job.succeeded",
+  api_version: "2025-01-01",
+  created_at: "2025-01-01T00:00:00Z",
+  data: { id: "job_1" },
+});
 
 let ca: TestCa;
 let otherCa: TestCa;
@@ -17,7 +24,13 @@ let guard: NetGuard;
 let receiver: RecordingReceiver;
 
 const send = (url: string, extra: Record<string, string> = {}, timeoutMs = GENEROUS_MS, signal?: AbortSignal): Promise<AttemptResult> =>
-  postJson(guard, url, body, { "webhook-id": "evt_test", "media-signature": mediaSignature([secret], body, Date.now() / 1000), ...extra }, { timeoutMs, ...(signal ? { signal } : {}) });
+  postJson(
+    guard,
+    url,
+    body,
+    { "webhook-id": "evt_test", "media-signature": mediaSignature([secret], body, Date.now() / 1000), ...extra },
+    { timeoutMs, ...(signal ? { signal } : {}) },
+  );
 
 beforeAll(async () => {
   ca = makeTestCa();
@@ -48,7 +61,12 @@ describe("a delivery attempt", () => {
     expect(JSON.parse(r.responseHeaders)).toHaveProperty("date");
     const [got] = receiver.requests;
     expect(got).toMatchObject({ method: "POST", path: "/hooks?x=1", rawBody: body, verified: true, verifiedBy: [0] });
-    expect(got!.headers).toMatchObject({ "content-type": "application/json", "user-agent": "media-webhooks/1", "webhook-id": "evt_test", "content-length": String(Buffer.byteLength(body)) });
+    expect(got!.headers).toMatchObject({
+      "content-type": "application/json",
+      "user-agent": "media-webhooks/1",
+      "webhook-id": "evt_test",
+      "content-length": String(Buffer.byteLength(body)),
+    });
     expect(got!.json).toEqual(JSON.parse(body));
   });
 

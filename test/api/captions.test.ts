@@ -32,7 +32,23 @@ const SRT = "1\r\n00:00:01,000 --> 00:00:03,500\r\n<i>Les volcans</i> & la lave\
 beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), "media-captions-"));
   speech = await synthesizeSpeech(work);
-  await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=25:duration=3", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", path.join(work, "silent.mp4")]);
+  await run("ffmpeg", [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-y",
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=size=320x180:rate=25:duration=3",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+    path.join(work, "silent.mp4"),
+  ]);
   writeFileSync(path.join(work, "fr.srt"), SRT);
   writeFileSync(path.join(work, "binary.srt"), Buffer.from([0, 1, 2, 3, 0xff, 0xfe, 0, 0, 7, 8].flatMap((b) => Array(50).fill(b))));
   writeFileSync(path.join(work, "huge.vtt"), `WEBVTT\n\n${"00:00:01.000 --> 00:00:02.000\nline\n\n".repeat(80_000)}`);
@@ -49,7 +65,18 @@ beforeAll(async () => {
   h = await startHarness({ MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_S3_ENDPOINT: minio.endpoint, MEDIA_TLS_CA_FILE: ca.caFile });
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
   const guard = new NetGuard({ net: { allow: ["127.0.0.1/32"], tlsCaFile: ca.caFile } });
-  const at = (bucket: string) => new S3Blob({ scheme: "s3", bucket, region: "us-east-1", endpoint: minio.endpoint, accessKeyId: minio.admin.accessKeyId, secretAccessKey: minio.admin.secretAccessKey }, guard);
+  const at = (bucket: string) =>
+    new S3Blob(
+      {
+        scheme: "s3",
+        bucket,
+        region: "us-east-1",
+        endpoint: minio.endpoint,
+        accessKeyId: minio.admin.accessKeyId,
+        secretAccessKey: minio.admin.secretAccessKey,
+      },
+      guard,
+    );
   bucketIn = at("media-in");
   bucketOut = at("media-out");
   await bucketIn.put("talks/speech.mp4", speech.mp4, "video/mp4");
@@ -77,30 +104,43 @@ async function out(urlOrKey: string): Promise<string> {
   return readFileSync(file, "utf8");
 }
 
-const cueTimes = (vtt: string) => [...vtt.matchAll(/(\d+):(\d\d):(\d\d\.\d{3}) --> (\d+):(\d\d):(\d\d\.\d{3})/g)].map((m) => ({ start: Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]), end: Number(m[4]) * 3600 + Number(m[5]) * 60 + Number(m[6]) }));
+const cueTimes = (vtt: string) =>
+  [...vtt.matchAll(/(\d+):(\d\d):(\d\d\.\d{3}) --> (\d+):(\d\d):(\d\d\.\d{3})/g)].map((m) => ({
+    start: Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]),
+    end: Number(m[4]) * 3600 + Number(m[5]) * 60 + Number(m[6]),
+  }));
 const find = (e: XmlElement, name: string): XmlElement[] => [...(e.name === name ? [e] : []), ...e.children.flatMap((c) => find(c, name))];
 
 describe("subtitle tracks", () => {
   it("captions HLS, DASH and MP4 outputs: a generated English track with chapters, a detected one, a provided SRT and an origin WebVTT", async () => {
     const created = await ok(
-      call(h.base, "JobService/Create", {
-        input_origin_id: inputOrigin,
-        input_path: "talks/speech.mp4",
-        output_origin_id: outputOrigin,
-        outputs: [
-          {
-            type: "hls",
-            video: [{ codec: "h264", width: 320, height: 180 }],
-            audio: [{ codec: "aac", bitrate_kbps: 64 }],
-            subtitle_tracks: [
-              { source: "generated", language: "en", kind: "captions", is_default: true, generate_chapters: true },
-              { source: "url", url: `${web.url}/fr.srt`, language: "fr", name: "Français" },
-            ],
-          },
-          { type: "dash", video: [{ codec: "h264", width: 320, height: 180 }], subtitle_tracks: [{ source: "generated" }] },
-          { type: "mp4", video: [{ codec: "h264", width: 320, height: 180 }], subtitle_tracks: [{ source: "url", url: "talks/subs/de.vtt", language: "de" }] },
-        ],
-      }, key),
+      call(
+        h.base,
+        "JobService/Create",
+        {
+          input_origin_id: inputOrigin,
+          input_path: "talks/speech.mp4",
+          output_origin_id: outputOrigin,
+          outputs: [
+            {
+              type: "hls",
+              video: [{ codec: "h264", width: 320, height: 180 }],
+              audio: [{ codec: "aac", bitrate_kbps: 64 }],
+              subtitle_tracks: [
+                { source: "generated", language: "en", kind: "captions", is_default: true, generate_chapters: true },
+                { source: "url", url: `${web.url}/fr.srt`, language: "fr", name: "Français" },
+              ],
+            },
+            { type: "dash", video: [{ codec: "h264", width: 320, height: 180 }], subtitle_tracks: [{ source: "generated" }] },
+            {
+              type: "mp4",
+              video: [{ codec: "h264", width: 320, height: 180 }],
+              subtitle_tracks: [{ source: "url", url: "talks/subs/de.vtt", language: "de" }],
+            },
+          ],
+        },
+        key,
+      ),
     );
     const job = await waitFor(created.job.id);
     expect(job.status, JSON.stringify(job.outputs.map((o: any) => o.error_message))).toBe("completed");
@@ -148,7 +188,10 @@ describe("subtitle tracks", () => {
     const base = hlsKey.slice(0, hlsKey.lastIndexOf("/") + 1);
     const master = parseHlsMaster(await out(hlsKey));
     const subs = master.media.filter((m) => m.TYPE === "SUBTITLES");
-    expect(subs.map((m) => [m.LANGUAGE, m.NAME, m.DEFAULT])).toEqual([["en", "English", "YES"], ["fr", "Français", "NO"]]);
+    expect(subs.map((m) => [m.LANGUAGE, m.NAME, m.DEFAULT])).toEqual([
+      ["en", "English", "YES"],
+      ["fr", "Français", "NO"],
+    ]);
     expect(subs[0]!.CHARACTERISTICS).toContain("public.accessibility.transcribes-spoken-dialog");
     for (const v of master.variants) expect(v.attributes.SUBTITLES).toBe(subs[0]!["GROUP-ID"]);
     // The chapters as Apple's session data: one entry per chapter, titled in the track's language.
@@ -173,7 +216,10 @@ describe("subtitle tracks", () => {
     // The provided SRT became WebVTT: same times, tags kept, & escaped.
     const french = await out(results[1].url);
     expect(french).toContain("00:00:01.000 --> 00:00:03.500\n<i>Les volcans</i> &amp; la lave");
-    expect(cueTimes(french)).toEqual([{ start: 1, end: 3.5 }, { start: 20.25, end: 22 }]);
+    expect(cueTimes(french)).toEqual([
+      { start: 1, end: 3.5 },
+      { start: 20.25, end: 22 },
+    ]);
 
     // DASH: a text adaptation set whose file is there.
     const mpd = parseXml(await out(job.outputs[1].output_url));
@@ -189,14 +235,29 @@ describe("subtitle tracks", () => {
   });
 
   it("fails an output with a documented error_code for a corrupt, oversized or missing provided file, or an input without audio, charging nothing for it", async () => {
-    const track = (url: string) => ({ type: "mp4", video: [{ codec: "h264", width: 320, height: 180 }], subtitle_tracks: [{ source: "url", url, language: "fr" }] });
+    const track = (url: string) => ({
+      type: "mp4",
+      video: [{ codec: "h264", width: 320, height: 180 }],
+      subtitle_tracks: [{ source: "url", url, language: "fr" }],
+    });
     const created = await ok(
-      call(h.base, "JobService/Create", {
-        input_origin_id: inputOrigin,
-        input_path: "talks/silent.mp4",
-        output_origin_id: outputOrigin,
-        outputs: [track(`${web.url}/binary.srt`), track(`${web.url}/huge.vtt`), track(`${web.url}/missing.vtt`), { type: "mp4", video: [{ codec: "h264", width: 320, height: 180 }], subtitle_tracks: [{ source: "generated", language: "en" }] }, { type: "mp4", video: [{ codec: "h264", width: 320, height: 180 }] }],
-      }, key),
+      call(
+        h.base,
+        "JobService/Create",
+        {
+          input_origin_id: inputOrigin,
+          input_path: "talks/silent.mp4",
+          output_origin_id: outputOrigin,
+          outputs: [
+            track(`${web.url}/binary.srt`),
+            track(`${web.url}/huge.vtt`),
+            track(`${web.url}/missing.vtt`),
+            { type: "mp4", video: [{ codec: "h264", width: 320, height: 180 }], subtitle_tracks: [{ source: "generated", language: "en" }] },
+            { type: "mp4", video: [{ codec: "h264", width: 320, height: 180 }] },
+          ],
+        },
+        key,
+      ),
     );
     const job = await waitFor(created.job.id);
     expect(job.status).toBe("partial");
@@ -213,14 +274,33 @@ describe("subtitle tracks", () => {
   });
 
   it("refuses bad tracks at Create, naming the field", async () => {
-    const res = await call(h.base, "JobService/Create", {
-      input_url: `${web.url}/speech.mp4`,
-      output_origin_id: outputOrigin,
-      outputs: [{ type: "hls", video: [{ codec: "h264", width: 320, height: 180 }], subtitle_tracks: [{ source: "generated", language: "tlh" }, { source: "url", url: "subs/en.vtt" }, { source: "url", url: "ftp://example.com/a.srt" }] }],
-    }, key);
+    const res = await call(
+      h.base,
+      "JobService/Create",
+      {
+        input_url: `${web.url}/speech.mp4`,
+        output_origin_id: outputOrigin,
+        outputs: [
+          {
+            type: "hls",
+            video: [{ codec: "h264", width: 320, height: 180 }],
+            subtitle_tracks: [
+              { source: "generated", language: "tlh" },
+              { source: "url", url: "subs/en.vtt" },
+              { source: "url", url: "ftp://example.com/a.srt" },
+            ],
+          },
+        ],
+      },
+      key,
+    );
     expect(res.status).toBe(400);
     const details = await errorDetails(res.body);
-    expect(details.fieldViolations.map((v) => v.field)).toEqual(["outputs[0].subtitle_tracks[0].language", "outputs[0].subtitle_tracks[2].url", "outputs[0].subtitle_tracks[1].url"]);
+    expect(details.fieldViolations.map((v) => v.field)).toEqual([
+      "outputs[0].subtitle_tracks[0].language",
+      "outputs[0].subtitle_tracks[2].url",
+      "outputs[0].subtitle_tracks[1].url",
+    ]);
     expect(details.fieldViolations[0]!.description).toMatch(/does not know tlh/);
   });
 });

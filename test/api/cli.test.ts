@@ -41,8 +41,14 @@ describe.skipIf(TARGET === "cluster")("media CLI errors", () => {
     writeFileSync(path.join(work, "clip.mp4"), "not really a video");
     expect(await media(["upload"])).toMatchObject({ code: 2, stderr: "media upload: FILE is required (media upload --help shows the usage)\n" });
     expect(await media(["upload", "missing.mp4"])).toMatchObject({ code: 2, stderr: "media upload: file not found: missing.mp4\n" });
-    expect(await media(["upload", "folder"])).toMatchObject({ code: 2, stderr: "media upload: not a file: folder is a folder; give the path of a video file\n" });
-    expect(await media(["upload", "clip.mp4", "--visibility", "secret"])).toMatchObject({ code: 2, stderr: "media upload: --visibility must be public, unlisted or private, not 'secret'\n" });
+    expect(await media(["upload", "folder"])).toMatchObject({
+      code: 2,
+      stderr: "media upload: not a file: folder is a folder; give the path of a video file\n",
+    });
+    expect(await media(["upload", "clip.mp4", "--visibility", "secret"])).toMatchObject({
+      code: 2,
+      stderr: "media upload: --visibility must be public, unlisted or private, not 'secret'\n",
+    });
   }, 60_000);
 
   it("a server that is not there: its URL, the cause, and the settings that point elsewhere", async () => {

@@ -89,7 +89,9 @@ describe("users, approval and roles", () => {
     const added = await call(h.base, "UserService/AddMember", { email: "carol@a.test", role: "member" }, owner);
     expect(added.body.member).toMatchObject({ role: "member", is_active: true, email: "carol@a.test" });
     const mine = await call(h.base, "UserService/GetMe", {}, { bearer });
-    expect(mine.body.user.organizations).toEqual([{ org_id: h.boot.organization_id, org_slug: expect.any(String), org_name: "Default organization", role: "member", is_active: true }]);
+    expect(mine.body.user.organizations).toEqual([
+      { org_id: h.boot.organization_id, org_slug: expect.any(String), org_name: "Default organization", role: "member", is_active: true },
+    ]);
     const updated = await call(h.base, "UserService/UpdateMe", { first_name: "Carol" }, { bearer });
     expect(updated.body.user.first_name).toBe("Carol");
     const members = await call(h.base, "UserService/ListMembers", { role: "member" }, owner);
@@ -135,13 +137,28 @@ describe("users, approval and roles", () => {
 
 describe("apps", () => {
   it("shows the legacy webhook secret once, keeps its hint, and archives", async () => {
-    const created = await call(h.base, "AppService/Create", { name: "hooks", webhook: { url: "https://hooks.example.com/in", events: ["job.completed"], generate_secret: true } }, owner);
+    const created = await call(
+      h.base,
+      "AppService/Create",
+      { name: "hooks", webhook: { url: "https://hooks.example.com/in", events: ["job.completed"], generate_secret: true } },
+      owner,
+    );
     expect(created.body.webhook_secret).toMatch(/^whsec_/);
-    expect(created.body.app.webhook).toEqual({ url: "https://hooks.example.com/in", secret_hint: created.body.webhook_secret.slice(-4), has_secret: true, events: ["job.completed"] });
+    expect(created.body.app.webhook).toEqual({
+      url: "https://hooks.example.com/in",
+      secret_hint: created.body.webhook_secret.slice(-4),
+      has_secret: true,
+      events: ["job.completed"],
+    });
     const got = await call(h.base, "AppService/Get", { id: created.body.app.id }, owner);
     expect(got.body).not.toHaveProperty("webhook_secret");
     expect(JSON.stringify(got.body)).not.toContain(created.body.webhook_secret);
-    const rotated = await call(h.base, "AppService/Update", { id: created.body.app.id, webhook: { url: "https://hooks.example.com/in", events: ["job.failed"], regenerate_secret: true } }, owner);
+    const rotated = await call(
+      h.base,
+      "AppService/Update",
+      { id: created.body.app.id, webhook: { url: "https://hooks.example.com/in", events: ["job.failed"], regenerate_secret: true } },
+      owner,
+    );
     expect(rotated.body.webhook_secret).not.toBe(created.body.webhook_secret);
     const bad = await call(h.base, "AppService/Create", { name: "x", webhook: { url: "http://plain", events: ["job.nope"] } }, owner);
     expect(bad.body.code).toBe("invalid_argument");
@@ -165,10 +182,14 @@ describe("API keys", () => {
     const own = { bearer: created.body.secret, org: h.boot.organization_id };
     expect((await call(h.base, "APIKeyService/Get", { id: fresh.id }, own)).status).toBe(200);
     // The use is stamped in the background (a command to the key's actor): poll for it.
-    const used = await until("last_used_at", async () => {
-      const r = await call(h.base, "APIKeyService/Get", { id: fresh.id }, key);
-      return r.body.api_key.last_used_at ? r : undefined;
-    }, 15_000);
+    const used = await until(
+      "last_used_at",
+      async () => {
+        const r = await call(h.base, "APIKeyService/Get", { id: fresh.id }, key);
+        return r.body.api_key.last_used_at ? r : undefined;
+      },
+      15_000,
+    );
     expect(used.body.api_key.last_used_at).toMatch(/^\d{4}-/);
     expect(JSON.stringify(used.body)).not.toContain(created.body.secret);
     const revoked = await call(h.base, "APIKeyService/Revoke", { id: fresh.id, reason: "leaked" }, key);

@@ -38,7 +38,18 @@ beforeAll(async () => {
   h = await startHarness({ MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_S3_ENDPOINT: minio.endpoint, MEDIA_TLS_CA_FILE: ca.caFile });
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
   const guard = new NetGuard({ net: { allow: ["127.0.0.1/32"], tlsCaFile: ca.caFile } });
-  const at = (bucket: string) => new S3Blob({ scheme: "s3", bucket, region: "us-east-1", endpoint: minio.endpoint, accessKeyId: minio.admin.accessKeyId, secretAccessKey: minio.admin.secretAccessKey }, guard);
+  const at = (bucket: string) =>
+    new S3Blob(
+      {
+        scheme: "s3",
+        bucket,
+        region: "us-east-1",
+        endpoint: minio.endpoint,
+        accessKeyId: minio.admin.accessKeyId,
+        secretAccessKey: minio.admin.secretAccessKey,
+      },
+      guard,
+    );
   bucketOut = at("media-out");
   const input = await makeTestInput(path.join(work, "in.mp4"), { width: 640, height: 360, fps: 25, seconds: 6, audio: true });
   await at("media-in").put("clips/in.mp4", input, "video/mp4");
@@ -64,7 +75,13 @@ async function read(key: string): Promise<Buffer> {
 const waitFor = (id: string, ms = 150_000) => waitForJob(h.base, id, key, { ms });
 
 const h264 = { codec: "h264", width: 640, height: 360, quality: "economy" };
-const job = (outputs: object[], extra: object = {}) => ({ input_origin_id: inputOrigin, input_path: "clips/in.mp4", output_origin_id: outputOrigin, outputs, ...extra });
+const job = (outputs: object[], extra: object = {}) => ({
+  input_origin_id: inputOrigin,
+  input_path: "clips/in.mp4",
+  output_origin_id: outputOrigin,
+  outputs,
+  ...extra,
+});
 
 describe("the drm object at Create", () => {
   it("names the field of each combination this build refuses", async () => {
@@ -76,20 +93,42 @@ describe("the drm object at Create", () => {
     expect(await refused(job([{ type: "mp4", video: [h264], drm: { systems: ["widevine"], key_provider_url: speke.url } }]))).toEqual(["outputs[0].drm"]);
     expect(await refused(job([{ type: "dash", video: [h264], drm: { scheme: "cenc", systems: ["clearkey"] } }]))).toEqual(["outputs[0].drm.systems[0]"]);
     expect(await refused(job([{ type: "hls", video: [h264], drm: {} }]))).toEqual(["outputs[0].drm.scheme"]);
-    expect(await refused(job([{ type: "adaptive", video: [h264], drm: { scheme: "cenc", systems: ["widevine"], key_provider_url: speke.url } }]))).toEqual(["outputs[0].drm.scheme"]);
-    expect(await refused(job([{ type: "dash", video: [h264], drm: { systems: ["fairplay"], key_provider_url: speke.url } }]))).toEqual(["outputs[0].drm.systems[0]"]);
+    expect(await refused(job([{ type: "adaptive", video: [h264], drm: { scheme: "cenc", systems: ["widevine"], key_provider_url: speke.url } }]))).toEqual([
+      "outputs[0].drm.scheme",
+    ]);
+    expect(await refused(job([{ type: "dash", video: [h264], drm: { systems: ["fairplay"], key_provider_url: speke.url } }]))).toEqual([
+      "outputs[0].drm.systems[0]",
+    ]);
     expect(await refused(job([{ type: "dash", video: [h264], drm: { systems: ["widevine"] } }]))).toEqual(["outputs[0].drm.key_provider_url"]);
-    expect(await refused(job([{ type: "dash", video: [h264], drm: { systems: ["widevine"], key_provider_url: "http://127.0.0.1/speke" } }]))).toEqual(["outputs[0].drm.key_provider_url"]);
-    const r = await call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "a.mp4", content_type: "video/mp4", size_bytes: 1000, drm: { scheme: "cbcs" } }, key);
+    expect(await refused(job([{ type: "dash", video: [h264], drm: { systems: ["widevine"], key_provider_url: "http://127.0.0.1/speke" } }]))).toEqual([
+      "outputs[0].drm.key_provider_url",
+    ]);
+    const r = await call(
+      h.base,
+      "VideoService/CreateUpload",
+      { app_id: h.boot.app_id, filename: "a.mp4", content_type: "video/mp4", size_bytes: 1000, drm: { scheme: "cbcs" } },
+      key,
+    );
     expect(r.status).toBe(400);
-    expect((await errorDetails(r.body)).fieldViolations.map((v) => `${v.field}: ${v.description}`)).toEqual(["drm.systems: needs at least one of clearkey, widevine, playready, fairplay"]);
+    expect((await errorDetails(r.body)).fieldViolations.map((v) => `${v.field}: ${v.description}`)).toEqual([
+      "drm.systems: needs at least one of clearkey, widevine, playready, fairplay",
+    ]);
   });
 });
 
 describe("keys from a SPEKE v2 key service", () => {
   it("protects a DASH output in the caller's bucket for Widevine and PlayReady with the service's keys", async () => {
     const before = speke.requests.length;
-    const created = await ok(call(h.base, "JobService/Create", job([{ type: "dash", video: [h264], drm: { scheme: "cenc", systems: ["widevine", "playready"], key_provider_url: speke.url, resource_id: "course-7" } }]), key));
+    const created = await ok(
+      call(
+        h.base,
+        "JobService/Create",
+        job([
+          { type: "dash", video: [h264], drm: { scheme: "cenc", systems: ["widevine", "playready"], key_provider_url: speke.url, resource_id: "course-7" } },
+        ]),
+        key,
+      ),
+    );
     const done = await waitFor(created.job.id);
     expect(done.status, JSON.stringify(done.outputs[0])).toBe("completed");
     const seen = speke.requests.slice(before);
@@ -103,7 +142,9 @@ describe("keys from a SPEKE v2 key service", () => {
     const mpdKey = done.outputs[0].output_url.replace(/^s3:\/\/media-out\//, "");
     const mpd = await read(mpdKey);
     const ids = [...mpd.toString().matchAll(/<Representation [^>]*id="([^"]+)"/g)].map((m) => m[1]!);
-    const inits = [...new Set([...mpd.toString().matchAll(/initialization="([^"]+)"/g)].flatMap((m) => ids.map((id) => m[1]!.replace("$RepresentationID$", id))))];
+    const inits = [
+      ...new Set([...mpd.toString().matchAll(/initialization="([^"]+)"/g)].flatMap((m) => ids.map((id) => m[1]!.replace("$RepresentationID$", id)))),
+    ];
     const kids = new Set(seen[0]!.contentKeys.map((k) => k.kid));
     let protectedInits = 0;
     for (const init of inits) {
@@ -124,7 +165,19 @@ describe("keys from a SPEKE v2 key service", () => {
   }, 200_000);
 
   it("a managed output's Clear Key licenses are the service's keys, and only under the token", async () => {
-    const created = await ok(call(h.base, "JobService/Create", { input_origin_id: inputOrigin, input_path: "clips/in.mp4", managed: true, outputs: [{ type: "adaptive", video: [h264], drm: { systems: ["clearkey"], key_provider_url: speke.url } }] }, key));
+    const created = await ok(
+      call(
+        h.base,
+        "JobService/Create",
+        {
+          input_origin_id: inputOrigin,
+          input_path: "clips/in.mp4",
+          managed: true,
+          outputs: [{ type: "adaptive", video: [h264], drm: { systems: ["clearkey"], key_provider_url: speke.url } }],
+        },
+        key,
+      ),
+    );
     const done = await waitFor(created.job.id);
     expect(done.status, JSON.stringify(done.outputs[0])).toBe("completed");
     const watched = await stream(h.base, "VideoService/Watch", { id: created.video_id }, key);
@@ -150,7 +203,14 @@ describe("keys from a SPEKE v2 key service", () => {
   }, 200_000);
 
   it("a key service that fails fails the output with drm_key_unavailable, before anything is written", async () => {
-    const created = await ok(call(h.base, "JobService/Create", job([{ type: "dash", video: [h264], path_template: "drm-failed/{job_id}", drm: { systems: ["widevine"], key_provider_url: failing.url } }]), key));
+    const created = await ok(
+      call(
+        h.base,
+        "JobService/Create",
+        job([{ type: "dash", video: [h264], path_template: "drm-failed/{job_id}", drm: { systems: ["widevine"], key_provider_url: failing.url } }]),
+        key,
+      ),
+    );
     const done = await waitFor(created.job.id);
     expect(done.status).toBe("failed");
     expect(done.error_code).toBe("drm_key_unavailable");

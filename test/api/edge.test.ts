@@ -26,7 +26,10 @@ const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const withCause = <T>(p: Promise<T>): Promise<T> =>
   p.catch((e: unknown) => {
     const cause = (e as { cause?: unknown }).cause;
-    throw new Error(`${String(e)}; cause: ${cause instanceof Error ? `${cause.name} ${(cause as { code?: string }).code ?? ""} ${cause.message} ${JSON.stringify((cause as { socket?: unknown }).socket ?? null)}` : String(cause)}`, { cause: e });
+    throw new Error(
+      `${String(e)}; cause: ${cause instanceof Error ? `${cause.name} ${(cause as { code?: string }).code ?? ""} ${cause.message} ${JSON.stringify((cause as { socket?: unknown }).socket ?? null)}` : String(cause)}`,
+      { cause: e },
+    );
   });
 
 const router = new EdgeRouter([
@@ -93,7 +96,13 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("edge route
   let base: string;
 
   beforeAll(async () => {
-    const options: HostOptions = { host: "127.0.0.1", port: 0, cors: { origins: ["https://app.example.com"] }, log: createLogger("silent"), contextValues: (a) => createContextValues().set(CLIENT_ADDRESS, a) };
+    const options: HostOptions = {
+      host: "127.0.0.1",
+      port: 0,
+      cors: { origins: ["https://app.example.com"] },
+      log: createLogger("silent"),
+      contextValues: (a) => createContextValues().set(CLIENT_ADDRESS, a),
+    };
     const routes = { rpc: new Map(), edge: router };
     server = host === "uws" ? await listenUws(routes, options) : await listenNodeHttp(routes, options);
     base = `http://127.0.0.1:${server.port}`;
@@ -167,13 +176,19 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("edge route
     // since (450 runs beside five busy processes): a failure now names its cause.
     const declared = await withCause(fetch(`${base}/t/upload/b`, { method: "PUT", body: randomBytes(2 * 1024 * 1024) }));
     expect(declared.status).toBe(413);
-    const chunked = await withCause(fetch(`${base}/t/upload/c`, {
-      method: "PUT",
-      body: Readable.toWeb(Readable.from((function* () {
-        for (let i = 0; i < 4; i++) yield randomBytes(512 * 1024);
-      })())) as ReadableStream,
-      duplex: "half",
-    } as RequestInit));
+    const chunked = await withCause(
+      fetch(`${base}/t/upload/c`, {
+        method: "PUT",
+        body: Readable.toWeb(
+          Readable.from(
+            (function* () {
+              for (let i = 0; i < 4; i++) yield randomBytes(512 * 1024);
+            })(),
+          ),
+        ) as ReadableStream,
+        duplex: "half",
+      } as RequestInit),
+    );
     expect(chunked.status).toBe(413);
     expect((await chunked.json()).error).toMatch(/limit/);
   });
@@ -192,7 +207,10 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("edge route
   });
 
   it("answers a browser's preflight for an upload and exposes ETag", async () => {
-    const pre = await fetch(`${base}/t/upload/x`, { method: "OPTIONS", headers: { origin: "https://app.example.com", "access-control-request-method": "PUT" } });
+    const pre = await fetch(`${base}/t/upload/x`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example.com", "access-control-request-method": "PUT" },
+    });
     expect(pre.status).toBe(204);
     expect(pre.headers.get("access-control-allow-methods")).toBe("PUT, OPTIONS");
     const put = await fetch(`${base}/t/upload/x`, { method: "PUT", body: "hello", headers: { origin: "https://app.example.com" } });

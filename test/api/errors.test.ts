@@ -21,7 +21,11 @@ async function expectError(r: Reply, status: number, code: string, field?: strin
   expect(entry.value).toMatch(/^[A-Za-z0-9+/_-]+={0,2}$/);
   const details = await errorDetails(r.body);
   expect(details.code, shown).not.toBe("");
-  if (field !== undefined) expect(details.fieldViolations.map((v) => v.field), shown).toContain(field);
+  if (field !== undefined)
+    expect(
+      details.fieldViolations.map((v) => v.field),
+      shown,
+    ).toContain(field);
   if (message) expect(r.body.message).toMatch(message);
 }
 
@@ -64,7 +68,15 @@ interface Case {
 }
 const KEY = () => x.key;
 const OWNER = () => x.owner;
-const bad = (name: string, route: string, body: Case["body"], field?: string, auth = KEY): Case => ({ name, route, body, auth, status: 400, code: "invalid_argument", ...(field !== undefined ? { field } : {}) });
+const bad = (name: string, route: string, body: Case["body"], field?: string, auth = KEY): Case => ({
+  name,
+  route,
+  body,
+  auth,
+  status: 400,
+  code: "invalid_argument",
+  ...(field !== undefined ? { field } : {}),
+});
 
 const CASES: Case[] = [
   // the body itself
@@ -84,7 +96,12 @@ const CASES: Case[] = [
   bad("pagination.limit 101", "APIKeyService/List", { pagination: { limit: 101 } }, "pagination.limit"),
   bad("a fractional pagination.limit", "AppService/List", { pagination: { limit: 2.5 } }, "pagination.limit"),
   bad("a negative pagination.offset", "UserService/ListMembers", { pagination: { offset: -1 } }, "pagination.offset"),
-  bad("a forged cursor", "AppService/List", { pagination: { cursor: `${Buffer.from('["apps:x",""]').toString("base64url")}.c2lnbmF0dXJl` } }, "pagination.cursor"),
+  bad(
+    "a forged cursor",
+    "AppService/List",
+    { pagination: { cursor: `${Buffer.from('["apps:x",""]').toString("base64url")}.c2lnbmF0dXJl` } },
+    "pagination.cursor",
+  ),
   bad("a cursor that is not a cursor", "APIKeyService/List", { pagination: { cursor: "not-a-cursor" } }, "pagination.cursor"),
   // APIKeyService limits
   bad("an empty key name", "APIKeyService/Create", { name: "" }, "name"),
@@ -104,13 +121,56 @@ const CASES: Case[] = [
   bad("a session call without X-Organization-ID", "APIKeyService/List", {}, "X-Organization-ID", () => ({ bearer: x.owner.bearer! })),
   // authentication
   { name: "no Authorization", route: "AppService/List", body: {}, auth: () => ({ org: x.org }), status: 401, code: "unauthenticated" },
-  { name: "no Authorization, APIKeyService/Create with only app_id", route: "APIKeyService/Create", body: () => ({ app_id: x.app }), auth: () => ({}), status: 401, code: "unauthenticated" },
-  { name: "a garbage bearer token", route: "AppService/List", body: {}, auth: () => ({ bearer: "garbage.token.here", org: x.org }), status: 401, code: "unauthenticated" },
-  { name: "an unknown ak_ key", route: "AppService/List", body: {}, auth: () => ({ bearer: `ak_${"x".repeat(40)}`, org: x.org }), status: 401, code: "unauthenticated" },
-  { name: "a Basic Authorization", route: "AppService/List", body: {}, auth: () => ({ org: x.org, headers: { authorization: "Basic Zm9vOmJhcg==" } }), status: 401, code: "unauthenticated" },
+  {
+    name: "no Authorization, APIKeyService/Create with only app_id",
+    route: "APIKeyService/Create",
+    body: () => ({ app_id: x.app }),
+    auth: () => ({}),
+    status: 401,
+    code: "unauthenticated",
+  },
+  {
+    name: "a garbage bearer token",
+    route: "AppService/List",
+    body: {},
+    auth: () => ({ bearer: "garbage.token.here", org: x.org }),
+    status: 401,
+    code: "unauthenticated",
+  },
+  {
+    name: "an unknown ak_ key",
+    route: "AppService/List",
+    body: {},
+    auth: () => ({ bearer: `ak_${"x".repeat(40)}`, org: x.org }),
+    status: 401,
+    code: "unauthenticated",
+  },
+  {
+    name: "a Basic Authorization",
+    route: "AppService/List",
+    body: {},
+    auth: () => ({ org: x.org, headers: { authorization: "Basic Zm9vOmJhcg==" } }),
+    status: 401,
+    code: "unauthenticated",
+  },
   // permission
-  { name: "a key listing another app's keys (Errors condition 1)", route: "APIKeyService/List", body: () => ({ app_id: x.app2 }), auth: KEY, status: 403, code: "permission_denied" },
-  { name: "a key calling OrganizationService/Create", route: "OrganizationService/Create", body: { name: "Org", slug: "key-made-org" }, auth: KEY, status: 403, code: "permission_denied", message: /signed-in user/ },
+  {
+    name: "a key listing another app's keys (Errors condition 1)",
+    route: "APIKeyService/List",
+    body: () => ({ app_id: x.app2 }),
+    auth: KEY,
+    status: 403,
+    code: "permission_denied",
+  },
+  {
+    name: "a key calling OrganizationService/Create",
+    route: "OrganizationService/Create",
+    body: { name: "Org", slug: "key-made-org" },
+    auth: KEY,
+    status: 403,
+    code: "permission_denied",
+    message: /signed-in user/,
+  },
   { name: "a key calling UserService/GetMe", route: "UserService/GetMe", body: {}, auth: KEY, status: 403, code: "permission_denied" },
   { name: "a key calling UserService/UpdateMe", route: "UserService/UpdateMe", body: { first_name: "K" }, auth: KEY, status: 403, code: "permission_denied" },
   { name: "a key calling AppService/Create", route: "AppService/Create", body: { name: "a" }, auth: KEY, status: 403, code: "permission_denied" },
@@ -236,10 +296,17 @@ describe("credentials and account states", () => {
 });
 
 describe("paths and health", () => {
-  it.each(["media.v1.NoSuchService/Get", "media.v1.AppService/NoSuchMethod", "nothing-here"])("unknown path /%s → 404 (unimplemented, as Connect clients read a 404)", async (path) => {
-    const res = await fetch(`${h.base}/${path}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${x.key.bearer}` }, body: "{}" });
-    expect(res.status).toBe(404);
-  });
+  it.each(["media.v1.NoSuchService/Get", "media.v1.AppService/NoSuchMethod", "nothing-here"])(
+    "unknown path /%s → 404 (unimplemented, as Connect clients read a 404)",
+    async (path) => {
+      const res = await fetch(`${h.base}/${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${x.key.bearer}` },
+        body: "{}",
+      });
+      expect(res.status).toBe(404);
+    },
+  );
 
   it("an unknown path carries a Connect error body, code unimplemented, as Connect's own routers answer", async () => {
     const r = await call(h.base, "NoSuchService/Get", {}, x.key);

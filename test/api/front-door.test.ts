@@ -36,8 +36,24 @@ describe.skipIf(TARGET === "cluster")("front door on a fresh data folder", () =>
   });
 
   it("answers a plain curl of HealthService/Check with healthy", async () => {
-    const { stdout } = await run("curl", ["-s", "-X", "POST", "-H", "Content-Type: application/json", "-d", "{}", `${server.base}/media.v1.HealthService/Check`]);
-    expect(JSON.parse(stdout)).toEqual({ status: "healthy", version: expect.any(String), components: [{ name: "database", status: "healthy" }, { name: "encoder", status: "healthy" }] });
+    const { stdout } = await run("curl", [
+      "-s",
+      "-X",
+      "POST",
+      "-H",
+      "Content-Type: application/json",
+      "-d",
+      "{}",
+      `${server.base}/media.v1.HealthService/Check`,
+    ]);
+    expect(JSON.parse(stdout)).toEqual({
+      status: "healthy",
+      version: expect.any(String),
+      components: [
+        { name: "database", status: "healthy" },
+        { name: "encoder", status: "healthy" },
+      ],
+    });
   });
 
   const auth = (): Interceptor => (next) => (req) => {
@@ -76,7 +92,18 @@ describe.skipIf(TARGET === "cluster")("front door on a fresh data folder", () =>
     const boot = readBootstrap(dataDir);
     const { stdout } = await run(
       path.join(ROOT, "node_modules/.bin/buf"),
-      ["curl", "--schema", path.join(ROOT, "proto"), "-H", `Authorization: Bearer ${boot.api_key}`, "-H", `X-Organization-ID: ${boot.organization_id}`, "-d", "{}", `${server.base}/media.v1.APIKeyService/List`],
+      [
+        "curl",
+        "--schema",
+        path.join(ROOT, "proto"),
+        "-H",
+        `Authorization: Bearer ${boot.api_key}`,
+        "-H",
+        `X-Organization-ID: ${boot.organization_id}`,
+        "-d",
+        "{}",
+        `${server.base}/media.v1.APIKeyService/List`,
+      ],
       { cwd: ROOT },
     );
     const body = JSON.parse(stdout) as { apiKeys: { id: string }[] };

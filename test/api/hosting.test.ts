@@ -22,8 +22,30 @@ let work: string;
 let clip: string;
 
 async function makeClip(file: string, seconds: number, size: string): Promise<void> {
-  await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", `testsrc2=size=${size}:rate=25:duration=${seconds}`, "-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`,
-    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", file]);
+  await run("ffmpeg", [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-y",
+    "-f",
+    "lavfi",
+    "-i",
+    `testsrc2=size=${size}:rate=25:duration=${seconds}`,
+    "-f",
+    "lavfi",
+    "-i",
+    `sine=frequency=440:duration=${seconds}`,
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+    "-c:a",
+    "aac",
+    "-shortest",
+    file,
+  ]);
 }
 
 /** Watches a video until its last message; returns the event types and the final video. */
@@ -36,7 +58,14 @@ async function untilDone(id: string): Promise<{ types: string[]; video: any }> {
 
 async function uploadSingle(file: string, over: object = {}): Promise<any> {
   const size = statSync(file).size;
-  const created = await ok(call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: path.basename(file), content_type: "video/mp4", size_bytes: size, ...over }, key));
+  const created = await ok(
+    call(
+      h.base,
+      "VideoService/CreateUpload",
+      { app_id: h.boot.app_id, filename: path.basename(file), content_type: "video/mp4", size_bytes: size, ...over },
+      key,
+    ),
+  );
   const put = await fetch(created.upload_url, { method: "PUT", body: readFileSync(file), headers: { "content-type": "video/mp4" } });
   expect(put.status).toBe(200);
   expect(put.headers.get("etag")).toBe(`"${createHash("md5").update(readFileSync(file)).digest("hex")}"`);
@@ -81,7 +110,14 @@ beforeAll(async () => {
     // A cluster's gateways share nothing but the store: managed storage is a bucket (MinIO).
     const ca = makeTestCa();
     minio = await startMinio(ca, ["managed"]);
-    env = { ...env, MEDIA_MANAGED_S3_BUCKET: "managed", MEDIA_MANAGED_S3_ENDPOINT: minio.endpoint, MEDIA_MANAGED_S3_ACCESS_KEY_ID: minio.admin.accessKeyId, MEDIA_MANAGED_S3_SECRET_ACCESS_KEY: minio.admin.secretAccessKey, MEDIA_TLS_CA_FILE: ca.caFile };
+    env = {
+      ...env,
+      MEDIA_MANAGED_S3_BUCKET: "managed",
+      MEDIA_MANAGED_S3_ENDPOINT: minio.endpoint,
+      MEDIA_MANAGED_S3_ACCESS_KEY_ID: minio.admin.accessKeyId,
+      MEDIA_MANAGED_S3_SECRET_ACCESS_KEY: minio.admin.secretAccessKey,
+      MEDIA_TLS_CA_FILE: ca.caFile,
+    };
   }
   h = await startHarness(env, dataDir);
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
@@ -114,7 +150,14 @@ describe("a single upload to a signed stream", () => {
 
   it("CreateUpload, PUT, CompleteUpload, then ready with renditions, a poster and links", async () => {
     const created = await uploadSingle(clip, { title: `Clip "one" <b>`, tags: ["a", "b"], visibility: "public" });
-    expect(created.video).toMatchObject({ object: "video", status: "uploading", source: "upload", visibility: "public", app_id: h.boot.app_id, job_id: expect.stringMatching(/^job_/) });
+    expect(created.video).toMatchObject({
+      object: "video",
+      status: "uploading",
+      source: "upload",
+      visibility: "public",
+      app_id: h.boot.app_id,
+      job_id: expect.stringMatching(/^job_/),
+    });
     expect(created.video.playback_url).toBeUndefined();
     expect(Date.parse(created.upload_expires_at) - Date.now()).toBeGreaterThan(50 * 60_000);
     const completed = await ok(call(h.base, "VideoService/CompleteUpload", { id: created.video.id }, key));
@@ -126,7 +169,10 @@ describe("a single upload to a signed stream", () => {
     expect(video.status).toBe("ready");
     expect(video.duration_seconds).toBeCloseTo(6, 0);
     // A 540p source: the 1080p and 720p rungs would upscale, so 540p is not reached either; 480p and 360p.
-    expect(video.renditions.map((r: any) => [r.resolution, r.width, r.height, r.codec])).toEqual([["480p", 854, 480, "h264"], ["360p", 640, 360, "h264"]]);
+    expect(video.renditions.map((r: any) => [r.resolution, r.width, r.height, r.codec])).toEqual([
+      ["480p", 854, 480, "h264"],
+      ["360p", 640, 360, "h264"],
+    ]);
     for (const r of video.renditions) {
       expect(r.id).toMatch(/^ren_/);
       expect(r.size_bytes).toBeGreaterThan(0);
@@ -136,7 +182,9 @@ describe("a single upload to a signed stream", () => {
     expect(video.output_size_bytes).toBe(video.renditions.reduce((s: number, r: any) => s + r.size_bytes, 0));
     expect(video.encoding_cost).toBeGreaterThan(0);
     expect(video.ready_at).toEqual(expect.any(String));
-    expect(video.playback_url).toMatch(/\/bcdn_token=HS256-[A-Za-z0-9_-]+&token_path=%2Fplay%2Fvid_[A-Za-z0-9]+%2F&expires=\d+\/play\/vid_[A-Za-z0-9]+\/out_[A-Za-z0-9]+\/index\.m3u8$/);
+    expect(video.playback_url).toMatch(
+      /\/bcdn_token=HS256-[A-Za-z0-9_-]+&token_path=%2Fplay%2Fvid_[A-Za-z0-9]+%2F&expires=\d+\/play\/vid_[A-Za-z0-9]+\/out_[A-Za-z0-9]+\/index\.m3u8$/,
+    );
     expect(video.poster_url).toMatch(/\/thumbnails\/.+\.jpg$/);
     expect(video.embed_url).toMatch(new RegExp(`^http://localhost:\\d+/v/${video.id}$`));
     expect(video.embed_code).toBe(
@@ -272,7 +320,9 @@ describe("a single upload to a signed stream", () => {
 describe("uploads refused", () => {
   it("a size mismatch is failed_precondition naming size_bytes, and the video stays uploading", async () => {
     const size = statSync(clip).size;
-    const created = await ok(call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "c.mp4", content_type: "video/mp4", size_bytes: size + 10 }, key));
+    const created = await ok(
+      call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "c.mp4", content_type: "video/mp4", size_bytes: size + 10 }, key),
+    );
     const put = await fetch(created.upload_url, { method: "PUT", body: readFileSync(clip) });
     expect(put.status).toBe(400); // Content-Length is not the declared size
     const r = await call(h.base, "VideoService/CompleteUpload", { id: created.video.id }, key);
@@ -283,10 +333,17 @@ describe("uploads refused", () => {
   });
 
   it("a tampered upload URL is 403; bad requests name their fields", async () => {
-    const created = await ok(call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "c.mp4", content_type: "video/mp4", size_bytes: 10 }, key));
+    const created = await ok(
+      call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "c.mp4", content_type: "video/mp4", size_bytes: 10 }, key),
+    );
     const bad = created.upload_url.replace(/signature=./, "signature=x");
     expect((await fetch(bad, { method: "PUT", body: "0123456789" })).status).toBe(403);
-    const r = await call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "", content_type: "nope", size_bytes: 0, tags: Array(21).fill("t") }, key);
+    const r = await call(
+      h.base,
+      "VideoService/CreateUpload",
+      { app_id: h.boot.app_id, filename: "", content_type: "nope", size_bytes: 0, tags: Array(21).fill("t") },
+      key,
+    );
     expect(r.status).toBe(400);
     const fields = (await errorDetails(r.body)).fieldViolations.map((v) => v.field).sort();
     expect(fields).toEqual(["content_type", "filename", "size_bytes", "tags"]);
@@ -295,9 +352,28 @@ describe("uploads refused", () => {
     const local = await call(h.base, "VideoService/CreateFromUrl", { app_id: h.boot.app_id, url: "http://169.254.169.254/latest/meta-data" }, key);
     expect((await errorDetails(local.body)).fieldViolations.map((v) => v.field)).toEqual(["url"]);
     // Subtitle tracks are checked as a job's are; a hosted video has no input origin to read a path from.
-    const tracks = await call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "c.mp4", content_type: "video/mp4", size_bytes: 10, subtitle_tracks: [{ source: "generated", language: "xx-klingon" }, { source: "url", url: "subs/en.vtt" }, { source: "url", url: "https://example.com/en.srt", generate_chapters: true }] }, key);
+    const tracks = await call(
+      h.base,
+      "VideoService/CreateUpload",
+      {
+        app_id: h.boot.app_id,
+        filename: "c.mp4",
+        content_type: "video/mp4",
+        size_bytes: 10,
+        subtitle_tracks: [
+          { source: "generated", language: "xx-klingon" },
+          { source: "url", url: "subs/en.vtt" },
+          { source: "url", url: "https://example.com/en.srt", generate_chapters: true },
+        ],
+      },
+      key,
+    );
     expect(tracks.status).toBe(400);
-    expect((await errorDetails(tracks.body)).fieldViolations.map((v) => v.field)).toEqual(["subtitle_tracks[0].language", "subtitle_tracks[2].generate_chapters", "subtitle_tracks[1].url"]);
+    expect((await errorDetails(tracks.body)).fieldViolations.map((v) => v.field)).toEqual([
+      "subtitle_tracks[0].language",
+      "subtitle_tracks[2].generate_chapters",
+      "subtitle_tracks[1].url",
+    ]);
   });
 });
 
@@ -309,7 +385,14 @@ describe("multipart uploads", () => {
     const partSize = 5 * 1024 * 1024;
     // Pad to more than two parts: trailing bytes after the moov box are ignored by demuxers.
     const body = Buffer.concat([bytes, Buffer.alloc(Math.max(0, 2 * partSize + 1000 - bytes.length))]);
-    const created = await ok(call(h.base, "VideoService/CreateMultipartUpload", { app_id: h.boot.app_id, filename: "big.mp4", content_type: "video/mp4", size_bytes: body.length, part_size_bytes: partSize }, key));
+    const created = await ok(
+      call(
+        h.base,
+        "VideoService/CreateMultipartUpload",
+        { app_id: h.boot.app_id, filename: "big.mp4", content_type: "video/mp4", size_bytes: body.length, part_size_bytes: partSize },
+        key,
+      ),
+    );
     const count = Math.ceil(body.length / partSize);
     const numbers = Array.from({ length: count }, (_, i) => i + 1);
     expect(count).toBeGreaterThanOrEqual(3);
@@ -349,7 +432,12 @@ describe("multipart uploads", () => {
       expect(r.status).toBe(200);
     }
     const parts = numbers.map((n) => ({ part_number: n, etag: md5(slice(n)) }));
-    const wrong = await call(h.base, "VideoService/CompleteUpload", { id: created.video.id, upload_id: created.upload_id, parts: parts.map((p, i) => (i === 1 ? { ...p, etag: `"${"0".repeat(32)}"` } : p)) }, key);
+    const wrong = await call(
+      h.base,
+      "VideoService/CompleteUpload",
+      { id: created.video.id, upload_id: created.upload_id, parts: parts.map((p, i) => (i === 1 ? { ...p, etag: `"${"0".repeat(32)}"` } : p)) },
+      key,
+    );
     expect(wrong.status).toBe(400);
     expect(wrong.body.code).toBe("failed_precondition");
     expect((await errorDetails(wrong.body)).fieldViolations.map((v) => v.field)).toEqual(["parts[1].etag"]);
@@ -364,7 +452,9 @@ describe("multipart uploads", () => {
 
 describe("URL ingest, failures, managed jobs", () => {
   it("CreateFromUrl: processing at once, ready, no video.uploaded", async () => {
-    const created = await ok(call(h.base, "VideoService/CreateFromUrl", { app_id: h.boot.app_id, url: `${webBase}/clip.mp4`, title: "From a URL", hover_previews: true }, key));
+    const created = await ok(
+      call(h.base, "VideoService/CreateFromUrl", { app_id: h.boot.app_id, url: `${webBase}/clip.mp4`, title: "From a URL", hover_previews: true }, key),
+    );
     expect(created.video).toMatchObject({ status: "processing", source: "upload", title: "From a URL" });
     expect(created.video.input_size_bytes).toBeUndefined();
     const end = await untilDone(created.video.id);
@@ -397,7 +487,18 @@ describe("URL ingest, failures, managed jobs", () => {
     const source = await uploadSingle(clip);
     await ok(call(h.base, "VideoService/CompleteUpload", { id: source.video.id }, key));
     await untilDone(source.video.id);
-    const r = await ok(call(h.base, "JobService/Create", { input_video_id: source.video.id, managed: true, outputs: [{ type: "hls", video: [{ codec: "h264", width: 640, height: 360 }], audio: [{ codec: "aac" }] }] }, key));
+    const r = await ok(
+      call(
+        h.base,
+        "JobService/Create",
+        {
+          input_video_id: source.video.id,
+          managed: true,
+          outputs: [{ type: "hls", video: [{ codec: "h264", width: 640, height: 360 }], audio: [{ codec: "aac" }] }],
+        },
+        key,
+      ),
+    );
     expect(r.video_id).toMatch(/^vid_/);
     expect(r.job).toMatchObject({ video_id: r.video_id, input_video_id: source.video.id, output_origin: null });
     const end = await untilDone(r.video_id);
@@ -405,10 +506,27 @@ describe("URL ingest, failures, managed jobs", () => {
     expect(end.video.renditions.map((x: any) => [x.width, x.height])).toEqual([[640, 360]]);
     const files = await walk(end.video.playback_url);
     expect(files.size).toBeGreaterThan(3);
-    const missing = await call(h.base, "JobService/Create", { input_video_id: "vid_doesnotexist", managed: true, outputs: [{ type: "hls", video: [{ codec: "h264" }] }] }, key);
+    const missing = await call(
+      h.base,
+      "JobService/Create",
+      { input_video_id: "vid_doesnotexist", managed: true, outputs: [{ type: "hls", video: [{ codec: "h264" }] }] },
+      key,
+    );
     expect(missing.status).toBe(404);
     // Files alone would complete the job and leave its video in error: refused, naming outputs.
-    const filesOnly = await call(h.base, "JobService/Create", { input_video_id: source.video.id, managed: true, outputs: [{ type: "mp4", video: [{ codec: "h264" }] }, { type: "webm", video: [{ codec: "vp9" }] }] }, key);
+    const filesOnly = await call(
+      h.base,
+      "JobService/Create",
+      {
+        input_video_id: source.video.id,
+        managed: true,
+        outputs: [
+          { type: "mp4", video: [{ codec: "h264" }] },
+          { type: "webm", video: [{ codec: "vp9" }] },
+        ],
+      },
+      key,
+    );
     expect(filesOnly.status).toBe(400);
     const details = await errorDetails(filesOnly.body);
     expect(details.fieldViolations.map((v) => v.field)).toEqual(["outputs"]);
@@ -425,12 +543,35 @@ describe("the app's hosting settings", () => {
   it("Get shows the defaults and a key hint; Update checks and changes them", async () => {
     const got = await ok(call(h.base, "AppService/Get", { id: h.boot.app_id }, owner));
     // Empty: the deployment's public URL (each gateway's own address here).
-    expect(got.app.hosting).toMatchObject({ cdn_hostname: "", player_base_url: "", delete_source_after_days: 0, default_ladder: [1080, 720, 480, 360], previous_signing_key_expires_at: null });
+    expect(got.app.hosting).toMatchObject({
+      cdn_hostname: "",
+      player_base_url: "",
+      delete_source_after_days: 0,
+      default_ladder: [1080, 720, 480, 360],
+      previous_signing_key_expires_at: null,
+    });
     expect(got.app.hosting.signing_key_hint).toHaveLength(4);
-    const bad = await call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { cdn_hostname: "https://cdn/x", player_base_url: "ftp://x", delete_source_after_days: -1, default_ladder: [100, 720] } }, owner);
+    const bad = await call(
+      h.base,
+      "AppService/Update",
+      { id: h.boot.app_id, hosting: { cdn_hostname: "https://cdn/x", player_base_url: "ftp://x", delete_source_after_days: -1, default_ladder: [100, 720] } },
+      owner,
+    );
     expect(bad.status).toBe(400);
-    expect((await errorDetails(bad.body)).fieldViolations.map((v) => v.field).sort()).toEqual(["hosting.cdn_hostname", "hosting.default_ladder[0]", "hosting.delete_source_after_days", "hosting.player_base_url"]);
-    const cdn = await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { cdn_hostname: "cdn.example.com", player_base_url: "https://watch.example.com/" } }, owner));
+    expect((await errorDetails(bad.body)).fieldViolations.map((v) => v.field).sort()).toEqual([
+      "hosting.cdn_hostname",
+      "hosting.default_ladder[0]",
+      "hosting.delete_source_after_days",
+      "hosting.player_base_url",
+    ]);
+    const cdn = await ok(
+      call(
+        h.base,
+        "AppService/Update",
+        { id: h.boot.app_id, hosting: { cdn_hostname: "cdn.example.com", player_base_url: "https://watch.example.com/" } },
+        owner,
+      ),
+    );
     expect(cdn.app.hosting).toMatchObject({ cdn_hostname: "cdn.example.com", player_base_url: "https://watch.example.com" });
   });
 
@@ -503,7 +644,15 @@ describe("the CLI", () => {
     await makeClip(big, 6, "1280x720");
     const padded = path.join(work, "cli-padded.mp4");
     writeFileSync(padded, Buffer.concat([readFileSync(big), Buffer.alloc(11 * 1024 * 1024)]));
-    const cliEnv = { ...process.env, MEDIA_API_URL: h.bases[0]!, MEDIA_API_KEY: h.boot.api_key, MEDIA_ORGANIZATION_ID: h.boot.organization_id, MEDIA_UPLOAD_STATE_DIR: path.join(work, "cli-state"), MEDIA_UPLOAD_PART_BYTES: String(5 * 1024 * 1024), MEDIA_LOG_LEVEL: "silent" };
+    const cliEnv = {
+      ...process.env,
+      MEDIA_API_URL: h.bases[0]!,
+      MEDIA_API_KEY: h.boot.api_key,
+      MEDIA_ORGANIZATION_ID: h.boot.organization_id,
+      MEDIA_UPLOAD_STATE_DIR: path.join(work, "cli-state"),
+      MEDIA_UPLOAD_PART_BYTES: String(5 * 1024 * 1024),
+      MEDIA_LOG_LEVEL: "silent",
+    };
     const media = (args: string[], extra: Record<string, string> = {}) =>
       run(process.execPath, [path.resolve("bin/media.js"), ...args], { env: { ...cliEnv, ...extra } }).then(
         (r) => ({ code: 0, ...r }),

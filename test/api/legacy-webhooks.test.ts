@@ -21,7 +21,12 @@ beforeAll(async () => {
   ca = makeTestCa();
   minio = await startMinio(ca, ["legacy-out"]);
   web = await serveFile(ca, await makeTestInput(path.join(work, "in.mp4"), { seconds: 3, width: 320, height: 240, fps: 25, audio: true }));
-  h = await startHarness({ MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_TLS_CA_FILE: ca.caFile, MEDIA_S3_ENDPOINT: minio.endpoint, MEDIA_WEBHOOK_RETRY_SCALE: "0.00001" });
+  h = await startHarness({
+    MEDIA_NET_ALLOW: "127.0.0.1/32",
+    MEDIA_TLS_CA_FILE: ca.caFile,
+    MEDIA_S3_ENDPOINT: minio.endpoint,
+    MEDIA_WEBHOOK_RETRY_SCALE: "0.00001",
+  });
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
 }, 240_000);
 
@@ -38,15 +43,49 @@ describe("legacy webhooks", () => {
     try {
       const token = await h.token(h.boot.user_email);
       const portal: Auth = { bearer: token, org: h.boot.organization_id };
-      const updated = await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, webhook: { url: `${appHook.url}/legacy`, events: ["job.completed", "output.completed"], regenerate_secret: true } }, portal));
+      const updated = await ok(
+        call(
+          h.base,
+          "AppService/Update",
+          { id: h.boot.app_id, webhook: { url: `${appHook.url}/legacy`, events: ["job.completed", "output.completed"], regenerate_secret: true } },
+          portal,
+        ),
+      );
       const secret = updated.webhook_secret as string;
       expect(secret).toMatch(/^whsec_/);
       appHook.setSecrets([secret]);
       // The first post to the app's hook fails: it comes again after the (scaled) minute.
       appHook.respondNext({ status: 502 });
-      const origin = (await ok(call(h.base, "OriginService/Create", { name: "legacy", permissions: ["write"], s3: { bucket: "legacy-out", region: "us-east-1", credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey } } }, key))).origin.id;
+      const origin = (
+        await ok(
+          call(
+            h.base,
+            "OriginService/Create",
+            {
+              name: "legacy",
+              permissions: ["write"],
+              s3: {
+                bucket: "legacy-out",
+                region: "us-east-1",
+                credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey },
+              },
+            },
+            key,
+          ),
+        )
+      ).origin.id;
       const { job } = await ok(
-        call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: origin, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }], webhook_url: `${jobHook.url}/per-job` }, key),
+        call(
+          h.base,
+          "JobService/Create",
+          {
+            input_url: `${web.url}/in.mp4`,
+            output_origin_id: origin,
+            outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }],
+            webhook_url: `${jobHook.url}/per-job`,
+          },
+          key,
+        ),
       );
       const got = await appHook.waitFor(3, 90_000);
       const delivered = got.filter((r) => r.behaviour === "ok");
@@ -62,7 +101,9 @@ describe("legacy webhooks", () => {
       expect(output.data).toMatchObject({ status: "completed", id: expect.stringMatching(/^out_/) });
 
       // The per-job URL: every event, unsigned (a job has no secret), progress included.
-      await until("job.completed at the job's webhook_url", async () => (jobHook.requests.some((r) => (r.json as any).event === "job.completed") ? true : undefined));
+      await until("job.completed at the job's webhook_url", async () =>
+        jobHook.requests.some((r) => (r.json as any).event === "job.completed") ? true : undefined,
+      );
       // A moment more for a duplicate, which must not come.
       await new Promise((r) => setTimeout(r, 1500));
       const events = jobHook.requests.map((r) => (r.json as any).event);

@@ -34,7 +34,8 @@ describe("metrics", () => {
     expect((await call(base, "APIKeyService/List", "{not json", key)).status).toBe(400);
     const after = await scrape();
 
-    const moved = (method: string, code: string) => value(after, "media_rpc_requests_total", { method, code }) - value(before, "media_rpc_requests_total", { method, code });
+    const moved = (method: string, code: string) =>
+      value(after, "media_rpc_requests_total", { method, code }) - value(before, "media_rpc_requests_total", { method, code });
     expect(moved("HealthService/Check", "ok")).toBe(3);
     expect(moved("APIKeyService/List", "ok")).toBe(2);
     expect(moved("APIKeyService/List", "unauthenticated")).toBe(1);
@@ -50,7 +51,9 @@ describe("metrics", () => {
     await ok(call(base, "APIKeyService/List", {}, key));
     const metrics = await scrape();
     expect(metrics.types.get("media_store_operation_seconds")).toBe("histogram");
-    const counted = series(metrics, "media_store_operation_seconds_count").filter((s) => Number(s.value) > 0).map((s) => s.labels?.operation ?? "");
+    const counted = series(metrics, "media_store_operation_seconds_count")
+      .filter((s) => Number(s.value) > 0)
+      .map((s) => s.labels?.operation ?? "");
     expect(counted.length).toBeGreaterThan(0);
     expect(counted.every((op) => ["get", "commit", "events", "scan", "latestSnapshot", "saveSnapshot"].includes(op))).toBe(true);
     expect(metrics.types.get("process_cpu_user_seconds_total")).toBe("counter");
@@ -58,7 +61,9 @@ describe("metrics", () => {
   });
 
   it("counts a Watch stream while it is open, and the call once it ends", async () => {
-    const video = (await ok(call(base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "m.mp4", content_type: "video/mp4", size_bytes: 10 }, key))).video;
+    const video = (
+      await ok(call(base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "m.mp4", content_type: "video/mp4", size_bytes: 10 }, key))
+    ).video;
     const before = await scrape();
     const open = (m: Scrape) => value(m, "media_watch_streams_open", { resource: "video" });
     const ended = (m: Scrape) => count(m, "media_rpc_duration_seconds", { method: "VideoService/Watch" });
@@ -70,10 +75,14 @@ describe("metrics", () => {
     expect(open(await scrape())).toBe(open(before) + 1);
     abort.abort();
     await watching;
-    await until("the Watch stream to close", async () => {
-      const m = await scrape();
-      return open(m) === open(before) && ended(m) === ended(before) + 1 ? true : undefined;
-    }, 10_000);
+    await until(
+      "the Watch stream to close",
+      async () => {
+        const m = await scrape();
+        return open(m) === open(before) && ended(m) === ended(before) + 1 ? true : undefined;
+      },
+      10_000,
+    );
   });
 
   it.skipIf(TARGET === "cluster")("serves the same metrics on MEDIA_METRICS_PORT", async () => {

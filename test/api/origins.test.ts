@@ -6,7 +6,17 @@
 // which the harness passes to both the embedded and the cluster target.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, ok, errorDetails, startHarness, type Auth, type Harness, type Reply } from "../harness.js";
-import { makeTestCa, serviceAccountJson, startFakeGcs, startHttpsPeer, startMinio, type GcsPeer, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
+import {
+  makeTestCa,
+  serviceAccountJson,
+  startFakeGcs,
+  startHttpsPeer,
+  startMinio,
+  type GcsPeer,
+  type HttpsPeer,
+  type MinioPeer,
+  type TestCa,
+} from "../peers.js";
 
 let h: Harness;
 let ca: TestCa;
@@ -106,7 +116,19 @@ describe("Create", () => {
     const body = await ok(api("Create", s3Body()));
     const o = body.origin;
     expect(o.id).toMatch(/^ori_/);
-    expect(o).toMatchObject({ name: "s3 outputs", description: "", provider: "s3", permissions: ["read", "write"], status: "active", base_path: "media/out", path_template: "{date}/{job_id}/{output_id}", bucket: "media-s3", region: "us-east-1", endpoint: "", base_url: "" });
+    expect(o).toMatchObject({
+      name: "s3 outputs",
+      description: "",
+      provider: "s3",
+      permissions: ["read", "write"],
+      status: "active",
+      base_path: "media/out",
+      path_template: "{date}/{job_id}/{output_id}",
+      bucket: "media-s3",
+      region: "us-east-1",
+      endpoint: "",
+      base_url: "",
+    });
     expect(typeof o.last_validated_at).toBe("string");
     expect(o).not.toHaveProperty("validation_error");
     expect(o).not.toHaveProperty("archived_at");
@@ -121,17 +143,30 @@ describe("Create", () => {
     const body = await ok(api("Create", r2Body({ endpoint: minio.endpoint })));
     expect(body.origin).toMatchObject({ provider: "r2", status: "active", bucket: "media-r2", endpoint: minio.endpoint });
     await expectError(api("Create", r2Body({ account_id: "not-hex" })), "invalid_argument", "r2.account_id", /32 lowercase hexadecimal/);
-    await expectError(api("Create", r2Body({ account_id: "0123456789abcdef0123456789abcdef", endpoint: minio.endpoint })), "invalid_argument", "r2.endpoint", /mutually exclusive/);
+    await expectError(
+      api("Create", r2Body({ account_id: "0123456789abcdef0123456789abcdef", endpoint: minio.endpoint })),
+      "invalid_argument",
+      "r2.endpoint",
+      /mutually exclusive/,
+    );
     await expectError(api("Create", r2Body({})), "invalid_argument", "r2.account_id", /required/);
     await expectError(api("Create", r2Body({ endpoint: "http://127.0.0.1:9000" })), "invalid_argument", "r2.endpoint", /https/);
     await expectError(api("Create", r2Body({ endpoint: `${minio.endpoint}/some/path` })), "invalid_argument", "r2.endpoint", /without a path/);
     await expectError(api("Create", r2Body({ endpoint: "https://169.254.169.254" })), "invalid_argument", "r2.endpoint", /cloud metadata/);
     await expectError(api("Create", r2Body({ endpoint: minio.endpoint, bucket: "Bad_Bucket" })), "invalid_argument", "r2.bucket");
-    await expectError(api("Create", r2Body({ endpoint: minio.endpoint, credentials: { access_key_id: "x" } })), "invalid_argument", "r2.credentials.secret_access_key");
+    await expectError(
+      api("Create", r2Body({ endpoint: minio.endpoint, credentials: { access_key_id: "x" } })),
+      "invalid_argument",
+      "r2.credentials.secret_access_key",
+    );
   });
 
   it("an r2 account id derives Cloudflare's endpoint; unreachable here, so validation fails cleanly", async () => {
-    const r = await expectError(api("Create", r2Body({ account_id: "0123456789abcdef0123456789abcdef", jurisdiction: "eu" })), "failed_precondition", "r2.credentials");
+    const r = await expectError(
+      api("Create", r2Body({ account_id: "0123456789abcdef0123456789abcdef", jurisdiction: "eu" })),
+      "failed_precondition",
+      "r2.credentials",
+    );
     expect(r.body.message).toMatch(/nothing was stored/);
   });
 
@@ -139,8 +174,18 @@ describe("Create", () => {
     const body = await ok(api("Create", gcsBody({ base_path: "gcs/base" })));
     expect(body.origin).toMatchObject({ provider: "gcs", status: "active", bucket: "media-gcs", region: "", endpoint: "" });
     expect(body.validation).toMatchObject({ success: true, can_read: true, can_write: true });
-    await expectError(api("Create", gcsBody({}, { credentials: { service_account_json: "{not json" } })), "invalid_argument", "gcs.credentials.service_account_json", /JSON/);
-    await expectError(api("Create", gcsBody({}, { credentials: { service_account_json: JSON.stringify({ type: "authorized_user" }) } })), "invalid_argument", "gcs.credentials.service_account_json", /service_account/);
+    await expectError(
+      api("Create", gcsBody({}, { credentials: { service_account_json: "{not json" } })),
+      "invalid_argument",
+      "gcs.credentials.service_account_json",
+      /JSON/,
+    );
+    await expectError(
+      api("Create", gcsBody({}, { credentials: { service_account_json: JSON.stringify({ type: "authorized_user" }) } })),
+      "invalid_argument",
+      "gcs.credentials.service_account_json",
+      /service_account/,
+    );
     await expectError(api("Create", gcsBody({}, { credentials: null })), "invalid_argument", "gcs.credentials");
     await expectError(api("Create", gcsBody({}, { bucket: "missing-bucket" })), "failed_precondition", "gcs.credentials", /does not exist/);
   });
@@ -160,20 +205,42 @@ describe("Create", () => {
 
   it("wrong keys fail cleanly and store nothing", async () => {
     const before = (await ok(api("List", { include_archived: true }))).pagination.total_count;
-    const unknown = await expectError(api("Create", s3Body({ s3: { bucket: "media-s3", region: "us-east-1", credentials: { access_key_id: "nobody", secret_access_key: "nothing-at-all" } } })), "failed_precondition", "s3.credentials", /access key ID is not known/);
+    const unknown = await expectError(
+      api("Create", s3Body({ s3: { bucket: "media-s3", region: "us-east-1", credentials: { access_key_id: "nobody", secret_access_key: "nothing-at-all" } } })),
+      "failed_precondition",
+      "s3.credentials",
+      /access key ID is not known/,
+    );
     expect(unknown.body.message).toMatch(/read: .*InvalidAccessKeyId/);
-    await expectError(api("Create", s3Body({ s3: { bucket: "media-s3", region: "us-east-1", credentials: { ...s3Creds(), secret_access_key: "wrong-secret-value" } } })), "failed_precondition", "s3.credentials", /secret access key does not match/);
-    await expectError(api("Create", s3Body({ s3: { bucket: "no-such-bucket", region: "us-east-1", credentials: s3Creds() } })), "failed_precondition", "s3.credentials", /does not exist/);
+    await expectError(
+      api("Create", s3Body({ s3: { bucket: "media-s3", region: "us-east-1", credentials: { ...s3Creds(), secret_access_key: "wrong-secret-value" } } })),
+      "failed_precondition",
+      "s3.credentials",
+      /secret access key does not match/,
+    );
+    await expectError(
+      api("Create", s3Body({ s3: { bucket: "no-such-bucket", region: "us-east-1", credentials: s3Creds() } })),
+      "failed_precondition",
+      "s3.credentials",
+      /does not exist/,
+    );
     expect((await ok(api("List", { include_archived: true }))).pagination.total_count).toBe(before);
   });
 
   it("a read-only key passes read but not write: declared write fails cleanly, read alone is fine", async () => {
     const before = (await ok(api("List", { include_archived: true }))).pagination.total_count;
-    const r = await expectError(api("Create", s3Body({ s3: { bucket: "media-s3", region: "us-east-1", credentials: s3Creds(minio.readOnly) } })), "failed_precondition", "s3.credentials", /write check failed: access denied.*AccessDenied/);
+    const r = await expectError(
+      api("Create", s3Body({ s3: { bucket: "media-s3", region: "us-east-1", credentials: s3Creds(minio.readOnly) } })),
+      "failed_precondition",
+      "s3.credentials",
+      /write check failed: access denied.*AccessDenied/,
+    );
     const details = await errorDetails(r.body);
     expect(details.fieldViolations.map((v) => v.description).join()).not.toMatch(/read check failed/);
     expect((await ok(api("List", { include_archived: true }))).pagination.total_count).toBe(before);
-    const reader = await ok(api("Create", s3Body({ name: "reader", permissions: ["read"], s3: { bucket: "media-s3", region: "us-east-1", credentials: s3Creds(minio.readOnly) } })));
+    const reader = await ok(
+      api("Create", s3Body({ name: "reader", permissions: ["read"], s3: { bucket: "media-s3", region: "us-east-1", credentials: s3Creds(minio.readOnly) } })),
+    );
     expect(reader.validation).toMatchObject({ success: true, can_read: true, can_write: false });
   });
 
@@ -210,7 +277,13 @@ describe("Get, List", () => {
   it("lists newest first with filters and stable cursor pages", async () => {
     const app = (await ok(call(h.base, "AppService/Create", { name: "origins list app" }, owner))).app.id;
     const made: string[] = [];
-    for (const [i, body] of [s3Body({ name: "l0" }), httpBody({ name: "l1" }), s3Body({ name: "l2", permissions: ["read"] }), gcsBody({ name: "l3" }), httpBody({ name: "l4" })].entries()) {
+    for (const [i, body] of [
+      s3Body({ name: "l0" }),
+      httpBody({ name: "l1" }),
+      s3Body({ name: "l2", permissions: ["read"] }),
+      gcsBody({ name: "l3" }),
+      httpBody({ name: "l4" }),
+    ].entries()) {
       made.push((await ok(api("Create", { ...body, app_id: app }, owner))).origin.id);
       expect(made).toHaveLength(i + 1);
     }
@@ -259,7 +332,14 @@ describe("Update, Validate, Archive", () => {
   it("updates names and paths without touching the credentials or status", async () => {
     const o = (await ok(api("Create", s3Body({ name: "to rename" })))).origin;
     const u = await ok(api("Update", { id: o.id, name: "renamed", description: "now described", base_path: "elsewhere", path_template: "{job_id}/{codec}" }));
-    expect(u.origin).toMatchObject({ name: "renamed", description: "now described", base_path: "elsewhere", path_template: "{job_id}/{codec}", status: "active", last_validated_at: o.last_validated_at });
+    expect(u.origin).toMatchObject({
+      name: "renamed",
+      description: "now described",
+      base_path: "elsewhere",
+      path_template: "{job_id}/{codec}",
+      status: "active",
+      last_validated_at: o.last_validated_at,
+    });
     expect(u.validation).toBeNull();
     expect((await ok(api("Update", { id: o.id, description: "" }))).origin).toMatchObject({ name: "renamed", description: "" });
     await expectError(api("Update", { id: o.id, name: "" }), "invalid_argument", "name");
@@ -283,7 +363,12 @@ describe("Update, Validate, Archive", () => {
     expect(good.origin).not.toHaveProperty("validation_error");
     expect(good.validation).toMatchObject({ success: true, can_read: true, can_write: true });
     expect(Date.parse(good.origin.last_validated_at)).toBeGreaterThanOrEqual(Date.parse(o.last_validated_at));
-    await expectError(api("Update", { id: o.id, gcs_credentials: { service_account_json: SERVICE_ACCOUNT } }), "invalid_argument", "gcs_credentials", /s3_credentials/);
+    await expectError(
+      api("Update", { id: o.id, gcs_credentials: { service_account_json: SERVICE_ACCOUNT } }),
+      "invalid_argument",
+      "gcs_credentials",
+      /s3_credentials/,
+    );
     await expectError(api("Update", { id: o.id, s3_credentials: s3Creds(), r2_credentials: s3Creds() }), "invalid_argument", "r2_credentials");
     await expectError(api("Update", { id: o.id, s3_credentials: { access_key_id: "x" } }), "invalid_argument", "s3_credentials.secret_access_key");
     const web = (await ok(api("Create", httpBody({ name: "web rotate" })))).origin;
@@ -293,7 +378,8 @@ describe("Update, Validate, Archive", () => {
   });
 
   it("Validate re-checks the stored credentials against the bucket as it is now", async () => {
-    const o = (await ok(api("Create", s3Body({ name: "validated", base_path: "", s3: { bucket: "media-tmp", region: "us-east-1", credentials: s3Creds() } })))).origin;
+    const o = (await ok(api("Create", s3Body({ name: "validated", base_path: "", s3: { bucket: "media-tmp", region: "us-east-1", credentials: s3Creds() } }))))
+      .origin;
     const again = await ok(api("Validate", { id: o.id }));
     expect(again.validation).toMatchObject({ success: true, can_read: true, can_write: true });
     expect(again.origin.status).toBe("active");
@@ -327,7 +413,13 @@ describe("Update, Validate, Archive", () => {
 
 describe("secrets", () => {
   it("no answer ever carried a credential", () => {
-    const secrets = [minio.admin.secretAccessKey, minio.readOnly.secretAccessKey, WEB_TOKEN, JSON.parse(SERVICE_ACCOUNT).private_key.split("\n")[1], "rotated-to-wrong"];
+    const secrets = [
+      minio.admin.secretAccessKey,
+      minio.readOnly.secretAccessKey,
+      WEB_TOKEN,
+      JSON.parse(SERVICE_ACCOUNT).private_key.split("\n")[1],
+      "rotated-to-wrong",
+    ];
     expect(answers.length).toBeGreaterThan(50);
     for (const answer of answers) for (const secret of secrets) expect(answer.includes(secret), `${secret} in ${answer}`).toBe(false);
   });

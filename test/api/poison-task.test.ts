@@ -31,7 +31,14 @@ describe.skipIf(TARGET === "cluster")("a task that kills its encoder node on eve
   });
 
   async function upload(auth: Auth, appId: string, file: string): Promise<any> {
-    const created = await ok(call(server!.base, "VideoService/CreateUpload", { app_id: appId, filename: "clip.mp4", content_type: "video/mp4", size_bytes: statSync(file).size }, auth));
+    const created = await ok(
+      call(
+        server!.base,
+        "VideoService/CreateUpload",
+        { app_id: appId, filename: "clip.mp4", content_type: "video/mp4", size_bytes: statSync(file).size },
+        auth,
+      ),
+    );
     expect((await fetch(created.upload_url, { method: "PUT", body: readFileSync(file) })).status).toBe(200);
     await ok(call(server!.base, "VideoService/CompleteUpload", { id: created.video.id }, auth));
     return created.video;
@@ -41,17 +48,44 @@ describe.skipIf(TARGET === "cluster")("a task that kills its encoder node on eve
     const long = path.join(dataDir, "..", `poison-${port}.mp4`);
     const short = path.join(dataDir, "..", `short-${port}.mp4`);
     const make = (file: string, seconds: number, size: string) =>
-      run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", `testsrc2=size=${size}:rate=25:duration=${seconds}`, "-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`, "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", file]);
+      run("ffmpeg", [
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-y",
+        "-f",
+        "lavfi",
+        "-i",
+        `testsrc2=size=${size}:rate=25:duration=${seconds}`,
+        "-f",
+        "lavfi",
+        "-i",
+        `sine=frequency=440:duration=${seconds}`,
+        "-c:v",
+        "libx264",
+        "-preset",
+        "ultrafast",
+        "-pix_fmt",
+        "yuv420p",
+        "-c:a",
+        "aac",
+        "-shortest",
+        file,
+      ]);
     await Promise.all([make(long, 60, "1280x720"), make(short, 2, "320x240")]);
     server = await spawnServer(dataDir, port);
     const boot = readBootstrap(dataDir);
     const auth = { bearer: boot.api_key, org: boot.organization_id };
     const video = await upload(auth, boot.app_id, long);
     for (let kill = 1; kill <= 3; kill++) {
-      const pids = await until(`ffmpeg encoding ${video.job_id} (attempt ${kill})`, async () => {
-        const found = await ffmpegOf(video.job_id);
-        return found.length > 0 ? found : undefined;
-      }, 90_000);
+      const pids = await until(
+        `ffmpeg encoding ${video.job_id} (attempt ${kill})`,
+        async () => {
+          const found = await ffmpegOf(video.job_id);
+          return found.length > 0 ? found : undefined;
+        },
+        90_000,
+      );
       await server.stop("SIGKILL");
       for (const pid of [...pids, ...(await ffmpegOf(video.job_id))]) {
         try {
@@ -71,10 +105,14 @@ describe.skipIf(TARGET === "cluster")("a task that kills its encoder node on eve
     // Not handed out again, and the node takes the next job.
     const next = await upload(auth, boot.app_id, short);
     // Its job is created by the video once the upload completes: wait on the video.
-    const ready = await until("the next video ready", async () => {
-      const v = (await ok(call(server!.base, "VideoService/Get", { id: next.id }, auth))).video;
-      return v.status === "processing" || v.status === "uploading" ? undefined : v;
-    }, 90_000);
+    const ready = await until(
+      "the next video ready",
+      async () => {
+        const v = (await ok(call(server!.base, "VideoService/Get", { id: next.id }, auth))).video;
+        return v.status === "processing" || v.status === "uploading" ? undefined : v;
+      },
+      90_000,
+    );
     expect(ready.status).toBe("ready");
     expect(await ffmpegOf(video.job_id)).toEqual([]);
   }, 420_000);

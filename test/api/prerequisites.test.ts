@@ -18,7 +18,9 @@ describe.skipIf(TARGET === "cluster")("an encoder node without ffmpeg", () => {
     mkdirSync(emptyBin, { recursive: true });
     server = await spawnServer(dataDir, freePort(), { PATH: emptyBin, MEDIA_NET_ALLOW: "127.0.0.1/32" });
     const lines = server.output().split("\n");
-    expect(lines).toContain("media: encoder stopped: ffmpeg is not installed (not on PATH): the encoder needs ffmpeg 5.1 or newer; install it: apt-get install ffmpeg (Debian, Ubuntu), dnf install ffmpeg (Fedora), brew install ffmpeg (macOS)");
+    expect(lines).toContain(
+      "media: encoder stopped: ffmpeg is not installed (not on PATH): the encoder needs ffmpeg 5.1 or newer; install it: apt-get install ffmpeg (Debian, Ubuntu), dnf install ffmpeg (Fedora), brew install ffmpeg (macOS)",
+    );
     const health = (await call(server.base, "HealthService/Check", {})).body;
     expect(health.status).toBe("unhealthy");
     expect(health.components).toEqual([

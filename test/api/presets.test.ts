@@ -14,7 +14,11 @@ async function expectError(r: Reply, code: string, field?: string): Promise<void
   expect(r.status, shown).not.toBe(500);
   expect(r.body?.code, shown).toBe(code);
   const details = await errorDetails(r.body);
-  if (field !== undefined) expect(details.fieldViolations.map((v) => v.field), shown).toContain(field);
+  if (field !== undefined)
+    expect(
+      details.fieldViolations.map((v) => v.field),
+      shown,
+    ).toContain(field);
 }
 
 const pause = () => new Promise((r) => setTimeout(r, 3));
@@ -81,7 +85,11 @@ describe("system presets", () => {
     });
     const hls = (await ok(call(h.base, "PresetService/GetBySlug", { slug: "system_hls_h264" }, owner))).preset;
     expect(hls).toMatchObject({ id: "pst_system_hls_h264", container: "ts", delivery_format: "hls", estimated_cost_per_minute: 0.023 });
-    expect(hls.streaming).toEqual({ hls: { segment_duration_seconds: 6, playlist_type: "vod", segment_format: "ts", manifest_name: "index", iframe_playlists: false }, dash: null, segments: null });
+    expect(hls.streaming).toEqual({
+      hls: { segment_duration_seconds: 6, playlist_type: "vod", segment_format: "ts", manifest_name: "index", iframe_playlists: false },
+      dash: null,
+      segments: null,
+    });
     const audio = (await ok(call(h.base, "PresetService/Get", { id: "pst_system_audio_aac" }, key))).preset;
     expect(audio).toMatchObject({ video: { codec: "unspecified" }, audio: { codec: "aac", bitrate_kbps: 192 }, estimated_cost_per_minute: 0.001 });
   });
@@ -95,7 +103,11 @@ describe("system presets", () => {
 
 describe("custom presets", () => {
   it("are created with defaults, shown in the spec's wire format, and priced", async () => {
-    const p = await create({ slug: "wire_shape", content_type: "animation", video: { codec: "h264", resolution: "720p", crf: 20, tune: "animation", bframes: 0 } });
+    const p = await create({
+      slug: "wire_shape",
+      content_type: "animation",
+      video: { codec: "h264", resolution: "720p", crf: 20, tune: "animation", bframes: 0 },
+    });
     expect(p).toEqual({
       id: expect.stringMatching(/^pst_[A-Za-z0-9]+$/),
       slug: "wire_shape",
@@ -185,10 +197,18 @@ describe("custom presets", () => {
         "audio.channels",
       ]),
     );
-    await expectError(await call(h.base, "PresetService/Create", { slug: "no_container", name: "x", video: { codec: "h264" }, audio: { codec: "aac" } }, key), "invalid_argument", "container");
+    await expectError(
+      await call(h.base, "PresetService/Create", { slug: "no_container", name: "x", video: { codec: "h264" }, audio: { codec: "aac" } }, key),
+      "invalid_argument",
+      "container",
+    );
     await expectError(await call(h.base, "PresetService/Create", { slug: "no_video", name: "x", container: "mp4" }, key), "invalid_argument", "video");
     await expectError(await call(h.base, "PresetService/Create", body({ video: { codec: "h264", crf: 14 } }), key), "invalid_argument", "video.crf");
-    await expectError(await call(h.base, "PresetService/Create", body({ video: { codec: "h264", profile: "main10" } }), key), "invalid_argument", "video.profile");
+    await expectError(
+      await call(h.base, "PresetService/Create", body({ video: { codec: "h264", profile: "main10" } }), key),
+      "invalid_argument",
+      "video.profile",
+    );
     await expectError(await call(h.base, "PresetService/Create", body({ container: "mov", audio: { codec: "opus" } }), key), "invalid_argument", "audio.codec");
     await expectError(await call(h.base, "PresetService/Create", body({ video: { codec: "hevc" } }), key), "invalid_argument", "video.codec");
     await expectError(await call(h.base, "PresetService/Get", { id: "nope" }, key), "invalid_argument", "id");
@@ -216,7 +236,16 @@ describe("List", () => {
   it("lists system presets first, then the app's own newest first, with filters and cursor paging", async () => {
     const made: string[] = [];
     for (const codec of ["vp9", "vp9", "av1"]) {
-      made.push((await create(codec === "vp9" ? { container: "webm", video: { codec, resolution: "720p" }, audio: { codec: "opus" }, quality_tier: "economy", app_id: app2 } : { video: { codec, resolution: "480p" }, app_id: app2 }, owner)).id);
+      made.push(
+        (
+          await create(
+            codec === "vp9"
+              ? { container: "webm", video: { codec, resolution: "720p" }, audio: { codec: "opus" }, quality_tier: "economy", app_id: app2 }
+              : { video: { codec, resolution: "480p" }, app_id: app2 },
+            owner,
+          )
+        ).id,
+      );
       await pause();
     }
     const all = await ok(call(h.base, "PresetService/List", { app_id: app2 }, owner));
@@ -243,7 +272,11 @@ describe("List", () => {
     expect(seen).toEqual(ids);
     // A cursor is bound to its list: other filters refuse it.
     const first = await ok(call(h.base, "PresetService/List", { app_id: app2, pagination: { limit: 2 } }, owner));
-    await expectError(await call(h.base, "PresetService/List", { app_id: app2, video_codec: "vp9", pagination: { cursor: first.pagination.next_cursor } }, owner), "invalid_argument", "pagination.cursor");
+    await expectError(
+      await call(h.base, "PresetService/List", { app_id: app2, video_codec: "vp9", pagination: { cursor: first.pagination.next_cursor } }, owner),
+      "invalid_argument",
+      "pagination.cursor",
+    );
   });
 });
 
@@ -252,7 +285,14 @@ describe("Update", () => {
     const p = await create({ description: "before", video: { codec: "h264", resolution: "720p", crf: 23, profile: "high" } });
     await pause();
     const renamed = (await ok(call(h.base, "PresetService/Update", { id: p.id, name: "Renamed", slug: `${p.slug}_v2`, quality_tier: "premium" }, key))).preset;
-    expect(renamed).toMatchObject({ name: "Renamed", slug: `${p.slug}_v2`, quality_tier: "premium", description: "before", video: { crf: 23, profile: "high" }, estimated_cost_per_minute: 0.009 });
+    expect(renamed).toMatchObject({
+      name: "Renamed",
+      slug: `${p.slug}_v2`,
+      quality_tier: "premium",
+      description: "before",
+      video: { crf: 23, profile: "high" },
+      estimated_cost_per_minute: 0.009,
+    });
     expect(renamed.updated_at > p.updated_at).toBe(true);
     expect(renamed.created_at).toBe(p.created_at);
     expect((await ok(call(h.base, "PresetService/GetBySlug", { slug: `${p.slug}_v2` }, key))).preset.id).toBe(p.id);
@@ -268,7 +308,11 @@ describe("Update", () => {
     await expectError(await call(h.base, "PresetService/Update", { id: other.id, container: "webm" }, key), "invalid_argument", "container");
     await expectError(await call(h.base, "PresetService/Update", { id: other.id, video: { codec: "h264", crf: 99 } }, key), "invalid_argument", "video.crf");
     await expectError(await call(h.base, "PresetService/Update", { id: other.id, name: "" }, key), "invalid_argument", "name");
-    const moved = (await ok(call(h.base, "PresetService/Update", { id: other.id, container: "webm", video: { codec: "vp9", resolution: "720p" }, audio: { codec: "opus" } }, key))).preset;
+    const moved = (
+      await ok(
+        call(h.base, "PresetService/Update", { id: other.id, container: "webm", video: { codec: "vp9", resolution: "720p" }, audio: { codec: "opus" } }, key),
+      )
+    ).preset;
     expect(moved).toMatchObject({ container: "webm", video: { codec: "vp9" }, audio: { codec: "opus" }, estimated_cost_per_minute: 0.0096 });
   });
 });
@@ -279,7 +323,8 @@ describe("Duplicate", () => {
     const source = (await ok(call(h.base, "PresetService/Get", { id: "pst_system_hls_h264" }, key))).preset;
     expect(copy).toMatchObject({ slug: "my_hls", name: "My HLS", system_preset: false, archived_at: null });
     expect(copy.id).not.toBe(source.id);
-    for (const f of ["container", "delivery_format", "streaming", "video", "audio", "quality_tier", "content_type", "description"]) expect(copy[f], f).toEqual(source[f]);
+    for (const f of ["container", "delivery_format", "streaming", "video", "audio", "quality_tier", "content_type", "description"])
+      expect(copy[f], f).toEqual(source[f]);
     // The copy keeps every rung of the ladder, so it costs what its source costs.
     expect(copy.estimated_cost_per_minute).toBe(source.estimated_cost_per_minute);
 

@@ -75,7 +75,11 @@ describe("rate limits", () => {
     // Other framings, while key A is empty: binary unary, and a server stream.
     const auth = { authorization: `Bearer ${keyA.bearer}`, "x-organization-id": keyA.org };
     await emptyA();
-    const binary = await fetch(`${base}/media.v1.APIKeyService/List`, { method: "POST", headers: { ...auth, "content-type": "application/proto" }, body: new Uint8Array() });
+    const binary = await fetch(`${base}/media.v1.APIKeyService/List`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/proto" },
+      body: new Uint8Array(),
+    });
     expect(binary.status).toBe(429);
     expect(binary.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
     expect(binary.headers.get("ratelimit")).toMatch(/^"key";r=0;t=[1-9]\d*$/);
@@ -121,7 +125,10 @@ describe("rate limits", () => {
     const ok200 = replies.find((r) => r.status === 200)!;
     expect(ok200.headers.get("ratelimit-policy")).toBe('"health";q=1;w=1;media-burst=2');
     expect(ok200.headers.get("ratelimit")).toMatch(/^"health";r=[01];t=\d+$/);
-    await expectExhausted(replies.find((r) => r.status === 429)!, "health");
+    await expectExhausted(
+      replies.find((r) => r.status === 429)!,
+      "health",
+    );
     expect((await call(base, "APIKeyService/List", {}, keyB)).status).toBe(200);
   });
 
@@ -135,7 +142,8 @@ describe("rate limits", () => {
     expect(wrong.headers.get("ratelimit")).toMatch(/^"anonymous";r=1;t=\d+$/);
     // One after another: calls that arrive together could all pass the gate before the first is refused.
     const replies: Reply[] = [];
-    while (replies.length < 5 && replies.at(-1)?.status !== 429) replies.push(await call(base, "APIKeyService/List", {}, { bearer: "ak_not_a_key", org: keyA.org }));
+    while (replies.length < 5 && replies.at(-1)?.status !== 429)
+      replies.push(await call(base, "APIKeyService/List", {}, { bearer: "ak_not_a_key", org: keyA.org }));
     expect(replies.map((r) => r.status)).toEqual([401, 429]);
     const retryAfter = await expectExhausted(replies[1]!, "anonymous");
     // The address is refused before authentication, so for now even a good key from it waits.
@@ -147,7 +155,7 @@ describe("rate limits", () => {
 
 function parseFrames(bytes: Uint8Array): { flags: number; data: Uint8Array }[] {
   const frames: { flags: number; data: Uint8Array }[] = [];
-  for (let at = 0; at + 5 <= bytes.length; ) {
+  for (let at = 0; at + 5 <= bytes.length;) {
     const length = new DataView(bytes.buffer, bytes.byteOffset + at).getUint32(1);
     frames.push({ flags: bytes[at]!, data: bytes.subarray(at + 5, at + 5 + length) });
     at += 5 + length;

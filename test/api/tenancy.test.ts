@@ -96,7 +96,17 @@ beforeAll(async () => {
   await ok(call(h.base, "UserService/AddMember", { email: "carol@a.test", role: "admin" }, { bearer: ownerToken, org: aOrg }));
 
   w = {
-    a: { org: aOrg, app: h.boot.app_id, app2: a2.app, key: h.boot.api_key, keyId: aKeyId, app2Key: a2.key, app2KeyId: a2.keyId, session: ownerToken, userId: ownerId },
+    a: {
+      org: aOrg,
+      app: h.boot.app_id,
+      app2: a2.app,
+      key: h.boot.api_key,
+      keyId: aKeyId,
+      app2Key: a2.key,
+      app2KeyId: a2.keyId,
+      session: ownerToken,
+      userId: ownerId,
+    },
     b: { org: bOrg, app: b1.app, app2: b2, key: b1.key, keyId: b1.keyId, app2Key: "", app2KeyId: "", session: bob.token, userId: bob.id },
     adminA: carol.token,
     ownerEmail: h.boot.user_email,
@@ -115,13 +125,27 @@ afterAll(async () => {
 
 /** One record of every kind in the app of `owner`, made with its own key. */
 async function target(owner: Auth, ids: Pick<Target, "org" | "app" | "keyId" | "userId">, session: string): Promise<Target> {
-  const origin = (await ok(call(h.base, "OriginService/Create", { name: "t", permissions: ["read", "write"], gcs: { bucket: "tenancy", credentials: { service_account_json: SERVICE_ACCOUNT } } }, owner))).origin.id;
+  const origin = (
+    await ok(
+      call(
+        h.base,
+        "OriginService/Create",
+        { name: "t", permissions: ["read", "write"], gcs: { bucket: "tenancy", credentials: { service_account_json: SERVICE_ACCOUNT } } },
+        owner,
+      ),
+    )
+  ).origin.id;
   const presetSlug = `t_${ids.app.slice(-8).toLowerCase()}`;
   const preset = (await ok(call(h.base, "PresetService/Create", presetBody({ slug: presetSlug }), owner))).preset.id;
-  const endpoint = (await ok(call(h.base, "WebhookService/CreateWebhookEndpoint", { url: "https://127.0.0.1:9/hook", enabled_events: ["*"] }, owner))).endpoint.id;
-  const job = (await ok(call(h.base, "JobService/Create", { input_url: "https://127.0.0.1:9/in.mp4", output_origin_id: origin, outputs: [MP4] }, owner))).job.id;
+  const endpoint = (await ok(call(h.base, "WebhookService/CreateWebhookEndpoint", { url: "https://127.0.0.1:9/hook", enabled_events: ["*"] }, owner))).endpoint
+    .id;
+  const job = (await ok(call(h.base, "JobService/Create", { input_url: "https://127.0.0.1:9/in.mp4", output_origin_id: origin, outputs: [MP4] }, owner))).job
+    .id;
   // The job cannot read its input: it fails, and its job.failed event is a real one of the ledger.
-  const event = await until("the job's event", async () => (await ok(call(h.base, "WebhookService/ListEvents", {}, owner))).events[0]?.id as string | undefined);
+  const event = await until(
+    "the job's event",
+    async () => (await ok(call(h.base, "WebhookService/ListEvents", {}, owner))).events[0]?.id as string | undefined,
+  );
   await ok(call(h.base, "AppService/EnableHosting", { id: ids.app }, { bearer: session, org: ids.org }));
   const video = (await ok(call(h.base, "VideoService/CreateUpload", { filename: "t.mp4", content_type: "video/mp4", size_bytes: 1 }, owner))).video.id;
   return { ...ids, origin, preset, presetSlug, job, endpoint, event, video, secrets: [origin, preset, job, endpoint, event, video] };
@@ -129,7 +153,14 @@ async function target(owner: Auth, ids: Pick<Target, "org" | "app" | "keyId" | "
 
 const SERVICE_ACCOUNT = serviceAccountJson();
 const MP4 = { type: "mp4", video: [{ codec: "h264", width: 320, height: 180 }], audio: [{ codec: "aac", bitrate_kbps: 64 }] };
-const presetBody = (over: object) => ({ slug: "intruder", name: "Intruder", container: "mp4", video: { codec: "h264", resolution: "720p", bitrate_mode: "crf", crf: 23 }, audio: { codec: "aac", bitrate_kbps: 128 }, ...over });
+const presetBody = (over: object) => ({
+  slug: "intruder",
+  name: "Intruder",
+  container: "mp4",
+  video: { codec: "h264", resolution: "720p", bitrate_mode: "crf", crf: 23 },
+  audio: { codec: "aac", bitrate_kbps: 128 },
+  ...over,
+});
 
 // ───────────────────────────── the matrix ─────────────────────────────
 
@@ -160,14 +191,23 @@ const ATTEMPTS: Attempt[] = [
   // OrganizationService
   { route: "OrganizationService/CheckSlug", what: "B's slug", body: () => ({ slug: B_NAMES.slug }), own: ["A owner, A header", "A owner, B header"] },
   // Create takes no X-Organization-ID: a B header must not make the new organization land in, or join anyone to, B.
-  { route: "OrganizationService/Create", what: "with B header", body: () => ({ name: "Alpha side org", slug: `alpha-side-${++slugs}` }), own: ["A owner, A header", "A owner, B header"] },
+  {
+    route: "OrganizationService/Create",
+    what: "with B header",
+    body: () => ({ name: "Alpha side org", slug: `alpha-side-${++slugs}` }),
+    own: ["A owner, A header", "A owner, B header"],
+  },
   { route: "OrganizationService/Get", what: "B's id", body: (w) => ({ id: w.b.org }) },
   { route: "OrganizationService/Update", what: "B's id", body: (w) => ({ id: w.b.org, name: "pwned", billing_email: "evil@a.test" }) },
   { route: "OrganizationService/List", what: "memberships", body: () => ({}), own: ["A key, A header", "A owner, A header"] },
   // AppService
   { route: "AppService/Create", what: "in B", body: () => ({ name: "Alpha intruder app" }), own: ["A owner, A header"] },
   { route: "AppService/Get", what: "B's app", body: (w) => ({ id: w.b.app }) },
-  { route: "AppService/Update", what: "B's app", body: (w) => ({ id: w.b.app, name: "pwned", webhook: { url: "https://evil.a.test/hook", events: ["job.completed"] } }) },
+  {
+    route: "AppService/Update",
+    what: "B's app",
+    body: (w) => ({ id: w.b.app, name: "pwned", webhook: { url: "https://evil.a.test/hook", events: ["job.completed"] } }),
+  },
   { route: "AppService/List", what: "apps", body: () => ({ include_archived: true }), own: ["A key, A header", "A owner, A header"] },
   { route: "AppService/Archive", what: "B's app", body: (w) => ({ id: w.b.app }) },
   { route: "AppService/EnableHosting", what: "B's app 2", body: (w) => ({ id: w.b.app2 }) },
@@ -185,12 +225,27 @@ const ATTEMPTS: Attempt[] = [
   { route: "UserService/List", what: "users", body: () => ({}), own: ["A key, A header", "A owner, A header"] },
   { route: "UserService/ListMembers", what: "members", body: () => ({}), own: ["A key, A header", "A owner, A header"] },
   // The owner adding themselves to B; with an A header that is their own membership (already_exists), not B's.
-  { route: "UserService/AddMember", what: "self into B", body: (w) => ({ email: w.ownerEmail, role: "owner" }), who: ["A key, A header", "A key, B header", "A owner, B header", "A admin (not staff), B header"] },
+  {
+    route: "UserService/AddMember",
+    what: "self into B",
+    body: (w) => ({ email: w.ownerEmail, role: "owner" }),
+    who: ["A key, A header", "A key, B header", "A owner, B header", "A admin (not staff), B header"],
+  },
   { route: "UserService/UpdateRole", what: "B's owner", body: (w) => ({ user_id: w.b.userId, role: "viewer" }) },
   { route: "UserService/RemoveMember", what: "B's owner", body: (w) => ({ user_id: w.b.userId }) },
   // Staff-only and not organization-scoped: A's owner is operator staff, so the non-staff admin tries instead.
-  { route: "UserService/DecideApproval", what: "B's owner", body: (w) => ({ user_id: w.b.userId, decision: "rejected" }), who: ["A key, A header", "A key, B header", "A admin (not staff), A header", "A admin (not staff), B header"] },
-  { route: "UserService/SetStatus", what: "B's owner", body: (w) => ({ user_id: w.b.userId, status: "suspended" }), who: ["A key, A header", "A key, B header", "A admin (not staff), A header", "A admin (not staff), B header"] },
+  {
+    route: "UserService/DecideApproval",
+    what: "B's owner",
+    body: (w) => ({ user_id: w.b.userId, decision: "rejected" }),
+    who: ["A key, A header", "A key, B header", "A admin (not staff), A header", "A admin (not staff), B header"],
+  },
+  {
+    route: "UserService/SetStatus",
+    what: "B's owner",
+    body: (w) => ({ user_id: w.b.userId, status: "suspended" }),
+    who: ["A key, A header", "A key, B header", "A admin (not staff), A header", "A admin (not staff), B header"],
+  },
 ];
 
 interface Case {
@@ -203,7 +258,13 @@ interface Case {
 }
 
 const MATRIX: Case[] = ATTEMPTS.flatMap((a) =>
-  (a.who ?? FOUR).map((who) => ({ name: `${a.route} (${a.what}) by ${who}`, route: a.route, body: a.body, auth: WHO[who], own: a.own?.includes(who) ?? false })),
+  (a.who ?? FOUR).map((who) => ({
+    name: `${a.route} (${a.what}) by ${who}`,
+    route: a.route,
+    body: a.body,
+    auth: WHO[who],
+    own: a.own?.includes(who) ?? false,
+  })),
 );
 
 /** Everything of B that A must never be shown: ids, names, the key secret, B's owner. */
@@ -244,7 +305,13 @@ describe("tenant isolation matrix", () => {
 
 /** Every service of the contract, read from the generated descriptors. */
 const GEN = path.join(ROOT, "src/gen/media/v1");
-const SERVICES: DescService[] = (await Promise.all(readdirSync(GEN).filter((f) => f.endsWith("_pb.ts")).map((f) => import(path.join(GEN, f)))))
+const SERVICES: DescService[] = (
+  await Promise.all(
+    readdirSync(GEN)
+      .filter((f) => f.endsWith("_pb.ts"))
+      .map((f) => import(path.join(GEN, f))),
+  )
+)
   .flatMap((m: Record<string, unknown>) => Object.values(m))
   .filter((x): x is DescService => (x as DescService | undefined)?.kind === "service");
 const routeOf = (s: DescService, method: string) => `${s.typeName.replace(/^media\.v1\./, "")}/${method}`;
@@ -300,7 +367,11 @@ const ROWS: Row[] = [
   { route: "UserService/RemoveMember", kind: "portal", body: (t) => ({ user_id: t.userId }) },
   { route: "UserService/DecideApproval", kind: "portal", body: (t) => ({ user_id: t.userId, decision: "rejected" }) },
   { route: "UserService/SetStatus", kind: "portal", body: (t) => ({ user_id: t.userId, status: "suspended" }) },
-  { route: "OriginService/Create", kind: "app", body: (t) => ({ app_id: t.app, name: "x", permissions: ["read"], gcs: { bucket: "tenancy", credentials: { service_account_json: SERVICE_ACCOUNT } } }) },
+  {
+    route: "OriginService/Create",
+    kind: "app",
+    body: (t) => ({ app_id: t.app, name: "x", permissions: ["read"], gcs: { bucket: "tenancy", credentials: { service_account_json: SERVICE_ACCOUNT } } }),
+  },
   { route: "OriginService/Get", kind: "record", body: (t) => ({ id: t.origin }) },
   { route: "OriginService/List", kind: "app", body: (t) => ({ app_id: t.app }) },
   { route: "OriginService/Update", kind: "record", body: (t) => ({ id: t.origin, name: "pwned" }) },
@@ -314,7 +385,11 @@ const ROWS: Row[] = [
   { route: "PresetService/Duplicate", kind: "record", body: (t) => ({ source_id: t.preset, slug: "stolen", name: "x" }) },
   { route: "PresetService/Duplicate", kind: "app", body: (t) => ({ source_id: "pst_system_hls_h264", slug: "stolen", name: "x", app_id: t.app }) },
   { route: "PresetService/Archive", kind: "record", body: (t) => ({ id: t.preset }) },
-  { route: "JobService/Create", kind: "app", body: (t) => ({ app_id: t.app, input_url: "https://127.0.0.1:9/in.mp4", output_origin_id: t.origin, outputs: [MP4] }) },
+  {
+    route: "JobService/Create",
+    kind: "app",
+    body: (t) => ({ app_id: t.app, input_url: "https://127.0.0.1:9/in.mp4", output_origin_id: t.origin, outputs: [MP4] }),
+  },
   { route: "JobService/Get", kind: "record", body: (t) => ({ id: t.job }) },
   { route: "JobService/List", kind: "own", body: none },
   { route: "JobService/Cancel", kind: "record", body: (t) => ({ id: t.job }) },
@@ -401,7 +476,10 @@ describe("app tenancy matrix: A1's key against A2 (same organization) and B1 (an
   });
 
   it("left every target record in place, readable by its own app's key", async () => {
-    for (const [t, auth] of [[w.sibling, { bearer: w.a.app2Key, org: w.a.org }], [w.foreign, { bearer: w.b.key, org: w.b.org }]] as const) {
+    for (const [t, auth] of [
+      [w.sibling, { bearer: w.a.app2Key, org: w.a.org }],
+      [w.foreign, { bearer: w.b.key, org: w.b.org }],
+    ] as const) {
       expect((await ok(call(h.base, "OriginService/Get", { id: t.origin }, auth))).origin).toMatchObject({ name: "t", status: "active" });
       expect((await ok(call(h.base, "PresetService/Get", { id: t.preset }, auth))).preset).toMatchObject({ name: "Intruder", slug: t.presetSlug });
       expect((await ok(call(h.base, "PresetService/GetBySlug", { slug: t.presetSlug }, auth))).preset.id).toBe(t.preset);

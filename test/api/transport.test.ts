@@ -23,12 +23,20 @@ const BOMB = new Uint8Array(Buffer.concat(Array.from({ length: 512 }, () => gzip
 
 /** Resident memory of a process, in bytes. */
 function rss(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))!;
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmRSS:"))!;
   return Number(/(\d+)/.exec(line)![1]) * 1024;
 }
 
 /** A raw HTTP/1.1 exchange, for methods and headers fetch refuses to send. */
-function raw(base: string, method: string, path: string, headers: Record<string, string>, body?: Uint8Array): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function raw(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Uint8Array,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(`${base}${path}`, { method, headers, timeout: 5000 }, (res) => {
       let text = "";
@@ -60,7 +68,11 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("front door
   let server: ChildServer;
 
   beforeAll(async () => {
-    server = await spawnServer(tempDataDir(), freePort(), { MEDIA_HTTP_SERVER: host, MEDIA_CORS_ORIGINS: "https://app.example.com", MEDIA_RATE_LIMIT_ANONYMOUS: "off" });
+    server = await spawnServer(tempDataDir(), freePort(), {
+      MEDIA_HTTP_SERVER: host,
+      MEDIA_CORS_ORIGINS: "https://app.example.com",
+      MEDIA_RATE_LIMIT_ANONYMOUS: "off",
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -71,7 +83,10 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("front door
     const fifty = (body: Uint8Array<ArrayBuffer>) =>
       Promise.all(
         Array.from({ length: 50 }, () =>
-          fetch(`${server.base}/media.v1.APIKeyService/List`, { method: "POST", headers: { ...json, "content-encoding": "gzip" }, body }).then(async (r) => ({ status: r.status, body: await r.json() })),
+          fetch(`${server.base}/media.v1.APIKeyService/List`, { method: "POST", headers: { ...json, "content-encoding": "gzip" }, body }).then(async (r) => ({
+            status: r.status,
+            body: await r.json(),
+          })),
         ),
       );
     // The same traffic without the bomb first (as large on the wire, inflating to as much), so what
@@ -96,15 +111,27 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("front door
 
   it("a bomb in a Connect stream frame or a gRPC-web frame ends the stream with resource_exhausted", async () => {
     const frame = envelope(1, BOMB);
-    const connect = await fetch(`${server.base}/media.v1.JobService/Watch`, { method: "POST", headers: { "content-type": "application/connect+json", "connect-content-encoding": "gzip" }, body: frame });
+    const connect = await fetch(`${server.base}/media.v1.JobService/Watch`, {
+      method: "POST",
+      headers: { "content-type": "application/connect+json", "connect-content-encoding": "gzip" },
+      body: frame,
+    });
     expect(connect.status).toBe(200);
     const end = Buffer.from(await connect.arrayBuffer());
     expect(end[0]).toBe(2); // end-stream flag
     expect(JSON.parse(end.subarray(5).toString()).error.code).toBe("resource_exhausted");
-    const grpcWeb = await fetch(`${server.base}/media.v1.JobService/Watch`, { method: "POST", headers: { "content-type": "application/grpc-web+json", "grpc-encoding": "gzip" }, body: frame });
+    const grpcWeb = await fetch(`${server.base}/media.v1.JobService/Watch`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+json", "grpc-encoding": "gzip" },
+      body: frame,
+    });
     expect(grpcWeb.status).toBe(200);
     expect(Buffer.from(await grpcWeb.arrayBuffer()).toString()).toMatch(/grpc-status: ?8\b/); // RESOURCE_EXHAUSTED
-    const binary = await fetch(`${server.base}/media.v1.APIKeyService/List`, { method: "POST", headers: { "content-type": "application/proto", "content-encoding": "gzip" }, body: BOMB });
+    const binary = await fetch(`${server.base}/media.v1.APIKeyService/List`, {
+      method: "POST",
+      headers: { "content-type": "application/proto", "content-encoding": "gzip" },
+      body: BOMB,
+    });
     expect(binary.status).toBe(429);
   });
 
@@ -124,7 +151,11 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("front door
   });
 
   it("a gzip body within the limit is read; an answer is gzipped only when asked for", async () => {
-    const r = await fetch(`${server.base}/media.v1.HealthService/Check`, { method: "POST", headers: { ...json, "content-encoding": "gzip", "accept-encoding": "identity" }, body: gzipSync("{}") });
+    const r = await fetch(`${server.base}/media.v1.HealthService/Check`, {
+      method: "POST",
+      headers: { ...json, "content-encoding": "gzip", "accept-encoding": "identity" },
+      body: gzipSync("{}"),
+    });
     expect(r.status).toBe(200);
     expect((await r.json()).status).toBe("healthy");
   });
@@ -156,7 +187,11 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("front door
   });
 
   it("exposes the headers a browser needs on answers to an allowed origin, errors too", async () => {
-    const r = await fetch(`${server.base}/media.v1.APIKeyService/List`, { method: "POST", headers: { ...json, origin: "https://app.example.com" }, body: "{}" });
+    const r = await fetch(`${server.base}/media.v1.APIKeyService/List`, {
+      method: "POST",
+      headers: { ...json, origin: "https://app.example.com" },
+      body: "{}",
+    });
     expect(r.status).toBe(401);
     expect(r.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
     expect(r.headers.get("access-control-expose-headers")).toMatch(/X-Request-ID/);
@@ -183,7 +218,10 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("front door
       const r = await raw(server.base, "POST", "/media.v1.HealthService/Check", { ...json, [name]: "1" }, Buffer.from("{}"));
       expect(r.status, name).toBe(200);
     }
-    const answer = await socket(server.base, `POST /media.v1.HealthService/Check HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    const answer = await socket(
+      server.base,
+      `POST /media.v1.HealthService/Check HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
   });
 
@@ -191,18 +229,30 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("front door
     const garbage = Uint8Array.from([0x0a, 0xff, 0xff, 0xff]); // a length past the end
     const boot = readBootstrap(server.dataDir);
     const auth = { authorization: `Bearer ${boot.api_key}`, "x-organization-id": boot.organization_id }; // streams authenticate before they read
-    const unary = await fetch(`${server.base}/media.v1.AppService/Get`, { method: "POST", headers: { ...auth, "content-type": "application/proto" }, body: garbage });
+    const unary = await fetch(`${server.base}/media.v1.AppService/Get`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/proto" },
+      body: garbage,
+    });
     expect(unary.status).toBe(400);
     const error = await unary.json();
     expect(error.code).toBe("invalid_argument");
     expect(error.details.map((d: { type: string }) => d.type)).toContain("media.v1.ErrorDetails");
-    const connect = await fetch(`${server.base}/media.v1.JobService/Watch`, { method: "POST", headers: { ...auth, "content-type": "application/connect+proto" }, body: envelope(0, garbage) });
+    const connect = await fetch(`${server.base}/media.v1.JobService/Watch`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/connect+proto" },
+      body: envelope(0, garbage),
+    });
     const end = Buffer.from(await connect.arrayBuffer());
     expect(end[0]).toBe(2);
     const endError = JSON.parse(end.subarray(5).toString()).error;
     expect(endError.code).toBe("invalid_argument");
     expect(endError.details.map((d: { type: string }) => d.type)).toContain("media.v1.ErrorDetails");
-    const grpcWeb = await fetch(`${server.base}/media.v1.AppService/Get`, { method: "POST", headers: { ...auth, "content-type": "application/grpc-web+proto" }, body: envelope(0, garbage) });
+    const grpcWeb = await fetch(`${server.base}/media.v1.AppService/Get`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/grpc-web+proto" },
+      body: envelope(0, garbage),
+    });
     const trailer = Buffer.from(await grpcWeb.arrayBuffer()).toString();
     expect(trailer).toMatch(/grpc-status: ?3\b/);
     expect(trailer).toMatch(/grpc-status-details-bin/);
@@ -226,7 +276,11 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("front door
     // Enveloped: the 5-byte prefix is not counted against the message.
     const message = Buffer.from(JSON.stringify({ id: `job_${"x".repeat(limit - 13)}` }));
     expect(message.length).toBe(limit);
-    const stream = await fetch(`${server.base}/media.v1.JobService/Watch`, { method: "POST", headers: { "content-type": "application/connect+json" }, body: envelope(0, message) });
+    const stream = await fetch(`${server.base}/media.v1.JobService/Watch`, {
+      method: "POST",
+      headers: { "content-type": "application/connect+json" },
+      body: envelope(0, message),
+    });
     const end = Buffer.from(await stream.arrayBuffer());
     expect(JSON.parse(end.subarray(5).toString()).error.code).toBe("unauthenticated");
   });
@@ -248,7 +302,13 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("streams on
         yield envelope(2, Buffer.from("{}"));
       })(),
     })) as unknown as UniversalHandler;
-    const options: HostOptions = { host: "127.0.0.1", port: 0, cors: { origins: [] }, log: createLogger("silent"), contextValues: (a) => createContextValues().set(CLIENT_ADDRESS, a) };
+    const options: HostOptions = {
+      host: "127.0.0.1",
+      port: 0,
+      cors: { origins: [] },
+      log: createLogger("silent"),
+      contextValues: (a) => createContextValues().set(CLIENT_ADDRESS, a),
+    };
     const handlers = { rpc: new Map([["/test.Stream/Two", handler]]), edge: new EdgeRouter([]) };
     server = host === "uws" ? await listenUws(handlers, options) : await listenNodeHttp(handlers, options);
     base = `http://127.0.0.1:${server.port}`;
@@ -259,7 +319,11 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("streams on
 
   it("the first message arrives as soon as it is produced, not with the second", async () => {
     const started = Date.now();
-    const res = await fetch(`${base}/test.Stream/Two`, { method: "POST", headers: { "content-type": "application/connect+json" }, body: envelope(0, Buffer.from("{}")) });
+    const res = await fetch(`${base}/test.Stream/Two`, {
+      method: "POST",
+      headers: { "content-type": "application/connect+json" },
+      body: envelope(0, Buffer.from("{}")),
+    });
     const reader = res.body!.getReader();
     const first = await reader.read();
     const firstAt = Date.now() - started;

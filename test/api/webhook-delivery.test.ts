@@ -24,7 +24,9 @@ const REBIND = `media-rebind-${process.pid}.test`;
 
 /** Points REBIND at `ip` in /etc/hosts (read at each lookup), or removes it. */
 function pointRebind(ip: string | undefined): void {
-  const kept = readFileSync(HOSTS, "utf8").split("\n").filter((l) => !l.includes(REBIND));
+  const kept = readFileSync(HOSTS, "utf8")
+    .split("\n")
+    .filter((l) => !l.includes(REBIND));
   while (kept.length > 0 && kept.at(-1) === "") kept.pop();
   writeFileSync(HOSTS, `${[...kept, ...(ip ? [`${ip} ${REBIND}`] : [])].join("\n")}\n`);
 }
@@ -41,7 +43,9 @@ async function deliveries(endpointId: string): Promise<any[]> {
 /** The delivery of a test event once it is in one of `statuses`. */
 async function testDelivery(endpointId: string, statuses: string[], eventType = "job.succeeded"): Promise<any> {
   const sent = (await ok(call(h.base, "WebhookService/SendTestWebhook", { endpoint_id: endpointId, event_type: eventType }, key))).delivery;
-  return until(`delivery ${sent.id} in ${statuses.join("/")}`, async () => (await deliveries(endpointId)).find((d) => d.id === sent.id && statuses.includes(d.status)));
+  return until(`delivery ${sent.id} in ${statuses.join("/")}`, async () =>
+    (await deliveries(endpointId)).find((d) => d.id === sent.id && statuses.includes(d.status)),
+  );
 }
 
 beforeAll(async () => {
@@ -82,8 +86,35 @@ describe("signed webhook deliveries", () => {
       a.setSecrets([ea.secret]);
       b.setSecrets([eb.secret]);
       c.setSecrets([ec.secret]);
-      const origin = (await ok(call(h.base, "OriginService/Create", { name: "hooks", permissions: ["write"], s3: { bucket: "hooks-out", region: "us-east-1", credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey } } }, key))).origin.id;
-      const createdJob = await call(h.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: origin, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }], metadata: { order: "o-7" } }, key);
+      const origin = (
+        await ok(
+          call(
+            h.base,
+            "OriginService/Create",
+            {
+              name: "hooks",
+              permissions: ["write"],
+              s3: {
+                bucket: "hooks-out",
+                region: "us-east-1",
+                credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey },
+              },
+            },
+            key,
+          ),
+        )
+      ).origin.id;
+      const createdJob = await call(
+        h.base,
+        "JobService/Create",
+        {
+          input_url: `${web.url}/in.mp4`,
+          output_origin_id: origin,
+          outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }],
+          metadata: { order: "o-7" },
+        },
+        key,
+      );
       const { job } = await ok(Promise.resolve(createdJob));
       const requestId = createdJob.headers.get("x-request-id");
       const got = await a.waitFor(2, 90_000);
@@ -149,7 +180,10 @@ describe("signed webhook deliveries", () => {
       const e = await endpoint(`${r.url}/faults`);
       r.setSecrets([e.secret]);
       const cases: [Parameters<RecordingReceiver["respondNext"]>[0], Record<string, unknown>][] = [
-        [{ status: 500, body: "boom" }, { response_status: 500, error_message: expect.stringContaining("500") }],
+        [
+          { status: 500, body: "boom" },
+          { response_status: 500, error_message: expect.stringContaining("500") },
+        ],
         ["hang", { transport_error: "timeout" }],
         ["reset", { transport_error: "connection_reset" }],
         ["close", { transport_error: "connection_closed" }],
@@ -206,7 +240,8 @@ describe("signed webhook deliveries", () => {
       const e = await endpoint(`${r.url}/down`);
       r.setSecrets([e.secret]);
       const ids: string[] = [];
-      for (let i = 0; i < 3; i++) ids.push((await ok(call(h.base, "WebhookService/SendTestWebhook", { endpoint_id: e.id, event_type: "job.failed" }, key))).delivery.id);
+      for (let i = 0; i < 3; i++)
+        ids.push((await ok(call(h.base, "WebhookService/SendTestWebhook", { endpoint_id: e.id, event_type: "job.failed" }, key))).delivery.id);
       const exhausted = await until("three exhausted deliveries", async () => {
         const all = (await deliveries(e.id)).filter((d) => ids.includes(d.id));
         return all.length === 3 && all.every((d) => d.status === "exhausted") ? all : undefined;

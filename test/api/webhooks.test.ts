@@ -60,7 +60,15 @@ describe("endpoints", () => {
     const e = await createEndpoint({ enabled_events: ["job.succeeded", "output.ready"], metadata: { team: "video" } });
     expect(e.id).toMatch(/^whe_[A-Za-z0-9]+$/);
     expect(e.secret).toMatch(/^whsec_[A-Za-z0-9]{32}$/);
-    expect(e).toMatchObject({ app_id: h.boot.app_id, url: URL_OK, enabled_events: ["job.succeeded", "output.ready"], status: "enabled", api_version: API_VERSION, metadata: { team: "video" }, deleted: false });
+    expect(e).toMatchObject({
+      app_id: h.boot.app_id,
+      url: URL_OK,
+      enabled_events: ["job.succeeded", "output.ready"],
+      status: "enabled",
+      api_version: API_VERSION,
+      metadata: { team: "video" },
+      deleted: false,
+    });
     expect(Date.parse(e.created_at)).toBeGreaterThan(Date.now() - 60_000);
 
     const got = (await ok(call(h.base, W("RetrieveWebhookEndpoint"), { id: e.id }, key))).endpoint;
@@ -75,12 +83,24 @@ describe("endpoints", () => {
 
   it("omits unset optional fields and sends the rest even when empty", async () => {
     const e = await createEndpoint();
-    for (const omitted of ["description", "disabled_reason", "last_rotated_at", "previous_secret_expires_at", "health", "deleted_at"]) expect(e, omitted).not.toHaveProperty(omitted);
+    for (const omitted of ["description", "disabled_reason", "last_rotated_at", "previous_secret_expires_at", "health", "deleted_at"])
+      expect(e, omitted).not.toHaveProperty(omitted);
     expect(e.metadata).toEqual({});
     expect(e.deleted).toBe(false);
     expect(typeof e.updated_at).toBe("string");
     const got = (await ok(call(h.base, W("RetrieveWebhookEndpoint"), { id: e.id }, key))).endpoint;
-    expect(Object.keys(got).sort()).toEqual(["api_version", "app_id", "created_at", "deleted", "enabled_events", "id", "metadata", "status", "updated_at", "url"]);
+    expect(Object.keys(got).sort()).toEqual([
+      "api_version",
+      "app_id",
+      "created_at",
+      "deleted",
+      "enabled_events",
+      "id",
+      "metadata",
+      "status",
+      "updated_at",
+      "url",
+    ]);
   });
 
   it("puts a portal session's endpoint in the named app, or the organization's first active app", async () => {
@@ -92,7 +112,18 @@ describe("endpoints", () => {
 
   it("names every field at fault", async () => {
     const all = await refused(
-      call(h.base, W("CreateWebhookEndpoint"), { url: "http://example.com/hook", description: "x".repeat(501), enabled_events: ["job.succeeded", "job.exploded"], api_version: "1999-01-01", metadata: { ["k".repeat(65)]: "v" } }, key),
+      call(
+        h.base,
+        W("CreateWebhookEndpoint"),
+        {
+          url: "http://example.com/hook",
+          description: "x".repeat(501),
+          enabled_events: ["job.succeeded", "job.exploded"],
+          api_version: "1999-01-01",
+          metadata: { ["k".repeat(65)]: "v" },
+        },
+        key,
+      ),
     );
     expect(all.code).toBe("invalid_argument");
     expect(all.fields.sort()).toEqual(["api_version", "description", "enabled_events[1]", `metadata.${"k".repeat(65)}`, "url"].sort());
@@ -130,7 +161,16 @@ describe("endpoints", () => {
     // Empty description, list and map are "no change" (proto3 cannot tell them from absent).
     const empty = (await ok(call(h.base, W("UpdateWebhookEndpoint"), { id: e.id, description: "", enabled_events: [], metadata: {} }, key))).endpoint;
     expect(empty).toMatchObject({ description: "first", enabled_events: ["job.succeeded"], metadata: { a: "1" } });
-    const changed = (await ok(call(h.base, W("UpdateWebhookEndpoint"), { id: e.id, description: "second", enabled_events: ["output.ready", "output.failed"], metadata: { b: "2" } }, key))).endpoint;
+    const changed = (
+      await ok(
+        call(
+          h.base,
+          W("UpdateWebhookEndpoint"),
+          { id: e.id, description: "second", enabled_events: ["output.ready", "output.failed"], metadata: { b: "2" } },
+          key,
+        ),
+      )
+    ).endpoint;
     expect(changed).toMatchObject({ description: "second", enabled_events: ["output.ready", "output.failed"], metadata: { b: "2" } });
     expect(changed).not.toHaveProperty("secret");
     expect(Date.parse(changed.updated_at)).toBeGreaterThanOrEqual(Date.parse(e.updated_at));
@@ -331,7 +371,9 @@ describe("tenancy", () => {
   it("keeps an API key to its own app's endpoints", async () => {
     const e = await createEndpoint();
     expect((await refused(call(h.base, W("RetrieveWebhookEndpoint"), { id: e.id }, sibling))).code).toBe("not_found");
-    expect((await refused(call(h.base, W("CreateWebhookEndpoint"), { app_id: h.boot.app_id, url: URL_OK, enabled_events: ["*"] }, sibling))).code).toBe("permission_denied");
+    expect((await refused(call(h.base, W("CreateWebhookEndpoint"), { app_id: h.boot.app_id, url: URL_OK, enabled_events: ["*"] }, sibling))).code).toBe(
+      "permission_denied",
+    );
     const own = await ok(call(h.base, W("ListWebhookEndpoints"), {}, sibling));
     expect(own.endpoints.map((x: any) => x.id)).not.toContain(e.id);
   });

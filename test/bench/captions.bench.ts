@@ -89,7 +89,8 @@ function readWav(file: string): Int16Array {
     const size = b.readUInt32LE(at + 4);
     if (id === "fmt ") format = { channels: b.readUInt16LE(at + 10), rate: b.readUInt32LE(at + 12), bits: b.readUInt16LE(at + 22) };
     if (id === "data") {
-      if (format?.channels !== 1 || format.rate !== SAMPLE_RATE || format.bits !== 16) throw new Error(`${file}: not 16 kHz mono 16-bit (${JSON.stringify(format)})`);
+      if (format?.channels !== 1 || format.rate !== SAMPLE_RATE || format.bits !== 16)
+        throw new Error(`${file}: not 16 kHz mono 16-bit (${JSON.stringify(format)})`);
       const end = Math.min(b.length, at + 8 + size);
       const copy = Buffer.from(b.subarray(at + 8, end - ((end - at - 8) % 2)));
       return new Int16Array(copy.buffer, copy.byteOffset, copy.length / 2);
@@ -125,7 +126,10 @@ interface Sentence {
 async function sentences(dir: string): Promise<Sentence[]> {
   const texts = TOPICS.flat();
   mkdirSync(dir, { recursive: true });
-  const speech = await synthesizeSpeech(dir, texts.map((s) => [s]));
+  const speech = await synthesizeSpeech(
+    dir,
+    texts.map((s) => [s]),
+  );
   const all = readWav(speech.wav);
   const starts = [...speech.topicStarts.map((s) => Math.round(s * SAMPLE_RATE)), all.length];
   return texts.map((text, i) => ({ text, samples: all.subarray(starts[i]!, starts[i + 1]!) }));
@@ -445,14 +449,24 @@ interface LadderRun {
 
 function checkOutput(name: string, out: RunnerOutput, captioned: boolean): { subtitleSegments?: number } {
   const dir = out.outDir!;
-  const text = readFileSync(path.join(dir, readdirSync(dir).find((f) => f.endsWith(".m3u8"))!), "utf8");
+  const text = readFileSync(
+    path.join(
+      dir,
+      readdirSync(dir).find((f) => f.endsWith(".m3u8"))!,
+    ),
+    "utf8",
+  );
   const master = parseHlsMaster(text);
   if (master.variants.length !== LADDER.length) throw new Error(`${name}: the master lists ${master.variants.length} variants, expected ${LADDER.length}`);
   if (!captioned) return {};
   const playlist = path.join(dir, "subtitles", "track_0", "index.m3u8");
   if (!existsSync(playlist)) throw new Error(`${name}: no subtitle rendition at ${playlist}`);
   if (!text.includes("TYPE=SUBTITLES")) throw new Error(`${name}: the master has no subtitle rendition`);
-  return { subtitleSegments: readFileSync(playlist, "utf8").split("\n").filter((l) => l.endsWith(".vtt")).length };
+  return {
+    subtitleSegments: readFileSync(playlist, "utf8")
+      .split("\n")
+      .filter((l) => l.endsWith(".vtt")).length,
+  };
 }
 
 async function ladderSuite(work: string, talk: readonly Sentence[], clip: string): Promise<Record<string, unknown>> {
@@ -464,8 +478,30 @@ async function ladderSuite(work: string, talk: readonly Sentence[], clip: string
   const audio = speechAudio(path.join(work, `video-speech-${VIDEO_SECONDS}s.wav`), VIDEO_SECONDS, talk);
   const file = path.join(work, "input.mp4");
   log(`generating a ${VIDEO_SECONDS} s 1920x1080 25 fps input with the speech…`);
-  await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", `testsrc2=size=1920x1080:rate=25:duration=${VIDEO_SECONDS}`, "-i", audio.wav,
-    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "128k", "-shortest", file]);
+  await run("ffmpeg", [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-y",
+    "-f",
+    "lavfi",
+    "-i",
+    `testsrc2=size=1920x1080:rate=25:duration=${VIDEO_SECONDS}`,
+    "-i",
+    audio.wav,
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+    "-c:a",
+    "aac",
+    "-b:a",
+    "128k",
+    "-shortest",
+    file,
+  ]);
   const input: LadderInput = { file, probe: await probe(file), text: audio.text };
   const guard = new NetGuard({ net: { allow: [] } });
   // One warm worker for every run, as production reuses it; the cold load is the transcribe suite's.
@@ -497,7 +533,8 @@ async function ladderSuite(work: string, talk: readonly Sentence[], clip: string
         const self = process.cpuUsage(self0);
         const ours = ffmpegCpu + workerCpu + (self.user + self.system) / 1e6;
         const others = Math.max(0, machineBusy() - busy0 - ours);
-        if (round === 0 && runner.name !== "transcription") subtitleSegments = checkOutput(runner.name, out, runner.name === "captioned").subtitleSegments ?? subtitleSegments;
+        if (round === 0 && runner.name !== "transcription")
+          subtitleSegments = checkOutput(runner.name, out, runner.name === "captioned").subtitleSegments ?? subtitleSegments;
         const m: LadderRun = {
           runner: runner.name,
           round,
@@ -526,7 +563,17 @@ async function ladderSuite(work: string, talk: readonly Sentence[], clip: string
   noteHeavy();
   const of = (name: Runner["name"]) => runs.filter((r) => r.runner === name);
   const med = (name: Runner["name"], key: "wallSeconds" | "ffmpegCpuSeconds" | "workerCpuSeconds") => r3(median(of(name).map((r) => r[key])));
-  const medians = Object.fromEntries(RUNNERS.map((r) => [r.name, { wallSeconds: med(r.name, "wallSeconds"), ffmpegCpuSeconds: med(r.name, "ffmpegCpuSeconds"), workerCpuSeconds: med(r.name, "workerCpuSeconds"), runs: of(r.name).length }]));
+  const medians = Object.fromEntries(
+    RUNNERS.map((r) => [
+      r.name,
+      {
+        wallSeconds: med(r.name, "wallSeconds"),
+        ffmpegCpuSeconds: med(r.name, "ffmpegCpuSeconds"),
+        workerCpuSeconds: med(r.name, "workerCpuSeconds"),
+        runs: of(r.name).length,
+      },
+    ]),
+  );
   const ref = medians.reference!.wallSeconds;
   const cap = medians.captioned!.wallSeconds;
   const alone = medians.transcription!.wallSeconds;
@@ -540,11 +587,24 @@ async function ladderSuite(work: string, talk: readonly Sentence[], clip: string
   };
   const goal = 1.15;
   log(`\nmedians of ${ROUNDS} rounds (${VIDEO_SECONDS} s 1080p25 → HLS ${LADDER.map((r) => r.name).join(", ")}):`);
-  for (const [name, m] of Object.entries(medians)) log(`  ${name.padEnd(13)} wall ${m.wallSeconds.toFixed(2)} s  ffmpeg cpu ${m.ffmpegCpuSeconds.toFixed(1)} s  worker cpu ${m.workerCpuSeconds.toFixed(1)} s`);
-  log(`captioned / reference: ${ratios.captionedVsReference.toFixed(3)} (${ratios.extraWallPercent >= 0 ? "+" : ""}${ratios.extraWallPercent}%)  goal < ${goal} ${ratios.captionedVsReference < goal ? "met" : "MISSED"}`);
+  for (const [name, m] of Object.entries(medians))
+    log(
+      `  ${name.padEnd(13)} wall ${m.wallSeconds.toFixed(2)} s  ffmpeg cpu ${m.ffmpegCpuSeconds.toFixed(1)} s  worker cpu ${m.workerCpuSeconds.toFixed(1)} s`,
+    );
+  log(
+    `captioned / reference: ${ratios.captionedVsReference.toFixed(3)} (${ratios.extraWallPercent >= 0 ? "+" : ""}${ratios.extraWallPercent}%)  goal < ${goal} ${ratios.captionedVsReference < goal ? "met" : "MISSED"}`,
+  );
   log(`sequential (reference + transcription alone) / reference: ${ratios.sequentialVsReference.toFixed(3)}`);
   return {
-    input: { seconds: VIDEO_SECONDS, width: 1920, height: 1080, fps: 25, encoder: "libx264 ultrafast", audio: `aac 128k: the speech (${audio.sentences} sentences, ${audio.speechSeconds} s of speech)`, size_bytes: input.probe.sizeBytes },
+    input: {
+      seconds: VIDEO_SECONDS,
+      width: 1920,
+      height: 1080,
+      fps: 25,
+      encoder: "libx264 ultrafast",
+      audio: `aac 128k: the speech (${audio.sentences} sentences, ${audio.speechSeconds} s of speech)`,
+      size_bytes: input.probe.sizeBytes,
+    },
     output: "hls (project defaults: ts segments, 6 s), 4 H.264 rungs given by width and height, one AAC track",
     ladder: LADDER,
     captioned_track: "one generated track, language en, kind captions, no chapters; a subtitle rendition in the HLS master",
@@ -605,7 +665,11 @@ async function main(): Promise<void> {
   const paths = recogniserPaths();
   const fasterWhisper = (() => {
     try {
-      return execFileSync(paths.python, ["-c", "import importlib.metadata as m; print(m.version('faster-whisper'), m.version('ctranslate2'))"], { encoding: "utf8" }).trim().split(" ");
+      return execFileSync(paths.python, ["-c", "import importlib.metadata as m; print(m.version('faster-whisper'), m.version('ctranslate2'))"], {
+        encoding: "utf8",
+      })
+        .trim()
+        .split(" ");
     } catch {
       return [];
     }
@@ -627,11 +691,14 @@ async function main(): Promise<void> {
     disturbed,
     other_heavy_work_seen: [...heavySeen].sort(),
     ...(process.env.BENCH_NOTE ? { note: process.env.BENCH_NOTE } : {}),
-    speech: "test/speech.ts talk (espeak-ng en-us, 150 wpm), synthesized per sentence, repeated with 1 s of silence after each pass, whole sentences only, padded with silence to the length",
+    speech:
+      "test/speech.ts talk (espeak-ng en-us, 150 wpm), synthesized per sentence, repeated with 1 s of silence after each pass, whole sentences only, padded with silence to the length",
     ...report,
   };
   writeFileSync(out, `${JSON.stringify(full, null, 2)}\n`);
-  log(`${disturbed ? `DISTURBED (others seen: ${[...heavySeen].join(", ") || "none"}; contended runs: ${contended}; load ${loadBefore.map((x) => x.toFixed(2)).join(" ")})\n` : ""}results: ${path.relative(process.cwd(), out)}`);
+  log(
+    `${disturbed ? `DISTURBED (others seen: ${[...heavySeen].join(", ") || "none"}; contended runs: ${contended}; load ${loadBefore.map((x) => x.toFixed(2)).join(" ")})\n` : ""}results: ${path.relative(process.cwd(), out)}`,
+  );
 }
 
 main().catch((e: unknown) => {

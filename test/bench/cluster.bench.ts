@@ -133,12 +133,16 @@ const pidFile = (service: string) => {
 /** One keep-alive POST with node:http; resolves with the status and the time it took. */
 function post(agent: http.Agent, base: string, route: string, body: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${base}/media.v1.${route}`, { method: "POST", agent, headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
-      res.on("error", reject);
-    });
+    const req = http.request(
+      `${base}/media.v1.${route}`,
+      { method: "POST", agent, headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -194,7 +198,20 @@ async function prepare(name: TargetName, base: string, dataDir: string): Promise
   const keyId = created.body.api_key.id as string;
   const probe = await call(base, "APIKeyService/Get", JSON.stringify({ id: keyId }), { headers: auth });
   if (probe.status !== 200) throw new Error(`${name}: APIKeyService/Get answered ${probe.status}: ${JSON.stringify(probe.body)}`);
-  const origin = await call(base, "OriginService/Create", { name: "bench out", permissions: ["write"], s3: { bucket: "bench-out", region: "us-east-1", credentials: { access_key_id: minio!.admin.accessKeyId, secret_access_key: minio!.admin.secretAccessKey } } }, { bearer: boot.api_key, org: boot.organization_id });
+  const origin = await call(
+    base,
+    "OriginService/Create",
+    {
+      name: "bench out",
+      permissions: ["write"],
+      s3: {
+        bucket: "bench-out",
+        region: "us-east-1",
+        credentials: { access_key_id: minio!.admin.accessKeyId, secret_access_key: minio!.admin.secretAccessKey },
+      },
+    },
+    { bearer: boot.api_key, org: boot.organization_id },
+  );
   if (origin.status !== 200) throw new Error(`${name}: OriginService/Create answered ${origin.status}: ${JSON.stringify(origin.body)}`);
   return { auth, keyId, originId: origin.body.origin.id as string };
 }
@@ -307,7 +324,10 @@ interface LoadResult {
   cpu: ReturnType<typeof cpuPerRequest>;
 }
 
-async function load(t: Target, opts: { route: string; body?: string; requests?: AutocannonRequest[]; connections: number; duration: number; overallRate?: number }): Promise<LoadResult> {
+async function load(
+  t: Target,
+  opts: { route: string; body?: string; requests?: AutocannonRequest[]; connections: number; duration: number; overallRate?: number },
+): Promise<LoadResult> {
   const before = cpuSample(t);
   const t0 = performance.now();
   const samples: number[] = [];
@@ -383,7 +403,9 @@ async function sequential(t: Target, route: string, bodies: readonly string[]): 
 }
 
 let createCounter = 0;
-const createRequests = (): AutocannonRequest[] => [{ method: "POST", setupRequest: (req) => ({ ...req, body: JSON.stringify({ name: `bench create ${++createCounter}` }) }) }];
+const createRequests = (): AutocannonRequest[] => [
+  { method: "POST", setupRequest: (req) => ({ ...req, body: JSON.stringify({ name: `bench create ${++createCounter}` }) }) },
+];
 
 /** Kafka publish→consume round trip, measured in this process: KafkaBus on a fresh one-partition topic. */
 async function kafkaEcho(count: number): Promise<number[]> {
@@ -558,7 +580,12 @@ async function main(): Promise<void> {
 
     const getBody = (t: Target) => JSON.stringify({ id: t.keyId });
     // 192.0.2.0/24 is documentation space: the network guard refuses it without a connection.
-    const jobBody = (t: Target) => JSON.stringify({ input_url: "https://192.0.2.10/in.mp4", output_origin_id: t.originId, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }] });
+    const jobBody = (t: Target) =>
+      JSON.stringify({
+        input_url: "https://192.0.2.10/in.mp4",
+        output_origin_id: t.originId,
+        outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }],
+      });
 
     // Warm-up: JIT (the gateways' and the JVMs'), connection pools, prepared statements, the actor of the target key.
     process.stdout.write(`warm-up: ${WARMUP} s of Get and ${WARMUP} s of Create per target\n`);
@@ -566,12 +593,20 @@ async function main(): Promise<void> {
       await load(t, { route: "APIKeyService/Get", body: getBody(t), connections: GET_CONNECTIONS, duration: WARMUP });
       await load(t, { route: "APIKeyService/Create", requests: createRequests(), connections: CREATE_CONNECTIONS, duration: WARMUP });
       await load(t, { route: "JobService/Create", body: jobBody(t), connections: JOB_CONNECTIONS, duration: WARMUP });
-      await sequential(t, "APIKeyService/Get", Array.from({ length: 50 }, () => getBody(t)));
+      await sequential(
+        t,
+        "APIKeyService/Get",
+        Array.from({ length: 50 }, () => getBody(t)),
+      );
     }
 
     type Acc = { rate: number[]; samples: number[]; failures: number; rounds: NonNullable<Row["rounds"]>; autocannonP99: number[]; cpu: LoadResult["cpu"][] };
     const acc = new Map<string, Acc>();
-    const add = (measurement: string, t: Target, r: { rps: number; samples: number[]; failures: number; autocannon_p99_ms?: number; cpu?: LoadResult["cpu"] }) => {
+    const add = (
+      measurement: string,
+      t: Target,
+      r: { rps: number; samples: number[]; failures: number; autocannon_p99_ms?: number; cpu?: LoadResult["cpu"] },
+    ) => {
       const k = `${measurement}\0${t.name}`;
       let a = acc.get(k);
       if (!a) acc.set(k, (a = { rate: [], samples: [], failures: 0, rounds: [], autocannonP99: [], cpu: [] }));
@@ -603,7 +638,11 @@ async function main(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? targets : [...targets].reverse();
       for (const t of order) {
-        add(M.rate, t, await load(t, { route: "APIKeyService/Get", body: getBody(t), connections: RATE_CONNECTIONS, duration: RATE_DURATION, overallRate: RATE }));
+        add(
+          M.rate,
+          t,
+          await load(t, { route: "APIKeyService/Get", body: getBody(t), connections: RATE_CONNECTIONS, duration: RATE_DURATION, overallRate: RATE }),
+        );
         add(M.paced, t, await paced(t, "APIKeyService/Get", getBody(t), RATE, RATE_DURATION));
         add(M.getMax, t, await load(t, { route: "APIKeyService/Get", body: getBody(t), connections: GET_CONNECTIONS, duration: DURATION }));
         add(M.createMax, t, await load(t, { route: "APIKeyService/Create", requests: createRequests(), connections: CREATE_CONNECTIONS, duration: DURATION }));
@@ -617,9 +656,17 @@ async function main(): Promise<void> {
     for (let done = 0; done < SEQUENTIAL; done += chunk) {
       const n = Math.min(chunk, SEQUENTIAL - done);
       for (const t of done % (2 * chunk) === 0 ? targets : [...targets].reverse()) {
-        const g = await sequential(t, "APIKeyService/Get", Array.from({ length: n }, () => getBody(t)));
+        const g = await sequential(
+          t,
+          "APIKeyService/Get",
+          Array.from({ length: n }, () => getBody(t)),
+        );
         add(M.seqGet, t, { rps: NaN, ...g });
-        const c = await sequential(t, "APIKeyService/Create", Array.from({ length: n }, (_, i) => JSON.stringify({ name: `bench sequential ${done + i}` })));
+        const c = await sequential(
+          t,
+          "APIKeyService/Create",
+          Array.from({ length: n }, (_, i) => JSON.stringify({ name: `bench sequential ${done + i}` })),
+        );
         add(M.seqCreate, t, { rps: NaN, ...c });
         created.get(t.name)!.push(...c.answers.map((a) => a.api_key.id as string));
       }
@@ -627,7 +674,11 @@ async function main(): Promise<void> {
     for (let done = 0; done < SEQUENTIAL; done += chunk) {
       for (const t of done % (2 * chunk) === 0 ? targets : [...targets].reverse()) {
         const ids = created.get(t.name)!.slice(done, done + chunk);
-        const r = await sequential(t, "APIKeyService/Revoke", ids.map((id) => JSON.stringify({ id, reason: "bench" })));
+        const r = await sequential(
+          t,
+          "APIKeyService/Revoke",
+          ids.map((id) => JSON.stringify({ id, reason: "bench" })),
+        );
         add(M.seqRevoke, t, { rps: NaN, ...r });
       }
     }
@@ -661,13 +712,35 @@ async function main(): Promise<void> {
     // The two ingredients of a cluster request, measured alone from this process.
     process.stdout.write(`\n  Kafka publish→consume round trip x${SEQUENTIAL} ...\n`);
     const echo = await kafkaEcho(SEQUENTIAL);
-    rows.push({ measurement: "Kafka publish→consume round trip", target: "bench process", rate: null, p50_ms: round2(pct(echo, 50)), p99_ms: round2(pct(echo, 99)), max_ms: round2(maxOf(echo)), samples: echo.length, failures: 0 });
+    rows.push({
+      measurement: "Kafka publish→consume round trip",
+      target: "bench process",
+      rate: null,
+      p50_ms: round2(pct(echo, 50)),
+      p99_ms: round2(pct(echo, 99)),
+      max_ms: round2(maxOf(echo)),
+      samples: echo.length,
+      failures: 0,
+    });
     process.stdout.write(`  Cassandra row read (CassandraStore.get) x${SEQUENTIAL} ...\n`);
     const reads = await cassandraRead(keyspace, targets[1]!.keyId, SEQUENTIAL);
-    rows.push({ measurement: "Cassandra row read (store.get)", target: "bench process", rate: null, p50_ms: round2(pct(reads, 50)), p99_ms: round2(pct(reads, 99)), max_ms: round2(maxOf(reads)), samples: reads.length, failures: 0 });
+    rows.push({
+      measurement: "Cassandra row read (store.get)",
+      target: "bench process",
+      rate: null,
+      p50_ms: round2(pct(reads, 50)),
+      p99_ms: round2(pct(reads, 99)),
+      max_ms: round2(maxOf(reads)),
+      samples: reads.length,
+      failures: 0,
+    });
 
     // ── report ──
-    const cols = (...c: [string, number][]) => c.map(([v, w], i) => (i < 2 ? v.padEnd(w) : v.padStart(w))).join("").trimEnd() + "\n";
+    const cols = (...c: [string, number][]) =>
+      c
+        .map(([v, w], i) => (i < 2 ? v.padEnd(w) : v.padStart(w)))
+        .join("")
+        .trimEnd() + "\n";
     const order = Object.values(M);
     rows.sort((a, b) => {
       const ia = order.indexOf(a.measurement);
@@ -676,13 +749,29 @@ async function main(): Promise<void> {
     });
     let out = "\n" + cols(["measurement", 36], ["target", 14], ["req/s", 8], ["p50 ms", 9], ["p99 ms", 9], ["max ms", 9], ["n", 7], ["failed", 8]);
     for (const r of rows) {
-      out += cols([r.measurement, 36], [r.target, 14], [r.rate === null ? "-" : String(r.rate), 8], [r.p50_ms.toFixed(2), 9], [r.p99_ms.toFixed(2), 9], [r.max_ms.toFixed(2), 9], [String(r.samples), 7], [String(r.failures), 8]);
+      out += cols(
+        [r.measurement, 36],
+        [r.target, 14],
+        [r.rate === null ? "-" : String(r.rate), 8],
+        [r.p50_ms.toFixed(2), 9],
+        [r.p99_ms.toFixed(2), 9],
+        [r.max_ms.toFixed(2), 9],
+        [String(r.samples), 7],
+        [String(r.failures), 8],
+      );
     }
     const roles = ROLE_ORDER.filter((r) => cpuRows.some((c) => c.us_per_req[r] !== undefined));
     out += "\nCPU µs per answered request, by process (median of rounds), and how busy both cores were:\n";
     out += cols(["measurement", 36], ["target", 10], ...roles.map((r): [string, number] => [r, Math.max(10, r.length + 2)]), ["busy", 7]);
-    for (const c of cpuRows.sort((a, b) => order.indexOf(a.measurement) - order.indexOf(b.measurement) || TARGET_ORDER.indexOf(a.target) - TARGET_ORDER.indexOf(b.target))) {
-      out += cols([c.measurement, 36], [c.target, 10], ...roles.map((r): [string, number] => [c.us_per_req[r] === undefined ? "" : String(c.us_per_req[r]), Math.max(10, r.length + 2)]), [`${c.machine_busy_pct}%`, 7]);
+    for (const c of cpuRows.sort(
+      (a, b) => order.indexOf(a.measurement) - order.indexOf(b.measurement) || TARGET_ORDER.indexOf(a.target) - TARGET_ORDER.indexOf(b.target),
+    )) {
+      out += cols(
+        [c.measurement, 36],
+        [c.target, 10],
+        ...roles.map((r): [string, number] => [c.us_per_req[r] === undefined ? "" : String(c.us_per_req[r]), Math.max(10, r.length + 2)]),
+        [`${c.machine_busy_pct}%`, 7],
+      );
     }
     const goalRow = rows.find((r) => r.measurement === M.rate && r.target === "cluster")!;
     const pacedRow = rows.find((r) => r.measurement === M.paced && r.target === "cluster")!;
@@ -698,7 +787,10 @@ async function main(): Promise<void> {
         ? `Nothing else ran meanwhile (no other media server, test runner or type check; Kafka and Cassandra kept their pids).\n`
         : `WARNING: the machine was not quiet, the figures are disturbed:` +
           (interference.restarted.length ? ` ${interference.restarted.join(" and ")} restarted during the run;` : "") +
-          interference.other_processes.slice(0, 5).map((o) => ` "${o.command}" (${o.seconds} s)`).join(",") +
+          interference.other_processes
+            .slice(0, 5)
+            .map((o) => ` "${o.command}" (${o.seconds} s)`)
+            .join(",") +
           "\n") +
       `Goal: Get p99 < ${GOAL_P99_MS} ms in cluster mode at ${RATE} req/s: ${goalMet ? "MET" : "NOT MET"} (p99 ${goalRow.p99_ms} ms autocannon, ` +
       `per round ${goalRow.rounds!.map((r) => r.p99_ms).join(" / ")} ms; ${pacedRow.p99_ms} ms evenly paced).\n`;
@@ -715,7 +807,12 @@ async function main(): Promise<void> {
       node: process.version,
       cpus: cpus.length,
       cpu_model: cpus[0]?.model,
-      cluster: { gateways: GATEWAYS, actor_hosts: ACTOR_HOSTS, kafka: "3.9.2 single node (infra/kafka.sh)", cassandra: "5.0.9 single node (infra/cassandra.sh)" },
+      cluster: {
+        gateways: GATEWAYS,
+        actor_hosts: ACTOR_HOSTS,
+        kafka: "3.9.2 single node (infra/kafka.sh)",
+        cassandra: "5.0.9 single node (infra/cassandra.sh)",
+      },
       rounds: ROUNDS,
       warmup_s: WARMUP,
       rate_per_s: RATE,

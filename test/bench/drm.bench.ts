@@ -50,7 +50,9 @@ const GOAL = 0.05;
  * whose rungs differ in aspect ratio ("Conflicting stream aspect ratios"), and 854x480 is 427:240,
  * not 16:9, so clear-adaptive fails with it. 864x486 is exactly 16:9, 2.4% more pixels.
  */
-const RUNGS: readonly { name: string; width: number; height: number }[] = LADDER.map((r) => (r.name === "480p" ? { name: r.name, width: 864, height: 486 } : r));
+const RUNGS: readonly { name: string; width: number; height: number }[] = LADDER.map((r) =>
+  r.name === "480p" ? { name: r.name, width: 864, height: 486 } : r,
+);
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -86,7 +88,11 @@ function specOf(name: EncodeName): OutputSpec {
   });
 }
 
-const SCHEMES: Partial<Record<EncryptionScheme, DrmScheme>> = { [EncryptionScheme.CBCS]: "cbcs", [EncryptionScheme.CENC]: "cenc", [EncryptionScheme.AES_128]: "aes128" };
+const SCHEMES: Partial<Record<EncryptionScheme, DrmScheme>> = {
+  [EncryptionScheme.CBCS]: "cbcs",
+  [EncryptionScheme.CENC]: "cenc",
+  [EncryptionScheme.AES_128]: "aes128",
+};
 
 /** The keys the encoder node would ask for (encoder-node/node.ts): one per track class packaged, one for all with aes_128. */
 async function keysFor(name: EncodeName, plan: OutputPlan): Promise<ContentKey[]> {
@@ -95,11 +101,14 @@ async function keysFor(name: EncodeName, plan: OutputPlan): Promise<ContentKey[]
   const scheme = SCHEMES[drm.scheme]!;
   const present = new Set((plan.packaging?.streams ?? []).map((s) => s.trackClass));
   const classes: TrackClass[] =
-    scheme === "aes128" ? [trackClassOf("video", Math.max(0, ...(plan.renditions ?? []).map((r) => Math.min(r.width, r.height))))] : (["audio", "sd", "hd"] as const).filter((c) => present.has(c));
+    scheme === "aes128"
+      ? [trackClassOf("video", Math.max(0, ...(plan.renditions ?? []).map((r) => Math.min(r.width, r.height))))]
+      : (["audio", "sd", "hd"] as const).filter((c) => present.has(c));
   return localKeyProvider().keys({ resourceId: `bench-${name}`, classes, scheme, systems: scheme === "aes128" ? [] : ["clearkey"] });
 }
 
-const planFor = (name: EncodeName, input: PlanInput, dir: string) => planOutput(specOf(name), input, { outputId: `out_${name.replaceAll("-", "_")}`, workDir: dir });
+const planFor = (name: EncodeName, input: PlanInput, dir: string) =>
+  planOutput(specOf(name), input, { outputId: `out_${name.replaceAll("-", "_")}`, workDir: dir });
 
 // ── measuring ──
 
@@ -194,7 +203,8 @@ function checkOutput(name: RunnerName, plan: OutputPlan): void {
   const text = (rel: string) => readFileSync(path.join(dir, rel), "utf8");
   const type = OUTPUTS[encode].type;
   const mpd = type === OutputType.HLS ? undefined : text(plan.dashManifest?.file ?? "manifest.mpd");
-  if (mpd !== undefined && parseMpd(mpd).representations.filter((r) => r.contentType === "video").length !== RUNGS.length) fail(`the MPD does not list ${RUNGS.length} video representations`);
+  if (mpd !== undefined && parseMpd(mpd).representations.filter((r) => r.contentType === "video").length !== RUNGS.length)
+    fail(`the MPD does not list ${RUNGS.length} video representations`);
   let media = "";
   if (type !== OutputType.DASH && !name.startsWith("package-")) {
     const master = parseHlsMaster(text(plan.hlsMaster?.file ?? "index.m3u8"));
@@ -308,7 +318,15 @@ async function main(): Promise<void> {
           cpuSeconds: r3(cpuSeconds),
           otherCpuSeconds: r3(otherCpuSeconds),
           contended: otherCpuSeconds > Math.max(1, 0.05 * cpuSeconds),
-          ...(phases ? { phases: { encodeSeconds: r3(phases.encodeSeconds), ...(phases.packagingSeconds !== undefined ? { packagingSeconds: r3(phases.packagingSeconds) } : {}), manifestsSeconds: r3(phases.manifestsSeconds) } } : {}),
+          ...(phases
+            ? {
+                phases: {
+                  encodeSeconds: r3(phases.encodeSeconds),
+                  ...(phases.packagingSeconds !== undefined ? { packagingSeconds: r3(phases.packagingSeconds) } : {}),
+                  manifestsSeconds: r3(phases.manifestsSeconds),
+                },
+              }
+            : {}),
           outputBytes: bytesUnder(dir),
           othersSeen: seen,
         };
@@ -317,7 +335,9 @@ async function main(): Promise<void> {
         const p = run.phases;
         log(
           `round ${round + 1} ${name.padEnd(14)} wall ${run.wallSeconds.toFixed(2)} s  cpu ${run.cpuSeconds.toFixed(1)} s  others ${run.otherCpuSeconds.toFixed(1)} s` +
-            (p ? `  [encode ${p.encodeSeconds.toFixed(2)}${p.packagingSeconds !== undefined ? ` + package ${p.packagingSeconds.toFixed(2)}` : ""} + manifests ${p.manifestsSeconds.toFixed(2)}]` : "") +
+            (p
+              ? `  [encode ${p.encodeSeconds.toFixed(2)}${p.packagingSeconds !== undefined ? ` + package ${p.packagingSeconds.toFixed(2)}` : ""} + manifests ${p.manifestsSeconds.toFixed(2)}]`
+              : "") +
             `${run.contended ? "  (contended)" : ""}`,
         );
       }
@@ -337,7 +357,9 @@ async function main(): Promise<void> {
     return all.some((r) => !r.contended) ? all.filter((r) => !r.contended) : all;
   };
   const medOf = (name: RunnerName, get: (r: Run) => number | undefined) => {
-    const xs = of(name).map(get).filter((x): x is number => x !== undefined);
+    const xs = of(name)
+      .map(get)
+      .filter((x): x is number => x !== undefined);
     return xs.length > 0 ? r3(median(xs)) : undefined;
   };
   const medians = Object.fromEntries(
@@ -354,7 +376,19 @@ async function main(): Promise<void> {
         runs: of(n).length,
       },
     ]),
-  ) as Record<RunnerName, { wallSeconds: number; cpuSeconds: number; encodeSeconds?: number; packagingSeconds?: number; manifestsSeconds?: number; outputBytes: number; wallRange: number[]; runs: number }>;
+  ) as Record<
+    RunnerName,
+    {
+      wallSeconds: number;
+      cpuSeconds: number;
+      encodeSeconds?: number;
+      packagingSeconds?: number;
+      manifestsSeconds?: number;
+      outputBytes: number;
+      wallRange: number[];
+      runs: number;
+    }
+  >;
 
   /** Same round's counted run of a runner, for ratios paired in time. */
   const inRound = (name: RunnerName, round: number) => of(name).find((r) => r.round === round);
@@ -407,19 +441,29 @@ async function main(): Promise<void> {
     }),
   );
 
-  log(`\nmedians of ${ROUNDS} rounds (${SECONDS} s 1080p${FPS} → ${RUNGS.map((r) => `${r.width}x${r.height}`).join(", ")}; H.264 CRF ${SETTINGS.crf} ${SETTINGS.preset}, AAC ${SETTINGS.audioKbps}k):`);
-  log(`  ${"runner".padEnd(14)} ${"wall s".padStart(7)} ${"cpu s".padStart(7)} ${"encode".padStart(7)} ${"package".padStart(7)} ${"manif.".padStart(7)} ${"MB".padStart(6)}  ${"wall vs ref".padStart(11)} ${"cpu vs ref".padStart(10)}`);
+  log(
+    `\nmedians of ${ROUNDS} rounds (${SECONDS} s 1080p${FPS} → ${RUNGS.map((r) => `${r.width}x${r.height}`).join(", ")}; H.264 CRF ${SETTINGS.crf} ${SETTINGS.preset}, AAC ${SETTINGS.audioKbps}k):`,
+  );
+  log(
+    `  ${"runner".padEnd(14)} ${"wall s".padStart(7)} ${"cpu s".padStart(7)} ${"encode".padStart(7)} ${"package".padStart(7)} ${"manif.".padStart(7)} ${"MB".padStart(6)}  ${"wall vs ref".padStart(11)} ${"cpu vs ref".padStart(10)}`,
+  );
   const f2 = (x: number | undefined) => (x === undefined ? "-" : x.toFixed(2)).padStart(7);
   for (const n of names) {
     const m = medians[n];
     const o = overhead[n];
-    log(`  ${n.padEnd(14)} ${f2(m.wallSeconds)} ${f2(m.cpuSeconds)} ${f2(m.encodeSeconds)} ${f2(m.packagingSeconds)} ${f2(m.manifestsSeconds)} ${(m.outputBytes / 1e6).toFixed(1).padStart(6)}  ${(o ? pct(o.wall) : "").padStart(11)} ${(o ? pct(o.cpu) : "").padStart(10)}`);
+    log(
+      `  ${n.padEnd(14)} ${f2(m.wallSeconds)} ${f2(m.cpuSeconds)} ${f2(m.encodeSeconds)} ${f2(m.packagingSeconds)} ${f2(m.manifestsSeconds)} ${(m.outputBytes / 1e6).toFixed(1).padStart(6)}  ${(o ? pct(o.wall) : "").padStart(11)} ${(o ? pct(o.cpu) : "").padStart(10)}`,
+    );
   }
   for (const [n, o] of Object.entries(overhead)) {
-    log(`${n}: overhead (protected − clear)/clear vs ${o.reference}: wall ${pct(o.wall)} (paired by round ${o.wallPairedByRound === undefined ? "-" : pct(o.wallPairedByRound)}), cpu ${pct(o.cpu)}; goal < ${GOAL * 100}% ${o.met ? "met" : "MISSED"}`);
+    log(
+      `${n}: overhead (protected − clear)/clear vs ${o.reference}: wall ${pct(o.wall)} (paired by round ${o.wallPairedByRound === undefined ? "-" : pct(o.wallPairedByRound)}), cpu ${pct(o.cpu)}; goal < ${GOAL * 100}% ${o.met ? "met" : "MISSED"}`,
+    );
   }
   for (const [n, p] of Object.entries(packaging)) {
-    log(`${n}: packager alone / clear encode: wall ${(p.packagerAloneWallOverClearEncode * 100).toFixed(1)}%, cpu ${(p.packagerAloneCpuOverClearEncode * 100).toFixed(1)}%; packaging phase / encode phase in runPlan: ${p.packagingPhaseOverEncodePhase === undefined ? "-" : `${(p.packagingPhaseOverEncodePhase * 100).toFixed(1)}%`}`);
+    log(
+      `${n}: packager alone / clear encode: wall ${(p.packagerAloneWallOverClearEncode * 100).toFixed(1)}%, cpu ${(p.packagerAloneCpuOverClearEncode * 100).toFixed(1)}%; packaging phase / encode phase in runPlan: ${p.packagingPhaseOverEncodePhase === undefined ? "-" : `${(p.packagingPhaseOverEncodePhase * 100).toFixed(1)}%`}`,
+    );
   }
 
   const disturbed = heavySeen.size > 0 || runs.some((r) => r.contended);
@@ -432,7 +476,9 @@ async function main(): Promise<void> {
   })();
   const packagerVersion = (() => {
     try {
-      const pkg = JSON.parse(readFileSync(path.join(import.meta.dirname, "..", "..", "node_modules", "shaka-packager", "package.json"), "utf8")) as { version?: string };
+      const pkg = JSON.parse(readFileSync(path.join(import.meta.dirname, "..", "..", "node_modules", "shaka-packager", "package.json"), "utf8")) as {
+        version?: string;
+      };
       return pkg.version ?? "";
     } catch {
       return "";
@@ -455,8 +501,16 @@ async function main(): Promise<void> {
     ...(process.env.BENCH_NOTE ? { note: process.env.BENCH_NOTE } : {}),
     input: { seconds: SECONDS, width: 1920, height: 1080, fps: FPS, encoder: "libx264 ultrafast", audio: "aac 96k, sine tone" },
     ladder: RUNGS,
-    ladder_note: "ladder.bench's 1080p, 720p, 480p, 360p with 480p as 864x486: ffmpeg 5.1's dash muxer rejects 854x480 (427:240) beside 16:9 rungs in one adaptation set",
-    settings: { codec: "h264", crf: SETTINGS.crf, preset: SETTINGS.preset, keyint: "planner default (2 s, on the 6 s segment grid)", audioKbps: SETTINGS.audioKbps, segmentSeconds: 6 },
+    ladder_note:
+      "ladder.bench's 1080p, 720p, 480p, 360p with 480p as 864x486: ffmpeg 5.1's dash muxer rejects 854x480 (427:240) beside 16:9 rungs in one adaptation set",
+    settings: {
+      codec: "h264",
+      crf: SETTINGS.crf,
+      preset: SETTINGS.preset,
+      keyint: "planner default (2 s, on the 6 s segment grid)",
+      audioKbps: SETTINGS.audioKbps,
+      segmentSeconds: 6,
+    },
     outputs: {
       "clear-adaptive": "adaptive (CMAF: DASH + HLS over one fmp4 segment set), dash muxer",
       "cbcs-adaptive": "adaptive, drm cbcs + clearkey: clear MP4 intermediates, Shaka Packager",
@@ -479,7 +533,9 @@ async function main(): Promise<void> {
     runs,
   };
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
-  log(`${disturbed ? `DISTURBED (others seen: ${[...heavySeen].join(", ") || "none"}; contended runs: ${runs.filter((r) => r.contended).length})\n` : ""}results: ${path.relative(process.cwd(), out)}`);
+  log(
+    `${disturbed ? `DISTURBED (others seen: ${[...heavySeen].join(", ") || "none"}; contended runs: ${runs.filter((r) => r.contended).length})\n` : ""}results: ${path.relative(process.cwd(), out)}`,
+  );
 }
 
 main().catch((e: unknown) => {

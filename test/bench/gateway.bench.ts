@@ -42,7 +42,11 @@ const SUITES = (process.env.BENCH_SUITES ?? "hosts,limiter").split(",").map((s) 
 /** Every rate limit off: the host comparison measures the gateway, not the limiter. */
 const LIMITS_OFF = { MEDIA_RATE_LIMIT_KEY: "0", MEDIA_RATE_LIMIT_ANONYMOUS: "0", MEDIA_RATE_LIMIT_HEALTH: "0" };
 /** Every limiter on, none ever refusing: the key's bucket is taken and the address gate peeked on each call. */
-const LIMITS_ON = { MEDIA_RATE_LIMIT_KEY: "1000000/s,burst=1000000", MEDIA_RATE_LIMIT_ANONYMOUS: "1000000/s,burst=1000000", MEDIA_RATE_LIMIT_HEALTH: "1000000/s,burst=1000000" };
+const LIMITS_ON = {
+  MEDIA_RATE_LIMIT_KEY: "1000000/s,burst=1000000",
+  MEDIA_RATE_LIMIT_ANONYMOUS: "1000000/s,burst=1000000",
+  MEDIA_RATE_LIMIT_HEALTH: "1000000/s,burst=1000000",
+};
 
 const TICK_MS = (() => {
   try {
@@ -109,7 +113,8 @@ async function load(t: Target, route: string, duration: number): Promise<Autocan
     duration,
     pipelining: PIPELINING,
   });
-  if (t.server.child.exitCode !== null || t.server.child.signalCode !== null) throw new Error(`${t.host} server exited (${t.server.child.exitCode ?? t.server.child.signalCode}): ${t.server.output().slice(-2000)}`);
+  if (t.server.child.exitCode !== null || t.server.child.signalCode !== null)
+    throw new Error(`${t.host} server exited (${t.server.child.exitCode ?? t.server.child.signalCode}): ${t.server.output().slice(-2000)}`);
   const cpu1 = cpuMs(t.server.child.pid);
   const done = res["2xx"] + res.non2xx;
   return { ...res, cpuUsPerReq: cpu0 === undefined || cpu1 === undefined || done === 0 ? NaN : ((cpu1 - cpu0) * 1000) / done };
@@ -121,7 +126,18 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
-const meta = () => ({ at: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, rounds: ROUNDS, duration_s: DURATION, warmup_s: WARMUP, connections: CONNECTIONS, pipelining: PIPELINING, load_tool: "autocannon (same machine)" });
+const meta = () => ({
+  at: new Date().toISOString(),
+  node: process.version,
+  cpus: os.cpus().length,
+  cpu: os.cpus()[0]?.model,
+  rounds: ROUNDS,
+  duration_s: DURATION,
+  warmup_s: WARMUP,
+  connections: CONNECTIONS,
+  pipelining: PIPELINING,
+  load_tool: "autocannon (same machine)",
+});
 
 function writeResults(name: string, data: object): void {
   const dir = path.join(import.meta.dirname, "results");
@@ -159,7 +175,9 @@ async function hostsSuite(): Promise<void> {
           row.p99.push(res.latency.p99);
           row.cpu.push(res.cpuUsPerReq);
           row.failures += res.non2xx + res.errors + res.timeouts;
-          process.stdout.write(`  ${route.padEnd(20)} ${t.host.padEnd(4)} round ${round + 1}: ${Math.round(res["2xx"] / res.duration)} req/s, p99 ${res.latency.p99} ms, server CPU ${Math.round(res.cpuUsPerReq)} µs/req\n`);
+          process.stdout.write(
+            `  ${route.padEnd(20)} ${t.host.padEnd(4)} round ${round + 1}: ${Math.round(res["2xx"] / res.duration)} req/s, p99 ${res.latency.p99} ms, server CPU ${Math.round(res.cpuUsPerReq)} µs/req\n`,
+          );
         }
       }
       rows.push(...byHost.values());
@@ -180,16 +198,30 @@ async function hostsSuite(): Promise<void> {
     const ratios = Object.fromEntries(
       [...new Set(rows.map((r) => r.route))].map((route) => [
         route,
-        { rps_uws_over_node: round2(of(route, "uws").rps / of(route, "node").rps), cpu_per_req_node_over_uws: round2(of(route, "node").cpu_us_per_req / of(route, "uws").cpu_us_per_req) },
+        {
+          rps_uws_over_node: round2(of(route, "uws").rps / of(route, "node").rps),
+          cpu_per_req_node_over_uws: round2(of(route, "node").cpu_us_per_req / of(route, "uws").cpu_us_per_req),
+        },
       ]),
     );
     const cols = (...c: [string, number][]) => c.map(([v, w], i) => (i < 2 ? v.padEnd(w) : v.padStart(w))).join("") + "\n";
-    process.stdout.write("\n" + cols(["method", 22], ["target", 8], ["req/s", 9], ["p50 ms", 8], ["p99 ms", 8], ["CPU µs/req", 12], ["req/s uWS/node", 16], ["CPU node/uWS", 14]));
+    process.stdout.write(
+      "\n" + cols(["method", 22], ["target", 8], ["req/s", 9], ["p50 ms", 8], ["p99 ms", 8], ["CPU µs/req", 12], ["req/s uWS/node", 16], ["CPU node/uWS", 14]),
+    );
     for (const s of summary) {
       const r = ratios[s.route]!;
       const x = (v: number) => (s.host === "uws" ? `${v.toFixed(2)}x` : "");
       process.stdout.write(
-        cols([s.route, 22], [s.host, 8], [String(s.rps), 9], [String(s.p50_ms), 8], [String(s.p99_ms), 8], [String(s.cpu_us_per_req), 12], [x(r.rps_uws_over_node), 16], [x(r.cpu_per_req_node_over_uws), 14]).trimEnd() +
+        cols(
+          [s.route, 22],
+          [s.host, 8],
+          [String(s.rps), 9],
+          [String(s.p50_ms), 8],
+          [String(s.p99_ms), 8],
+          [String(s.cpu_us_per_req), 12],
+          [x(r.rps_uws_over_node), 16],
+          [x(r.cpu_per_req_node_over_uws), 14],
+        ).trimEnd() +
           (s.failures ? `  (${s.failures} failed)` : "") +
           "\n",
       );
@@ -229,14 +261,30 @@ async function limiterSuite(): Promise<void> {
         row.p99.push(res.latency.p99);
         row.cpu.push(res.cpuUsPerReq);
         row.failures += res.non2xx + res.errors + res.timeouts;
-        process.stdout.write(`  ${route.padEnd(20)} ${t.label.padEnd(12)} round ${round + 1}: ${Math.round(res["2xx"] / res.duration)} req/s, p99 ${res.latency.p99} ms, server CPU ${res.cpuUsPerReq.toFixed(1)} µs/req\n`);
+        process.stdout.write(
+          `  ${route.padEnd(20)} ${t.label.padEnd(12)} round ${round + 1}: ${Math.round(res["2xx"] / res.duration)} req/s, p99 ${res.latency.p99} ms, server CPU ${res.cpuUsPerReq.toFixed(1)} µs/req\n`,
+        );
       }
     }
-    const summary = [...rows].map(([label, r]) => ({ route, target: label, rps: Math.round(median(r.rps)), p99_ms: median(r.p99), cpu_us_per_req: Math.round(median(r.cpu) * 10) / 10, failures: r.failures, rounds_rps: r.rps.map(Math.round) }));
+    const summary = [...rows].map(([label, r]) => ({
+      route,
+      target: label,
+      rps: Math.round(median(r.rps)),
+      p99_ms: median(r.p99),
+      cpu_us_per_req: Math.round(median(r.cpu) * 10) / 10,
+      failures: r.failures,
+      rounds_rps: r.rps.map(Math.round),
+    }));
     const [off, on] = summary as [(typeof summary)[number], (typeof summary)[number]];
-    const ratios = { rps_on_over_off: Math.round((on.rps / off.rps) * 1000) / 1000, cpu_per_req_on_over_off: Math.round((on.cpu_us_per_req / off.cpu_us_per_req) * 1000) / 1000 };
+    const ratios = {
+      rps_on_over_off: Math.round((on.rps / off.rps) * 1000) / 1000,
+      cpu_per_req_on_over_off: Math.round((on.cpu_us_per_req / off.cpu_us_per_req) * 1000) / 1000,
+    };
     process.stdout.write(`\n${"method".padEnd(22)}${"target".padEnd(14)}${"req/s".padStart(9)}${"p99 ms".padStart(8)}${"CPU µs/req".padStart(12)}\n`);
-    for (const s of summary) process.stdout.write(`${s.route.padEnd(22)}${s.target.padEnd(14)}${String(s.rps).padStart(9)}${String(s.p99_ms).padStart(8)}${s.cpu_us_per_req.toFixed(1).padStart(12)}${s.failures ? `  (${s.failures} failed)` : ""}\n`);
+    for (const s of summary)
+      process.stdout.write(
+        `${s.route.padEnd(22)}${s.target.padEnd(14)}${String(s.rps).padStart(9)}${String(s.p99_ms).padStart(8)}${s.cpu_us_per_req.toFixed(1).padStart(12)}${s.failures ? `  (${s.failures} failed)` : ""}\n`,
+      );
     process.stdout.write(
       `\nlimiter on/off: req/s ${ratios.rps_on_over_off.toFixed(3)}x (cost ${((1 - ratios.rps_on_over_off) * 100).toFixed(1)}%), ` +
         `server CPU per request ${ratios.cpu_per_req_on_over_off.toFixed(3)}x (cost ${((ratios.cpu_per_req_on_over_off - 1) * 100).toFixed(1)}%). Goal: cost < 3%.\n`,

@@ -86,8 +86,30 @@ async function put(client: Client, url: string, file: string): Promise<void> {
 }
 
 async function clip(file: string, seconds: number, size: string): Promise<void> {
-  await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", `testsrc2=size=${size}:rate=30:duration=${seconds}`, "-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`,
-    "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", file]);
+  await run("ffmpeg", [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-y",
+    "-f",
+    "lavfi",
+    "-i",
+    `testsrc2=size=${size}:rate=30:duration=${seconds}`,
+    "-f",
+    "lavfi",
+    "-i",
+    `sine=frequency=440:duration=${seconds}`,
+    "-c:v",
+    "libx264",
+    "-preset",
+    "veryfast",
+    "-pix_fmt",
+    "yuv420p",
+    "-c:a",
+    "aac",
+    "-shortest",
+    file,
+  ]);
 }
 
 async function main(): Promise<void> {
@@ -100,7 +122,14 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = {};
   const upload = async (file: string, title: string, client: Client = "fetch") => {
     const size = statSync(file).size;
-    const created = (await call(server.base, "VideoService/CreateUpload", { filename: path.basename(file), content_type: "video/mp4", size_bytes: size, title, visibility: "public" }, key)).body;
+    const created = (
+      await call(
+        server.base,
+        "VideoService/CreateUpload",
+        { filename: path.basename(file), content_type: "video/mp4", size_bytes: size, title, visibility: "public" },
+        key,
+      )
+    ).body;
     const started = Date.now();
     await put(client, created.upload_url, file);
     const putMs = Date.now() - started;
@@ -139,11 +168,15 @@ async function main(): Promise<void> {
       if (a.non2xx || a.errors || b.non2xx || b.errors) throw new Error(`errors: edge ${a.non2xx}/${a.errors}, nginx ${b.non2xx}/${b.errors}`);
       edge.push(a.requests.average);
       ref.push(b.requests.average);
-      console.log(`round ${r + 1}: edge ${a.requests.average.toFixed(0)} req/s (p99 ${a.latency.p99} ms), nginx ${b.requests.average.toFixed(0)} req/s (p99 ${b.latency.p99} ms)`);
+      console.log(
+        `round ${r + 1}: edge ${a.requests.average.toFixed(0)} req/s (p99 ${a.latency.p99} ms), nginx ${b.requests.average.toFixed(0)} req/s (p99 ${b.latency.p99} ms)`,
+      );
     }
     nginx.kill();
     results.segments = { segmentBytes: size, edgeReqPerSec: median(edge), nginxReqPerSec: median(ref), ratio: median(edge) / median(ref) };
-    console.log(`segments (${size} bytes, 64 connections): edge ${median(edge).toFixed(0)} req/s, nginx ${median(ref).toFixed(0)} req/s, ratio ${(median(edge) / median(ref)).toFixed(2)}`);
+    console.log(
+      `segments (${size} bytes, 64 connections): edge ${median(edge).toFixed(0)} req/s, nginx ${median(ref).toFixed(0)} req/s, ratio ${(median(edge) / median(ref)).toFixed(2)}`,
+    );
   }
 
   if (SUITES.includes("upload")) {
@@ -186,11 +219,21 @@ async function main(): Promise<void> {
           if (side === "edge") growth = await edgeRound(r);
           else await nginxRound(r);
         }
-        console.log(`${client} round ${r + 1}: edge ${edgeMs.at(-1)} ms, nginx ${refMs.at(-1)} ms, server RSS growth ${growth.toFixed(1)} MB, server CPU ${serverCpu.at(-1)!.toFixed(1)} s`);
+        console.log(
+          `${client} round ${r + 1}: edge ${edgeMs.at(-1)} ms, nginx ${refMs.at(-1)} ms, server RSS growth ${growth.toFixed(1)} MB, server CPU ${serverCpu.at(-1)!.toFixed(1)} s`,
+        );
       }
       const ratio = median(refMs) / median(edgeMs);
-      byClient[client] = { edgeMs: median(edgeMs), nginxMs: median(refMs), throughputRatio: ratio, serverRssGrowthMb: rssGrowthMb, serverCpuSeconds: median(serverCpu) };
-      console.log(`upload 1 GiB by ${client}: edge ${median(edgeMs)} ms, nginx ${median(refMs)} ms, throughput ratio ${ratio.toFixed(2)}, RSS growth ${rssGrowthMb.toFixed(1)} MB, server CPU ${median(serverCpu).toFixed(1)} s`);
+      byClient[client] = {
+        edgeMs: median(edgeMs),
+        nginxMs: median(refMs),
+        throughputRatio: ratio,
+        serverRssGrowthMb: rssGrowthMb,
+        serverCpuSeconds: median(serverCpu),
+      };
+      console.log(
+        `upload 1 GiB by ${client}: edge ${median(edgeMs)} ms, nginx ${median(refMs)} ms, throughput ratio ${ratio.toFixed(2)}, RSS growth ${rssGrowthMb.toFixed(1)} MB, server CPU ${median(serverCpu).toFixed(1)} s`,
+      );
     }
     nginx.kill();
     results.upload = { bytes: statSync(big).size, rounds: ROUNDS, ...byClient };
@@ -209,13 +252,59 @@ async function main(): Promise<void> {
     scratch.push(out);
     const t0 = Date.now();
     const rungs = v.renditions.map((r: { width: number; height: number }) => r);
-    const split = `[0:v]split=${rungs.length}${rungs.map((_: unknown, i: number) => `[s${i}]`).join("")};` + rungs.map((r: { width: number; height: number }, i: number) => `[s${i}]scale=${r.width}:${r.height}[v${i}]`).join(";");
-    await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-i", file, "-filter_complex", split,
+    const split =
+      `[0:v]split=${rungs.length}${rungs.map((_: unknown, i: number) => `[s${i}]`).join("")};` +
+      rungs.map((r: { width: number; height: number }, i: number) => `[s${i}]scale=${r.width}:${r.height}[v${i}]`).join(";");
+    await run("ffmpeg", [
+      "-hide_banner",
+      "-loglevel",
+      "error",
+      "-y",
+      "-i",
+      file,
+      "-filter_complex",
+      split,
       ...rungs.flatMap((r: { width: number; height: number }, i: number) => {
         const cap = tierTargetKbps("h264", r.width, r.height, 30);
-        return ["-map", `[v${i}]`, `-c:v:${i}`, "libx264", `-preset:v:${i}`, "fast", `-crf:v:${i}`, "23", `-maxrate:v:${i}`, `${cap}k`, `-bufsize:v:${i}`, `${cap * 2}k`, `-g:v:${i}`, "60", `-keyint_min:v:${i}`, "60", `-sc_threshold:v:${i}`, "0"];
-      }), "-map", "0:a", "-c:a", "aac", "-b:a", "128k",
-      "-f", "hls", "-hls_time", "4", "-hls_playlist_type", "vod", "-var_stream_map", [...rungs.map((_: unknown, i: number) => `v:${i}`), "a:0"].join(" "), "-master_pl_name", "index.m3u8", path.join(out, "%v", "index.m3u8")]);
+        return [
+          "-map",
+          `[v${i}]`,
+          `-c:v:${i}`,
+          "libx264",
+          `-preset:v:${i}`,
+          "fast",
+          `-crf:v:${i}`,
+          "23",
+          `-maxrate:v:${i}`,
+          `${cap}k`,
+          `-bufsize:v:${i}`,
+          `${cap * 2}k`,
+          `-g:v:${i}`,
+          "60",
+          `-keyint_min:v:${i}`,
+          "60",
+          `-sc_threshold:v:${i}`,
+          "0",
+        ];
+      }),
+      "-map",
+      "0:a",
+      "-c:a",
+      "aac",
+      "-b:a",
+      "128k",
+      "-f",
+      "hls",
+      "-hls_time",
+      "4",
+      "-hls_playlist_type",
+      "vod",
+      "-var_stream_map",
+      [...rungs.map((_: unknown, i: number) => `v:${i}`), "a:0"].join(" "),
+      "-master_pl_name",
+      "index.m3u8",
+      path.join(out, "%v", "index.m3u8"),
+    ]);
     const handMs = Date.now() - t0;
     results.ladder = { rungs: rungs.map((r: { height: number }) => r.height), serviceMs, handMs, ratio: serviceMs / handMs };
     console.log(`upload-to-ready 60 s 1080p: service ${serviceMs} ms, hand-written ffmpeg ${handMs} ms, ratio ${(serviceMs / handMs).toFixed(2)}`);

@@ -49,7 +49,12 @@ const r3 = (x: number) => Math.round(x * 1000) / 1000;
 /** The ladder as a job output, in the spec's JSON. */
 const ladderOutput = {
   type: "mp4",
-  video: LADDER.map((r) => ({ codec: "h264", width: r.width, height: r.height, h264: { crf: SETTINGS.crf, encoder_preset: SETTINGS.preset, keyint: SETTINGS.keyint } })),
+  video: LADDER.map((r) => ({
+    codec: "h264",
+    width: r.width,
+    height: r.height,
+    h264: { crf: SETTINGS.crf, encoder_preset: SETTINGS.preset, keyint: SETTINGS.keyint },
+  })),
   audio: [{ codec: "aac", bitrate_kbps: SETTINGS.audioKbps }],
 };
 
@@ -65,7 +70,8 @@ async function runService(server: ChildServer, key: Auth, inputUrl: string, orig
   if (created.status !== 200) throw new Error(`create: ${JSON.stringify(created.body)}`);
   const latenciesMs: number[] = [];
   const watched = await stream(server.base, "JobService/Watch", { id: created.body.job.id }, key, (m) => {
-    if (m.body.event_type === "updated" && m.body.job.status === "processing" && m.body.job.progress > 0) latenciesMs.push(m.receivedAt - Date.parse(m.body.job.updated_at));
+    if (m.body.event_type === "updated" && m.body.job.status === "processing" && m.body.job.progress > 0)
+      latenciesMs.push(m.receivedAt - Date.parse(m.body.job.updated_at));
   });
   const wallSeconds = (performance.now() - t0) / 1000;
   const last = watched.messages.at(-1)?.body;
@@ -102,11 +108,20 @@ async function main(): Promise<void> {
     });
     const boot = JSON.parse(readFileSync(path.join(work, "data", "bootstrap.json"), "utf8"));
     const key: Auth = { bearer: boot.api_key, org: boot.organization_id };
-    const origin = await call(server.base, "OriginService/Create", {
-      name: "bench",
-      permissions: ["read", "write"],
-      s3: { bucket: "bench-out", region: "us-east-1", credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey } },
-    }, key);
+    const origin = await call(
+      server.base,
+      "OriginService/Create",
+      {
+        name: "bench",
+        permissions: ["read", "write"],
+        s3: {
+          bucket: "bench-out",
+          region: "us-east-1",
+          credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey },
+        },
+      },
+      key,
+    );
     if (origin.status !== 200) throw new Error(`origin: ${JSON.stringify(origin.body)}`);
     const inputUrl = `${web.url}/input.mp4`;
 
@@ -125,7 +140,12 @@ async function main(): Promise<void> {
         } else {
           const dir = path.join(work, name);
           mkdirSync(dir, { recursive: true });
-          m = await measure(REFERENCE_RUNNERS.find((r) => r.name === name)!, input, dir, round);
+          m = await measure(
+            REFERENCE_RUNNERS.find((r) => r.name === name)!,
+            input,
+            dir,
+            round,
+          );
         }
         results.push({ runner: m.runner, round: m.round, wallSeconds: m.wallSeconds, cpuSeconds: m.cpuSeconds, otherCpuSeconds: m.otherCpuSeconds });
         process.stdout.write(`round ${round + 1} ${name.padEnd(14)} wall ${m.wallSeconds.toFixed(2)} s  cpu ${m.cpuSeconds.toFixed(2)} s\n`);
@@ -144,9 +164,15 @@ async function main(): Promise<void> {
       wallVsFasterReference: r3(medians.service!.wallSeconds / medians[fasterRef]!.wallSeconds),
       cpuVsCheaperReference: r3(medians.service!.cpuSeconds / medians[cheaperRef]!.cpuSeconds),
     };
-    const progress = { samples: latencies.length, p50Ms: r3(percentile(latencies, 50)), p99Ms: r3(percentile(latencies, 99)), maxMs: r3(Math.max(...latencies)) };
+    const progress = {
+      samples: latencies.length,
+      p50Ms: r3(percentile(latencies, 50)),
+      p99Ms: r3(percentile(latencies, 99)),
+      maxMs: r3(Math.max(...latencies)),
+    };
     process.stdout.write(`\nmedians of ${rounds} rounds (${seconds} s 1080p30 → ${LADDER.map((r) => r.name).join(", ")}):\n`);
-    for (const [n, m] of Object.entries(medians)) process.stdout.write(`  ${n.padEnd(14)} wall ${m.wallSeconds.toFixed(2)} s   cpu ${m.cpuSeconds.toFixed(2)} s\n`);
+    for (const [n, m] of Object.entries(medians))
+      process.stdout.write(`  ${n.padEnd(14)} wall ${m.wallSeconds.toFixed(2)} s   cpu ${m.cpuSeconds.toFixed(2)} s\n`);
     process.stdout.write(`service wall / faster reference (${fasterRef}): ${ratios.wallVsFasterReference}  goal ≤ 1.10\n`);
     process.stdout.write(`service cpu / cheaper reference (${cheaperRef}): ${ratios.cpuVsCheaperReference}  goal ≤ 1.05\n`);
     process.stdout.write(`progress latency ffmpeg → Watch subscriber: p50 ${progress.p50Ms} ms, p99 ${progress.p99Ms} ms (${progress.samples} updates)\n`);

@@ -40,7 +40,12 @@ export const LADDER = [
 export function ladderSpec(): OutputSpec {
   return create(OutputSpecSchema, {
     type: OutputType.MP4,
-    video: LADDER.map((r) => ({ codec: VideoCodec.H264, width: r.width, height: r.height, h264: { crf: SETTINGS.crf, encoderPreset: SETTINGS.preset, keyint: SETTINGS.keyint } })),
+    video: LADDER.map((r) => ({
+      codec: VideoCodec.H264,
+      width: r.width,
+      height: r.height,
+      h264: { crf: SETTINGS.crf, encoderPreset: SETTINGS.preset, keyint: SETTINGS.keyint },
+    })),
     audio: [{ codec: AudioCodec.AAC, bitrateKbps: SETTINGS.audioKbps }],
   });
 }
@@ -65,9 +70,27 @@ export interface LadderRunner {
 const chain = (r: (typeof LADDER)[number], input: BenchInput) =>
   `${r.width === input.probe.video?.width && r.height === input.probe.video?.height ? "" : `scale=${r.width}:${r.height}:flags=bicubic,setsar=1,`}format=yuv420p`;
 const encodeArgs = (file: string) => [
-  "-c:v:0", "libx264", "-preset:v:0", SETTINGS.preset, "-crf:v:0", String(SETTINGS.crf), "-g:v:0", String(SETTINGS.keyint),
-  "-map", "0:a:0", "-c:a:0", "aac", "-b:a:0", `${SETTINGS.audioKbps}k`, "-ar:a:0", "48000",
-  "-movflags", "+faststart", "-f", "mp4", file,
+  "-c:v:0",
+  "libx264",
+  "-preset:v:0",
+  SETTINGS.preset,
+  "-crf:v:0",
+  String(SETTINGS.crf),
+  "-g:v:0",
+  String(SETTINGS.keyint),
+  "-map",
+  "0:a:0",
+  "-c:a:0",
+  "aac",
+  "-b:a:0",
+  `${SETTINGS.audioKbps}k`,
+  "-ar:a:0",
+  "48000",
+  "-movflags",
+  "+faststart",
+  "-f",
+  "mp4",
+  file,
 ];
 const base = ["-hide_banner", "-nostdin", "-y", "-loglevel", "error"];
 
@@ -84,9 +107,19 @@ function ffmpeg(args: string[]): Promise<void> {
 export const splitReference: LadderRunner = {
   name: "split",
   async run(input, outDir) {
-    const graph = [`[0:v:0]split=${LADDER.length}${LADDER.map((_, i) => `[s${i}]`).join("")}`, ...LADDER.map((r, i) => `[s${i}]${chain(r, input)}[v${i}]`)].join(";");
+    const graph = [
+      `[0:v:0]split=${LADDER.length}${LADDER.map((_, i) => `[s${i}]`).join("")}`,
+      ...LADDER.map((r, i) => `[s${i}]${chain(r, input)}[v${i}]`),
+    ].join(";");
     const files = LADDER.map((r) => `${r.name}.mp4`);
-    await ffmpeg([...base, "-i", input.file, "-filter_complex", graph, ...LADDER.flatMap((_, i) => ["-map", `[v${i}]`, ...encodeArgs(path.join(outDir, files[i]!))])]);
+    await ffmpeg([
+      ...base,
+      "-i",
+      input.file,
+      "-filter_complex",
+      graph,
+      ...LADDER.flatMap((_, i) => ["-map", `[v${i}]`, ...encodeArgs(path.join(outDir, files[i]!))]),
+    ]);
     return { files };
   },
 };
@@ -95,7 +128,11 @@ export const perRenditionReference: LadderRunner = {
   name: "per-rendition",
   async run(input, outDir) {
     const files = LADDER.map((r) => `${r.name}.mp4`);
-    await Promise.all(LADDER.map((r, i) => ffmpeg([...base, "-i", input.file, "-filter_complex", `[0:v:0]${chain(r, input)}[v0]`, "-map", "[v0]", ...encodeArgs(path.join(outDir, files[i]!))])));
+    await Promise.all(
+      LADDER.map((r, i) =>
+        ffmpeg([...base, "-i", input.file, "-filter_complex", `[0:v:0]${chain(r, input)}[v0]`, "-map", "[v0]", ...encodeArgs(path.join(outDir, files[i]!))]),
+      ),
+    );
     return { files };
   },
 };
@@ -176,10 +213,18 @@ export async function measure(runner: LadderRunner, input: BenchInput, outDir: s
     // Same work from every runner: four files of the ladder's sizes.
     for (const [i, file] of result.files.entries()) {
       const v = videoOf(await ffprobeJson(path.join(outDir, file)));
-      if (v?.width !== LADDER[i]!.width || v?.height !== LADDER[i]!.height) throw new Error(`${runner.name}: ${file} is ${v?.width}x${v?.height}, expected ${LADDER[i]!.width}x${LADDER[i]!.height}`);
+      if (v?.width !== LADDER[i]!.width || v?.height !== LADDER[i]!.height)
+        throw new Error(`${runner.name}: ${file} is ${v?.width}x${v?.height}, expected ${LADDER[i]!.width}x${LADDER[i]!.height}`);
     }
   }
-  return { runner: runner.name, round, wallSeconds, cpuSeconds, ...(result.reportedCpuSeconds !== undefined ? { reportedCpuSeconds: result.reportedCpuSeconds } : {}), otherCpuSeconds };
+  return {
+    runner: runner.name,
+    round,
+    wallSeconds,
+    cpuSeconds,
+    ...(result.reportedCpuSeconds !== undefined ? { reportedCpuSeconds: result.reportedCpuSeconds } : {}),
+    otherCpuSeconds,
+  };
 }
 
 const median = (xs: number[]) => {
@@ -218,7 +263,9 @@ export async function runLadderBench(extra: readonly LadderRunner[] = []): Promi
           const m = await measure(runner, input, path.join(work, runner.name), round);
           attempts.push(m);
           const clean = m.otherCpuSeconds <= Math.max(1, MAX_OTHERS * m.cpuSeconds);
-          process.stdout.write(`round ${round + 1} ${runner.name.padEnd(24)} wall ${m.wallSeconds.toFixed(2)} s  cpu ${m.cpuSeconds.toFixed(2)} s${m.reportedCpuSeconds !== undefined ? ` (ffmpeg says ${m.reportedCpuSeconds.toFixed(2)})` : ""}  others ${m.otherCpuSeconds.toFixed(2)} s${clean ? "" : "  contended, measured again"}\n`);
+          process.stdout.write(
+            `round ${round + 1} ${runner.name.padEnd(24)} wall ${m.wallSeconds.toFixed(2)} s  cpu ${m.cpuSeconds.toFixed(2)} s${m.reportedCpuSeconds !== undefined ? ` (ffmpeg says ${m.reportedCpuSeconds.toFixed(2)})` : ""}  others ${m.otherCpuSeconds.toFixed(2)} s${clean ? "" : "  contended, measured again"}\n`,
+          );
           if (clean) break;
         }
         const best = attempts.reduce((a, b) => (b.otherCpuSeconds < a.otherCpuSeconds ? b : a));
@@ -239,15 +286,23 @@ export async function runLadderBench(extra: readonly LadderRunner[] = []): Promi
     const fasterRef = refs.reduce((a, b) => (medians[a]!.wallSeconds <= medians[b]!.wallSeconds ? a : b));
     const cheaperRef = refs.reduce((a, b) => (medians[a]!.cpuSeconds <= medians[b]!.cpuSeconds ? a : b));
     const ratios = planner
-      ? { wallVsFasterReference: r3(planner.wallSeconds / medians[fasterRef]!.wallSeconds), cpuVsCheaperReference: r3(planner.cpuSeconds / medians[cheaperRef]!.cpuSeconds) }
+      ? {
+          wallVsFasterReference: r3(planner.wallSeconds / medians[fasterRef]!.wallSeconds),
+          cpuVsCheaperReference: r3(planner.cpuSeconds / medians[cheaperRef]!.cpuSeconds),
+        }
       : undefined;
     const goals = { wall: 1.1, cpu: 1.05 };
 
     process.stdout.write(`\nmedians of ${rounds} rounds (${seconds} s 1080p30 → ${LADDER.map((r) => r.name).join(", ")}):\n`);
-    for (const [name, m] of Object.entries(medians)) process.stdout.write(`  ${name.padEnd(24)} wall ${m.wallSeconds.toFixed(2)} s   cpu ${m.cpuSeconds.toFixed(2)} s\n`);
+    for (const [name, m] of Object.entries(medians))
+      process.stdout.write(`  ${name.padEnd(24)} wall ${m.wallSeconds.toFixed(2)} s   cpu ${m.cpuSeconds.toFixed(2)} s\n`);
     if (ratios) {
-      process.stdout.write(`planner (${DEFAULT_STRATEGY}) wall / faster reference (${fasterRef}): ${ratios.wallVsFasterReference.toFixed(3)}  goal ≤ ${goals.wall} ${ratios.wallVsFasterReference <= goals.wall ? "met" : "MISSED"}\n`);
-      process.stdout.write(`planner (${DEFAULT_STRATEGY}) cpu / cheaper reference (${cheaperRef}): ${ratios.cpuVsCheaperReference.toFixed(3)}  goal ≤ ${goals.cpu} ${ratios.cpuVsCheaperReference <= goals.cpu ? "met" : "MISSED"}\n`);
+      process.stdout.write(
+        `planner (${DEFAULT_STRATEGY}) wall / faster reference (${fasterRef}): ${ratios.wallVsFasterReference.toFixed(3)}  goal ≤ ${goals.wall} ${ratios.wallVsFasterReference <= goals.wall ? "met" : "MISSED"}\n`,
+      );
+      process.stdout.write(
+        `planner (${DEFAULT_STRATEGY}) cpu / cheaper reference (${cheaperRef}): ${ratios.cpuVsCheaperReference.toFixed(3)}  goal ≤ ${goals.cpu} ${ratios.cpuVsCheaperReference <= goals.cpu ? "met" : "MISSED"}\n`,
+      );
     }
 
     const dir = path.join(import.meta.dirname, "results");

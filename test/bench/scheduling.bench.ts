@@ -29,7 +29,12 @@ function pct(samples: readonly number[], p: number): number {
 
 async function kafkaEcho(bus: KafkaBus, topic: string, count: number): Promise<number[]> {
   const waiting = new Map<string, () => void>();
-  const consumer = await bus.consume({ topic, group: `${topic}-g`, fromLatest: true, handler: async (m) => void (waiting.get(m.key)?.(), waiting.delete(m.key)) });
+  const consumer = await bus.consume({
+    topic,
+    group: `${topic}-g`,
+    fromLatest: true,
+    handler: async (m) => void (waiting.get(m.key)?.(), waiting.delete(m.key)),
+  });
   const samples: number[] = [];
   const value = new TextEncoder().encode(JSON.stringify({ kind: "encode", jobId: "job_bench" }));
   for (let i = -5; i < count; i++) {
@@ -75,13 +80,26 @@ async function main(): Promise<void> {
   } finally {
     await bus.close();
     const admin = new kafkajs.Kafka({ brokers: kafkaBrokers(), clientId: `bench-cleanup-${suffix}`, logLevel: kafkajs.logLevel.NOTHING }).admin();
-    await admin.connect().then(() => admin.deleteTopics({ topics: [topic] })).catch(() => undefined);
+    await admin
+      .connect()
+      .then(() => admin.deleteTopics({ topics: [topic] }))
+      .catch(() => undefined);
     await admin.disconnect().catch(() => undefined);
     await fleet.stop(true);
   }
   const of = (kind?: string) => tasks.filter((t) => !kind || t.kind === kind).map((t) => t.waited);
-  const row = (name: string, samples: number[]) => ({ name, samples: samples.length, p50_ms: Math.round(pct(samples, 50) * 10) / 10, p99_ms: Math.round(pct(samples, 99) * 10) / 10 });
-  const rows = [row("kafka round trip (reference)", echo), row("probe task: enqueue to start", of("probe")), row("encode task: enqueue to start", of("encode")), row("all tasks", of())];
+  const row = (name: string, samples: number[]) => ({
+    name,
+    samples: samples.length,
+    p50_ms: Math.round(pct(samples, 50) * 10) / 10,
+    p99_ms: Math.round(pct(samples, 99) * 10) / 10,
+  });
+  const rows = [
+    row("kafka round trip (reference)", echo),
+    row("probe task: enqueue to start", of("probe")),
+    row("encode task: enqueue to start", of("encode")),
+    row("all tasks", of()),
+  ];
   const ref = rows[0]!;
   console.table(rows.map((r) => ({ ...r, p50_vs_reference: (r.p50_ms / ref.p50_ms).toFixed(2), p99_vs_reference: (r.p99_ms / ref.p99_ms).toFixed(2) })));
   const after = os.loadavg();
@@ -93,7 +111,8 @@ async function main(): Promise<void> {
     load_average_before: load,
     load_average_after: after,
     disturbed: load[0]! > 1.5,
-    setup: "1 gateway, 1 actor host, 1 encoder node (cluster mode, local Kafka and Cassandra); jobs one at a time, 2 s 320x240 input, one 256x192 mp4 output; reference interleaved per round on the same broker",
+    setup:
+      "1 gateway, 1 actor host, 1 encoder node (cluster mode, local Kafka and Cassandra); jobs one at a time, 2 s 320x240 input, one 256x192 mp4 output; reference interleaved per round on the same broker",
     rounds: ROUNDS,
     jobs_per_round: JOBS_PER_ROUND,
     rows,

@@ -55,7 +55,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // ═════════════════════════════ the client worker ═════════════════════════════
 
 type ToWorker =
-  | { type: "open"; codec: Codec; port: number; path: string; headers: Record<string, string>; body: Uint8Array; count: number; concurrency: number; deadline: number }
+  | {
+      type: "open";
+      codec: Codec;
+      port: number;
+      path: string;
+      headers: Record<string, string>;
+      body: Uint8Array;
+      count: number;
+      concurrency: number;
+      deadline: number;
+    }
   | { type: "finish"; deadline: number };
 
 /** One update as a worker saw it: every receive time of its subscribers. */
@@ -121,7 +131,13 @@ async function loadProto(): Promise<void> {
     const m = fromBinary(WatchJobResponseSchema, bytes);
     const t = m.job?.updatedAt;
     const ms = t ? Number(t.seconds) * 1000 + Math.floor(t.nanos / 1e6) : NaN;
-    return { event: m.eventType, status: JobStatus[m.job?.status ?? 0] ?? "", progress: m.job?.progress ?? 0, updatedAt: t ? new Date(ms).toISOString() : "", updatedAtMs: ms };
+    return {
+      event: m.eventType,
+      status: JobStatus[m.job?.status ?? 0] ?? "",
+      progress: m.job?.progress ?? 0,
+      updatedAt: t ? new Date(ms).toISOString() : "",
+      updatedAtMs: ms,
+    };
   };
 }
 
@@ -194,7 +210,18 @@ async function runWorker(): Promise<void> {
       if (!seen) {
         const m = decodeProto!(payload);
         parseChecks++;
-        seen = newEntry(bytesKey, { key: `${m.event}|${m.updatedAt}|${m.progress}|${payload.length}`, event: m.event, status: m.status, progress: m.progress, updatedAt: m.updatedAt, updatedAtMs: m.updatedAtMs }, bytesKey);
+        seen = newEntry(
+          bytesKey,
+          {
+            key: `${m.event}|${m.updatedAt}|${m.progress}|${payload.length}`,
+            event: m.event,
+            status: m.status,
+            progress: m.progress,
+            updatedAt: m.updatedAt,
+            updatedAtMs: m.updatedAtMs,
+          },
+          bytesKey,
+        );
       }
       if (seen.u.event === "snapshot") {
         if (s.snapshotAt === 0) {
@@ -230,14 +257,22 @@ async function runWorker(): Promise<void> {
       // First sight of this update in this worker: parse it whole, and check the quick reading.
       const m = JSON.parse(payload.toString("utf8")) as { event_type: string; job: { status: string; progress: number; updated_at: string } };
       parseChecks++;
-      if (m.event_type !== event || m.job.updated_at !== updatedAt || String(m.job.progress) !== progress) throw new Error(`quick parse disagrees: ${event} ${updatedAt} ${progress} vs ${m.event_type} ${m.job.updated_at} ${m.job.progress}`);
+      if (m.event_type !== event || m.job.updated_at !== updatedAt || String(m.job.progress) !== progress)
+        throw new Error(`quick parse disagrees: ${event} ${updatedAt} ${progress} vs ${m.event_type} ${m.job.updated_at} ${m.job.progress}`);
       seen = newEntry(key, { key, event, status: m.job.status, progress: m.job.progress, updatedAt, updatedAtMs: Date.parse(updatedAt) }, text);
     }
     record(s, seen, text, at);
   };
 
   const open = (m: Extract<ToWorker, { type: "open" }>, s: Stream) => {
-    const req = http.request({ agent, host: "127.0.0.1", port: m.port, method: "POST", path: m.path, headers: { ...m.headers, "content-length": String(m.body.length) } });
+    const req = http.request({
+      agent,
+      host: "127.0.0.1",
+      port: m.port,
+      method: "POST",
+      path: m.path,
+      headers: { ...m.headers, "content-length": String(m.body.length) },
+    });
     s.req = req;
     req.on("error", (e: NodeJS.ErrnoException) => fail(s, `request ${e.code ?? e.message}`));
     req.on("response", (res) => {
@@ -274,7 +309,8 @@ async function runWorker(): Promise<void> {
       void (async () => {
         codec = msg.codec;
         if (codec === "proto") await loadProto();
-        for (let i = 0; i < msg.count; i++) streams.push({ started: 0, snapshotAt: 0, buf: undefined, events: 0, distinct: 0, seen: new Uint8Array(128), last: -1, done: false, failed: false });
+        for (let i = 0; i < msg.count; i++)
+          streams.push({ started: 0, snapshotAt: 0, buf: undefined, events: 0, distinct: 0, seen: new Uint8Array(128), last: -1, done: false, failed: false });
         let next = 0;
         await new Promise<void>((resolve) => {
           let timer: NodeJS.Timeout | undefined;
@@ -497,11 +533,22 @@ async function startServer(dataDir: string, env: Record<string, string>): Promis
   for (let attempt = 0; ; attempt++) {
     const port = freePort();
     // exec keeps the pid: the shell becomes node, whose /proc/<pid>/status is the server's.
-    const child = spawn("bash", ["-c", 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$0" "$@"', process.execPath, ...(process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean), path.join(SERVER_ROOT, "bin/media.js"), "serve"], {
-      cwd: SERVER_ROOT,
-      env: { ...process.env, MEDIA_DATA_DIR: dataDir, MEDIA_HTTP_PORT: String(port), MEDIA_HTTP_HOST: "127.0.0.1", MEDIA_LOG_LEVEL: "warn", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      "bash",
+      [
+        "-c",
+        'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$0" "$@"',
+        process.execPath,
+        ...(process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean),
+        path.join(SERVER_ROOT, "bin/media.js"),
+        "serve",
+      ],
+      {
+        cwd: SERVER_ROOT,
+        env: { ...process.env, MEDIA_DATA_DIR: dataDir, MEDIA_HTTP_PORT: String(port), MEDIA_HTTP_HOST: "127.0.0.1", MEDIA_LOG_LEVEL: "warn", ...env },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     track(child);
     let out = "";
     const keep = (d: Buffer) => {
@@ -558,7 +605,8 @@ async function call(base: string, route: string, body: unknown, auth: Auth): Pro
   return JSON.parse(text);
 }
 
-const percentile = (sorted: ArrayLike<number>, p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!);
+const percentile = (sorted: ArrayLike<number>, p: number) =>
+  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 const r1 = (x: number) => Math.round(x * 10) / 10;
 const mb = (kb: number) => Math.round(kb / 1024);
 
@@ -568,7 +616,12 @@ interface Worker {
   waiters: ((m: unknown) => void)[];
 }
 function startWorker(): Worker {
-  const proc = fork(fileURLToPath(import.meta.url), ["--worker"], { cwd: ROOT, execArgv: ["--import", "tsx"], serialization: "advanced", stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const proc = fork(fileURLToPath(import.meta.url), ["--worker"], {
+    cwd: ROOT,
+    execArgv: ["--import", "tsx"],
+    serialization: "advanced",
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   track(proc);
   const w: Worker = { proc, messages: [], waiters: [] };
   proc.on("message", (m) => {
@@ -657,7 +710,9 @@ async function runRound(n: number, inputUrl: string, caFile: string, work: strin
   try {
     const boot = JSON.parse(readFileSync(path.join(dataDir, "bootstrap.json"), "utf8")) as { api_key: string; organization_id: string };
     const auth: Auth = { bearer: boot.api_key, org: boot.organization_id };
-    const job = (await call(server.base, "JobService/Create", { input_url: inputUrl, managed: true, delayed_start: true, outputs: [{ ...OUTPUT, type: "hls" }] }, auth)).job;
+    const job = (
+      await call(server.base, "JobService/Create", { input_url: inputUrl, managed: true, delayed_start: true, outputs: [{ ...OUTPUT, type: "hls" }] }, auth)
+    ).job;
     const deadline = Date.now() + 120_000;
     for (;;) {
       const j = (await call(server.base, "JobService/Get", { id: job.id }, auth)).job;
@@ -679,17 +734,38 @@ async function runRound(n: number, inputUrl: string, caFile: string, work: strin
     const body = new Uint8Array(5 + message.length);
     new DataView(body.buffer).setUint32(1, message.length);
     body.set(message, 5);
-    const headers = { "content-type": `application/connect+${CODEC}`, "connect-protocol-version": "1", authorization: `Bearer ${auth.bearer}`, "x-organization-id": auth.org };
+    const headers = {
+      "content-type": `application/connect+${CODEC}`,
+      "connect-protocol-version": "1",
+      authorization: `Bearer ${auth.bearer}`,
+      "x-organization-id": auth.org,
+    };
     const t0 = performance.now();
     const openDeadline = now() + OPEN_TIMEOUT_S * 1000;
     workers.forEach((w, i) => {
       const count = Math.floor(n / nWorkers) + (i < n % nWorkers ? 1 : 0);
-      w.proc.send({ type: "open", codec: CODEC, port: server.port, path: "/media.v1.JobService/Watch", headers, body, count, concurrency: OPEN_CONCURRENCY, deadline: openDeadline } satisfies ToWorker);
+      w.proc.send({
+        type: "open",
+        codec: CODEC,
+        port: server.port,
+        path: "/media.v1.JobService/Watch",
+        headers,
+        body,
+        count,
+        concurrency: OPEN_CONCURRENCY,
+        deadline: openDeadline,
+      } satisfies ToWorker);
     });
-    const opened = await Promise.all(workers.map((w) => nextMessage<{ opened: number; failed: number; errors: Record<string, number> }>(w, "opened", (OPEN_TIMEOUT_S + 30) * 1000)));
+    const opened = await Promise.all(
+      workers.map((w) => nextMessage<{ opened: number; failed: number; errors: Record<string, number> }>(w, "opened", (OPEN_TIMEOUT_S + 30) * 1000)),
+    );
     const openSeconds = (performance.now() - t0) / 1000;
     const openedCount = opened.reduce((a, o) => a + o.opened, 0);
-    process.stdout.write(`  ${n} streams: ${openedCount} open in ${openSeconds.toFixed(1)} s` + (openedCount < n ? ` (${n - openedCount} failed: ${JSON.stringify(Object.assign({}, ...opened.map((o) => o.errors)))})` : "") + "\n");
+    process.stdout.write(
+      `  ${n} streams: ${openedCount} open in ${openSeconds.toFixed(1)} s` +
+        (openedCount < n ? ` (${n - openedCount} failed: ${JSON.stringify(Object.assign({}, ...opened.map((o) => o.errors)))})` : "") +
+        "\n",
+    );
     await sleep(1000);
     const rssOpen = statusKb(server.pid, "VmRSS");
 
@@ -709,7 +785,9 @@ async function runRound(n: number, inputUrl: string, caFile: string, work: strin
     for (const w of workers) w.proc.send({ type: "finish", deadline: finishDeadline } satisfies ToWorker);
     const results = await Promise.all(workers.map((w) => nextMessage<WorkerResult>(w, "result", (RUN_TIMEOUT_S + 60) * 1000)));
     const runSeconds = (performance.now() - r0) / 1000;
-    const jobAtEnd = (await call(server.base, "JobService/Get", { id: job.id }, auth).catch((e: unknown) => ({ job: { status: `unknown (${String(e)})`, progress: -1 } }))).job as { status: string; progress: number };
+    const jobAtEnd = (
+      await call(server.base, "JobService/Get", { id: job.id }, auth).catch((e: unknown) => ({ job: { status: `unknown (${String(e)})`, progress: -1 } }))
+    ).job as { status: string; progress: number };
     clearInterval(sampler);
     sampler = undefined;
     const rssEnd = statusKb(server.pid, "VmRSS");
@@ -766,7 +844,7 @@ async function runRound(n: number, inputUrl: string, caFile: string, work: strin
     let missed = 0;
     for (const r of results) for (const d of r.distinctPerStream) missed += ups.length - d;
     const repeated = { identical: 0, differing: 0 };
-    for (const r of results) (repeated.identical += r.repeats.identical), (repeated.differing += r.repeats.differing);
+    for (const r of results) ((repeated.identical += r.repeats.identical), (repeated.differing += r.repeats.differing));
     const errors: Record<string, number> = {};
     for (const r of results) for (const [e, c] of Object.entries(r.errors)) errors[e] = (errors[e] ?? 0) + c;
     const span = ups.length > 1 ? (ups.at(-1)!.u.updatedAtMs - ups[0]!.u.updatedAtMs) / 1000 : 0;
@@ -790,7 +868,12 @@ async function runRound(n: number, inputUrl: string, caFile: string, work: strin
       repeated_messages: repeated,
       repeat_samples: results.flatMap((r) => r.repeatSamples).slice(0, 5),
       latency_ms: { p50: r1(percentile(latency, 50)), p90: r1(percentile(latency, 90)), p99: r1(p99), max: r1(percentile(latency, 100)) },
-      first_update_ms: { p50: r1(percentile(first, 50)), p99: r1(percentile(first, 99)), max: r1(percentile(first, 100)), spread: r1(percentile(first, 100) - percentile(first, 0)) },
+      first_update_ms: {
+        p50: r1(percentile(first, 50)),
+        p99: r1(percentile(first, 99)),
+        max: r1(percentile(first, 100)),
+        spread: r1(percentile(first, 100) - percentile(first, 0)),
+      },
       spread_ms: { p50: r1(percentile(spreads, 50)), p99: r1(percentile(spreads, 99)), max: r1(percentile(spreads, 100)) },
       worst_updates: [...perUpdate].sort((a, b) => b.p99_ms - a.p99_ms).slice(0, 5),
       job_at_end: { status: jobAtEnd.status, progress: jobAtEnd.progress },
@@ -815,7 +898,8 @@ async function runRound(n: number, inputUrl: string, caFile: string, work: strin
       // Every stream opened, saw every update and the end, within the latency and memory goals.
       goal_met: openedStreams === n && endedOk === n && hwm * 1024 < GOAL.rssBytes && p99 <= GOAL.p99Ms && missed === 0 && ups.length > 0,
     };
-    if (server.child.exitCode !== null || server.child.signalCode !== null) round.server_exit = `${server.child.exitCode ?? server.child.signalCode}: ${server.output().slice(-1000)}`;
+    if (server.child.exitCode !== null || server.child.signalCode !== null)
+      round.server_exit = `${server.child.exitCode ?? server.child.signalCode}: ${server.output().slice(-1000)}`;
     // Stopped right after the last terminal event, as a deploy would: how the server takes it is part of the result.
     round.server_stop = await server.stop();
     return round;
@@ -837,7 +921,8 @@ async function runRound(n: number, inputUrl: string, caFile: string, work: strin
 
 /** HEAD and whether tracked files differ from it, of the checkout at `dir` (read only: no index refresh). */
 function gitInfo(dir: string): { commit: string; dirty: boolean | undefined } {
-  const git = (...args: string[]) => execFileSync("git", ["--no-optional-locks", ...args], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+  const git = (...args: string[]) =>
+    execFileSync("git", ["--no-optional-locks", ...args], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
   try {
     return { commit: git("rev-parse", "--short", "HEAD"), dirty: git("status", "--porcelain", "--untracked-files=no").length > 0 };
   } catch {
@@ -846,7 +931,10 @@ function gitInfo(dir: string): { commit: string; dirty: boolean | undefined } {
 }
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
+  const args = process.argv
+    .slice(2)
+    .filter((a) => /^\d+$/.test(a))
+    .map(Number);
   const counts = args.length ? args : (process.env.BENCH_STREAMS ?? "1000,5000,10000").split(",").map(Number);
   const { makeTestInput } = await import("../media.js");
   const { makeTestCa, startHttpsPeer } = await import("../peers.js");
@@ -897,9 +985,49 @@ async function main(): Promise<void> {
   }
 
   const cols = (...c: [string | number, number][]) => c.map(([v, w], i) => (i === 0 ? String(v).padEnd(w) : String(v).padStart(w))).join("") + "\n";
-  let table = "\n" + cols(["streams", 8], ["opened", 8], ["ended", 8], ["open s", 8], ["RSS base", 10], ["RSS open", 10], ["RSS peak", 10], ["kB/str", 8], ["upd", 5], ["upd/s", 7], ["p50 ms", 10], ["p99 ms", 10], ["max ms", 10], ["1st p99", 8], ["spread99", 9], ["missed", 8], ["goal", 6], ["", 11]);
+  let table =
+    "\n" +
+    cols(
+      ["streams", 8],
+      ["opened", 8],
+      ["ended", 8],
+      ["open s", 8],
+      ["RSS base", 10],
+      ["RSS open", 10],
+      ["RSS peak", 10],
+      ["kB/str", 8],
+      ["upd", 5],
+      ["upd/s", 7],
+      ["p50 ms", 10],
+      ["p99 ms", 10],
+      ["max ms", 10],
+      ["1st p99", 8],
+      ["spread99", 9],
+      ["missed", 8],
+      ["goal", 6],
+      ["", 11],
+    );
   for (const r of rounds) {
-    table += cols([r.streams, 8], [r.opened, 8], [r.ended_ok, 8], [r.open_seconds, 8], [r.rss_mb.baseline, 10], [r.rss_mb.all_open, 10], [r.rss_mb.hwm, 10], [r.kb_per_stream, 8], [r.updates, 5], [r.updates_per_second, 7], [r.latency_ms.p50, 10], [r.latency_ms.p99, 10], [r.latency_ms.max, 10], [r.first_update_ms.p99, 8], [r.spread_ms.p99, 9], [r.missed_pairs, 8], [r.goal_met ? "met" : "no", 6], [r.disturbed ? "disturbed" : "", 11]);
+    table += cols(
+      [r.streams, 8],
+      [r.opened, 8],
+      [r.ended_ok, 8],
+      [r.open_seconds, 8],
+      [r.rss_mb.baseline, 10],
+      [r.rss_mb.all_open, 10],
+      [r.rss_mb.hwm, 10],
+      [r.kb_per_stream, 8],
+      [r.updates, 5],
+      [r.updates_per_second, 7],
+      [r.latency_ms.p50, 10],
+      [r.latency_ms.p99, 10],
+      [r.latency_ms.max, 10],
+      [r.first_update_ms.p99, 8],
+      [r.spread_ms.p99, 9],
+      [r.missed_pairs, 8],
+      [r.goal_met ? "met" : "no", 6],
+      [r.disturbed ? "disturbed" : "", 11],
+    );
   }
   for (const f of failedRounds) table += cols([f.streams, 8], [`failed: ${f.error.slice(0, 100)}`, 0]);
   const goalRound = rounds.filter((r) => r.streams >= GOAL.streams).at(-1);
@@ -915,7 +1043,8 @@ async function main(): Promise<void> {
 
   const git = gitInfo(ROOT);
   // The server's code: this checkout, or another one (BENCH_SERVER_ROOT; an export without .git names its commit in BENCH_SERVER_COMMIT).
-  const serverGit = SERVER_ROOT === ROOT ? git : process.env.BENCH_SERVER_COMMIT ? { commit: process.env.BENCH_SERVER_COMMIT, dirty: undefined } : gitInfo(SERVER_ROOT);
+  const serverGit =
+    SERVER_ROOT === ROOT ? git : process.env.BENCH_SERVER_COMMIT ? { commit: process.env.BENCH_SERVER_COMMIT, dirty: undefined } : gitInfo(SERVER_ROOT);
   const out = process.env.BENCH_OUT ?? path.join(import.meta.dirname, "results", `watch-${new Date().toISOString().slice(0, 10)}.json`);
   mkdirSync(path.dirname(out), { recursive: true });
   const full = {
@@ -930,7 +1059,10 @@ async function main(): Promise<void> {
     cpus: os.cpus().length,
     cpu_model: os.cpus()[0]?.model ?? "",
     memory_gb: Math.round(os.totalmem() / 1024 ** 3),
-    file_limit: { bench: Number(execFileSync("bash", ["-c", "ulimit -n"], { encoding: "utf8" })), server: Number(execFileSync("bash", ["-c", "ulimit -Hn"], { encoding: "utf8" })) },
+    file_limit: {
+      bench: Number(execFileSync("bash", ["-c", "ulimit -n"], { encoding: "utf8" })),
+      server: Number(execFileSync("bash", ["-c", "ulimit -Hn"], { encoding: "utf8" })),
+    },
     load_average_before: loadBefore.map((x) => Math.round(x * 100) / 100),
     load_average_after: os.loadavg().map((x) => Math.round(x * 100) / 100),
     disturbed,
@@ -941,9 +1073,11 @@ async function main(): Promise<void> {
       job: `managed mp4 ${OUTPUT.video[0].width}x${OUTPUT.video[0].height} h264 of a ${INPUT_SECONDS} s ${INPUT.width}x${INPUT.height} ${INPUT.fps} fps test pattern from a local HTTPS peer; delayed_start, confirmed once every stream is open`,
       codec: CODEC,
       streams: `Connect ${CODEC === "json" ? "JSON" : "binary protobuf"} server stream over HTTP/1.1, one connection per stream, node:http keep-alive agent; ${PER_WORKER} streams per client worker process, at most ${OPEN_CONCURRENCY} opening at once per worker`,
-      latency: "client receive time (performance.timeOrigin + now(), when the chunk arrives) minus the streamed job's updated_at (the encoder's progress read), one clock",
+      latency:
+        "client receive time (performance.timeOrigin + now(), when the chunk arrives) minus the streamed job's updated_at (the encoder's progress read), one clock",
       ffmpeg_nice: NICE_FFMPEG ?? "unchanged",
-      disturbed_when: "others (neither the server, its children, the bench nor its workers) used > 0.25 core on average during a round, or stryker/vitest/Kafka/Cassandra/another media server ran",
+      disturbed_when:
+        "others (neither the server, its children, the bench nor its workers) used > 0.25 core on average during a round, or stryker/vitest/Kafka/Cassandra/another media server ran",
     },
     rounds,
     ...(failedRounds.length ? { failed_rounds: failedRounds } : {}),

@@ -53,16 +53,54 @@ async function main(): Promise<void> {
   });
   let server: ChildServer | undefined;
   try {
-    server = await spawnServer(path.join(work, "data"), freePort(), { MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_TLS_CA_FILE: ca.caFile, MEDIA_S3_ENDPOINT: minio.endpoint, MEDIA_LOG_LEVEL: "error", MEDIA_RATE_LIMIT_KEY: "off", MEDIA_RATE_LIMIT_ANONYMOUS: "off", MEDIA_RATE_LIMIT_HEALTH: "off" });
+    server = await spawnServer(path.join(work, "data"), freePort(), {
+      MEDIA_NET_ALLOW: "127.0.0.1/32",
+      MEDIA_TLS_CA_FILE: ca.caFile,
+      MEDIA_S3_ENDPOINT: minio.endpoint,
+      MEDIA_LOG_LEVEL: "error",
+      MEDIA_RATE_LIMIT_KEY: "off",
+      MEDIA_RATE_LIMIT_ANONYMOUS: "off",
+      MEDIA_RATE_LIMIT_HEALTH: "off",
+    });
     const boot = JSON.parse(readFileSync(path.join(work, "data", "bootstrap.json"), "utf8"));
     const key: Auth = { bearer: boot.api_key, org: boot.organization_id };
-    const origin = (await ok(call(server.base, "OriginService/Create", { name: "bench", permissions: ["write"], s3: { bucket: "bench-hooks", region: "us-east-1", credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey } } }, key))).origin.id;
-    const first = await ok(call(server.base, "WebhookService/CreateWebhookEndpoint", { url: `${receiver.url}/latency`, enabled_events: ["job.succeeded"] }, key));
+    const origin = (
+      await ok(
+        call(
+          server.base,
+          "OriginService/Create",
+          {
+            name: "bench",
+            permissions: ["write"],
+            s3: {
+              bucket: "bench-hooks",
+              region: "us-east-1",
+              credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey },
+            },
+          },
+          key,
+        ),
+      )
+    ).origin.id;
+    const first = await ok(
+      call(server.base, "WebhookService/CreateWebhookEndpoint", { url: `${receiver.url}/latency`, enabled_events: ["job.succeeded"] }, key),
+    );
 
     // Latency: job completed_at → job.succeeded at the receiver.
     const latencies: number[] = [];
     for (let i = 0; i < JOBS; i++) {
-      const { job } = await ok(call(server.base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: origin, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 192 }], disable_audio: true }] }, key));
+      const { job } = await ok(
+        call(
+          server.base,
+          "JobService/Create",
+          {
+            input_url: `${web.url}/in.mp4`,
+            output_origin_id: origin,
+            outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 192 }], disable_audio: true }],
+          },
+          key,
+        ),
+      );
       const deadline = Date.now() + 60_000;
       let got: (typeof arrivals)[number] | undefined;
       while (!(got = arrivals.find((a) => a.type === "job.succeeded" && a.data.id === job.id))) {
@@ -76,7 +114,8 @@ async function main(): Promise<void> {
 
     // Throughput: one event resent to every subscribed endpoint, again and again.
     await ok(call(server.base, "WebhookService/UpdateWebhookEndpoint", { id: first.endpoint.id, status: "disabled" }, key));
-    for (let i = 0; i < ENDPOINTS; i++) await ok(call(server.base, "WebhookService/CreateWebhookEndpoint", { url: `${receiver.url}/e${i}`, enabled_events: ["*"] }, key));
+    for (let i = 0; i < ENDPOINTS; i++)
+      await ok(call(server.base, "WebhookService/CreateWebhookEndpoint", { url: `${receiver.url}/e${i}`, enabled_events: ["*"] }, key));
     arrivals.length = 0;
     const t0 = performance.now();
     for (let i = 0; i < RESENDS; i++) {
@@ -105,7 +144,13 @@ async function main(): Promise<void> {
           cpus: os.cpus().length,
           mode: "embedded, media serve as a child process; receiver: HTTPS on loopback answering 200",
           throughput: { deliveries: total, endpoints: ENDPOINTS, seconds: Math.round(seconds * 1000) / 1000, per_second: perSecond },
-          job_succeeded_latency_ms: { jobs: JOBS, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies), samples: latencies },
+          job_succeeded_latency_ms: {
+            jobs: JOBS,
+            p50: percentile(latencies, 50),
+            p99: percentile(latencies, 99),
+            max: Math.max(...latencies),
+            samples: latencies,
+          },
         },
         null,
         2,

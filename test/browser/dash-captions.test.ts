@@ -80,7 +80,13 @@ const PAGE = `<!doctype html>
 })();
 </script></body></html>`;
 
-const TYPES: Record<string, string> = { ".mpd": "application/dash+xml", ".m4s": "video/mp4", ".vtt": "text/vtt; charset=utf-8", ".m3u8": "application/vnd.apple.mpegurl", ".js": "text/javascript; charset=utf-8" };
+const TYPES: Record<string, string> = {
+  ".mpd": "application/dash+xml",
+  ".m4s": "video/mp4",
+  ".vtt": "text/vtt; charset=utf-8",
+  ".m3u8": "application/vnd.apple.mpegurl",
+  ".js": "text/javascript; charset=utf-8",
+};
 
 /** Serves the page, Shaka's compiled build, and the output folders under /out/<name>/. */
 function serve(root: string): Server {
@@ -114,7 +120,14 @@ async function encodeWithCaptions(root: string, name: string, type: OutputType, 
   const plan = planOutput(spec, input, { outputId: `out_${name}`, workDir: dir });
   const signal = new AbortController().signal;
   await runPlan(plan, { signal });
-  const track: PreparedTrack = { index: 0, source: "url", language: "en", name: "English", track: create(SubtitleTrackSchema, { source: SubtitleSource.URL, language: "en", isDefault: true }), cues: CUES };
+  const track: PreparedTrack = {
+    index: 0,
+    source: "url",
+    language: "en",
+    name: "English",
+    track: create(SubtitleTrackSchema, { source: SubtitleSource.URL, language: "en", isDefault: true }),
+    cues: CUES,
+  };
   const { files } = await writeTracks(plan, [track], segmentSecondsOf(spec), signal);
   expect(files).toEqual([{ index: 0, file: "subtitles/track_0.vtt" }]);
   const mpd = readFileSync(path.join(dir, plan.dashManifest!.file), "utf8");
@@ -132,13 +145,42 @@ describe("DASH captions in Shaka Player (Chromium)", { timeout: 60_000 }, () => 
   beforeAll(async () => {
     root = mkdtempSync(path.join(tmpdir(), "dash-captions-"));
     const clip = path.join(root, "clip.mp4");
-    const make = exec("ffmpeg", ["-hide_banner", "-nostdin", "-y", "-loglevel", "error",
-      "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=12", "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=12",
-      "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "30", "-c:a", "aac", "-b:a", "96k", "-shortest", clip]);
+    const make = exec("ffmpeg", [
+      "-hide_banner",
+      "-nostdin",
+      "-y",
+      "-loglevel",
+      "error",
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=s=640x360:r=30:d=12",
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=f=440:sample_rate=48000:d=12",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      "-pix_fmt",
+      "yuv420p",
+      "-g",
+      "30",
+      "-c:a",
+      "aac",
+      "-b:a",
+      "96k",
+      "-shortest",
+      clip,
+    ]);
     const [b] = await Promise.all([launchChromium(), make]);
     browser = b;
     const input = { file: clip, probe: await probe(clip) };
-    const [dash, adaptive] = await Promise.all([encodeWithCaptions(root, "dash", OutputType.DASH, input), encodeWithCaptions(root, "adaptive", OutputType.ADAPTIVE, input)]);
+    const [dash, adaptive] = await Promise.all([
+      encodeWithCaptions(root, "dash", OutputType.DASH, input),
+      encodeWithCaptions(root, "adaptive", OutputType.ADAPTIVE, input),
+    ]);
     Object.assign(mpds, { dash, adaptive });
     server = serve(root);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -156,10 +198,14 @@ describe("DASH captions in Shaka Player (Chromium)", { timeout: 60_000 }, () => 
     const { page, status, log } = await openPage(browser, `${base}/?mpd=${encodeURIComponent(mpds[name]!)}`);
     expect(status).toBe(200);
     const state = () => page.evaluate(() => (window as unknown as { __shaka: ShakaState }).__shaka);
-    await page.waitForFunction(() => {
-      const s = (window as unknown as { __shaka?: ShakaState }).__shaka;
-      return s !== undefined && (s.loaded || s.errors.length > 0);
-    }, undefined, { timeout: 20_000, polling: 100 });
+    await page.waitForFunction(
+      () => {
+        const s = (window as unknown as { __shaka?: ShakaState }).__shaka;
+        return s !== undefined && (s.loaded || s.errors.length > 0);
+      },
+      undefined,
+      { timeout: 20_000, polling: 100 },
+    );
     const loaded = await state();
     expect(loaded.errors, JSON.stringify({ loaded, log: log.console }, null, 1)).toEqual([]);
     const reached = await playbackAdvances(page, 6.2, { timeoutMs: 20_000 });

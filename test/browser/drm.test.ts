@@ -25,7 +25,14 @@ const videos: Record<"aes" | "cbcs" | "cenc", Promise<any>> = {} as never;
 
 async function readyVideo(drm: object): Promise<any> {
   const size = statSync(clip).size;
-  const created = await ok(call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "clip.mp4", content_type: "video/mp4", size_bytes: size, visibility: "unlisted", title: "Protected clip", drm }, key));
+  const created = await ok(
+    call(
+      h.base,
+      "VideoService/CreateUpload",
+      { app_id: h.boot.app_id, filename: "clip.mp4", content_type: "video/mp4", size_bytes: size, visibility: "unlisted", title: "Protected clip", drm },
+      key,
+    ),
+  );
   expect((await fetch(created.upload_url, { method: "PUT", body: readFileSync(clip) })).status).toBe(200);
   await ok(call(h.base, "VideoService/CompleteUpload", { id: created.video.id }, key));
   const r = await stream(h.base, "VideoService/Watch", { id: created.video.id }, key);
@@ -48,7 +55,10 @@ async function keysOf(mpdUrl: string): Promise<Map<string, string>> {
   const mpd = await (await fetch(mpdUrl)).text();
   const kids = [...new Set([...mpd.matchAll(/default_KID="([0-9a-fA-F-]{36})"/g)].map((m) => m[1]!.replace(/-/g, "").toLowerCase()))];
   expect(kids.length).toBeGreaterThan(0);
-  const r = await fetch(beside(mpdUrl, "drm/clearkey"), { method: "POST", body: JSON.stringify({ kids: kids.map((k) => Buffer.from(k, "hex").toString("base64url")), type: "temporary" }) });
+  const r = await fetch(beside(mpdUrl, "drm/clearkey"), {
+    method: "POST",
+    body: JSON.stringify({ kids: kids.map((k) => Buffer.from(k, "hex").toString("base64url")), type: "temporary" }),
+  });
   expect(r.status).toBe(200);
   const license = (await r.json()) as { keys: { kid: string; k: string }[] };
   return new Map(license.keys.map((k) => [Buffer.from(k.kid, "base64url").toString("hex"), Buffer.from(k.k, "base64url").toString("hex")]));
@@ -109,8 +119,30 @@ beforeAll(async () => {
   h = await startHarness();
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
   clip = path.join(mkdtempSync(path.join(tmpdir(), "drm-clip-")), "clip.mp4");
-  await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25:duration=12", "-f", "lavfi", "-i", "sine=frequency=440:duration=12",
-    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", clip]);
+  await run("ffmpeg", [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-y",
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=size=640x360:rate=25:duration=12",
+    "-f",
+    "lavfi",
+    "-i",
+    "sine=frequency=440:duration=12",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+    "-c:a",
+    "aac",
+    "-shortest",
+    clip,
+  ]);
   // The encoder takes them one after another; each test waits for its own.
   videos.aes = readyVideo({});
   videos.cbcs = readyVideo({ scheme: "cbcs", systems: ["clearkey"] });
@@ -128,7 +160,10 @@ describe("AES-128 on ts HLS (the hosted ladder's default protection), in hls.js"
   it("plays on the player page; its segments are encrypted and their key is served only under the token", async () => {
     const video = await videos.aes;
     const master = await (await fetch(video.playback_url)).text();
-    const media = beside(video.playback_url, master.split("\n").find((l) => l.endsWith(".m3u8"))!);
+    const media = beside(
+      video.playback_url,
+      master.split("\n").find((l) => l.endsWith(".m3u8"))!,
+    );
     const playlist = await (await fetch(media)).text();
     const line = /#EXT-X-KEY:METHOD=AES-128,URI="(drm\/([0-9a-f]{32})\.key)",IV=0x([0-9a-fA-F]{32})/.exec(playlist);
     expect(line, playlist).not.toBeNull();
@@ -139,11 +174,31 @@ describe("AES-128 on ts HLS (the hosted ladder's default protection), in hls.js"
     const aesKey = Buffer.from(await got.arrayBuffer());
     expect(aesKey).toHaveLength(16);
     // The first segment is not a clear transport stream, and decrypts to one with the served key.
-    const segment = Buffer.from(await (await fetch(beside(media, playlist.split("\n").find((l) => l.endsWith(".ts"))!))).arrayBuffer());
+    const segment = Buffer.from(
+      await (
+        await fetch(
+          beside(
+            media,
+            playlist.split("\n").find((l) => l.endsWith(".ts"))!,
+          ),
+        )
+      ).arrayBuffer(),
+    );
     expect(segment[0]).not.toBe(0x47);
     const dir = mkdtempSync(path.join(tmpdir(), "drm-seg-"));
     writeFileSync(path.join(dir, "seg.ts"), segment);
-    await run("openssl", ["aes-128-cbc", "-d", "-K", aesKey.toString("hex"), "-iv", line![3]!, "-in", path.join(dir, "seg.ts"), "-out", path.join(dir, "clear.ts")]);
+    await run("openssl", [
+      "aes-128-cbc",
+      "-d",
+      "-K",
+      aesKey.toString("hex"),
+      "-iv",
+      line![3]!,
+      "-in",
+      path.join(dir, "seg.ts"),
+      "-out",
+      path.join(dir, "clear.ts"),
+    ]);
     expect(readFileSync(path.join(dir, "clear.ts"))[0]).toBe(0x47);
     // No token, an expired token, another video's key ID: no key.
     expect((await fetch(withoutToken(keyUrl))).status).toBeGreaterThanOrEqual(400);
@@ -162,7 +217,9 @@ describe("AES-128 on ts HLS (the hosted ladder's default protection), in hls.js"
     [
       "a wrong key",
       async (page) => {
-        await page.route(/\/drm\/[0-9a-f]{32}\.key$/, (route) => route.fulfill({ status: 200, contentType: "application/octet-stream", body: Buffer.from(randomHex(), "hex") }));
+        await page.route(/\/drm\/[0-9a-f]{32}\.key$/, (route) =>
+          route.fulfill({ status: 200, contentType: "application/octet-stream", body: Buffer.from(randomHex(), "hex") }),
+        );
       },
     ],
     ["a wrong key ID", (page) => redirectRequests(page, /\/drm\/[0-9a-f]{32}\.key$/, (url) => url.replace(/[0-9a-f]{32}\.key$/, `${randomHex()}.key`))],
@@ -212,7 +269,10 @@ describe("cbcs CMAF with Clear Key, in Shaka Player", () => {
     expect((await fetch(license, { method: "POST", body })).status).toBe(200);
     expect((await fetch(withoutToken(license), { method: "POST", body })).status).toBeGreaterThanOrEqual(400);
     expect((await fetch(expired(license), { method: "POST", body })).status).toBe(403);
-    expect((await fetch(license, { method: "POST", body: JSON.stringify({ kids: [Buffer.from(randomHex(), "hex").toString("base64url")], type: "temporary" }) })).status).toBe(403);
+    expect(
+      (await fetch(license, { method: "POST", body: JSON.stringify({ kids: [Buffer.from(randomHex(), "hex").toString("base64url")], type: "temporary" }) }))
+        .status,
+    ).toBe(403);
     expect((await fetch(license, { method: "POST", body: "{not json" })).status).toBe(400);
     // Another protected video's token does not open this one's keys.
     const other = beside((await videos.cenc).playback_url, "drm/clearkey");

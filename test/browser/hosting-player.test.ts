@@ -22,7 +22,14 @@ let shortClip: string;
 
 async function readyVideo(visibility: string, file = clip, extra: object = {}): Promise<any> {
   const size = statSync(file).size;
-  const created = await ok(call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "clip.mp4", content_type: "video/mp4", size_bytes: size, visibility, title: "Browser clip", ...extra }, key));
+  const created = await ok(
+    call(
+      h.base,
+      "VideoService/CreateUpload",
+      { app_id: h.boot.app_id, filename: "clip.mp4", content_type: "video/mp4", size_bytes: size, visibility, title: "Browser clip", ...extra },
+      key,
+    ),
+  );
   expect((await fetch(created.upload_url, { method: "PUT", body: readFileSync(file) })).status).toBe(200);
   await ok(call(h.base, "VideoService/CompleteUpload", { id: created.video.id }, key));
   const r = await stream(h.base, "VideoService/Watch", { id: created.video.id }, key);
@@ -36,8 +43,30 @@ beforeAll(async () => {
   h = await startHarness();
   key = { bearer: h.boot.api_key, org: h.boot.organization_id };
   clip = path.join(mkdtempSync(path.join(tmpdir(), "browser-clip-")), "clip.mp4");
-  await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=854x480:rate=25:duration=12", "-f", "lavfi", "-i", "sine=frequency=440:duration=12",
-    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", clip]);
+  await run("ffmpeg", [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-y",
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=size=854x480:rate=25:duration=12",
+    "-f",
+    "lavfi",
+    "-i",
+    "sine=frequency=440:duration=12",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+    "-c:a",
+    "aac",
+    "-shortest",
+    clip,
+  ]);
   // For a test that needs a ready video but plays none of it.
   shortClip = path.join(path.dirname(clip), "short.mp4");
   await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-i", clip, "-t", "2", "-c", "copy", shortClip]);
@@ -104,17 +133,35 @@ describe("the player page of a hosted video", () => {
     const { page, status } = await openPage(browser, video.embed_url);
     expect(status).toBe(200);
     expect(await playbackAdvances(page, 4, { timeoutMs: 60_000 })).toBeGreaterThan(4);
-    const tracks = await page.waitForFunction(() => {
-      const list = Array.from(document.querySelector("video")!.textTracks);
-      const shown = list.find((t) => t.mode === "showing" && t.cues && t.cues.length > 0);
-      return shown && list.map((t) => ({ kind: t.kind, language: t.language, label: t.label, mode: t.mode, cues: Array.from(t.cues ?? []).map((c) => ({ start: c.startTime, end: c.endTime, text: (c as VTTCue).text })) }));
-    }, undefined, { timeout: 30_000 }).then((handle) => handle.jsonValue());
+    const tracks = await page
+      .waitForFunction(
+        () => {
+          const list = Array.from(document.querySelector("video")!.textTracks);
+          const shown = list.find((t) => t.mode === "showing" && t.cues && t.cues.length > 0);
+          return (
+            shown &&
+            list.map((t) => ({
+              kind: t.kind,
+              language: t.language,
+              label: t.label,
+              mode: t.mode,
+              cues: Array.from(t.cues ?? []).map((c) => ({ start: c.startTime, end: c.endTime, text: (c as VTTCue).text })),
+            }))
+          );
+        },
+        undefined,
+        { timeout: 30_000 },
+      )
+      .then((handle) => handle.jsonValue());
     const shown = tracks!.find((t) => t.mode === "showing")!;
     expect(shown).toMatchObject({ language: "en", label: "English" });
     // The same cues as the track's WebVTT file (no timestamp map), at the same times.
     const file = await fetch(video.playback_url.replace(/index\.m3u8$/, "subtitles/track_0.vtt"));
     expect(file.status).toBe(200);
-    const times = [...(await file.text()).matchAll(/(\d+):(\d\d):(\d\d\.\d{3}) --> (\d+):(\d\d):(\d\d\.\d{3})\n(.+)/g)].map((m) => ({ start: Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]), text: m[7]! }));
+    const times = [...(await file.text()).matchAll(/(\d+):(\d\d):(\d\d\.\d{3}) --> (\d+):(\d\d):(\d\d\.\d{3})\n(.+)/g)].map((m) => ({
+      start: Number(m[1]) * 3600 + Number(m[2]) * 60 + Number(m[3]),
+      text: m[7]!,
+    }));
     for (const cue of shown.cues.slice(0, 3)) {
       const same = times.find((t) => cue.text.startsWith(t.text));
       expect(same, cue.text).toBeDefined();

@@ -25,7 +25,14 @@ const require = createRequire(import.meta.url);
 const HOSTILE = `</script><script>alert(1)</script><!-- & "q" 'a' \u2028`;
 
 function input(over: Partial<PlayerPageInput> = {}): PlayerPageInput {
-  return { videoId: "vid_x", title: "A title", playbackUrl: "https://cdn.example.com/tok/play/vid_x/index.m3u8", renewUrl: "/v/vid_x/renew", assetBase: "/assets/player", ...over };
+  return {
+    videoId: "vid_x",
+    title: "A title",
+    playbackUrl: "https://cdn.example.com/tok/play/vid_x/index.m3u8",
+    renewUrl: "/v/vid_x/renew",
+    assetBase: "/assets/player",
+    ...over,
+  };
 }
 
 /** Headers as a plain object (the project's lib has DOM without DOM.Iterable). */
@@ -52,7 +59,12 @@ describe("player page", () => {
     const block = configBlock(html);
     expect(block).not.toMatch(/[<>&\u2028\u2029]/);
     const config = JSON.parse(block) as Record<string, unknown>;
-    expect(config).toMatchObject({ title: HOSTILE, videoId: "</script>", renewUrl: "/v/vid_x/renew", playbackUrl: "https://cdn.example.com/tok/play/vid_x/index.m3u8" });
+    expect(config).toMatchObject({
+      title: HOSTILE,
+      videoId: "</script>",
+      renewUrl: "/v/vid_x/renew",
+      playbackUrl: "https://cdn.example.com/tok/play/vid_x/index.m3u8",
+    });
     expect(config["hlsScript"]).toMatch(/^\/assets\/player\/hls\.min\.js\?v=\d+\.\d+\.\d+/);
   });
 
@@ -98,14 +110,20 @@ describe("player asset routes", () => {
     const path = `/assets/player/${file}`;
     const m = router.match(method, path);
     if (m?.kind !== "route") throw new EdgeError(404, "no route");
-    return m.route.handler(edgeRequest(m.route, m.params, method, path, "v=1", new Headers(header), (async function* () {})(), new AbortController().signal, "127.0.0.1"));
+    return m.route.handler(
+      edgeRequest(m.route, m.params, method, path, "v=1", new Headers(header), (async function* () {})(), new AbortController().signal, "127.0.0.1"),
+    );
   };
   const bytes = (r: EdgeResponse): Buffer => Buffer.from(r.body as Uint8Array);
 
   it("serves hls.js's dist files as immutable JavaScript, gzipped when asked, 304 for the same ETag", async () => {
     const plain = await get("hls.min.js");
     expect(plain.status).toBe(200);
-    expect(headerObject(plain.header)).toMatchObject({ "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=31536000, immutable", vary: "accept-encoding" });
+    expect(headerObject(plain.header)).toMatchObject({
+      "content-type": "text/javascript; charset=utf-8",
+      "cache-control": "public, max-age=31536000, immutable",
+      vary: "accept-encoding",
+    });
     expect(bytes(plain).equals(readFileSync(require.resolve("hls.js/dist/hls.min.js")))).toBe(true);
     expect(plain.header.get("content-length")).toBe(String(bytes(plain).length));
     const zipped = await get("hls.min.js", { "accept-encoding": "gzip, deflate, br" });
@@ -181,7 +199,14 @@ class MimicEdge {
     const url = new URL(req.url ?? "/", "http://edge.invalid");
     this.requests.push(url.pathname);
     if (url.pathname === "/v/vid_test") {
-      const html = renderPlayerPage({ videoId: "vid_test", title: "Test <video>", playbackUrl: this.playbackUrl(), posterUrl: this.playbackUrl().replace("index.m3u8", "poster.jpg"), renewUrl: "/v/vid_test/renew", assetBase: "/assets/player" });
+      const html = renderPlayerPage({
+        videoId: "vid_test",
+        title: "Test <video>",
+        playbackUrl: this.playbackUrl(),
+        posterUrl: this.playbackUrl().replace("index.m3u8", "poster.jpg"),
+        renewUrl: "/v/vid_test/renew",
+        assetBase: "/assets/player",
+      });
       res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }).end(html);
       return;
     }
@@ -197,7 +222,17 @@ class MimicEdge {
     if (route?.kind === "route") {
       const header = new Headers();
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") header.set(k, v);
-      const edgeReq = edgeRequest(route.route, route.params, req.method ?? "GET", url.pathname, url.search.slice(1), header, req, new AbortController().signal, "127.0.0.1");
+      const edgeReq = edgeRequest(
+        route.route,
+        route.params,
+        req.method ?? "GET",
+        url.pathname,
+        url.search.slice(1),
+        header,
+        req,
+        new AbortController().signal,
+        "127.0.0.1",
+      );
       out = await route.route.handler(edgeReq).catch(edgeErrorResponse);
     } else {
       out = edgeErrorResponse(new EdgeError(404, "not found"));
@@ -237,15 +272,57 @@ class MimicEdge {
 async function makeHls(dir: string): Promise<void> {
   const ff = (args: string[]) => exec("ffmpeg", ["-hide_banner", "-nostdin", "-y", "-loglevel", "error", ...args], { cwd: dir });
   await ff([
-    "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=12",
-    "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=12",
-    "-filter_complex", "[0:v]split=2[hi][lo0];[lo0]scale=320:180[lo]",
-    "-map", "[hi]", "-map", "1:a", "-map", "[lo]", "-map", "1:a",
-    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0",
-    "-b:v:0", "800k", "-b:v:1", "300k", "-c:a", "aac", "-b:a", "64k",
-    "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
-    "-var_stream_map", "v:0,a:0,name:360p v:1,a:1,name:180p",
-    "-master_pl_name", "index.m3u8", "-hls_segment_filename", "%v/seg%d.ts", "%v/index.m3u8",
+    "-f",
+    "lavfi",
+    "-i",
+    "testsrc2=s=640x360:r=30:d=12",
+    "-f",
+    "lavfi",
+    "-i",
+    "sine=f=440:sample_rate=48000:d=12",
+    "-filter_complex",
+    "[0:v]split=2[hi][lo0];[lo0]scale=320:180[lo]",
+    "-map",
+    "[hi]",
+    "-map",
+    "1:a",
+    "-map",
+    "[lo]",
+    "-map",
+    "1:a",
+    "-c:v",
+    "libx264",
+    "-preset",
+    "ultrafast",
+    "-pix_fmt",
+    "yuv420p",
+    "-g",
+    "60",
+    "-keyint_min",
+    "60",
+    "-sc_threshold",
+    "0",
+    "-b:v:0",
+    "800k",
+    "-b:v:1",
+    "300k",
+    "-c:a",
+    "aac",
+    "-b:a",
+    "64k",
+    "-f",
+    "hls",
+    "-hls_time",
+    "2",
+    "-hls_playlist_type",
+    "vod",
+    "-var_stream_map",
+    "v:0,a:0,name:360p v:1,a:1,name:180p",
+    "-master_pl_name",
+    "index.m3u8",
+    "-hls_segment_filename",
+    "%v/seg%d.ts",
+    "%v/index.m3u8",
   ]);
   await ff(["-f", "lavfi", "-i", "testsrc2=s=640x360:d=1", "-frames:v", "1", "poster.jpg"]);
 }

@@ -147,7 +147,12 @@ const CASES: Case[] = [
     env: () => ({ MEDIA_CASSANDRA_KEYSPACE: `${keyspace}_absent`, MEDIA_CASSANDRA_CREATE_SCHEMA: "false" }),
     says: new RegExp(`${keyspace}_absent.*does not exist`),
   },
-  { name: "unreachable Cassandra", setting: "MEDIA_CASSANDRA_CONTACT_POINTS", env: () => ({ MEDIA_CASSANDRA_CONTACT_POINTS: "127.0.0.1:1" }), says: /127\.0\.0\.1:1/ },
+  {
+    name: "unreachable Cassandra",
+    setting: "MEDIA_CASSANDRA_CONTACT_POINTS",
+    env: () => ({ MEDIA_CASSANDRA_CONTACT_POINTS: "127.0.0.1:1" }),
+    says: /127\.0\.0\.1:1/,
+  },
   {
     name: "wrong Cassandra credentials",
     setting: "MEDIA_CASSANDRA_USERNAME",
@@ -214,7 +219,15 @@ describe("health check", () => {
     const base = `http://127.0.0.1:${cluster.gateways[0]!.port}`;
     const boot = readBootstrap(dataDir);
     const auth = { bearer: boot.api_key, org: boot.organization_id };
-    const healthy = { status: "healthy", version: expect.any(String), components: [{ name: "database", status: "healthy" }, { name: "bus", status: "healthy" }, { name: "encoders", status: "healthy" }] };
+    const healthy = {
+      status: "healthy",
+      version: expect.any(String),
+      components: [
+        { name: "database", status: "healthy" },
+        { name: "bus", status: "healthy" },
+        { name: "encoders", status: "healthy" },
+      ],
+    };
     // The encoder pool is healthy once the node has asked the queue for work.
     await poll("the encoder pool seen", 30_000, async () => ((await call(base, "HealthService/Check", {})).body?.status === "healthy" ? true : undefined));
     expect((await call(base, "HealthService/Check", {})).body).toEqual(healthy);

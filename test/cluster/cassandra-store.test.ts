@@ -192,7 +192,10 @@ describe("CassandraStore", () => {
             { table: rows, id: "b", value: "b1", partition: "p", sort: "2" },
           ],
         })
-        .then(() => undefined, (e: unknown) => e);
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(failed).toBeInstanceOf(Error);
       expect(failed).not.toBeInstanceOf(VersionConflict);
       for (const statement of renderCql(readFileSync(path.join(ROOT, "infra/cql/001_init.cql"), "utf8"), { keyspace: KEYSPACE, replication: "{}" })) {
@@ -214,7 +217,12 @@ describe("CassandraStore", () => {
     await admin.connect();
     try {
       const t = unique("t");
-      await s.commit({ writes: [{ table: t, id: "r", value: "old", partition: "p", sort: "1" }, { table: t, id: "q", value: "q", partition: "p", sort: "5" }] });
+      await s.commit({
+        writes: [
+          { table: t, id: "r", value: "old", partition: "p", sort: "1" },
+          { table: t, id: "q", value: "q", partition: "p", sort: "5" },
+        ],
+      });
       await s.commit({ writes: [{ table: t, id: "r", value: "new", sort: "2" }] });
       // As if the delete of the old index row had been lost: a stale row that sorts first.
       await admin.execute(
@@ -223,7 +231,10 @@ describe("CassandraStore", () => {
         { prepare: true },
       );
       const listed = await s.scan<string>(t, "p", { limit: 10 });
-      expect(listed.items.map((r) => [r.id, r.value, r.version])).toEqual([["q", "q", 1], ["r", "new", 2]]);
+      expect(listed.items.map((r) => [r.id, r.value, r.version])).toEqual([
+        ["q", "q", 1],
+        ["r", "new", 2],
+      ]);
       expect(listed.total).toBe(2);
       expect((await s.scan<string>(t, "p", { limit: 1, offset: 1 })).items.map((r) => r.value)).toEqual(["new"]);
     } finally {

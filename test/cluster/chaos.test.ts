@@ -29,7 +29,11 @@ const log: string[] = [];
 const step = (what: string) => log.push(`${new Date().toISOString().slice(11, 23)} ${what}`);
 
 beforeAll(async () => {
-  fleet = await startFleet({ encoderNodes: 2, inputs: { clip: INPUT_SECONDS }, env: { MEDIA_ENCODE_LEASE_SECONDS: String(LEASE_SECONDS), MEDIA_ENCODER_DRAIN_SECONDS: "120", MEDIA_LOG_LEVEL: process.env.MEDIA_TEST_LOG_LEVEL ?? "info" } });
+  fleet = await startFleet({
+    encoderNodes: 2,
+    inputs: { clip: INPUT_SECONDS },
+    env: { MEDIA_ENCODE_LEASE_SECONDS: String(LEASE_SECONDS), MEDIA_ENCODER_DRAIN_SECONDS: "120", MEDIA_LOG_LEVEL: process.env.MEDIA_TEST_LOG_LEVEL ?? "info" },
+  });
   hook = await startRecordingReceiver(fleet.ca);
   const secrets: string[] = [];
   for (const who of [fleet.a, fleet.b]) {

@@ -120,7 +120,12 @@ function logTail(lines = 40): { consumer: (stream: Readable) => void; text: () =
   return {
     consumer: (stream) =>
       stream.on("data", (d: Buffer | string) => {
-        kept.push(...d.toString().split("\n").filter((l) => l.trim() !== ""));
+        kept.push(
+          ...d
+            .toString()
+            .split("\n")
+            .filter((l) => l.trim() !== ""),
+        );
         if (kept.length > lines) kept.splice(0, kept.length - lines);
       }),
     text: () => kept.join("\n"),
@@ -132,7 +137,9 @@ const say = (line: string) => process.stderr.write(`[infra] ${line}\n`);
 
 /** A running container of this service and image that an earlier run kept (MEDIA_TEST_KEEP_INFRA=1). */
 async function findKept(client: ContainerRuntimeClient, service: Endpoint["service"], image: string): Promise<Endpoint | undefined> {
-  const found = (await client.container.list()).find((c) => c.Labels?.[SERVICE_LABEL] === service && c.Labels?.[IMAGE_LABEL] === image && c.State === "running");
+  const found = (await client.container.list()).find(
+    (c) => c.Labels?.[SERVICE_LABEL] === service && c.Labels?.[IMAGE_LABEL] === image && c.State === "running",
+  );
   if (!found) return undefined;
   let address: string | undefined;
   if (service === "kafka") address = found.Labels[KAFKA_ADDRESS_LABEL];
@@ -201,7 +208,9 @@ async function startKafka(client: ContainerRuntimeClient, keep: boolean): Promis
     } catch (e) {
       // Another process took the port between the check and the bind: pick another one.
       if (attempt < 3 && /port is already allocated|address already in use/i.test(String(e))) continue;
-      throw new Error(`kafka container (${KAFKA_IMAGE}) did not start: ${e instanceof Error ? e.message : String(e)}${tail.text() ? `\nlast lines of its log:\n${tail.text()}` : ""}`);
+      throw new Error(
+        `kafka container (${KAFKA_IMAGE}) did not start: ${e instanceof Error ? e.message : String(e)}${tail.text() ? `\nlast lines of its log:\n${tail.text()}` : ""}`,
+      );
     }
   }
 }
@@ -252,7 +261,9 @@ async function startCassandra(client: ContainerRuntimeClient, keep: boolean): Pr
     say(`cassandra container ready in ${seconds(Date.now() - t0)}: CQL ${address} (${CASSANDRA_IMAGE}, ${c.getId().slice(0, 12)})`);
     return started("cassandra", address, CASSANDRA_IMAGE, c);
   } catch (e) {
-    throw new Error(`cassandra container (${CASSANDRA_IMAGE}) did not start: ${e instanceof Error ? e.message : String(e)}${tail.text() ? `\nlast lines of its log:\n${tail.text()}` : ""}`);
+    throw new Error(
+      `cassandra container (${CASSANDRA_IMAGE}) did not start: ${e instanceof Error ? e.message : String(e)}${tail.text() ? `\nlast lines of its log:\n${tail.text()}` : ""}`,
+    );
   }
 }
 
@@ -302,7 +313,8 @@ export async function startKafkaContainer(id: string, address: string): Promise<
   const container = client.container.getById(id);
   const t0 = Date.now();
   await client.container.start(container);
-  if (!(await until(() => kafkaAnswers([address]), KAFKA_START_TIMEOUT_MS))) throw new Error(`kafka container ${id.slice(0, 12)} does not answer at ${address} after a restart`);
+  if (!(await until(() => kafkaAnswers([address]), KAFKA_START_TIMEOUT_MS)))
+    throw new Error(`kafka container ${id.slice(0, 12)} does not answer at ${address} after a restart`);
   say(`kafka container started again in ${seconds(Date.now() - t0)}`);
 }
 

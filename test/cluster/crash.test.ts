@@ -29,7 +29,12 @@ const RETRY_DEADLINE_MS = 90_000;
 const keyspace = freshKeyspace();
 const dataDir = tempDataDir();
 // Limits off: 8 writers and 16 parallel readers on one key measure durability, not the rate limiter.
-const env = clusterEnv(dataDir, keyspace, { MEDIA_COMMAND_PARTITIONS: String(PARTITIONS), MEDIA_RATE_LIMIT_KEY: "off", MEDIA_RATE_LIMIT_ANONYMOUS: "off", MEDIA_RATE_LIMIT_HEALTH: "off" });
+const env = clusterEnv(dataDir, keyspace, {
+  MEDIA_COMMAND_PARTITIONS: String(PARTITIONS),
+  MEDIA_RATE_LIMIT_KEY: "off",
+  MEDIA_RATE_LIMIT_ANONYMOUS: "off",
+  MEDIA_RATE_LIMIT_HEALTH: "off",
+});
 let cluster: LocalCluster | undefined;
 /** The keyspace is kept after a failure, to look into. */
 let passed = false;
@@ -150,7 +155,8 @@ describe("cluster crash", () => {
           failuresByStatus.set(why, (failuresByStatus.get(why) ?? 0) + 1);
           // Only unavailability is worth a retry; anything else is an answer the test must see.
           if (r.status !== 0 && r.status !== 503) throw new Error(`${name} (attempt ${attempt}): ${why} ${JSON.stringify(r.body)}`);
-          if (Date.now() - firstSentAt > RETRY_DEADLINE_MS) throw new Error(`${name} not acknowledged after ${attempt} attempts; last: ${why} ${JSON.stringify(r.body)}`);
+          if (Date.now() - firstSentAt > RETRY_DEADLINE_MS)
+            throw new Error(`${name} not acknowledged after ${attempt} attempts; last: ${why} ${JSON.stringify(r.body)}`);
           await sleep(Math.min(50 * 2 ** (attempt - 1), 1000));
         }
       }
@@ -176,13 +182,19 @@ describe("cluster crash", () => {
 
     const failover = Math.max(...[...recovered.values()].map((t) => t - killedAt!));
     let longestGap = 0;
-    const afterKill = acks.filter((a) => a.ackedAt >= killedAt!).map((a) => a.ackedAt).sort((a, b) => a - b);
+    const afterKill = acks
+      .filter((a) => a.ackedAt >= killedAt!)
+      .map((a) => a.ackedAt)
+      .sort((a, b) => a - b);
     let previous = killedAt!;
     for (const t of afterKill) {
       longestGap = Math.max(longestGap, t - previous);
       previous = t;
     }
-    const perPartition = [...recovered.entries()].sort(([a], [b]) => a - b).map(([p, t]) => `p${p} ${seconds(t - killedAt!)}`).join(", ");
+    const perPartition = [...recovered.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([p, t]) => `p${p} ${seconds(t - killedAt!)}`)
+      .join(", ");
     const retried = acks.filter((a) => a.attempts > 1).length;
     console.log(
       [
@@ -218,7 +230,12 @@ describe("cluster crash", () => {
     let cursor = "";
     let total: number | undefined;
     do {
-      const page = await post(bases[listed.length % 2]!, "APIKeyService/List", { include_revoked: true, pagination: { limit: 100, ...(cursor ? { cursor } : {}) } }, auth);
+      const page = await post(
+        bases[listed.length % 2]!,
+        "APIKeyService/List",
+        { include_revoked: true, pagination: { limit: 100, ...(cursor ? { cursor } : {}) } },
+        auth,
+      );
       expect(page.status, JSON.stringify(page.body)).toBe(200);
       listed.push(...page.body.api_keys.map((k: any) => ({ id: k.id as string, name: k.name as string })));
       total ??= Number(page.body.pagination.total_count);

@@ -7,7 +7,10 @@ const LOCAL_KAFKA = "127.0.0.1:9092";
 const LOCAL_CASSANDRA = "127.0.0.1:9042";
 
 const list = (value: string | undefined, fallback: string): string[] => {
-  const items = (value ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const items = (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   return items.length > 0 ? items : [fallback];
 };
 

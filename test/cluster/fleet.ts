@@ -27,7 +27,12 @@ export interface Fleet {
   readonly b: Auth & { readonly app: string; readonly origin: string };
   /** Input URLs by name. */
   readonly inputs: Record<string, string>;
-  submit(who: Auth & { readonly origin: string }, input: string, priority?: "economy" | "standard" | "premium", extra?: Record<string, unknown>): Promise<string>;
+  submit(
+    who: Auth & { readonly origin: string },
+    input: string,
+    priority?: "economy" | "standard" | "premium",
+    extra?: Record<string, unknown>,
+  ): Promise<string>;
   job(id: string, who: Auth): Promise<any>;
   /** Reads an output (its s3:// output_url) back from MinIO and probes it with ffprobe: its duration in seconds (throws if undecodable). */
   decodable(outputUrl: string): Promise<number>;
@@ -36,7 +41,11 @@ export interface Fleet {
 
 export const BUCKET = "fleet-out";
 
-export async function startFleet(options: { readonly encoderNodes: number; readonly inputs: Record<string, number>; readonly env?: Record<string, string> }): Promise<Fleet> {
+export async function startFleet(options: {
+  readonly encoderNodes: number;
+  readonly inputs: Record<string, number>;
+  readonly env?: Record<string, string>;
+}): Promise<Fleet> {
   const keyspace = freshKeyspace();
   const dataDir = tempDataDir();
   const ca = makeTestCa();
@@ -86,7 +95,13 @@ export async function startFleet(options: { readonly encoderNodes: number; reado
     inputs,
     // As a client should: an unavailable answer (a restart under way) is retried, unchanged, with the same Idempotency-Key.
     async submit(who, input, priority = "standard", extra = {}) {
-      const body = { input_url: input, output_origin_id: who.origin, priority, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 192 }] }], ...extra };
+      const body = {
+        input_url: input,
+        output_origin_id: who.origin,
+        priority,
+        outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 192 }] }],
+        ...extra,
+      };
       const auth = { ...who, headers: { "idempotency-key": randomUUID() } };
       const deadline = Date.now() + 180_000;
       for (;;) {

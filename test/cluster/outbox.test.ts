@@ -42,8 +42,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (!passed && cluster) {
-    for (const p of [...cluster.actorHosts, ...spawned, ...cluster.encoderNodes, ...cluster.gateways]) console.log(`── ${p.role}-${p.index} ──\n${p.output().slice(-6000)}`);
-    for (const [i, r] of receivers.entries()) console.log(`receiver ${i}: ${r.requests.map((q) => `${(q.json as any)?.type ?? (q.json as any)?.event} ${q.behaviour}`).join(", ")}`);
+    for (const p of [...cluster.actorHosts, ...spawned, ...cluster.encoderNodes, ...cluster.gateways])
+      console.log(`── ${p.role}-${p.index} ──\n${p.output().slice(-6000)}`);
+    for (const [i, r] of receivers.entries())
+      console.log(`receiver ${i}: ${r.requests.map((q) => `${(q.json as any)?.type ?? (q.json as any)?.event} ${q.behaviour}`).join(", ")}`);
   }
   await consumer?.disconnect();
   await cluster?.stop();
@@ -81,7 +83,12 @@ describe("outbox across kill -9 of the actor host", () => {
     const topics = topicsFor(loadConfig(env).cluster.topicPrefix);
     const seen: { topic: string; value: any }[] = [];
     /** The encode task of a job, as its job's task intent enqueues it (a command to the encode queue). */
-    const isEncodeTask = (jobId: string) => (m: { topic: string; value: any }) => m.topic === topics.commands && m.value.type === "encode_queue" && m.value.command.type === "enqueue" && m.value.command.task.jobId === jobId && m.value.command.task.kind === "encode";
+    const isEncodeTask = (jobId: string) => (m: { topic: string; value: any }) =>
+      m.topic === topics.commands &&
+      m.value.type === "encode_queue" &&
+      m.value.command.type === "enqueue" &&
+      m.value.command.task.jobId === jobId &&
+      m.value.command.task.kind === "encode";
     const kafka = new kafkajs.Kafka({ brokers: kafkaBrokers(), clientId: "outbox-test", logLevel: kafkajs.logLevel.NOTHING });
     consumer = kafka.consumer({ groupId: `outbox-test-${keyspace}` });
     await consumer.connect();
@@ -94,12 +101,46 @@ describe("outbox across kill -9 of the actor host", () => {
     receivers.push(endpointHook, appHook, jobHook);
     const endpoint = await ok(call(base, "WebhookService/CreateWebhookEndpoint", { url: `${endpointHook.url}/signed`, enabled_events: ["*"] }, key));
     endpointHook.setSecrets([endpoint.endpoint.secret]);
-    const app = await ok(call(base, "AppService/Update", { id: boot.app_id, webhook: { url: `${appHook.url}/legacy`, events: ["job.completed", "output.completed"], regenerate_secret: true } }, portal));
+    const app = await ok(
+      call(
+        base,
+        "AppService/Update",
+        { id: boot.app_id, webhook: { url: `${appHook.url}/legacy`, events: ["job.completed", "output.completed"], regenerate_secret: true } },
+        portal,
+      ),
+    );
     appHook.setSecrets([app.webhook_secret]);
-    const origin = (await ok(call(base, "OriginService/Create", { name: "out", permissions: ["write"], s3: { bucket: "outbox-out", region: "us-east-1", credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey } } }, key))).origin.id;
+    const origin = (
+      await ok(
+        call(
+          base,
+          "OriginService/Create",
+          {
+            name: "out",
+            permissions: ["write"],
+            s3: {
+              bucket: "outbox-out",
+              region: "us-east-1",
+              credentials: { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey },
+            },
+          },
+          key,
+        ),
+      )
+    ).origin.id;
 
     const { job } = await ok(
-      call(base, "JobService/Create", { input_url: `${web.url}/in.mp4`, output_origin_id: origin, outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }], webhook_url: `${jobHook.url}/per-job` }, key),
+      call(
+        base,
+        "JobService/Create",
+        {
+          input_url: `${web.url}/in.mp4`,
+          output_origin_id: origin,
+          outputs: [{ type: "mp4", video: [{ codec: "h264", width: 256, height: 144 }] }],
+          webhook_url: `${jobHook.url}/per-job`,
+        },
+        key,
+      ),
     );
     // The probe runs; the entry that calls for the encode task is durable, and the host dies.
     await killed(cluster.actorHosts[0]!, "the first actor host to die after the probed entry");
@@ -115,13 +156,25 @@ describe("outbox across kill -9 of the actor host", () => {
 
     // The third host finds the settled entry by its outbox marker and runs its intents.
     spawned.push(await cluster.spawn("actor-host"));
-    const done = await until("the job's end on the updates topic", async () => seen.find((m) => m.topic === topics.updates && m.value.id === job.id && m.value.state.job.status === "completed"), 120_000);
+    const done = await until(
+      "the job's end on the updates topic",
+      async () => seen.find((m) => m.topic === topics.updates && m.value.id === job.id && m.value.state.job.status === "completed"),
+      120_000,
+    );
     // Updates carry no credentials.
     expect(done.value.state.job.outputOrigin.sealedCredentials).toBe("");
     const got = (hook: RecordingReceiver, field: "type" | "event", name: string) => hook.requests.some((r) => (r.json as any)?.[field] === name);
-    await until("job.succeeded and output.ready at the endpoint", async () => (got(endpointHook, "type", "job.succeeded") && got(endpointHook, "type", "output.ready") ? true : undefined), 60_000);
+    await until(
+      "job.succeeded and output.ready at the endpoint",
+      async () => (got(endpointHook, "type", "job.succeeded") && got(endpointHook, "type", "output.ready") ? true : undefined),
+      60_000,
+    );
     for (const hook of [appHook, jobHook]) {
-      await until("job.completed and output.completed at the legacy hooks", async () => (got(hook, "event", "job.completed") && got(hook, "event", "output.completed") ? true : undefined), 60_000);
+      await until(
+        "job.completed and output.completed at the legacy hooks",
+        async () => (got(hook, "event", "job.completed") && got(hook, "event", "output.completed") ? true : undefined),
+        60_000,
+      );
     }
     // A moment more for duplicates, which must not come.
     await new Promise((r) => setTimeout(r, 3000));
@@ -136,8 +189,13 @@ describe("outbox across kill -9 of the actor host", () => {
     expect(endpointHook.requests.every((r) => r.verified)).toBe(true);
     // One delivery per event and endpoint however often the fan-out ran, each succeeded.
     // (An outcome is journaled just after the receiver answers.)
-    const statuses = async () => (await ok(call(base, "WebhookService/ListWebhookDeliveries", { endpoint_id: endpoint.endpoint.id }, key))).deliveries.map((d: any) => d.status as string);
-    await until("both deliveries recorded as succeeded", async () => ((await statuses()).every((st: string) => st === "succeeded") ? true : undefined), 30_000).catch(async (e: unknown) => {
+    const statuses = async () =>
+      (await ok(call(base, "WebhookService/ListWebhookDeliveries", { endpoint_id: endpoint.endpoint.id }, key))).deliveries.map((d: any) => d.status as string);
+    await until(
+      "both deliveries recorded as succeeded",
+      async () => ((await statuses()).every((st: string) => st === "succeeded") ? true : undefined),
+      30_000,
+    ).catch(async (e: unknown) => {
       console.log(JSON.stringify((await call(base, "WebhookService/ListWebhookDeliveries", { endpoint_id: endpoint.endpoint.id }, key)).body, null, 1));
       throw e;
     });

@@ -68,7 +68,12 @@ describe("cluster restart", () => {
     const revoked = ok(await call(b, "APIKeyService/Revoke", { id: doomed.api_key.id, reason: "rotation" }, key), "revoke");
     expect(revoked.api_key.is_revoked).toBe(true);
     const app = ok(
-      await call(a, "AppService/Create", { name: "restart-app", description: "d", webhook: { url: "https://hooks.example.com/in", events: ["job.completed"], generate_secret: true } }, owner),
+      await call(
+        a,
+        "AppService/Create",
+        { name: "restart-app", description: "d", webhook: { url: "https://hooks.example.com/in", events: ["job.completed"], generate_secret: true } },
+        owner,
+      ),
       "create app",
     ).app;
     const old = ok(await call(b, "AppService/Create", { name: "old-app" }, owner), "create old-app").app;

@@ -65,8 +65,12 @@ describe("scheduling by priority and app", () => {
     const tasks = (s: Scrape, kind: string, priority: string) => value(s, "media_encode_tasks_total", { kind, priority, class: "small" });
     expect(tasks(after.node, "encode", "economy") - tasks(start.node, "encode", "economy")).toBe(4);
     expect(tasks(after.node, "probe", "premium") - tasks(start.node, "probe", "premium")).toBe(1);
-    expect(value(after.node, "media_encoder_busy_seconds_total", { class: "small" })).toBeGreaterThan(value(start.node, "media_encoder_busy_seconds_total", { class: "small" }));
-    expect(count(after.host, "media_job_duration_seconds", { outcome: "completed" }) - count(start.host, "media_job_duration_seconds", { outcome: "completed" })).toBe(5);
+    expect(value(after.node, "media_encoder_busy_seconds_total", { class: "small" })).toBeGreaterThan(
+      value(start.node, "media_encoder_busy_seconds_total", { class: "small" }),
+    );
+    expect(
+      count(after.host, "media_job_duration_seconds", { outcome: "completed" }) - count(start.host, "media_job_duration_seconds", { outcome: "completed" }),
+    ).toBe(5);
     expect(value(after.gateway, "media_encode_queue_depth", { priority: "economy" })).toBe(0);
     expect(value(after.gateway, "media_encoder_nodes", { class: "small" })).toBe(1);
   });

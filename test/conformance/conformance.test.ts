@@ -25,16 +25,24 @@ beforeAll(async () => {
 
 async function conform(adapter: "uws" | "node"): Promise<{ code: number | null; output: string }> {
   const args = [
-    "--mode", "server",
-    "--conf", `${here}conformance.yaml`,
-    "--known-failing", `@${here}known-failing.txt`,
+    "--mode",
+    "server",
+    "--conf",
+    `${here}conformance.yaml`,
+    "--known-failing",
+    `@${here}known-failing.txt`,
     "--trace",
     // One server process at a time and four RPCs in flight (the runner's defaults are 4 and 8): in
     // a lane beside the cluster suites, four servers starting at once on two cores answered none of
     // a configuration's cases within the runner's time limit.
-    "--max-servers", "1",
-    "--parallel", "4",
-    "--", tsx, `${here}server.ts`, adapter,
+    "--max-servers",
+    "1",
+    "--parallel",
+    "4",
+    "--",
+    tsx,
+    `${here}server.ts`,
+    adapter,
   ];
   const child = spawn(runner, args, { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";

@@ -21,7 +21,8 @@ import { conformanceRoutes, jsonRegistry } from "./service.js";
 
 async function main(): Promise<void> {
   const adapter = process.argv[2] ?? process.env.CONFORMANCE_ADAPTER ?? "uws";
-  if (adapter !== "uws" && adapter !== "node" && adapter !== "reference") throw new Error(`unknown adapter ${adapter}; use uws, node (or reference: connect-node's own adapter, a control)`);
+  if (adapter !== "uws" && adapter !== "node" && adapter !== "reference")
+    throw new Error(`unknown adapter ${adapter}; use uws, node (or reference: connect-node's own adapter, a control)`);
 
   const input = readFileSync(process.stdin.fd);
   const size = input.readUInt32BE(0);
@@ -46,7 +47,12 @@ async function main(): Promise<void> {
   const log = pino({ level: process.env.CONFORMANCE_LOG_LEVEL ?? "warn", base: { adapter } }, pino.destination(2));
   // No CORS origins (the runner is no browser); fresh context values per call.
   const options = { host: "127.0.0.1", port: 0, cors: { origins: [] }, log, contextValues: () => createContextValues() };
-  const server = adapter === "uws" ? await listenUws(handlers, options) : adapter === "node" ? await listenNodeHttp(handlers, options) : await listenReference(routes, limit);
+  const server =
+    adapter === "uws"
+      ? await listenUws(handlers, options)
+      : adapter === "node"
+        ? await listenNodeHttp(handlers, options)
+        : await listenReference(routes, limit);
 
   // The runner sends SIGTERM when it is done with this server; nothing to drain.
   process.on("SIGTERM", () => process.exit(0));

@@ -44,7 +44,15 @@ const CONFORMANCE = "response_schema_conformance,content_type_conformance";
 const OURS = "connect_server_error,connect_error_framing";
 const PASSES: Pass[] = [
   // examples + coverage: boundary values, missing/odd headers, HTTP methods the schema lacks.
-  { name: "credentials, coverage", auth: true, transport: false, phases: "examples,coverage", mode: "all", share: 0.3, checks: `${OURS},${CONFORMANCE},unsupported_method` },
+  {
+    name: "credentials, coverage",
+    auth: true,
+    transport: false,
+    phases: "examples,coverage",
+    mode: "all",
+    share: 0.3,
+    checks: `${OURS},${CONFORMANCE},unsupported_method`,
+  },
   { name: "credentials, fuzzing", auth: true, transport: false, phases: "fuzzing", mode: "all", share: 0.25, checks: `${OURS},${CONFORMANCE}` },
   { name: "no credentials", auth: false, transport: false, phases: "fuzzing", mode: "positive", share: 0.15, checks: `${OURS},${CONFORMANCE}` },
   { name: "transport", auth: true, transport: true, phases: "fuzzing", mode: "positive", share: 0.3, checks: `${OURS},${CONFORMANCE},transport_expectation` },
@@ -56,17 +64,40 @@ function schemathesis(host: string, base: string, h: Harness, pass: Pass, second
   const config = path.join(work, `${host}.toml`);
   writeFileSync(config, host === "uws" ? '[phases.coverage]\nunexpected-methods = ["GET", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE"]\n' : "");
   const args = [
-    "--config-file", config,
-    "run", doc.file, "--url", base,
-    "--phases", pass.phases, "--mode", pass.mode, "--checks", host === "uws" ? pass.checks.replace(",unsupported_method", "") : pass.checks,
-    "--max-examples", "3", "--max-time", String(Math.max(5, Math.round(seconds))),
+    "--config-file",
+    config,
+    "run",
+    doc.file,
+    "--url",
+    base,
+    "--phases",
+    pass.phases,
+    "--mode",
+    pass.mode,
+    "--checks",
+    host === "uws" ? pass.checks.replace(",unsupported_method", "") : pass.checks,
+    "--max-examples",
+    "3",
+    "--max-time",
+    String(Math.max(5, Math.round(seconds))),
     // One worker: schemathesis's workers are threads, and CPython 3.11 (this machine's 3.11.7) can
     // raise a spurious "AST constructor recursion depth mismatch" SystemError when two threads
     // parse source at once (python/cpython#106905), which Hypothesis does to describe its lambdas:
     // a whole run failed on that "Runtime Error" under load. The budget is time, not cases.
-    "--request-timeout", "3", "--max-response-time", "3", "--workers", "1",
-    "--no-shrink", "--continue-on-failure", "--suppress-health-check", "all", "--warnings", "off",
-    "--report-dir", path.join(work, "reports"),
+    "--request-timeout",
+    "3",
+    "--max-response-time",
+    "3",
+    "--workers",
+    "1",
+    "--no-shrink",
+    "--continue-on-failure",
+    "--suppress-health-check",
+    "all",
+    "--warnings",
+    "off",
+    "--report-dir",
+    path.join(work, "reports"),
   ];
   if (process.env.FUZZ_SEED) args.push("--seed", process.env.FUZZ_SEED);
   if (pass.auth) args.push("-H", `Authorization: Bearer ${h.boot.api_key}`, "-H", `X-Organization-ID: ${h.boot.organization_id}`);
@@ -78,7 +109,15 @@ function schemathesis(host: string, base: string, h: Harness, pass: Pass, second
         cwd: work,
         maxBuffer: 64 << 20,
         timeout: (seconds + 120) * 1000,
-        env: { ...process.env, PYTHONPATH: path.join(ROOT, "test/fuzz"), SCHEMATHESIS_HOOKS: "hooks", FUZZ_PROTECTED: protectedIds.join(","), FUZZ_PASS: pass.transport ? "transport" : "plain", FUZZ_HOST: host, NO_COLOR: "1" },
+        env: {
+          ...process.env,
+          PYTHONPATH: path.join(ROOT, "test/fuzz"),
+          SCHEMATHESIS_HOOKS: "hooks",
+          FUZZ_PROTECTED: protectedIds.join(","),
+          FUZZ_PASS: pass.transport ? "transport" : "plain",
+          FUZZ_HOST: host,
+          NO_COLOR: "1",
+        },
       },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
     );
@@ -92,7 +131,11 @@ const findings = (out: string) => {
 };
 
 /** One raw HTTP exchange (node:http, so header names are sent as given); never hangs past `ms`. */
-function raw(base: string, opts: { method?: string; path: string; headers: Record<string, string>; body?: Buffer | string }, ms = 5000): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer } | { error: string }> {
+function raw(
+  base: string,
+  opts: { method?: string; path: string; headers: Record<string, string>; body?: Buffer | string },
+  ms = 5000,
+): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer } | { error: string }> {
   return new Promise((resolve) => {
     const req = request(`${base}${opts.path}`, { method: opts.method ?? "POST", headers: opts.headers, timeout: ms }, (res) => {
       const chunks: Buffer[] = [];
@@ -128,7 +171,9 @@ function endsStream(body: Buffer): boolean {
 }
 
 const curl = (base: string, p: string, headers: Record<string, string>, body: string) =>
-  `curl -sv -X POST ${Object.entries(headers).map(([k, v]) => `-H '${k}: ${v}'`).join(" ")} --data-binary '${body}' ${base}${p}`;
+  `curl -sv -X POST ${Object.entries(headers)
+    .map(([k, v]) => `-H '${k}: ${v}'`)
+    .join(" ")} --data-binary '${body}' ${base}${p}`;
 
 for (const host of HOSTS) {
   describe(`fuzz (${host} host)`, () => {
@@ -162,28 +207,36 @@ for (const host of HOSTS) {
     });
 
     for (const pass of PASSES) {
-      it(`schemathesis: ${pass.name}`, async () => {
-        const seconds = (BUDGET * pass.share) / HOSTS.length;
-        const { code, out } = await schemathesis(host, base, h, pass, seconds, protectedIds);
-        const summary = out.slice(out.lastIndexOf("SUMMARY")).slice(0, 2000);
-        console.log(`[fuzz ${host}] ${pass.name}\n${summary}`);
-        expect(code, findings(out)).toBe(0);
-        // A pass that ended its own credentials fuzzed nothing but 401s after that point.
-        expect(await keysOfOurApp(), "the fuzzer's API key still works").toMatch(/^200 /);
-      }, (BUDGET + 300) * 1000);
+      it(
+        `schemathesis: ${pass.name}`,
+        async () => {
+          const seconds = (BUDGET * pass.share) / HOSTS.length;
+          const { code, out } = await schemathesis(host, base, h, pass, seconds, protectedIds);
+          const summary = out.slice(out.lastIndexOf("SUMMARY")).slice(0, 2000);
+          console.log(`[fuzz ${host}] ${pass.name}\n${summary}`);
+          expect(code, findings(out)).toBe(0);
+          // A pass that ended its own credentials fuzzed nothing but 401s after that point.
+          expect(await keysOfOurApp(), "the fuzzer's API key still works").toMatch(/^200 /);
+        },
+        (BUDGET + 300) * 1000,
+      );
     }
 
     it("streaming Watch methods answer and end (enveloped JSON, with and without credentials)", async () => {
       const problems: string[] = [];
       for (const p of doc.streaming) {
-        for (const [label, extra] of [["credentials", auth()], ["none", {}]] as const) {
+        for (const [label, extra] of [
+          ["credentials", auth()],
+          ["none", {}],
+        ] as const) {
           for (const body of [envelope({ id: "job_doesnotexist" }), envelope({}), Buffer.from("{}"), Buffer.from([0, 0, 0, 0, 9, 1])]) {
             const headers = { "content-type": "application/connect+json", "connect-protocol-version": "1", ...extra };
             const r = await raw(base, { path: p, headers, body });
             const repro = curl(base, p, headers, body.toString("latin1"));
             if ("error" in r) problems.push(`${label}: ${r.error}\n  ${repro}`);
             else if (r.status >= 500) problems.push(`${label}: HTTP ${r.status}\n  ${repro}`);
-            else if (r.status === 200 && !endsStream(r.body)) problems.push(`${label}: 200 without an end-stream frame: ${r.body.toString("latin1").slice(0, 200)}\n  ${repro}`);
+            else if (r.status === 200 && !endsStream(r.body))
+              problems.push(`${label}: 200 without an end-stream frame: ${r.body.toString("latin1").slice(0, 200)}\n  ${repro}`);
           }
         }
       }
@@ -194,7 +247,14 @@ for (const host of HOSTS) {
       const problems: string[] = [];
       const route = "/media.v1.HealthService/Check";
       // uWS 20.30 gives no answer to names with "_", "." or "~" (docs/front-door.md): node:http only.
-      const odd: [string, string][] = host === "node" ? [["x_under_score", "1"], ["x.dot", "1"], ["x~tilde", "1"]] : [];
+      const odd: [string, string][] =
+        host === "node"
+          ? [
+              ["x_under_score", "1"],
+              ["x.dot", "1"],
+              ["x~tilde", "1"],
+            ]
+          : [];
       for (const [name, value] of <[string, string][]>[...odd, ["x-long", "a".repeat(8000)], ["x-empty", ""], ["x-utf8", "\u00e9\u00e8"]]) {
         const headers = { "content-type": "application/json", [name]: value };
         const r = await raw(base, { path: route, headers, body: "{}" });

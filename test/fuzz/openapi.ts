@@ -126,7 +126,8 @@ export function rewrite(raw: Schema): Schema {
     op.responses["204"] = { description: "CORS preflight (OPTIONS)" };
     // A binary (application/proto) caller gets a binary answer; its bytes are not checked here.
     // Streaming content types get enveloped answers (an end-stream error frame for a unary method).
-    if (op.responses["200"]?.content) for (const ct of ["application/proto", "application/connect+json", "application/grpc-web+json"]) op.responses["200"].content[ct] = {};
+    if (op.responses["200"]?.content)
+      for (const ct of ["application/proto", "application/connect+json", "application/grpc-web+json"]) op.responses["200"].content[ct] = {};
     paths[p] = { post: op };
   }
   return { ...raw, info: { title: "media.v1 (spec JSON mapping, fuzz)", version: "1" }, paths, components: { ...raw.components, schemas: out } };

@@ -85,7 +85,21 @@ describe("the speech recogniser", { timeout: 180_000 }, () => {
     // Six minutes: the talks three times with pauses, cut into 2-minute chunks at quiet points.
     const list = path.join(root, "long.txt");
     const silence = path.join(root, "silence.wav");
-    await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono", "-t", "20", "-c:a", "pcm_s16le", silence]);
+    await run("ffmpeg", [
+      "-hide_banner",
+      "-loglevel",
+      "error",
+      "-y",
+      "-f",
+      "lavfi",
+      "-i",
+      "anullsrc=r=16000:cl=mono",
+      "-t",
+      "20",
+      "-c:a",
+      "pcm_s16le",
+      silence,
+    ]);
     writeFileSync(list, Array.from({ length: 4 }, () => `file '${speech.wav}'\nfile '${silence}'`).join("\n"));
     const long = path.join(root, "long.wav");
     await run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "concat", "-safe", "0", "-i", list, "-c:a", "pcm_s16le", long]);
@@ -101,7 +115,9 @@ describe("the speech recogniser", { timeout: 180_000 }, () => {
   });
 
   it("answers a missing file with an error and keeps serving; a canceled request kills only itself", async () => {
-    await expect(recogniser.transcribe(path.join(root, "nope.wav"), "en", {})).rejects.toSatisfy((e: unknown) => e instanceof MediaError && e.code === "transcription_failed");
+    await expect(recogniser.transcribe(path.join(root, "nope.wav"), "en", {})).rejects.toSatisfy(
+      (e: unknown) => e instanceof MediaError && e.code === "transcription_failed",
+    );
     const controller = new AbortController();
     const canceled = recogniser.transcribe(speech.wav, "en", { signal: controller.signal });
     setTimeout(() => controller.abort(), 300);
@@ -112,6 +128,8 @@ describe("the speech recogniser", { timeout: 180_000 }, () => {
 
   it("says when the recogniser is not installed", async () => {
     const missing = startRecogniser({ ...recogniserPaths(), python: path.join(root, "no-python") }, createLogger("silent"));
-    await expect(missing.transcribe(speech.wav, "en", {})).rejects.toSatisfy((e: unknown) => e instanceof MediaError && e.code === "transcription_failed" && /asr-setup/.test(e.message));
+    await expect(missing.transcribe(speech.wav, "en", {})).rejects.toSatisfy(
+      (e: unknown) => e instanceof MediaError && e.code === "transcription_failed" && /asr-setup/.test(e.message),
+    );
   });
 });

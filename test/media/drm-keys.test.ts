@@ -30,7 +30,13 @@ async function peer(fail?: SpekeFailure): Promise<SpekePeer> {
   return p;
 }
 
-const request = (over: Partial<KeyRequest> = {}): KeyRequest => ({ resourceId: "out_2x9", classes: ["audio", "sd", "hd"], scheme: "cbcs", systems: ["widevine", "playready", "fairplay"], ...over });
+const request = (over: Partial<KeyRequest> = {}): KeyRequest => ({
+  resourceId: "out_2x9",
+  classes: ["audio", "sd", "hd"],
+  scheme: "cbcs",
+  systems: ["widevine", "playready", "fairplay"],
+  ...over,
+});
 
 async function failure(work: Promise<unknown>): Promise<DrmKeyError> {
   const e = await work.then(
@@ -73,8 +79,13 @@ describe("SPEKE v2.0 over HTTPS through the guard", () => {
     expect(seen.contentId).toBe("out_2x9");
     expect(seen.contentKeys).toEqual(keys.map((k) => ({ kid: k.kid, scheme: "cbcs" })));
     expect(seen.drmSystems).toHaveLength(9);
-    for (const k of keys) expect(seen.drmSystems.filter((s) => s.kid === k.kid).map((s) => s.systemId)).toEqual([SYSTEM_IDS.widevine, SYSTEM_IDS.playready, SYSTEM_IDS.fairplay]);
-    expect(seen.usageRules.map((r) => [r.intendedTrackType, r.filters])).toEqual([["AUDIO", ["audio"]], ["SD", ["video 0..921599"]], ["HD", ["video 921600..∞"]]]);
+    for (const k of keys)
+      expect(seen.drmSystems.filter((s) => s.kid === k.kid).map((s) => s.systemId)).toEqual([SYSTEM_IDS.widevine, SYSTEM_IDS.playready, SYSTEM_IDS.fairplay]);
+    expect(seen.usageRules.map((r) => [r.intendedTrackType, r.filters])).toEqual([
+      ["AUDIO", ["audio"]],
+      ["SD", ["video 0..921599"]],
+      ["HD", ["video 921600..∞"]],
+    ]);
     expect(keys.map((k) => k.trackClass)).toEqual(["audio", "sd", "hd"]);
     for (const k of keys) {
       expect(k.key).toBe(service.keys.get(k.kid));
@@ -126,7 +137,15 @@ describe("SPEKE v2.0 over HTTPS through the guard", () => {
     const service = await peer();
     const kid = "0123456789ab4def8123456789abcdef";
     const other = "fedcba9876544321a123456789abcdef";
-    const good = cpixRequest("out_1", "cbcs", [SYSTEM_IDS.widevine], [{ trackClass: "sd", kid }, { trackClass: "hd", kid: other }]);
+    const good = cpixRequest(
+      "out_1",
+      "cbcs",
+      [SYSTEM_IDS.widevine],
+      [
+        { trackClass: "sd", kid },
+        { trackClass: "hd", kid: other },
+      ],
+    );
     const post = async (body: string, headers: Record<string, string> = { "content-type": "application/xml", "x-speke-version": "2.0" }) => {
       const res = await guard.request(service.url, { method: "POST", headers, body: Buffer.from(body), maxRedirects: 0 });
       res.body.setEncoding("utf8");
@@ -141,14 +160,26 @@ describe("SPEKE v2.0 over HTTPS through the guard", () => {
       [good.replace('version="2.3"', 'version="2.1"'), undefined, "Unsupported CPIX@version"],
       [good.replace('contentId="out_1" ', ""), undefined, "Missing CPIX@contentId"],
       [good.replace('xmlns:pskc="urn:ietf:params:xml:ns:keyprov:pskc" ', ""), undefined, "the pskc namespace is not declared"],
-      [good.replace('commonEncryptionScheme="cbcs"', 'commonEncryptionScheme="cenc"'), undefined, "Non compliant ContentKey@commonEncryptionScheme combination"],
-      [good.replaceAll('commonEncryptionScheme="cbcs"', 'commonEncryptionScheme="cbc1"'), undefined, `ContentKey@commonEncryptionScheme non compatible with DRMSystem ${SYSTEM_IDS.widevine}`],
+      [
+        good.replace('commonEncryptionScheme="cbcs"', 'commonEncryptionScheme="cenc"'),
+        undefined,
+        "Non compliant ContentKey@commonEncryptionScheme combination",
+      ],
+      [
+        good.replaceAll('commonEncryptionScheme="cbcs"', 'commonEncryptionScheme="cbc1"'),
+        undefined,
+        `ContentKey@commonEncryptionScheme non compatible with DRMSystem ${SYSTEM_IDS.widevine}`,
+      ],
       [good.replaceAll(SYSTEM_IDS.widevine, "00000000-0000-4000-8000-000000000000"), undefined, "unknown DRMSystem@systemId"],
       [good.replace(/<cpix:DRMSystem [^>]*\/>/, ""), undefined, "no DRMSystem for kid 0123456789ab4def8123456789abcdef"],
       [good.replace('maxPixels="921599"', 'maxPixels="921600"'), undefined, "overlap"],
       [good.replace('intendedTrackType="HD"', 'intendedTrackType="SD"'), undefined, "an intendedTrackType repeats"],
       [good.replace('<cpix:VideoFilter maxPixels="921599"/>', ""), undefined, "Missing CPIX encryption contract"],
-      [good.replace(/<cpix:ContentKeyUsageRule kid="fedcba98[^]*?<\/cpix:ContentKeyUsageRule>/, ""), undefined, `kid ${other} needs exactly one ContentKeyUsageRule`],
+      [
+        good.replace(/<cpix:ContentKeyUsageRule kid="fedcba98[^]*?<\/cpix:ContentKeyUsageRule>/, ""),
+        undefined,
+        `kid ${other} needs exactly one ContentKeyUsageRule`,
+      ],
       [good.replace("01234567-89ab-4def-8123-456789abcdef", "0123"), undefined, 'ContentKey@kid "0123" is not a UUID'],
       ["<CPIX/>", undefined, "root element CPIX"],
       ["not xml", undefined, "not XML"],

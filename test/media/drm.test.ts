@@ -19,7 +19,15 @@ import { probe, type ProbeResult } from "../../encoder-node/probe.js";
 import { writeTracks, type PreparedTrack } from "../../encoder-node/subtitles.js";
 import { localKeyProvider } from "../../src/drm/keys.js";
 import { SYSTEM_IDS, type ContentKey, type DrmSystemName, type TrackClass } from "../../src/drm/types.js";
-import { DrmSystem, EncryptionScheme, OutputSpecSchema, OutputType, SubtitleSource, SubtitleTrackSchema, type OutputSpec } from "../../src/gen/media/v1/job_pb.js";
+import {
+  DrmSystem,
+  EncryptionScheme,
+  OutputSpecSchema,
+  OutputType,
+  SubtitleSource,
+  SubtitleTrackSchema,
+  type OutputSpec,
+} from "../../src/gen/media/v1/job_pb.js";
 import { AudioCodec, SegmentFormat, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
 import { ffprobeJson, makeTestInput, parseAttributes, parseHlsMedia, parseMpd, parseXml, readHls, type XmlElement } from "../media.js";
 import { avcCodecString, findBoxes, readBoxFile, readPssh, readSchm, readTenc, sampleCount, sampleEntry } from "../mp4-boxes.js";
@@ -46,7 +54,10 @@ async function encode(s: OutputSpec, given: readonly ContentKey[] = Object.value
 }
 
 /** Every file under a folder, relative to it. */
-const filesUnder = (dir: string): string[] => readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
+const filesUnder = (dir: string): string[] =>
+  readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
 
 interface Stream {
   init: string;
@@ -54,8 +65,12 @@ interface Stream {
 }
 
 const hlsStreams = (plan: OutputPlan): Stream[] =>
-  [...readHls(plan.dir, plan.main).playlists].map(([playlist, media]) => ({ init: path.posix.join(path.posix.dirname(playlist), media.init!), segments: media.segments.map((s) => path.posix.join(path.posix.dirname(playlist), s.uri)) }));
-const mpdStreams = (plan: OutputPlan, mpd: string): Stream[] => parseMpd(readFileSync(path.join(plan.dir, mpd), "utf8")).representations.map((r) => ({ init: r.files[0]!, segments: r.files.slice(1) }));
+  [...readHls(plan.dir, plan.main).playlists].map(([playlist, media]) => ({
+    init: path.posix.join(path.posix.dirname(playlist), media.init!),
+    segments: media.segments.map((s) => path.posix.join(path.posix.dirname(playlist), s.uri)),
+  }));
+const mpdStreams = (plan: OutputPlan, mpd: string): Stream[] =>
+  parseMpd(readFileSync(path.join(plan.dir, mpd), "utf8")).representations.map((r) => ({ init: r.files[0]!, segments: r.files.slice(1) }));
 
 /**
  * Checks one encrypted stream's boxes and returns its kind and key ID: a protected sample entry
@@ -75,7 +90,12 @@ function checkBoxes(dir: string, s: Stream, scheme: "cbcs" | "cenc", systems: Dr
   } else expect([8, 16]).toContain(tenc.perSampleIvSize);
   const pssh = findBoxes(init, "moov/pssh").map(readPssh);
   // FairPlay has no pssh: it is signalled in the HLS playlists only.
-  expect(pssh.map((p) => p.systemId).sort()).toEqual(systems.filter((x) => x !== "fairplay").map((x) => SYSTEM_IDS[x]).sort());
+  expect(pssh.map((p) => p.systemId).sort()).toEqual(
+    systems
+      .filter((x) => x !== "fairplay")
+      .map((x) => SYSTEM_IDS[x])
+      .sort(),
+  );
   for (const p of pssh.filter((x) => x.systemId === SYSTEM_IDS.clearkey)) expect(p.kids).toContain(tenc.kid);
   const kind = entry.type === "encv" ? "video" : "audio";
   // cbcs audio has neither per-sample IVs nor subsamples: its senc entries are empty, with no saiz or saio to point at them.
@@ -97,7 +117,13 @@ function checkBoxes(dir: string, s: Stream, scheme: "cbcs" | "cenc", systems: Dr
 async function framesOf(file: string): Promise<{ frames: string; errors: string }> {
   try {
     const { stdout, stderr } = await exec("ffmpeg", ["-v", "error", "-i", file, "-f", "framemd5", "-"], { maxBuffer: 64 * 1024 * 1024 });
-    return { frames: stdout.split("\n").filter((l) => l !== "" && !l.startsWith("#")).join("\n"), errors: stderr };
+    return {
+      frames: stdout
+        .split("\n")
+        .filter((l) => l !== "" && !l.startsWith("#"))
+        .join("\n"),
+      errors: stderr,
+    };
   } catch (e) {
     return { frames: "", errors: (e as { stderr?: string }).stderr ?? String(e) };
   }
@@ -134,7 +160,11 @@ async function checkRoundTrip(dir: string, s: Stream, kind: "video" | "audio", k
 function contentProtection(mpd: string): Map<string, Record<string, string>[]> {
   const out = new Map<string, Record<string, string>[]>();
   const walk = (el: XmlElement) => {
-    if (el.name === "AdaptationSet") out.set(el.attributes.contentType ?? "", el.children.filter((c) => c.name === "ContentProtection").map((c) => c.attributes));
+    if (el.name === "AdaptationSet")
+      out.set(
+        el.attributes.contentType ?? "",
+        el.children.filter((c) => c.name === "ContentProtection").map((c) => c.attributes),
+      );
     el.children.forEach(walk);
   };
   walk(parseXml(mpd));
@@ -147,7 +177,11 @@ function checkCleanedUp(plan: OutputPlan): void {
   expect(existsSync(`${plan.dir}.keys`)).toBe(false);
 }
 
-const keyLines = (playlist: string) => playlist.split("\n").filter((l) => l.startsWith("#EXT-X-KEY:")).map((l) => parseAttributes(l.slice(11)));
+const keyLines = (playlist: string) =>
+  playlist
+    .split("\n")
+    .filter((l) => l.startsWith("#EXT-X-KEY:"))
+    .map((l) => parseAttributes(l.slice(11)));
 
 beforeAll(async () => {
   const file = await makeTestInput(path.join(root, "input.mp4"), { seconds: 3, width: 320, height: 240, fps: 24, audio: true });
@@ -172,12 +206,23 @@ describe("cbcs and cenc: packaged CMAF", { timeout: 90_000 }, () => {
     expect(parseMpd(text)).toMatchObject({ type: "static", minBufferTimeSeconds: 3 });
     const streams = mpdStreams(plan, plan.main);
     const checked = streams.map((s) => checkBoxes(plan.dir, s, "cenc", systems));
-    expect(checked).toEqual([{ kind: "video", kid: keys.sd.kid }, { kind: "audio", kid: keys.audio.kid }]);
+    expect(checked).toEqual([
+      { kind: "video", kid: keys.sd.kid },
+      { kind: "audio", kid: keys.audio.kid },
+    ]);
     const uuid = (kid: string) => kid.replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5");
-    for (const [type, kid] of [["video", keys.sd.kid], ["audio", keys.audio.kid]] as const) {
+    for (const [type, kid] of [
+      ["video", keys.sd.kid],
+      ["audio", keys.audio.kid],
+    ] as const) {
       const elements = contentProtection(text).get(type)!;
       expect(elements.find((e) => e.schemeIdUri === "urn:mpeg:dash:mp4protection:2011")).toMatchObject({ value: "cenc", "cenc:default_KID": uuid(kid) });
-      expect(elements.map((e) => e.schemeIdUri ?? "").filter((u) => u.startsWith("urn:uuid:")).sort()).toEqual(systems.map((x) => `urn:uuid:${SYSTEM_IDS[x]}`).sort());
+      expect(
+        elements
+          .map((e) => e.schemeIdUri ?? "")
+          .filter((u) => u.startsWith("urn:uuid:"))
+          .sort(),
+      ).toEqual(systems.map((x) => `urn:uuid:${SYSTEM_IDS[x]}`).sort());
     }
     await checkRoundTrip(plan.dir, streams[0]!, "video", keys.sd);
     await checkRoundTrip(plan.dir, streams[1]!, "audio", keys.audio);
@@ -190,7 +235,10 @@ describe("cbcs and cenc: packaged CMAF", { timeout: 90_000 }, () => {
       spec({
         type: OutputType.ADAPTIVE,
         segments: { segmentDurationSeconds: 1 },
-        video: [{ codec: VideoCodec.H264, width: 1280, height: 720, h264: fast }, { codec: VideoCodec.H264, width: 320, height: 180, h264: fast }],
+        video: [
+          { codec: VideoCodec.H264, width: 1280, height: 720, h264: fast },
+          { codec: VideoCodec.H264, width: 320, height: 180, h264: fast },
+        ],
         drm: { systems: [DrmSystem.CLEARKEY, DrmSystem.WIDEVINE, DrmSystem.FAIRPLAY] },
       }),
     );
@@ -200,7 +248,11 @@ describe("cbcs and cenc: packaged CMAF", { timeout: 90_000 }, () => {
     const hlsFiles = hlsStreams(plan).flatMap((s) => [s.init, ...s.segments]);
     expect(dash.flatMap((s) => [s.init, ...s.segments]).filter((f) => !hlsFiles.includes(f))).toEqual([]);
     const checked = dash.map((s) => checkBoxes(plan.dir, s, "cbcs", systems));
-    expect(checked).toEqual([{ kind: "video", kid: keys.hd.kid }, { kind: "video", kid: keys.sd.kid }, { kind: "audio", kid: keys.audio.kid }]);
+    expect(checked).toEqual([
+      { kind: "video", kid: keys.hd.kid },
+      { kind: "video", kid: keys.sd.kid },
+      { kind: "audio", kid: keys.audio.kid },
+    ]);
     // The master is ours, its codec strings probed from the encrypted segments: they match the encv's avcC.
     const avc = dash.slice(0, 2).map((s) => avcCodecString(findBoxes(readBoxFile(path.join(plan.dir, s.init)), "moov/trak/mdia/minf/stbl/stsd/encv/avcC")[0]!));
     expect(hls.master.variants.map((v) => [v.uri, v.attributes.CODECS, v.attributes.RESOLUTION])).toEqual([
@@ -208,15 +260,29 @@ describe("cbcs and cenc: packaged CMAF", { timeout: 90_000 }, () => {
       ["media_1.m3u8", `${avc[1]},mp4a.40.2`, "320x180"],
     ]);
     expect(Number(hls.master.variants[0]!.attributes.BANDWIDTH)).toBeGreaterThan(Number(hls.master.variants[1]!.attributes.BANDWIDTH));
-    for (const [playlist, kid] of [["media_0.m3u8", keys.hd.kid], ["media_2.m3u8", keys.audio.kid]] as const) {
+    for (const [playlist, kid] of [
+      ["media_0.m3u8", keys.hd.kid],
+      ["media_2.m3u8", keys.audio.kid],
+    ] as const) {
       const lines = keyLines(readFileSync(path.join(plan.dir, playlist), "utf8"));
       expect(lines.every((l) => l.METHOD === "SAMPLE-AES")).toBe(true);
-      expect(lines.map((l) => l.KEYFORMAT)).toEqual(["identity", "org.w3.clearkey", "urn:uuid:edef8ba9-79d6-4ace-a3c8-27dcd51d21ed", "com.apple.streamingkeydelivery"]);
+      expect(lines.map((l) => l.KEYFORMAT)).toEqual([
+        "identity",
+        "org.w3.clearkey",
+        "urn:uuid:edef8ba9-79d6-4ace-a3c8-27dcd51d21ed",
+        "com.apple.streamingkeydelivery",
+      ]);
       expect(lines[0]!.URI).toBe(`drm/${kid}.key`);
       expect(lines[1]!.URI).toBe(`data:text/plain;base64,${Buffer.from(kid, "hex").toString("base64")}`);
     }
     const mpd = contentProtection(readFileSync(path.join(plan.dir, "manifest.mpd"), "utf8"));
-    expect(mpd.get("video")!.map((e) => e.schemeIdUri ?? "").filter((u) => u.startsWith("urn:uuid:")).sort()).toEqual([SYSTEM_IDS.clearkey, SYSTEM_IDS.widevine].map((id) => `urn:uuid:${id}`).sort());
+    expect(
+      mpd
+        .get("video")!
+        .map((e) => e.schemeIdUri ?? "")
+        .filter((u) => u.startsWith("urn:uuid:"))
+        .sort(),
+    ).toEqual([SYSTEM_IDS.clearkey, SYSTEM_IDS.widevine].map((id) => `urn:uuid:${id}`).sort());
     await checkRoundTrip(plan.dir, dash[0]!, "video", keys.hd);
     checkCleanedUp(plan);
   });
@@ -226,7 +292,10 @@ describe("cbcs and cenc: packaged CMAF", { timeout: 90_000 }, () => {
       spec({
         type: OutputType.HLS,
         hls: { segmentDurationSeconds: 1, segmentFormat: SegmentFormat.FMP4 },
-        video: [{ codec: VideoCodec.H264, width: 320, height: 180, h264: fast }, { codec: VideoCodec.H264, width: 160, height: 90, h264: fast }],
+        video: [
+          { codec: VideoCodec.H264, width: 320, height: 180, h264: fast },
+          { codec: VideoCodec.H264, width: 160, height: 90, h264: fast },
+        ],
         audio: [{ codec: AudioCodec.AAC, language: "pt-BR", name: "Português" }],
         drm: { scheme: EncryptionScheme.CBCS, systems: [DrmSystem.CLEARKEY] },
       }),
@@ -243,7 +312,10 @@ describe("cbcs and cenc: packaged CMAF", { timeout: 90_000 }, () => {
     for (const [playlist, media] of hls.playlists) {
       expect([media.endList, media.playlistType]).toEqual([true, "VOD"]);
       const lines = keyLines(readFileSync(path.join(plan.dir, playlist), "utf8"));
-      expect(lines.map((l) => [l.METHOD, l.KEYFORMAT])).toEqual([["SAMPLE-AES", "identity"], ["SAMPLE-AES", "org.w3.clearkey"]]);
+      expect(lines.map((l) => [l.METHOD, l.KEYFORMAT])).toEqual([
+        ["SAMPLE-AES", "identity"],
+        ["SAMPLE-AES", "org.w3.clearkey"],
+      ]);
     }
     await checkRoundTrip(plan.dir, streams[1]!, "video", keys.sd);
     await checkRoundTrip(plan.dir, streams[2]!, "audio", keys.audio);
@@ -253,16 +325,28 @@ describe("cbcs and cenc: packaged CMAF", { timeout: 90_000 }, () => {
   it("fails before encoding without the key of a track class; a failing packager's words come back, keys blanked, nothing left", async () => {
     const s = spec({ type: OutputType.DASH, audio: [{ codec: AudioCodec.AAC }], drm: { systems: [DrmSystem.CLEARKEY] } });
     const keyless = planOutput(s, input, { outputId: "out_nokey", workDir: path.join(root, "out_nokey") });
-    await expect(runPlan(keyless, { keys: [keys.sd] })).rejects.toMatchObject({ name: "MediaError", code: "internal", message: "no content key for the audio streams" });
+    await expect(runPlan(keyless, { keys: [keys.sd] })).rejects.toMatchObject({
+      name: "MediaError",
+      code: "internal",
+      message: "no content key for the audio streams",
+    });
     expect(readdirSync(keyless.dir)).toEqual([]);
     // A stand-in packager that fails the way the real one does with a --keys it cannot parse: it prints them.
     const fake = path.join(root, "failing-packager.sh");
-    writeFileSync(fake, '#!/bin/sh\nwhile [ "$1" != --flagfile ]; do shift; done\necho "E1125 06:27:26.841962   14231 packager_main.cc:260] Failed to parse $(tail -n 1 "$2")" >&2\nexit 3\n', { mode: 0o700 });
+    writeFileSync(
+      fake,
+      '#!/bin/sh\nwhile [ "$1" != --flagfile ]; do shift; done\necho "E1125 06:27:26.841962   14231 packager_main.cc:260] Failed to parse $(tail -n 1 "$2")" >&2\nexit 3\n',
+      { mode: 0o700 },
+    );
     process.env.MEDIA_PACKAGER = fake;
     try {
       const plan = planOutput(s, input, { outputId: "out_failing", workDir: path.join(root, "out_failing") });
       const failure = await runPlan(plan, { keys: [keys.audio] }).catch((e: unknown) => e as Error);
-      expect(failure).toMatchObject({ name: "MediaError", code: "internal", message: `the packager failed (3): Failed to parse --keys=label=audio:key_id=${keys.audio.kid}:key=<key>` });
+      expect(failure).toMatchObject({
+        name: "MediaError",
+        code: "internal",
+        message: `the packager failed (3): Failed to parse --keys=label=audio:key_id=${keys.audio.kid}:key=<key>`,
+      });
       checkCleanedUp(plan);
     } finally {
       delete process.env.MEDIA_PACKAGER;
@@ -291,14 +375,25 @@ describe("aes_128: ts segments encrypted by ffmpeg", { timeout: 90_000 }, () => 
   it("every segment decrypts with the key and the playlist's IV to a ts stream; a wrong key does not", async () => {
     const key: ContentKey = { ...keys.sd, iv: hex() };
     const plan = await encode(
-      spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 1 }, video: [{ codec: VideoCodec.H264, width: 320, height: 180, h264: fast }, { codec: VideoCodec.H264, width: 160, height: 90, h264: fast }], drm: {} }),
+      spec({
+        type: OutputType.HLS,
+        hls: { segmentDurationSeconds: 1 },
+        video: [
+          { codec: VideoCodec.H264, width: 320, height: 180, h264: fast },
+          { codec: VideoCodec.H264, width: 160, height: 90, h264: fast },
+        ],
+        drm: {},
+      }),
       [key],
       { strategy: "per-rendition" },
     );
     expect(plan.commands.every((c) => c[c.indexOf("-hls_key_info_file") + 1] === plan.aes128?.keyInfoFile)).toBe(true);
     const hls = readHls(plan.dir, plan.main);
     // The master's codecs come from a decrypted segment: ffprobe cannot read an encrypted one.
-    expect(hls.master.variants.map((v) => v.attributes.CODECS)).toEqual([expect.stringMatching(/^avc1\.[0-9A-F]{6},mp4a\.40\.2$/), expect.stringMatching(/^avc1\.[0-9A-F]{6},mp4a\.40\.2$/)]);
+    expect(hls.master.variants.map((v) => v.attributes.CODECS)).toEqual([
+      expect.stringMatching(/^avc1\.[0-9A-F]{6},mp4a\.40\.2$/),
+      expect.stringMatching(/^avc1\.[0-9A-F]{6},mp4a\.40\.2$/),
+    ]);
     for (const playlist of hls.playlists.keys()) {
       const text = readFileSync(path.join(plan.dir, playlist), "utf8");
       expect(keyLines(text)).toEqual([{ METHOD: "AES-128", URI: `drm/${key.kid}.key`, IV: `0x${key.iv}` }]);
@@ -321,7 +416,15 @@ describe("aes_128: ts segments encrypted by ffmpeg", { timeout: 90_000 }, () => 
 
   it("a subtitle track: its WebVTT segments map to the first video timestamp, read from a decrypted segment; the master lists it on every variant", async () => {
     const [key] = await localKeyProvider().keys({ resourceId: "out_subs", classes: ["sd"], scheme: "aes128", systems: [] });
-    const s = spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 1 }, video: [{ codec: VideoCodec.H264, width: 320, height: 180, h264: fast }, { codec: VideoCodec.H264, width: 160, height: 90, h264: fast }], drm: {} });
+    const s = spec({
+      type: OutputType.HLS,
+      hls: { segmentDurationSeconds: 1 },
+      video: [
+        { codec: VideoCodec.H264, width: 320, height: 180, h264: fast },
+        { codec: VideoCodec.H264, width: 160, height: 90, h264: fast },
+      ],
+      drm: {},
+    });
     const plan = await encode(s, [key!]);
     const track: PreparedTrack = {
       index: 0,
@@ -351,20 +454,32 @@ describe("aes_128: ts segments encrypted by ffmpeg", { timeout: 90_000 }, () => 
       const vtt = readFileSync(path.join(plan.dir, "subtitles/track_0", segment.uri), "utf8");
       expect(vtt.split("\n").slice(0, 2)).toEqual(["WEBVTT", `X-TIMESTAMP-MAP=MPEGTS:${mpegts},LOCAL:00:00:00.000`]);
     }
-    expect(hls.master.media.filter((m) => m.TYPE === "SUBTITLES")).toEqual([expect.objectContaining({ TYPE: "SUBTITLES", "GROUP-ID": "subs", LANGUAGE: "en", URI: "subtitles/track_0/index.m3u8" })]);
+    expect(hls.master.media.filter((m) => m.TYPE === "SUBTITLES")).toEqual([
+      expect.objectContaining({ TYPE: "SUBTITLES", "GROUP-ID": "subs", LANGUAGE: "en", URI: "subtitles/track_0/index.m3u8" }),
+    ]);
     expect(hls.master.variants.length).toBe(2);
-    for (const v of hls.master.variants) expect(v.attributes).toMatchObject({ SUBTITLES: "subs", CODECS: expect.stringMatching(/^avc1\.[0-9A-F]{6},mp4a\.40\.2$/) });
+    for (const v of hls.master.variants)
+      expect(v.attributes).toMatchObject({ SUBTITLES: "subs", CODECS: expect.stringMatching(/^avc1\.[0-9A-F]{6},mp4a\.40\.2$/) });
     checkCleanedUp(plan);
   });
 
   it("writes a random IV when the key has none, and fails without a key", async () => {
-    const s = spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 1 }, video: [{ codec: VideoCodec.H264, width: 160, height: 90, h264: fast }], disableAudio: true, drm: {} });
+    const s = spec({
+      type: OutputType.HLS,
+      hls: { segmentDurationSeconds: 1 },
+      video: [{ codec: VideoCodec.H264, width: 160, height: 90, h264: fast }],
+      disableAudio: true,
+      drm: {},
+    });
     const plan = await encode(s, [keys.sd]);
     const lines = keyLines(readFileSync(path.join(plan.dir, "160x90/index.m3u8"), "utf8"));
     expect(lines).toEqual([{ METHOD: "AES-128", URI: `drm/${keys.sd.kid}.key`, IV: expect.stringMatching(/^0x[0-9a-f]{32}$/) }]);
     checkCleanedUp(plan);
     const keyless = planOutput(s, input, { outputId: "out_keyless", workDir: path.join(root, "out_keyless") });
-    await expect(runPlan(keyless, {})).rejects.toMatchObject({ code: "internal", message: "the output is encrypted with aes_128, but no content key was given" });
+    await expect(runPlan(keyless, {})).rejects.toMatchObject({
+      code: "internal",
+      message: "the output is encrypted with aes_128, but no content key was given",
+    });
     expect(existsSync(path.join(root, "out_keyless", "160x90"))).toBe(false);
   });
 });

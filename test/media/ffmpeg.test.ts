@@ -43,9 +43,20 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("runPlan: progressive files", { timeout: 60_000 }, () => {
   it("mp4: one faststart file per variant, H.264 and AAC, sizes and duration as asked", async () => {
-    const { plan, at } = await encode(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, width: 640, height: 360, h264: fast }, { codec: VideoCodec.H264, width: 320, height: 180, h264: fast }] }));
+    const { plan, at } = await encode(
+      spec({
+        type: OutputType.MP4,
+        video: [
+          { codec: VideoCodec.H264, width: 640, height: 360, h264: fast },
+          { codec: VideoCodec.H264, width: 320, height: 180, h264: fast },
+        ],
+      }),
+    );
     expect(plan.main).toBe("640x360.mp4");
-    for (const [file, w, h] of [["640x360.mp4", 640, 360], ["320x180.mp4", 320, 180]] as const) {
+    for (const [file, w, h] of [
+      ["640x360.mp4", 640, 360],
+      ["320x180.mp4", 320, 180],
+    ] as const) {
       const boxes = topLevelBoxes(at(file));
       expect(boxes.indexOf("moov")).toBeLessThan(boxes.indexOf("mdat"));
       const p = await ffprobeJson(at(file));
@@ -56,7 +67,10 @@ describe("runPlan: progressive files", { timeout: 60_000 }, () => {
   });
 
   it("webm: VP9 and Opus", async () => {
-    const { at } = await encode(spec({ type: OutputType.WEBM, video: [{ codec: VideoCodec.VP9, resolution: "480p", vp9: { encoderPreset: "realtime" } }] }), inputs.small);
+    const { at } = await encode(
+      spec({ type: OutputType.WEBM, video: [{ codec: VideoCodec.VP9, resolution: "480p", vp9: { encoderPreset: "realtime" } }] }),
+      inputs.small,
+    );
     const p = await ffprobeJson(at("480p.webm"));
     expect(p.format.format_name).toContain("webm");
     expect(videoOf(p)).toMatchObject({ codec_name: "vp9", width: 320, height: 240 });
@@ -66,17 +80,30 @@ describe("runPlan: progressive files", { timeout: 60_000 }, () => {
 
   it("mkv: HEVC with two audio tracks (aac, mp3), languages kept", async () => {
     const { at } = await encode(
-      spec({ type: OutputType.MKV, video: [{ codec: VideoCodec.H265, h265: { encoderPreset: "ultrafast" } }], audio: [{ codec: AudioCodec.AAC, language: "en" }, { codec: AudioCodec.MP3, bitrateKbps: 96, language: "pt" }] }),
+      spec({
+        type: OutputType.MKV,
+        video: [{ codec: VideoCodec.H265, h265: { encoderPreset: "ultrafast" } }],
+        audio: [
+          { codec: AudioCodec.AAC, language: "en" },
+          { codec: AudioCodec.MP3, bitrateKbps: 96, language: "pt" },
+        ],
+      }),
       inputs.small,
     );
     const p = await ffprobeJson(at("320x240.mkv"));
     expect(videoOf(p)).toMatchObject({ codec_name: "hevc", width: 320, height: 240 });
-    expect(audiosOf(p).map((a) => [a.codec_name, a.tags?.language])).toEqual([["aac", "en"], ["mp3", "pt"]]);
+    expect(audiosOf(p).map((a) => [a.codec_name, a.tags?.language])).toEqual([
+      ["aac", "en"],
+      ["mp3", "pt"],
+    ]);
     near(durationOf(p), 2, 0.15);
   });
 
   it("mov: H.265 tagged hvc1, faststart", async () => {
-    const { at } = await encode(spec({ type: OutputType.MOV, video: [{ codec: VideoCodec.H265, width: 320, height: 240, h265: { encoderPreset: "ultrafast" } }] }), inputs.small);
+    const { at } = await encode(
+      spec({ type: OutputType.MOV, video: [{ codec: VideoCodec.H265, width: 320, height: 240, h265: { encoderPreset: "ultrafast" } }] }),
+      inputs.small,
+    );
     const p = await ffprobeJson(at("320x240.mov"));
     expect(p.format.format_name).toContain("mov");
     expect(videoOf(p)).toMatchObject({ codec_name: "hevc", codec_tag_string: "hvc1" });
@@ -85,14 +112,27 @@ describe("runPlan: progressive files", { timeout: 60_000 }, () => {
   });
 
   it("mp4: AV1 (SVT-AV1) at a small size", async () => {
-    const { at } = await encode(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.AV1, width: 256, height: 144, av1: { encoderPreset: "12" } }] }), inputs.small);
+    const { at } = await encode(
+      spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.AV1, width: 256, height: 144, av1: { encoderPreset: "12" } }] }),
+      inputs.small,
+    );
     const p = await ffprobeJson(at("256x144.mp4"));
     expect(videoOf(p)).toMatchObject({ codec_name: "av1", width: 256, height: 144 });
     near(durationOf(p), 2, 0.15);
   });
 
   it("one process per rendition writes the same files as the split", async () => {
-    const { plan, at, progress } = await encode(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, width: 640, height: 360, h264: fast }, { codec: VideoCodec.H264, width: 320, height: 180, h264: fast }] }), inputs.main, { strategy: "per-rendition" });
+    const { plan, at, progress } = await encode(
+      spec({
+        type: OutputType.MP4,
+        video: [
+          { codec: VideoCodec.H264, width: 640, height: 360, h264: fast },
+          { codec: VideoCodec.H264, width: 320, height: 180, h264: fast },
+        ],
+      }),
+      inputs.main,
+      { strategy: "per-rendition" },
+    );
     expect(plan.commands.length).toBe(2);
     for (const file of ["640x360.mp4", "320x180.mp4"]) near(durationOf(await ffprobeJson(at(file))), 4, 0.15);
     expect(progress.at(-1)).toBe(1);
@@ -101,7 +141,9 @@ describe("runPlan: progressive files", { timeout: 60_000 }, () => {
 
 describe("runPlan: options", { timeout: 60_000 }, () => {
   it("clip: encodes only the asked span", async () => {
-    const { plan, at } = await encode(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, h264: fast }] }), inputs.main, { clip: { startSeconds: 1, endSeconds: 2.5 } });
+    const { plan, at } = await encode(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, h264: fast }] }), inputs.main, {
+      clip: { startSeconds: 1, endSeconds: 2.5 },
+    });
     expect(plan.durationMs).toBe(1500);
     near(durationOf(await ffprobeJson(at("640x360.mp4"))), 1.5, 0.1);
   });
@@ -113,7 +155,10 @@ describe("runPlan: options", { timeout: 60_000 }, () => {
 
   it("normalize: brings a quiet input to about -23 LUFS", async () => {
     const before = await loudnessLufs(inputs.quiet.file);
-    const { at } = await encode(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, h264: fast }], audio: [{ codec: AudioCodec.AAC, normalize: true }] }), inputs.quiet);
+    const { at } = await encode(
+      spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, h264: fast }], audio: [{ codec: AudioCodec.AAC, normalize: true }] }),
+      inputs.quiet,
+    );
     const after = await loudnessLufs(at("320x240.mp4"));
     expect(before).toBeLessThan(-30);
     near(after, -23, 2);
@@ -121,7 +166,10 @@ describe("runPlan: options", { timeout: 60_000 }, () => {
 
   it("auto mode: caps the rate at a lean input's bitrate", async () => {
     const lean = inputs.lean;
-    const { plan, at } = await encode(spec({ type: OutputType.MP4, encodingMode: EncodingMode.AUTO, video: [{ codec: VideoCodec.H264, resolution: "720p", h264: fast }] }), lean);
+    const { plan, at } = await encode(
+      spec({ type: OutputType.MP4, encodingMode: EncodingMode.AUTO, video: [{ codec: VideoCodec.H264, resolution: "720p", h264: fast }] }),
+      lean,
+    );
     const cmd = plan.commands[0]!;
     const cap = Number.parseInt(cmd[cmd.indexOf("-maxrate:v:0") + 1]!, 10);
     expect(cap).toBeLessThanOrEqual(Math.ceil(lean.probe.video!.bitRate / 1000));
@@ -149,8 +197,15 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
       spec({
         type: OutputType.HLS,
         hls: { segmentDurationSeconds: 2 },
-        video: [{ codec: VideoCodec.H264, width: 640, height: 360, h264: fast }, { codec: VideoCodec.H264, width: 480, height: 270, h264: fast }, { codec: VideoCodec.H264, width: 320, height: 180, h264: fast }],
-        audio: [{ codec: AudioCodec.AAC, language: "en", name: "English" }, { codec: AudioCodec.AAC, bitrateKbps: 64, language: "pt", name: "Português" }],
+        video: [
+          { codec: VideoCodec.H264, width: 640, height: 360, h264: fast },
+          { codec: VideoCodec.H264, width: 480, height: 270, h264: fast },
+          { codec: VideoCodec.H264, width: 320, height: 180, h264: fast },
+        ],
+        audio: [
+          { codec: AudioCodec.AAC, language: "en", name: "English" },
+          { codec: AudioCodec.AAC, bitrateKbps: 64, language: "pt", name: "Português" },
+        ],
       }),
     );
     const hls = readHls(plan.dir, plan.main);
@@ -162,7 +217,10 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
     const bandwidths = hls.master.variants.map((v) => Number(v.attributes.BANDWIDTH));
     expect([...bandwidths].sort((a, b) => b - a)).toEqual(bandwidths);
     expect(hls.master.variants.every((v) => /^avc1\.[0-9A-F]{6},mp4a\.40\.2$/.test(v.attributes.CODECS ?? ""))).toBe(true);
-    expect(hls.master.media.map((m) => [m.NAME, m.LANGUAGE, m.DEFAULT])).toEqual([["English", "en", "YES"], ["Português", "pt", "NO"]]);
+    expect(hls.master.media.map((m) => [m.NAME, m.LANGUAGE, m.DEFAULT])).toEqual([
+      ["English", "en", "YES"],
+      ["Português", "pt", "NO"],
+    ]);
     // 2 s segments of 4 s: two per video rendition; AAC frames may leave the audio a sliver longer.
     expect(hls.files.filter((f) => !f.startsWith("audio_")).length).toBe(3 * 2);
     expect(hls.files.every((f) => f.endsWith(".ts"))).toBe(true);
@@ -170,7 +228,11 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
     for (const media of hls.playlists.values()) {
       expect(media.endList).toBe(true);
       expect(media.playlistType).toBe("VOD");
-      near(media.segments.reduce((s, x) => s + x.duration, 0), 4, 0.1);
+      near(
+        media.segments.reduce((s, x) => s + x.duration, 0),
+        4,
+        0.1,
+      );
     }
     const seg = await ffprobeJson(at("320x180/seg_00000.ts"));
     expect(videoOf(seg)).toMatchObject({ codec_name: "h264", width: 320, height: 180 });
@@ -178,11 +240,21 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
 
   it("HLS (fmp4): HEVC and AV1 renditions with init segments and codec strings", async () => {
     const { plan } = await encode(
-      spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 1 }, video: [{ codec: VideoCodec.H265, width: 320, height: 240, h265: { encoderPreset: "ultrafast" } }, { codec: VideoCodec.AV1, width: 256, height: 192, av1: { encoderPreset: "12" } }] }),
+      spec({
+        type: OutputType.HLS,
+        hls: { segmentDurationSeconds: 1 },
+        video: [
+          { codec: VideoCodec.H265, width: 320, height: 240, h265: { encoderPreset: "ultrafast" } },
+          { codec: VideoCodec.AV1, width: 256, height: 192, av1: { encoderPreset: "12" } },
+        ],
+      }),
       inputs.small,
     );
     const hls = readHls(plan.dir, plan.main);
-    expect(hls.master.variants.map((v) => v.attributes.CODECS)).toEqual([expect.stringMatching(/^hvc1\.1\.6\.L\d+\.B0,mp4a\.40\.2$/), expect.stringMatching(/^av01\.0\.\d\dM\.08,mp4a\.40\.2$/)]);
+    expect(hls.master.variants.map((v) => v.attributes.CODECS)).toEqual([
+      expect.stringMatching(/^hvc1\.1\.6\.L\d+\.B0,mp4a\.40\.2$/),
+      expect.stringMatching(/^av01\.0\.\d\dM\.08,mp4a\.40\.2$/),
+    ]);
     expect([...hls.playlists.values()].every((m) => m.init !== undefined)).toBe(true);
     allExist(plan.dir, hls.files);
     expect(hls.files.filter((f) => f.endsWith(".m4s")).length).toBeGreaterThanOrEqual(3 * 2);
@@ -190,7 +262,14 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
 
   it("HLS per rendition: the same layout from separate processes", async () => {
     const { plan } = await encode(
-      spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, width: 320, height: 240, h264: fast }, { codec: VideoCodec.H264, width: 160, height: 120, h264: fast }], segments: { segmentFormat: SegmentFormat.FMP4 } }),
+      spec({
+        type: OutputType.HLS,
+        video: [
+          { codec: VideoCodec.H264, width: 320, height: 240, h264: fast },
+          { codec: VideoCodec.H264, width: 160, height: 120, h264: fast },
+        ],
+        segments: { segmentFormat: SegmentFormat.FMP4 },
+      }),
       inputs.small,
       { strategy: "per-rendition" },
     );
@@ -206,7 +285,10 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
       spec({
         type: OutputType.DASH,
         dash: { segmentDurationSeconds: 1, segmentTimeline: true, minBufferTimeSeconds: 3 },
-        video: [{ codec: VideoCodec.H264, width: 320, height: 240, h264: fast }, { codec: VideoCodec.VP9, width: 320, height: 240, vp9: { encoderPreset: "realtime" } }],
+        video: [
+          { codec: VideoCodec.H264, width: 320, height: 240, h264: fast },
+          { codec: VideoCodec.VP9, width: 320, height: 240, vp9: { encoderPreset: "realtime" } },
+        ],
         audio: [{ codec: AudioCodec.OPUS }],
       }),
       inputs.small,
@@ -215,7 +297,11 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
     expect(text).toContain("SegmentTimeline");
     const mpd = parseMpd(text);
     expect(mpd.minBufferTimeSeconds).toBe(3);
-    expect(mpd.representations.map((r) => [r.contentType, r.codecs.split(".")[0]])).toEqual([["video", "avc1"], ["video", "vp09"], ["audio", "opus"]]);
+    expect(mpd.representations.map((r) => [r.contentType, r.codecs.split(".")[0]])).toEqual([
+      ["video", "avc1"],
+      ["video", "vp09"],
+      ["audio", "opus"],
+    ]);
     for (const r of mpd.representations) {
       expect(r.files.length).toBeGreaterThanOrEqual(3);
       allExist(plan.dir, r.files);
@@ -223,7 +309,10 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
   });
 
   it("DASH: a fixed-duration $Number$ template expands to every segment", async () => {
-    const { plan } = await encode(spec({ type: OutputType.DASH, dash: { segmentDurationSeconds: 1 }, video: [{ codec: VideoCodec.H264, h264: fast }] }), inputs.small);
+    const { plan } = await encode(
+      spec({ type: OutputType.DASH, dash: { segmentDurationSeconds: 1 }, video: [{ codec: VideoCodec.H264, h264: fast }] }),
+      inputs.small,
+    );
     const mpd = parseMpd(readFileSync(path.join(plan.dir, plan.main), "utf8"));
     expect(mpd.minBufferTimeSeconds).toBe(2);
     const files = mpd.representations.flatMap((r) => r.files);
@@ -232,7 +321,15 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
   });
 
   it("single_file: one file per rendition, addressed by byte ranges (HLS) or one BaseURL (DASH)", async () => {
-    const hls = await encode(spec({ type: OutputType.HLS, segments: { singleFile: true, segmentDurationSeconds: 1 }, video: [{ codec: VideoCodec.H264, h264: fast }], audio: [{ codec: AudioCodec.AAC, language: "de" }] }), inputs.small);
+    const hls = await encode(
+      spec({
+        type: OutputType.HLS,
+        segments: { singleFile: true, segmentDurationSeconds: 1 },
+        video: [{ codec: VideoCodec.H264, h264: fast }],
+        audio: [{ codec: AudioCodec.AAC, language: "de" }],
+      }),
+      inputs.small,
+    );
     const tree = readHls(hls.plan.dir, hls.plan.main);
     expect(tree.files).toEqual(["320x240/media.ts", "audio_0/media.ts"]);
     expect([...tree.playlists.values()].every((m) => m.segments.length >= 2 && m.segments.every((s) => s.byteRange !== undefined))).toBe(true);
@@ -245,7 +342,14 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
 
   it("adaptive (CMAF): an HLS master and an MPD over the same fmp4 segments", async () => {
     const { plan } = await encode(
-      spec({ type: OutputType.ADAPTIVE, segments: { segmentDurationSeconds: 2 }, video: [{ codec: VideoCodec.H264, width: 640, height: 360, h264: fast }, { codec: VideoCodec.H264, width: 320, height: 180, h264: fast }] }),
+      spec({
+        type: OutputType.ADAPTIVE,
+        segments: { segmentDurationSeconds: 2 },
+        video: [
+          { codec: VideoCodec.H264, width: 640, height: 360, h264: fast },
+          { codec: VideoCodec.H264, width: 320, height: 180, h264: fast },
+        ],
+      }),
     );
     expect(plan.main).toBe("index.m3u8");
     const hls = readHls(plan.dir, "index.m3u8");
@@ -261,7 +365,15 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
   });
 
   it("DASH rungs whose even size is not quite the source's aspect (444x250 of 16:9) keep its display aspect, as the DASH muxer demands of one adaptation set", async () => {
-    const { plan } = await encode(spec({ type: OutputType.DASH, video: [{ codec: VideoCodec.H264, height: 360, h264: fast }, { codec: VideoCodec.H264, height: 250, h264: fast }] }));
+    const { plan } = await encode(
+      spec({
+        type: OutputType.DASH,
+        video: [
+          { codec: VideoCodec.H264, height: 360, h264: fast },
+          { codec: VideoCodec.H264, height: 250, h264: fast },
+        ],
+      }),
+    );
     const mpd = readFileSync(path.join(plan.dir, plan.main), "utf8");
     expect(mpd).toMatch(/width="444" height="250"[^>]*sar="1000:999"|sar="1000:999"[^>]*width="444"/);
     expect(plan.renditions!.map((r) => `${r.width}x${r.height}`)).toEqual(["640x360", "444x250"]);
@@ -269,13 +381,34 @@ describe("runPlan: streaming outputs", { timeout: 90_000 }, () => {
 });
 
 describe("runFfmpeg and runPlan: progress, abort, failure", { timeout: 60_000 }, () => {
-  const longCommand = (marker: string, size = "1280x720") => [...FFMPEG_GLOBAL, "-f", "lavfi", "-i", `testsrc2=s=${size}:r=30:d=600`, "-c:v", "libx264", "-preset", "medium", path.join(root, `${marker}.mp4`)];
+  const longCommand = (marker: string, size = "1280x720") => [
+    ...FFMPEG_GLOBAL,
+    "-f",
+    "lavfi",
+    "-i",
+    `testsrc2=s=${size}:r=30:d=600`,
+    "-c:v",
+    "libx264",
+    "-preset",
+    "medium",
+    path.join(root, `${marker}.mp4`),
+  ];
 
   it("reports progress that never goes back and ends at 1, at least every second", async () => {
-    const plan = planOutput(spec({ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, h264: { encoderPreset: "slow" } }, { codec: VideoCodec.H264, width: 320, height: 180, h264: { encoderPreset: "slow" } }] }), inputs.main, {
-      outputId: "out_progress",
-      workDir: path.join(root, "progress"),
-    });
+    const plan = planOutput(
+      spec({
+        type: OutputType.MP4,
+        video: [
+          { codec: VideoCodec.H264, h264: { encoderPreset: "slow" } },
+          { codec: VideoCodec.H264, width: 320, height: 180, h264: { encoderPreset: "slow" } },
+        ],
+      }),
+      inputs.main,
+      {
+        outputId: "out_progress",
+        workDir: path.join(root, "progress"),
+      },
+    );
     const seen: { f: number; t: number }[] = [];
     const r = await runPlan(plan, { onProgress: (f) => seen.push({ f, t: Date.now() }) });
     const fractions = seen.map((s) => s.f);
@@ -311,7 +444,15 @@ describe("runFfmpeg and runPlan: progress, abort, failure", { timeout: 60_000 },
 
   it("abort of a parallel plan kills every process", async () => {
     const marker = `abort-${process.pid}-plan`;
-    const plan: OutputPlan = { outputId: "out_abort", dir: path.join(root, "abort"), main: "a.mp4", commands: [longCommand(`${marker}-a`, "640x360"), longCommand(`${marker}-b`, "640x360")], parallel: true, durationMs: 600_000, strategy: "per-rendition" };
+    const plan: OutputPlan = {
+      outputId: "out_abort",
+      dir: path.join(root, "abort"),
+      main: "a.mp4",
+      commands: [longCommand(`${marker}-a`, "640x360"), longCommand(`${marker}-b`, "640x360")],
+      parallel: true,
+      durationMs: 600_000,
+      strategy: "per-rendition",
+    };
     const c = new AbortController();
     const run = runPlan(plan, { signal: c.signal });
     await new Promise((r) => setTimeout(r, 1500));
@@ -340,7 +481,15 @@ describe("runFfmpeg and runPlan: progress, abort, failure", { timeout: 60_000 },
     expect(message).toContain("Error setting profile nonsense.");
     expect(message).not.toContain("[info]");
     const marker = `fail-${process.pid}`;
-    const plan: OutputPlan = { outputId: "out_fail", dir: path.join(root, "fail"), main: "a.mp4", commands: [longCommand(marker, "640x360"), bad], parallel: true, durationMs: 600_000, strategy: "per-rendition" };
+    const plan: OutputPlan = {
+      outputId: "out_fail",
+      dir: path.join(root, "fail"),
+      main: "a.mp4",
+      commands: [longCommand(marker, "640x360"), bad],
+      parallel: true,
+      durationMs: 600_000,
+      strategy: "per-rendition",
+    };
     await expect(runPlan(plan, {})).rejects.toMatchObject({ code: "encode_failed" });
     await new Promise((r) => setTimeout(r, 2000));
     expect(ffmpegProcessesWith(marker)).toEqual([]);
@@ -349,8 +498,17 @@ describe("runFfmpeg and runPlan: progress, abort, failure", { timeout: 60_000 },
 
 describe("manifest helpers", () => {
   it("parses media playlists with byte ranges and writes RFC 6381 codec strings", () => {
-    const media = parseMediaPlaylist("#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-MAP:URI=\"init.mp4\"\n#EXTINF:2.0,\n#EXT-X-BYTERANGE:1000@0\nmedia.m4s\n#EXTINF:1.5,\n#EXT-X-BYTERANGE:800@1000\nmedia.m4s\n#EXT-X-ENDLIST\n");
-    expect(media).toEqual({ version: 7, init: "init.mp4", segments: [{ uri: "media.m4s", duration: 2, bytes: 1000 }, { uri: "media.m4s", duration: 1.5, bytes: 800 }] });
+    const media = parseMediaPlaylist(
+      '#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-MAP:URI="init.mp4"\n#EXTINF:2.0,\n#EXT-X-BYTERANGE:1000@0\nmedia.m4s\n#EXTINF:1.5,\n#EXT-X-BYTERANGE:800@1000\nmedia.m4s\n#EXT-X-ENDLIST\n',
+    );
+    expect(media).toEqual({
+      version: 7,
+      init: "init.mp4",
+      segments: [
+        { uri: "media.m4s", duration: 2, bytes: 1000 },
+        { uri: "media.m4s", duration: 1.5, bytes: 800 },
+      ],
+    });
     expect(codecString({ codec: "h264", profile: "High", level: 31, pixelFormat: "yuv420p" }, true)).toBe("avc1.64001F");
     expect(codecString({ codec: "h264", profile: "Constrained Baseline", level: 30, pixelFormat: "yuv420p" }, false)).toBe("avc1.42E01E");
     expect(codecString({ codec: "hevc", profile: "Main 10", level: 120, pixelFormat: "yuv420p10le" }, true)).toBe("hvc1.2.4.L120.B0");

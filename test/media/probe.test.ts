@@ -48,7 +48,21 @@ describe("probe", { timeout: 30_000 }, () => {
     expect(a.video).toBeUndefined();
     expect(a.audio?.codec).toBe("aac");
     const odd = path.join(dir, "odd.mp4");
-    await exec("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=352x288:d=0.5", "-vf", "setsar=12/11", "-c:v", "libx264", "-preset", "ultrafast", odd]);
+    await exec("ffmpeg", [
+      "-v",
+      "error",
+      "-f",
+      "lavfi",
+      "-i",
+      "testsrc2=s=352x288:d=0.5",
+      "-vf",
+      "setsar=12/11",
+      "-c:v",
+      "libx264",
+      "-preset",
+      "ultrafast",
+      odd,
+    ]);
     writeFileSync(odd, rotate90(readFileSync(odd)));
     const v = (await probe(odd)).video!;
     expect(v.sampleAspectRatio).toBeCloseTo(12 / 11, 3);

@@ -35,7 +35,11 @@ describe("renderThumbnails", { timeout: 60_000 }, () => {
   };
 
   it("single: 10% in by default, jpg at the input size; png and webp scaled from one side", async () => {
-    const { dir, artifacts } = await render([{ mode: ThumbnailMode.SINGLE }, { mode: ThumbnailMode.SINGLE, format: ThumbnailFormat.PNG, width: 320, timeSeconds: 2 }, { mode: ThumbnailMode.SINGLE, format: ThumbnailFormat.WEBP, height: 90 }]);
+    const { dir, artifacts } = await render([
+      { mode: ThumbnailMode.SINGLE },
+      { mode: ThumbnailMode.SINGLE, format: ThumbnailFormat.PNG, width: 320, timeSeconds: 2 },
+      { mode: ThumbnailMode.SINGLE, format: ThumbnailFormat.WEBP, height: 90 },
+    ]);
     expect(artifacts.map((a) => [a.file, a.mode, a.format, a.width, a.height, a.timeSeconds, a.thumbnailIndex, a.index])).toEqual([
       ["thumbnail-0.jpg", "single", "jpg", 640, 360, 0.6, 0, 0],
       ["thumbnail-1.png", "single", "png", 320, 180, 2, 1, 0],
@@ -45,7 +49,10 @@ describe("renderThumbnails", { timeout: 60_000 }, () => {
   });
 
   it("interval: one image every interval_seconds, at most count", async () => {
-    const { artifacts } = await render([{ mode: ThumbnailMode.INTERVAL, intervalSeconds: 2, width: 160 }, { mode: ThumbnailMode.INTERVAL, intervalSeconds: 1, count: 3, timeSeconds: 1 }]);
+    const { artifacts } = await render([
+      { mode: ThumbnailMode.INTERVAL, intervalSeconds: 2, width: 160 },
+      { mode: ThumbnailMode.INTERVAL, intervalSeconds: 1, count: 3, timeSeconds: 1 },
+    ]);
     expect(artifacts.filter((a) => a.thumbnailIndex === 0).map((a) => [a.file, a.index, a.timeSeconds, a.width, a.height])).toEqual([
       ["thumbnail-0-000.jpg", 0, 0, 160, 90],
       ["thumbnail-0-001.jpg", 1, 2, 160, 90],
@@ -82,11 +89,16 @@ describe("renderThumbnails", { timeout: 60_000 }, () => {
     expect(Math.abs(durationOf(mp4) - 2)).toBeLessThan(0.3);
     const longFile = await makeTestInput(path.join(root, "long.mp4"), { seconds: 12, width: 160, height: 90, fps: 10, audio: false });
     const long = { file: longFile, probe: await probe(longFile) };
-    const loops = [spec({ mode: ThumbnailMode.ANIMATED, durationSeconds: 11 }), spec({ mode: ThumbnailMode.ANIMATED, format: ThumbnailFormat.MP4, durationSeconds: 11 })];
+    const loops = [
+      spec({ mode: ThumbnailMode.ANIMATED, durationSeconds: 11 }),
+      spec({ mode: ThumbnailMode.ANIMATED, format: ThumbnailFormat.MP4, durationSeconds: 11 }),
+    ];
     expect((await renderThumbnails(loops, long, { dir })).map((a) => a.file)).toEqual(["animated-1.mp4"]);
   });
 
   it("refuses an input without video", async () => {
-    await expect(renderThumbnails([spec({ mode: ThumbnailMode.SINGLE })], { file: input.file, probe: { ...input.probe, video: undefined } }, { dir: root })).rejects.toMatchObject({ code: "input_unsupported" });
+    await expect(
+      renderThumbnails([spec({ mode: ThumbnailMode.SINGLE })], { file: input.file, probe: { ...input.probe, video: undefined } }, { dir: root }),
+    ).rejects.toMatchObject({ code: "input_unsupported" });
   });
 });

@@ -24,6 +24,8 @@ for (const [file, floor] of Object.entries(FLOORS)) {
   const covered = detected + survived === 0 ? 0 : (100 * detected) / (detected + survived);
   const ok = covered >= floor && unreached <= (NO_COVERAGE_ALLOWED[file] ?? 0);
   failed ||= !ok;
-  console.log(`${ok ? "ok  " : "FAIL"} ${file}: ${covered.toFixed(2)}% of reached mutants detected (floor ${floor}%), ${survived} survived, ${unreached} unreached`);
+  console.log(
+    `${ok ? "ok  " : "FAIL"} ${file}: ${covered.toFixed(2)}% of reached mutants detected (floor ${floor}%), ${survived} survived, ${unreached} unreached`,
+  );
 }
 process.exit(failed ? 1 : 0);

@@ -29,8 +29,18 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
 /**
  * Describes the file connectrpc/conformance/v1/client_compat.proto.
  */
-export const file_connectrpc_conformance_v1_client_compat: GenFile = /*@__PURE__*/
-  fileDesc("Ci1jb25uZWN0cnBjL2NvbmZvcm1hbmNlL3YxL2NsaWVudF9jb21wYXQucHJvdG8SGWNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEi/QcKE0NsaWVudENvbXBhdFJlcXVlc3QSEQoJdGVzdF9uYW1lGAEgASgJEjwKDGh0dHBfdmVyc2lvbhgCIAEoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSFRUUFZlcnNpb24SNQoIcHJvdG9jb2wYAyABKA4yIy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlByb3RvY29sEi8KBWNvZGVjGAQgASgOMiAuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db2RlYxI7Cgtjb21wcmVzc2lvbhgFIAEoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29tcHJlc3Npb24SDAoEaG9zdBgGIAEoCRIMCgRwb3J0GAcgASgNEhcKD3NlcnZlcl90bHNfY2VydBgIIAEoDBI9ChBjbGllbnRfdGxzX2NyZWRzGAkgASgLMiMuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5UTFNDcmVkcxIdChVtZXNzYWdlX3JlY2VpdmVfbGltaXQYCiABKA0SFAoHc2VydmljZRgLIAEoCUgAiAEBEhMKBm1ldGhvZBgMIAEoCUgBiAEBEjoKC3N0cmVhbV90eXBlGA0gASgOMiUuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TdHJlYW1UeXBlEhsKE3VzZV9nZXRfaHR0cF9tZXRob2QYDiABKAgSOgoPcmVxdWVzdF9oZWFkZXJzGA8gAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISLgoQcmVxdWVzdF9tZXNzYWdlcxgQIAMoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnkSFwoKdGltZW91dF9tcxgRIAEoDUgCiAEBEhgKEHJlcXVlc3RfZGVsYXlfbXMYEiABKA0SRQoGY2FuY2VsGBMgASgLMjUuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5DbGllbnRDb21wYXRSZXF1ZXN0LkNhbmNlbBI+CgtyYXdfcmVxdWVzdBgUIAEoCzIpLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuUmF3SFRUUFJlcXVlc3QajAEKBkNhbmNlbBIzChFiZWZvcmVfY2xvc2Vfc2VuZBgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eUgAEh0KE2FmdGVyX2Nsb3NlX3NlbmRfbXMYAiABKA1IABIdChNhZnRlcl9udW1fcmVzcG9uc2VzGAMgASgNSABCDwoNY2FuY2VsX3RpbWluZ0IKCghfc2VydmljZUIJCgdfbWV0aG9kQg0KC190aW1lb3V0X21zIrcBChRDbGllbnRDb21wYXRSZXNwb25zZRIRCgl0ZXN0X25hbWUYASABKAkSQwoIcmVzcG9uc2UYAiABKAsyLy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNsaWVudFJlc3BvbnNlUmVzdWx0SAASPQoFZXJyb3IYAyABKAsyLC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNsaWVudEVycm9yUmVzdWx0SABCCAoGcmVzdWx0IuYCChRDbGllbnRSZXNwb25zZVJlc3VsdBI7ChByZXNwb25zZV9oZWFkZXJzGAEgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISPwoIcGF5bG9hZHMYAiADKAsyLS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNvbmZvcm1hbmNlUGF5bG9hZBIvCgVlcnJvchgDIAEoCzIgLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuRXJyb3ISPAoRcmVzcG9uc2VfdHJhaWxlcnMYBCADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchIbChNudW1fdW5zZW50X3JlcXVlc3RzGAUgASgFEh0KEGh0dHBfc3RhdHVzX2NvZGUYBiABKAVIAIgBARIQCghmZWVkYmFjaxgHIAMoCUITChFfaHR0cF9zdGF0dXNfY29kZSIkChFDbGllbnRFcnJvclJlc3VsdBIPCgdtZXNzYWdlGAEgASgJIuABCgtXaXJlRGV0YWlscxIaChJhY3R1YWxfc3RhdHVzX2NvZGUYASABKAUSMgoRY29ubmVjdF9lcnJvcl9yYXcYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ej8KFGFjdHVhbF9odHRwX3RyYWlsZXJzGAMgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISJAoXYWN0dWFsX2dycGN3ZWJfdHJhaWxlcnMYBCABKAlIAIgBAUIaChhfYWN0dWFsX2dycGN3ZWJfdHJhaWxlcnNiBnByb3RvMw", [file_connectrpc_conformance_v1_config, file_connectrpc_conformance_v1_service, file_google_protobuf_any, file_google_protobuf_empty, file_google_protobuf_struct]);
+export const file_connectrpc_conformance_v1_client_compat: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    "Ci1jb25uZWN0cnBjL2NvbmZvcm1hbmNlL3YxL2NsaWVudF9jb21wYXQucHJvdG8SGWNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEi/QcKE0NsaWVudENvbXBhdFJlcXVlc3QSEQoJdGVzdF9uYW1lGAEgASgJEjwKDGh0dHBfdmVyc2lvbhgCIAEoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSFRUUFZlcnNpb24SNQoIcHJvdG9jb2wYAyABKA4yIy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlByb3RvY29sEi8KBWNvZGVjGAQgASgOMiAuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db2RlYxI7Cgtjb21wcmVzc2lvbhgFIAEoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29tcHJlc3Npb24SDAoEaG9zdBgGIAEoCRIMCgRwb3J0GAcgASgNEhcKD3NlcnZlcl90bHNfY2VydBgIIAEoDBI9ChBjbGllbnRfdGxzX2NyZWRzGAkgASgLMiMuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5UTFNDcmVkcxIdChVtZXNzYWdlX3JlY2VpdmVfbGltaXQYCiABKA0SFAoHc2VydmljZRgLIAEoCUgAiAEBEhMKBm1ldGhvZBgMIAEoCUgBiAEBEjoKC3N0cmVhbV90eXBlGA0gASgOMiUuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TdHJlYW1UeXBlEhsKE3VzZV9nZXRfaHR0cF9tZXRob2QYDiABKAgSOgoPcmVxdWVzdF9oZWFkZXJzGA8gAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISLgoQcmVxdWVzdF9tZXNzYWdlcxgQIAMoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnkSFwoKdGltZW91dF9tcxgRIAEoDUgCiAEBEhgKEHJlcXVlc3RfZGVsYXlfbXMYEiABKA0SRQoGY2FuY2VsGBMgASgLMjUuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5DbGllbnRDb21wYXRSZXF1ZXN0LkNhbmNlbBI+CgtyYXdfcmVxdWVzdBgUIAEoCzIpLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuUmF3SFRUUFJlcXVlc3QajAEKBkNhbmNlbBIzChFiZWZvcmVfY2xvc2Vfc2VuZBgBIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eUgAEh0KE2FmdGVyX2Nsb3NlX3NlbmRfbXMYAiABKA1IABIdChNhZnRlcl9udW1fcmVzcG9uc2VzGAMgASgNSABCDwoNY2FuY2VsX3RpbWluZ0IKCghfc2VydmljZUIJCgdfbWV0aG9kQg0KC190aW1lb3V0X21zIrcBChRDbGllbnRDb21wYXRSZXNwb25zZRIRCgl0ZXN0X25hbWUYASABKAkSQwoIcmVzcG9uc2UYAiABKAsyLy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNsaWVudFJlc3BvbnNlUmVzdWx0SAASPQoFZXJyb3IYAyABKAsyLC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNsaWVudEVycm9yUmVzdWx0SABCCAoGcmVzdWx0IuYCChRDbGllbnRSZXNwb25zZVJlc3VsdBI7ChByZXNwb25zZV9oZWFkZXJzGAEgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISPwoIcGF5bG9hZHMYAiADKAsyLS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNvbmZvcm1hbmNlUGF5bG9hZBIvCgVlcnJvchgDIAEoCzIgLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuRXJyb3ISPAoRcmVzcG9uc2VfdHJhaWxlcnMYBCADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchIbChNudW1fdW5zZW50X3JlcXVlc3RzGAUgASgFEh0KEGh0dHBfc3RhdHVzX2NvZGUYBiABKAVIAIgBARIQCghmZWVkYmFjaxgHIAMoCUITChFfaHR0cF9zdGF0dXNfY29kZSIkChFDbGllbnRFcnJvclJlc3VsdBIPCgdtZXNzYWdlGAEgASgJIuABCgtXaXJlRGV0YWlscxIaChJhY3R1YWxfc3RhdHVzX2NvZGUYASABKAUSMgoRY29ubmVjdF9lcnJvcl9yYXcYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ej8KFGFjdHVhbF9odHRwX3RyYWlsZXJzGAMgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISJAoXYWN0dWFsX2dycGN3ZWJfdHJhaWxlcnMYBCABKAlIAIgBAUIaChhfYWN0dWFsX2dycGN3ZWJfdHJhaWxlcnNiBnByb3RvMw",
+    [
+      file_connectrpc_conformance_v1_config,
+      file_connectrpc_conformance_v1_service,
+      file_google_protobuf_any,
+      file_google_protobuf_empty,
+      file_google_protobuf_struct,
+    ],
+  );
 
 /**
  * Describes one call the client should make. The client reads
@@ -227,8 +237,7 @@ export type ClientCompatRequest = Message<"connectrpc.conformance.v1.ClientCompa
  * Describes the message connectrpc.conformance.v1.ClientCompatRequest.
  * Use `create(ClientCompatRequestSchema)` to create a new message.
  */
-export const ClientCompatRequestSchema: GenMessage<ClientCompatRequest> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_client_compat, 0);
+export const ClientCompatRequestSchema: GenMessage<ClientCompatRequest> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_client_compat, 0);
 
 /**
  * @generated from message connectrpc.conformance.v1.ClientCompatRequest.Cancel
@@ -243,62 +252,67 @@ export type ClientCompatRequest_Cancel = Message<"connectrpc.conformance.v1.Clie
    *
    * @generated from oneof connectrpc.conformance.v1.ClientCompatRequest.Cancel.cancel_timing
    */
-  cancelTiming: {
-    /**
-     * When present, the client should cancel *instead of*
-     * closing the send side of the stream, after all requests
-     * have been sent.
-     *
-     * This applies only to client and bidi stream RPCs.
-     *
-     * @generated from field: google.protobuf.Empty before_close_send = 1;
-     */
-    value: Empty;
-    case: "beforeCloseSend";
-  } | {
-    /**
-     * When present, the client should delay for this many
-     * milliseconds after closing the send side of the stream
-     * and then cancel.
-     *
-     * This applies to all types of RPCs.
-     *
-     * For unary and server stream RPCs, where the API usually
-     * does not allow explicitly closing the send side, the
-     * cancellation should be done immediately after invoking
-     * the RPC (which should implicitly send the one-and-only
-     * request and then close the send-side).
-     *
-     * For APIs where unary RPCs block until the response
-     * is received, there is no point after the request is
-     * sent but before a response is received to cancel. So
-     * the client must arrange for the RPC to be canceled
-     * asynchronously before invoking the blocking unary call.
-     *
-     * @generated from field: uint32 after_close_send_ms = 2;
-     */
-    value: number;
-    case: "afterCloseSendMs";
-  } | {
-    /**
-     * When present, the client should cancel right after
-     * reading this number of response messages from the stream.
-     * When present, this will be greater than zero.
-     *
-     * This applies only to server and bidi stream RPCs.
-     *
-     * @generated from field: uint32 after_num_responses = 3;
-     */
-    value: number;
-    case: "afterNumResponses";
-  } | { case: undefined; value?: undefined };
+  cancelTiming:
+    | {
+        /**
+         * When present, the client should cancel *instead of*
+         * closing the send side of the stream, after all requests
+         * have been sent.
+         *
+         * This applies only to client and bidi stream RPCs.
+         *
+         * @generated from field: google.protobuf.Empty before_close_send = 1;
+         */
+        value: Empty;
+        case: "beforeCloseSend";
+      }
+    | {
+        /**
+         * When present, the client should delay for this many
+         * milliseconds after closing the send side of the stream
+         * and then cancel.
+         *
+         * This applies to all types of RPCs.
+         *
+         * For unary and server stream RPCs, where the API usually
+         * does not allow explicitly closing the send side, the
+         * cancellation should be done immediately after invoking
+         * the RPC (which should implicitly send the one-and-only
+         * request and then close the send-side).
+         *
+         * For APIs where unary RPCs block until the response
+         * is received, there is no point after the request is
+         * sent but before a response is received to cancel. So
+         * the client must arrange for the RPC to be canceled
+         * asynchronously before invoking the blocking unary call.
+         *
+         * @generated from field: uint32 after_close_send_ms = 2;
+         */
+        value: number;
+        case: "afterCloseSendMs";
+      }
+    | {
+        /**
+         * When present, the client should cancel right after
+         * reading this number of response messages from the stream.
+         * When present, this will be greater than zero.
+         *
+         * This applies only to server and bidi stream RPCs.
+         *
+         * @generated from field: uint32 after_num_responses = 3;
+         */
+        value: number;
+        case: "afterNumResponses";
+      }
+    | { case: undefined; value?: undefined };
 };
 
 /**
  * Describes the message connectrpc.conformance.v1.ClientCompatRequest.Cancel.
  * Use `create(ClientCompatRequest_CancelSchema)` to create a new message.
  */
-export const ClientCompatRequest_CancelSchema: GenMessage<ClientCompatRequest_Cancel> = /*@__PURE__*/
+export const ClientCompatRequest_CancelSchema: GenMessage<ClientCompatRequest_Cancel> =
+  /*@__PURE__*/
   messageDesc(file_connectrpc_conformance_v1_client_compat, 0, 0);
 
 /**
@@ -327,27 +341,29 @@ export type ClientCompatResponse = Message<"connectrpc.conformance.v1.ClientComp
    *
    * @generated from oneof connectrpc.conformance.v1.ClientCompatResponse.result
    */
-  result: {
-    /**
-     * @generated from field: connectrpc.conformance.v1.ClientResponseResult response = 2;
-     */
-    value: ClientResponseResult;
-    case: "response";
-  } | {
-    /**
-     * @generated from field: connectrpc.conformance.v1.ClientErrorResult error = 3;
-     */
-    value: ClientErrorResult;
-    case: "error";
-  } | { case: undefined; value?: undefined };
+  result:
+    | {
+        /**
+         * @generated from field: connectrpc.conformance.v1.ClientResponseResult response = 2;
+         */
+        value: ClientResponseResult;
+        case: "response";
+      }
+    | {
+        /**
+         * @generated from field: connectrpc.conformance.v1.ClientErrorResult error = 3;
+         */
+        value: ClientErrorResult;
+        case: "error";
+      }
+    | { case: undefined; value?: undefined };
 };
 
 /**
  * Describes the message connectrpc.conformance.v1.ClientCompatResponse.
  * Use `create(ClientCompatResponseSchema)` to create a new message.
  */
-export const ClientCompatResponseSchema: GenMessage<ClientCompatResponse> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_client_compat, 1);
+export const ClientCompatResponseSchema: GenMessage<ClientCompatResponse> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_client_compat, 1);
 
 /**
  * The result of a ClientCompatRequest, which may or may not be successful.
@@ -424,8 +440,7 @@ export type ClientResponseResult = Message<"connectrpc.conformance.v1.ClientResp
  * Describes the message connectrpc.conformance.v1.ClientResponseResult.
  * Use `create(ClientResponseResultSchema)` to create a new message.
  */
-export const ClientResponseResultSchema: GenMessage<ClientResponseResult> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_client_compat, 2);
+export const ClientResponseResultSchema: GenMessage<ClientResponseResult> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_client_compat, 2);
 
 /**
  * The client is not able to fulfill the ClientCompatRequest. This may be due
@@ -449,8 +464,7 @@ export type ClientErrorResult = Message<"connectrpc.conformance.v1.ClientErrorRe
  * Describes the message connectrpc.conformance.v1.ClientErrorResult.
  * Use `create(ClientErrorResultSchema)` to create a new message.
  */
-export const ClientErrorResultSchema: GenMessage<ClientErrorResult> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_client_compat, 3);
+export const ClientErrorResultSchema: GenMessage<ClientErrorResult> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_client_compat, 3);
 
 /**
  * Details about various values as observed on the wire. This message is used
@@ -502,6 +516,4 @@ export type WireDetails = Message<"connectrpc.conformance.v1.WireDetails"> & {
  * Describes the message connectrpc.conformance.v1.WireDetails.
  * Use `create(WireDetailsSchema)` to create a new message.
  */
-export const WireDetailsSchema: GenMessage<WireDetails> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_client_compat, 4);
-
+export const WireDetailsSchema: GenMessage<WireDetails> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_client_compat, 4);

@@ -25,8 +25,12 @@ import type { Message } from "@bufbuild/protobuf";
 /**
  * Describes the file connectrpc/conformance/v1/server_compat.proto.
  */
-export const file_connectrpc_conformance_v1_server_compat: GenFile = /*@__PURE__*/
-  fileDesc("Ci1jb25uZWN0cnBjL2NvbmZvcm1hbmNlL3YxL3NlcnZlcl9jb21wYXQucHJvdG8SGWNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEijgIKE1NlcnZlckNvbXBhdFJlcXVlc3QSNQoIcHJvdG9jb2wYASABKA4yIy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlByb3RvY29sEjwKDGh0dHBfdmVyc2lvbhgCIAEoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSFRUUFZlcnNpb24SDwoHdXNlX3RscxgEIAEoCBIXCg9jbGllbnRfdGxzX2NlcnQYBSABKAwSHQoVbWVzc2FnZV9yZWNlaXZlX2xpbWl0GAYgASgNEjkKDHNlcnZlcl9jcmVkcxgHIAEoCzIjLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuVExTQ3JlZHMiRAoUU2VydmVyQ29tcGF0UmVzcG9uc2USDAoEaG9zdBgBIAEoCRIMCgRwb3J0GAIgASgNEhAKCHBlbV9jZXJ0GAMgASgMYgZwcm90bzM", [file_connectrpc_conformance_v1_config]);
+export const file_connectrpc_conformance_v1_server_compat: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    "Ci1jb25uZWN0cnBjL2NvbmZvcm1hbmNlL3YxL3NlcnZlcl9jb21wYXQucHJvdG8SGWNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEijgIKE1NlcnZlckNvbXBhdFJlcXVlc3QSNQoIcHJvdG9jb2wYASABKA4yIy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlByb3RvY29sEjwKDGh0dHBfdmVyc2lvbhgCIAEoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSFRUUFZlcnNpb24SDwoHdXNlX3RscxgEIAEoCBIXCg9jbGllbnRfdGxzX2NlcnQYBSABKAwSHQoVbWVzc2FnZV9yZWNlaXZlX2xpbWl0GAYgASgNEjkKDHNlcnZlcl9jcmVkcxgHIAEoCzIjLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuVExTQ3JlZHMiRAoUU2VydmVyQ29tcGF0UmVzcG9uc2USDAoEaG9zdBgBIAEoCRIMCgRwb3J0GAIgASgNEhAKCHBlbV9jZXJ0GAMgASgMYgZwcm90bzM",
+    [file_connectrpc_conformance_v1_config],
+  );
 
 /**
  * Describes one configuration for an RPC server. The server is
@@ -128,8 +132,7 @@ export type ServerCompatRequest = Message<"connectrpc.conformance.v1.ServerCompa
  * Describes the message connectrpc.conformance.v1.ServerCompatRequest.
  * Use `create(ServerCompatRequestSchema)` to create a new message.
  */
-export const ServerCompatRequestSchema: GenMessage<ServerCompatRequest> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_server_compat, 0);
+export const ServerCompatRequestSchema: GenMessage<ServerCompatRequest> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_server_compat, 0);
 
 /**
  * The outcome of one ServerCompatRequest.
@@ -167,6 +170,4 @@ export type ServerCompatResponse = Message<"connectrpc.conformance.v1.ServerComp
  * Describes the message connectrpc.conformance.v1.ServerCompatResponse.
  * Use `create(ServerCompatResponseSchema)` to create a new message.
  */
-export const ServerCompatResponseSchema: GenMessage<ServerCompatResponse> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_server_compat, 1);
-
+export const ServerCompatResponseSchema: GenMessage<ServerCompatResponse> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_server_compat, 1);

@@ -27,8 +27,12 @@ import type { Message } from "@bufbuild/protobuf";
 /**
  * Describes the file connectrpc/conformance/v1/service.proto.
  */
-export const file_connectrpc_conformance_v1_service: GenFile = /*@__PURE__*/
-  fileDesc("Cidjb25uZWN0cnBjL2NvbmZvcm1hbmNlL3YxL3NlcnZpY2UucHJvdG8SGWNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEiyQIKF1VuYXJ5UmVzcG9uc2VEZWZpbml0aW9uEjsKEHJlc3BvbnNlX2hlYWRlcnMYASADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchIXCg1yZXNwb25zZV9kYXRhGAIgASgMSAASMQoFZXJyb3IYAyABKAsyIC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkVycm9ySAASPAoRcmVzcG9uc2VfdHJhaWxlcnMYBCADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchIZChFyZXNwb25zZV9kZWxheV9tcxgGIAEoDRJACgxyYXdfcmVzcG9uc2UYBSABKAsyKi5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlJhd0hUVFBSZXNwb25zZUIKCghyZXNwb25zZSK6AgoYU3RyZWFtUmVzcG9uc2VEZWZpbml0aW9uEjsKEHJlc3BvbnNlX2hlYWRlcnMYASADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchIVCg1yZXNwb25zZV9kYXRhGAIgAygMEhkKEXJlc3BvbnNlX2RlbGF5X21zGAMgASgNEi8KBWVycm9yGAQgASgLMiAuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5FcnJvchI8ChFyZXNwb25zZV90cmFpbGVycxgFIAMoCzIhLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSGVhZGVyEkAKDHJhd19yZXNwb25zZRgGIAEoCzIqLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuUmF3SFRUUFJlc3BvbnNlInUKDFVuYXJ5UmVxdWVzdBJPChNyZXNwb25zZV9kZWZpbml0aW9uGAEgASgLMjIuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmFyeVJlc3BvbnNlRGVmaW5pdGlvbhIUCgxyZXF1ZXN0X2RhdGEYAiABKAwiTwoNVW5hcnlSZXNwb25zZRI+CgdwYXlsb2FkGAEgASgLMi0uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db25mb3JtYW5jZVBheWxvYWQifwoWSWRlbXBvdGVudFVuYXJ5UmVxdWVzdBJPChNyZXNwb25zZV9kZWZpbml0aW9uGAEgASgLMjIuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmFyeVJlc3BvbnNlRGVmaW5pdGlvbhIUCgxyZXF1ZXN0X2RhdGEYAiABKAwiWQoXSWRlbXBvdGVudFVuYXJ5UmVzcG9uc2USPgoHcGF5bG9hZBgBIAEoCzItLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29uZm9ybWFuY2VQYXlsb2FkIn0KE1NlcnZlclN0cmVhbVJlcXVlc3QSUAoTcmVzcG9uc2VfZGVmaW5pdGlvbhgBIAEoCzIzLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuU3RyZWFtUmVzcG9uc2VEZWZpbml0aW9uEhQKDHJlcXVlc3RfZGF0YRgCIAEoDCJWChRTZXJ2ZXJTdHJlYW1SZXNwb25zZRI+CgdwYXlsb2FkGAEgASgLMi0uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db25mb3JtYW5jZVBheWxvYWQifAoTQ2xpZW50U3RyZWFtUmVxdWVzdBJPChNyZXNwb25zZV9kZWZpbml0aW9uGAEgASgLMjIuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmFyeVJlc3BvbnNlRGVmaW5pdGlvbhIUCgxyZXF1ZXN0X2RhdGEYAiABKAwiVgoUQ2xpZW50U3RyZWFtUmVzcG9uc2USPgoHcGF5bG9hZBgBIAEoCzItLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29uZm9ybWFuY2VQYXlsb2FkIpABChFCaWRpU3RyZWFtUmVxdWVzdBJQChNyZXNwb25zZV9kZWZpbml0aW9uGAEgASgLMjMuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TdHJlYW1SZXNwb25zZURlZmluaXRpb24SEwoLZnVsbF9kdXBsZXgYAiABKAgSFAoMcmVxdWVzdF9kYXRhGAMgASgMIlQKEkJpZGlTdHJlYW1SZXNwb25zZRI+CgdwYXlsb2FkGAEgASgLMi0uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db25mb3JtYW5jZVBheWxvYWQiFgoUVW5pbXBsZW1lbnRlZFJlcXVlc3QiFwoVVW5pbXBsZW1lbnRlZFJlc3BvbnNlIrIDChJDb25mb3JtYW5jZVBheWxvYWQSDAoEZGF0YRgBIAEoDBJPCgxyZXF1ZXN0X2luZm8YAiABKAsyOS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNvbmZvcm1hbmNlUGF5bG9hZC5SZXF1ZXN0SW5mbxrxAQoLUmVxdWVzdEluZm8SOgoPcmVxdWVzdF9oZWFkZXJzGAEgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISFwoKdGltZW91dF9tcxgCIAEoA0gAiAEBEiYKCHJlcXVlc3RzGAMgAygLMhQuZ29vZ2xlLnByb3RvYnVmLkFueRJWChBjb25uZWN0X2dldF9pbmZvGAQgASgLMjwuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db25mb3JtYW5jZVBheWxvYWQuQ29ubmVjdEdldEluZm9CDQoLX3RpbWVvdXRfbXMaSQoOQ29ubmVjdEdldEluZm8SNwoMcXVlcnlfcGFyYW1zGAEgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXIifwoFRXJyb3ISLQoEY29kZRgBIAEoDjIfLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29kZRIUCgdtZXNzYWdlGAIgASgJSACIAQESJQoHZGV0YWlscxgDIAMoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnlCCgoIX21lc3NhZ2UiJQoGSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiADKAki7gMKDlJhd0hUVFBSZXF1ZXN0EgwKBHZlcmIYASABKAkSCwoDdXJpGAIgASgJEjIKB2hlYWRlcnMYAyADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchI7ChByYXdfcXVlcnlfcGFyYW1zGAQgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISWQoUZW5jb2RlZF9xdWVyeV9wYXJhbXMYBSADKAsyOy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlJhd0hUVFBSZXF1ZXN0LkVuY29kZWRRdWVyeVBhcmFtEjsKBXVuYXJ5GAYgASgLMiouY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5NZXNzYWdlQ29udGVudHNIABI7CgZzdHJlYW0YByABKAsyKS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlN0cmVhbUNvbnRlbnRzSAAacwoRRW5jb2RlZFF1ZXJ5UGFyYW0SDAoEbmFtZRgBIAEoCRI5CgV2YWx1ZRgCIAEoCzIqLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuTWVzc2FnZUNvbnRlbnRzEhUKDWJhc2U2NF9lbmNvZGUYAyABKAhCBgoEYm9keSKoAQoPTWVzc2FnZUNvbnRlbnRzEhAKBmJpbmFyeRgBIAEoDEgAEg4KBHRleHQYAiABKAlIABIuCg5iaW5hcnlfbWVzc2FnZRgDIAEoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnlIABI7Cgtjb21wcmVzc2lvbhgEIAEoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29tcHJlc3Npb25CBgoEZGF0YSLPAQoOU3RyZWFtQ29udGVudHMSQwoFaXRlbXMYASADKAsyNC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlN0cmVhbUNvbnRlbnRzLlN0cmVhbUl0ZW0aeAoKU3RyZWFtSXRlbRINCgVmbGFncxgBIAEoDRITCgZsZW5ndGgYAiABKA1IAIgBARI7CgdwYXlsb2FkGAMgASgLMiouY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5NZXNzYWdlQ29udGVudHNCCQoHX2xlbmd0aCKRAgoPUmF3SFRUUFJlc3BvbnNlEhMKC3N0YXR1c19jb2RlGAEgASgNEjIKB2hlYWRlcnMYAiADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchI7CgV1bmFyeRgDIAEoCzIqLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuTWVzc2FnZUNvbnRlbnRzSAASOwoGc3RyZWFtGAQgASgLMikuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TdHJlYW1Db250ZW50c0gAEjMKCHRyYWlsZXJzGAUgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXJCBgoEYm9keTK4BQoSQ29uZm9ybWFuY2VTZXJ2aWNlEloKBVVuYXJ5EicuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmFyeVJlcXVlc3QaKC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlVuYXJ5UmVzcG9uc2UScQoMU2VydmVyU3RyZWFtEi4uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TZXJ2ZXJTdHJlYW1SZXF1ZXN0Gi8uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TZXJ2ZXJTdHJlYW1SZXNwb25zZTABEnEKDENsaWVudFN0cmVhbRIuLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ2xpZW50U3RyZWFtUmVxdWVzdBovLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ2xpZW50U3RyZWFtUmVzcG9uc2UoARJtCgpCaWRpU3RyZWFtEiwuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5CaWRpU3RyZWFtUmVxdWVzdBotLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQmlkaVN0cmVhbVJlc3BvbnNlKAEwARJyCg1VbmltcGxlbWVudGVkEi8uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmltcGxlbWVudGVkUmVxdWVzdBowLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuVW5pbXBsZW1lbnRlZFJlc3BvbnNlEn0KD0lkZW1wb3RlbnRVbmFyeRIxLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSWRlbXBvdGVudFVuYXJ5UmVxdWVzdBoyLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSWRlbXBvdGVudFVuYXJ5UmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_connectrpc_conformance_v1_config, file_google_protobuf_any]);
+export const file_connectrpc_conformance_v1_service: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    "Cidjb25uZWN0cnBjL2NvbmZvcm1hbmNlL3YxL3NlcnZpY2UucHJvdG8SGWNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEiyQIKF1VuYXJ5UmVzcG9uc2VEZWZpbml0aW9uEjsKEHJlc3BvbnNlX2hlYWRlcnMYASADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchIXCg1yZXNwb25zZV9kYXRhGAIgASgMSAASMQoFZXJyb3IYAyABKAsyIC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkVycm9ySAASPAoRcmVzcG9uc2VfdHJhaWxlcnMYBCADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchIZChFyZXNwb25zZV9kZWxheV9tcxgGIAEoDRJACgxyYXdfcmVzcG9uc2UYBSABKAsyKi5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlJhd0hUVFBSZXNwb25zZUIKCghyZXNwb25zZSK6AgoYU3RyZWFtUmVzcG9uc2VEZWZpbml0aW9uEjsKEHJlc3BvbnNlX2hlYWRlcnMYASADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchIVCg1yZXNwb25zZV9kYXRhGAIgAygMEhkKEXJlc3BvbnNlX2RlbGF5X21zGAMgASgNEi8KBWVycm9yGAQgASgLMiAuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5FcnJvchI8ChFyZXNwb25zZV90cmFpbGVycxgFIAMoCzIhLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSGVhZGVyEkAKDHJhd19yZXNwb25zZRgGIAEoCzIqLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuUmF3SFRUUFJlc3BvbnNlInUKDFVuYXJ5UmVxdWVzdBJPChNyZXNwb25zZV9kZWZpbml0aW9uGAEgASgLMjIuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmFyeVJlc3BvbnNlRGVmaW5pdGlvbhIUCgxyZXF1ZXN0X2RhdGEYAiABKAwiTwoNVW5hcnlSZXNwb25zZRI+CgdwYXlsb2FkGAEgASgLMi0uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db25mb3JtYW5jZVBheWxvYWQifwoWSWRlbXBvdGVudFVuYXJ5UmVxdWVzdBJPChNyZXNwb25zZV9kZWZpbml0aW9uGAEgASgLMjIuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmFyeVJlc3BvbnNlRGVmaW5pdGlvbhIUCgxyZXF1ZXN0X2RhdGEYAiABKAwiWQoXSWRlbXBvdGVudFVuYXJ5UmVzcG9uc2USPgoHcGF5bG9hZBgBIAEoCzItLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29uZm9ybWFuY2VQYXlsb2FkIn0KE1NlcnZlclN0cmVhbVJlcXVlc3QSUAoTcmVzcG9uc2VfZGVmaW5pdGlvbhgBIAEoCzIzLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuU3RyZWFtUmVzcG9uc2VEZWZpbml0aW9uEhQKDHJlcXVlc3RfZGF0YRgCIAEoDCJWChRTZXJ2ZXJTdHJlYW1SZXNwb25zZRI+CgdwYXlsb2FkGAEgASgLMi0uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db25mb3JtYW5jZVBheWxvYWQifAoTQ2xpZW50U3RyZWFtUmVxdWVzdBJPChNyZXNwb25zZV9kZWZpbml0aW9uGAEgASgLMjIuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmFyeVJlc3BvbnNlRGVmaW5pdGlvbhIUCgxyZXF1ZXN0X2RhdGEYAiABKAwiVgoUQ2xpZW50U3RyZWFtUmVzcG9uc2USPgoHcGF5bG9hZBgBIAEoCzItLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29uZm9ybWFuY2VQYXlsb2FkIpABChFCaWRpU3RyZWFtUmVxdWVzdBJQChNyZXNwb25zZV9kZWZpbml0aW9uGAEgASgLMjMuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TdHJlYW1SZXNwb25zZURlZmluaXRpb24SEwoLZnVsbF9kdXBsZXgYAiABKAgSFAoMcmVxdWVzdF9kYXRhGAMgASgMIlQKEkJpZGlTdHJlYW1SZXNwb25zZRI+CgdwYXlsb2FkGAEgASgLMi0uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db25mb3JtYW5jZVBheWxvYWQiFgoUVW5pbXBsZW1lbnRlZFJlcXVlc3QiFwoVVW5pbXBsZW1lbnRlZFJlc3BvbnNlIrIDChJDb25mb3JtYW5jZVBheWxvYWQSDAoEZGF0YRgBIAEoDBJPCgxyZXF1ZXN0X2luZm8YAiABKAsyOS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNvbmZvcm1hbmNlUGF5bG9hZC5SZXF1ZXN0SW5mbxrxAQoLUmVxdWVzdEluZm8SOgoPcmVxdWVzdF9oZWFkZXJzGAEgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISFwoKdGltZW91dF9tcxgCIAEoA0gAiAEBEiYKCHJlcXVlc3RzGAMgAygLMhQuZ29vZ2xlLnByb3RvYnVmLkFueRJWChBjb25uZWN0X2dldF9pbmZvGAQgASgLMjwuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Db25mb3JtYW5jZVBheWxvYWQuQ29ubmVjdEdldEluZm9CDQoLX3RpbWVvdXRfbXMaSQoOQ29ubmVjdEdldEluZm8SNwoMcXVlcnlfcGFyYW1zGAEgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXIifwoFRXJyb3ISLQoEY29kZRgBIAEoDjIfLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29kZRIUCgdtZXNzYWdlGAIgASgJSACIAQESJQoHZGV0YWlscxgDIAMoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnlCCgoIX21lc3NhZ2UiJQoGSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiADKAki7gMKDlJhd0hUVFBSZXF1ZXN0EgwKBHZlcmIYASABKAkSCwoDdXJpGAIgASgJEjIKB2hlYWRlcnMYAyADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchI7ChByYXdfcXVlcnlfcGFyYW1zGAQgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXISWQoUZW5jb2RlZF9xdWVyeV9wYXJhbXMYBSADKAsyOy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlJhd0hUVFBSZXF1ZXN0LkVuY29kZWRRdWVyeVBhcmFtEjsKBXVuYXJ5GAYgASgLMiouY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5NZXNzYWdlQ29udGVudHNIABI7CgZzdHJlYW0YByABKAsyKS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlN0cmVhbUNvbnRlbnRzSAAacwoRRW5jb2RlZFF1ZXJ5UGFyYW0SDAoEbmFtZRgBIAEoCRI5CgV2YWx1ZRgCIAEoCzIqLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuTWVzc2FnZUNvbnRlbnRzEhUKDWJhc2U2NF9lbmNvZGUYAyABKAhCBgoEYm9keSKoAQoPTWVzc2FnZUNvbnRlbnRzEhAKBmJpbmFyeRgBIAEoDEgAEg4KBHRleHQYAiABKAlIABIuCg5iaW5hcnlfbWVzc2FnZRgDIAEoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnlIABI7Cgtjb21wcmVzc2lvbhgEIAEoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29tcHJlc3Npb25CBgoEZGF0YSLPAQoOU3RyZWFtQ29udGVudHMSQwoFaXRlbXMYASADKAsyNC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlN0cmVhbUNvbnRlbnRzLlN0cmVhbUl0ZW0aeAoKU3RyZWFtSXRlbRINCgVmbGFncxgBIAEoDRITCgZsZW5ndGgYAiABKA1IAIgBARI7CgdwYXlsb2FkGAMgASgLMiouY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5NZXNzYWdlQ29udGVudHNCCQoHX2xlbmd0aCKRAgoPUmF3SFRUUFJlc3BvbnNlEhMKC3N0YXR1c19jb2RlGAEgASgNEjIKB2hlYWRlcnMYAiADKAsyIS5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkhlYWRlchI7CgV1bmFyeRgDIAEoCzIqLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuTWVzc2FnZUNvbnRlbnRzSAASOwoGc3RyZWFtGAQgASgLMikuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TdHJlYW1Db250ZW50c0gAEjMKCHRyYWlsZXJzGAUgAygLMiEuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IZWFkZXJCBgoEYm9keTK4BQoSQ29uZm9ybWFuY2VTZXJ2aWNlEloKBVVuYXJ5EicuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmFyeVJlcXVlc3QaKC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlVuYXJ5UmVzcG9uc2UScQoMU2VydmVyU3RyZWFtEi4uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TZXJ2ZXJTdHJlYW1SZXF1ZXN0Gi8uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5TZXJ2ZXJTdHJlYW1SZXNwb25zZTABEnEKDENsaWVudFN0cmVhbRIuLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ2xpZW50U3RyZWFtUmVxdWVzdBovLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ2xpZW50U3RyZWFtUmVzcG9uc2UoARJtCgpCaWRpU3RyZWFtEiwuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5CaWRpU3RyZWFtUmVxdWVzdBotLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQmlkaVN0cmVhbVJlc3BvbnNlKAEwARJyCg1VbmltcGxlbWVudGVkEi8uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5VbmltcGxlbWVudGVkUmVxdWVzdBowLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuVW5pbXBsZW1lbnRlZFJlc3BvbnNlEn0KD0lkZW1wb3RlbnRVbmFyeRIxLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSWRlbXBvdGVudFVuYXJ5UmVxdWVzdBoyLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuSWRlbXBvdGVudFVuYXJ5UmVzcG9uc2UiA5ACAWIGcHJvdG8z",
+    [file_connectrpc_conformance_v1_config, file_google_protobuf_any],
+  );
 
 /**
  * A definition of a response to be sent from a single-response endpoint.
@@ -47,25 +51,28 @@ export type UnaryResponseDefinition = Message<"connectrpc.conformance.v1.UnaryRe
   /**
    * @generated from oneof connectrpc.conformance.v1.UnaryResponseDefinition.response
    */
-  response: {
-    /**
-     * Response data to send
-     *
-     * @generated from field: bytes response_data = 2;
-     */
-    value: Uint8Array;
-    case: "responseData";
-  } | {
-    /**
-     * Error to raise instead of response message
-     * Servers should build a RequestInfo and append it to the details of the
-     * requested error.
-     *
-     * @generated from field: connectrpc.conformance.v1.Error error = 3;
-     */
-    value: Error;
-    case: "error";
-  } | { case: undefined; value?: undefined };
+  response:
+    | {
+        /**
+         * Response data to send
+         *
+         * @generated from field: bytes response_data = 2;
+         */
+        value: Uint8Array;
+        case: "responseData";
+      }
+    | {
+        /**
+         * Error to raise instead of response message
+         * Servers should build a RequestInfo and append it to the details of the
+         * requested error.
+         *
+         * @generated from field: connectrpc.conformance.v1.Error error = 3;
+         */
+        value: Error;
+        case: "error";
+      }
+    | { case: undefined; value?: undefined };
 
   /**
    * Response trailers to send - together with the error if present
@@ -97,8 +104,7 @@ export type UnaryResponseDefinition = Message<"connectrpc.conformance.v1.UnaryRe
  * Describes the message connectrpc.conformance.v1.UnaryResponseDefinition.
  * Use `create(UnaryResponseDefinitionSchema)` to create a new message.
  */
-export const UnaryResponseDefinitionSchema: GenMessage<UnaryResponseDefinition> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 0);
+export const UnaryResponseDefinitionSchema: GenMessage<UnaryResponseDefinition> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 0);
 
 /**
  * A definition of responses to be sent from a streaming endpoint.
@@ -162,8 +168,7 @@ export type StreamResponseDefinition = Message<"connectrpc.conformance.v1.Stream
  * Describes the message connectrpc.conformance.v1.StreamResponseDefinition.
  * Use `create(StreamResponseDefinitionSchema)` to create a new message.
  */
-export const StreamResponseDefinitionSchema: GenMessage<StreamResponseDefinition> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 1);
+export const StreamResponseDefinitionSchema: GenMessage<StreamResponseDefinition> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 1);
 
 /**
  * @generated from message connectrpc.conformance.v1.UnaryRequest
@@ -188,8 +193,7 @@ export type UnaryRequest = Message<"connectrpc.conformance.v1.UnaryRequest"> & {
  * Describes the message connectrpc.conformance.v1.UnaryRequest.
  * Use `create(UnaryRequestSchema)` to create a new message.
  */
-export const UnaryRequestSchema: GenMessage<UnaryRequest> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 2);
+export const UnaryRequestSchema: GenMessage<UnaryRequest> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 2);
 
 /**
  * @generated from message connectrpc.conformance.v1.UnaryResponse
@@ -207,8 +211,7 @@ export type UnaryResponse = Message<"connectrpc.conformance.v1.UnaryResponse"> &
  * Describes the message connectrpc.conformance.v1.UnaryResponse.
  * Use `create(UnaryResponseSchema)` to create a new message.
  */
-export const UnaryResponseSchema: GenMessage<UnaryResponse> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 3);
+export const UnaryResponseSchema: GenMessage<UnaryResponse> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 3);
 
 /**
  * @generated from message connectrpc.conformance.v1.IdempotentUnaryRequest
@@ -233,8 +236,7 @@ export type IdempotentUnaryRequest = Message<"connectrpc.conformance.v1.Idempote
  * Describes the message connectrpc.conformance.v1.IdempotentUnaryRequest.
  * Use `create(IdempotentUnaryRequestSchema)` to create a new message.
  */
-export const IdempotentUnaryRequestSchema: GenMessage<IdempotentUnaryRequest> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 4);
+export const IdempotentUnaryRequestSchema: GenMessage<IdempotentUnaryRequest> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 4);
 
 /**
  * @generated from message connectrpc.conformance.v1.IdempotentUnaryResponse
@@ -252,8 +254,7 @@ export type IdempotentUnaryResponse = Message<"connectrpc.conformance.v1.Idempot
  * Describes the message connectrpc.conformance.v1.IdempotentUnaryResponse.
  * Use `create(IdempotentUnaryResponseSchema)` to create a new message.
  */
-export const IdempotentUnaryResponseSchema: GenMessage<IdempotentUnaryResponse> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 5);
+export const IdempotentUnaryResponseSchema: GenMessage<IdempotentUnaryResponse> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 5);
 
 /**
  * @generated from message connectrpc.conformance.v1.ServerStreamRequest
@@ -278,8 +279,7 @@ export type ServerStreamRequest = Message<"connectrpc.conformance.v1.ServerStrea
  * Describes the message connectrpc.conformance.v1.ServerStreamRequest.
  * Use `create(ServerStreamRequestSchema)` to create a new message.
  */
-export const ServerStreamRequestSchema: GenMessage<ServerStreamRequest> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 6);
+export const ServerStreamRequestSchema: GenMessage<ServerStreamRequest> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 6);
 
 /**
  * @generated from message connectrpc.conformance.v1.ServerStreamResponse
@@ -297,8 +297,7 @@ export type ServerStreamResponse = Message<"connectrpc.conformance.v1.ServerStre
  * Describes the message connectrpc.conformance.v1.ServerStreamResponse.
  * Use `create(ServerStreamResponseSchema)` to create a new message.
  */
-export const ServerStreamResponseSchema: GenMessage<ServerStreamResponse> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 7);
+export const ServerStreamResponseSchema: GenMessage<ServerStreamResponse> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 7);
 
 /**
  * @generated from message connectrpc.conformance.v1.ClientStreamRequest
@@ -326,8 +325,7 @@ export type ClientStreamRequest = Message<"connectrpc.conformance.v1.ClientStrea
  * Describes the message connectrpc.conformance.v1.ClientStreamRequest.
  * Use `create(ClientStreamRequestSchema)` to create a new message.
  */
-export const ClientStreamRequestSchema: GenMessage<ClientStreamRequest> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 8);
+export const ClientStreamRequestSchema: GenMessage<ClientStreamRequest> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 8);
 
 /**
  * @generated from message connectrpc.conformance.v1.ClientStreamResponse
@@ -345,8 +343,7 @@ export type ClientStreamResponse = Message<"connectrpc.conformance.v1.ClientStre
  * Describes the message connectrpc.conformance.v1.ClientStreamResponse.
  * Use `create(ClientStreamResponseSchema)` to create a new message.
  */
-export const ClientStreamResponseSchema: GenMessage<ClientStreamResponse> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 9);
+export const ClientStreamResponseSchema: GenMessage<ClientStreamResponse> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 9);
 
 /**
  * @generated from message connectrpc.conformance.v1.BidiStreamRequest
@@ -392,8 +389,7 @@ export type BidiStreamRequest = Message<"connectrpc.conformance.v1.BidiStreamReq
  * Describes the message connectrpc.conformance.v1.BidiStreamRequest.
  * Use `create(BidiStreamRequestSchema)` to create a new message.
  */
-export const BidiStreamRequestSchema: GenMessage<BidiStreamRequest> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 10);
+export const BidiStreamRequestSchema: GenMessage<BidiStreamRequest> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 10);
 
 /**
  * @generated from message connectrpc.conformance.v1.BidiStreamResponse
@@ -411,34 +407,29 @@ export type BidiStreamResponse = Message<"connectrpc.conformance.v1.BidiStreamRe
  * Describes the message connectrpc.conformance.v1.BidiStreamResponse.
  * Use `create(BidiStreamResponseSchema)` to create a new message.
  */
-export const BidiStreamResponseSchema: GenMessage<BidiStreamResponse> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 11);
+export const BidiStreamResponseSchema: GenMessage<BidiStreamResponse> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 11);
 
 /**
  * @generated from message connectrpc.conformance.v1.UnimplementedRequest
  */
-export type UnimplementedRequest = Message<"connectrpc.conformance.v1.UnimplementedRequest"> & {
-};
+export type UnimplementedRequest = Message<"connectrpc.conformance.v1.UnimplementedRequest"> & {};
 
 /**
  * Describes the message connectrpc.conformance.v1.UnimplementedRequest.
  * Use `create(UnimplementedRequestSchema)` to create a new message.
  */
-export const UnimplementedRequestSchema: GenMessage<UnimplementedRequest> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 12);
+export const UnimplementedRequestSchema: GenMessage<UnimplementedRequest> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 12);
 
 /**
  * @generated from message connectrpc.conformance.v1.UnimplementedResponse
  */
-export type UnimplementedResponse = Message<"connectrpc.conformance.v1.UnimplementedResponse"> & {
-};
+export type UnimplementedResponse = Message<"connectrpc.conformance.v1.UnimplementedResponse"> & {};
 
 /**
  * Describes the message connectrpc.conformance.v1.UnimplementedResponse.
  * Use `create(UnimplementedResponseSchema)` to create a new message.
  */
-export const UnimplementedResponseSchema: GenMessage<UnimplementedResponse> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 13);
+export const UnimplementedResponseSchema: GenMessage<UnimplementedResponse> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 13);
 
 /**
  * @generated from message connectrpc.conformance.v1.ConformancePayload
@@ -464,8 +455,7 @@ export type ConformancePayload = Message<"connectrpc.conformance.v1.ConformanceP
  * Describes the message connectrpc.conformance.v1.ConformancePayload.
  * Use `create(ConformancePayloadSchema)` to create a new message.
  */
-export const ConformancePayloadSchema: GenMessage<ConformancePayload> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 14);
+export const ConformancePayloadSchema: GenMessage<ConformancePayload> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 14);
 
 /**
  * @generated from message connectrpc.conformance.v1.ConformancePayload.RequestInfo
@@ -516,7 +506,8 @@ export type ConformancePayload_RequestInfo = Message<"connectrpc.conformance.v1.
  * Describes the message connectrpc.conformance.v1.ConformancePayload.RequestInfo.
  * Use `create(ConformancePayload_RequestInfoSchema)` to create a new message.
  */
-export const ConformancePayload_RequestInfoSchema: GenMessage<ConformancePayload_RequestInfo> = /*@__PURE__*/
+export const ConformancePayload_RequestInfoSchema: GenMessage<ConformancePayload_RequestInfo> =
+  /*@__PURE__*/
   messageDesc(file_connectrpc_conformance_v1_service, 14, 0);
 
 /**
@@ -535,7 +526,8 @@ export type ConformancePayload_ConnectGetInfo = Message<"connectrpc.conformance.
  * Describes the message connectrpc.conformance.v1.ConformancePayload.ConnectGetInfo.
  * Use `create(ConformancePayload_ConnectGetInfoSchema)` to create a new message.
  */
-export const ConformancePayload_ConnectGetInfoSchema: GenMessage<ConformancePayload_ConnectGetInfo> = /*@__PURE__*/
+export const ConformancePayload_ConnectGetInfoSchema: GenMessage<ConformancePayload_ConnectGetInfo> =
+  /*@__PURE__*/
   messageDesc(file_connectrpc_conformance_v1_service, 14, 1);
 
 /**
@@ -575,8 +567,7 @@ export type Error = Message<"connectrpc.conformance.v1.Error"> & {
  * Describes the message connectrpc.conformance.v1.Error.
  * Use `create(ErrorSchema)` to create a new message.
  */
-export const ErrorSchema: GenMessage<Error> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 15);
+export const ErrorSchema: GenMessage<Error> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 15);
 
 /**
  * A tuple of name and values (ASCII) for a header or trailer entry.
@@ -605,8 +596,7 @@ export type Header = Message<"connectrpc.conformance.v1.Header"> & {
  * Describes the message connectrpc.conformance.v1.Header.
  * Use `create(HeaderSchema)` to create a new message.
  */
-export const HeaderSchema: GenMessage<Header> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 16);
+export const HeaderSchema: GenMessage<Header> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 16);
 
 /**
  * RawHTTPRequest models a raw HTTP request. This can be used to craft
@@ -656,32 +646,34 @@ export type RawHTTPRequest = Message<"connectrpc.conformance.v1.RawHTTPRequest">
   /**
    * @generated from oneof connectrpc.conformance.v1.RawHTTPRequest.body
    */
-  body: {
-    /**
-     * The body is a single message.
-     *
-     * @generated from field: connectrpc.conformance.v1.MessageContents unary = 6;
-     */
-    value: MessageContents;
-    case: "unary";
-  } | {
-    /**
-     * The body is a stream, encoded using a five-byte
-     * prefix before each item in the stream.
-     *
-     * @generated from field: connectrpc.conformance.v1.StreamContents stream = 7;
-     */
-    value: StreamContents;
-    case: "stream";
-  } | { case: undefined; value?: undefined };
+  body:
+    | {
+        /**
+         * The body is a single message.
+         *
+         * @generated from field: connectrpc.conformance.v1.MessageContents unary = 6;
+         */
+        value: MessageContents;
+        case: "unary";
+      }
+    | {
+        /**
+         * The body is a stream, encoded using a five-byte
+         * prefix before each item in the stream.
+         *
+         * @generated from field: connectrpc.conformance.v1.StreamContents stream = 7;
+         */
+        value: StreamContents;
+        case: "stream";
+      }
+    | { case: undefined; value?: undefined };
 };
 
 /**
  * Describes the message connectrpc.conformance.v1.RawHTTPRequest.
  * Use `create(RawHTTPRequestSchema)` to create a new message.
  */
-export const RawHTTPRequestSchema: GenMessage<RawHTTPRequest> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 17);
+export const RawHTTPRequestSchema: GenMessage<RawHTTPRequest> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 17);
 
 /**
  * @generated from message connectrpc.conformance.v1.RawHTTPRequest.EncodedQueryParam
@@ -714,7 +706,8 @@ export type RawHTTPRequest_EncodedQueryParam = Message<"connectrpc.conformance.v
  * Describes the message connectrpc.conformance.v1.RawHTTPRequest.EncodedQueryParam.
  * Use `create(RawHTTPRequest_EncodedQueryParamSchema)` to create a new message.
  */
-export const RawHTTPRequest_EncodedQueryParamSchema: GenMessage<RawHTTPRequest_EncodedQueryParam> = /*@__PURE__*/
+export const RawHTTPRequest_EncodedQueryParamSchema: GenMessage<RawHTTPRequest_EncodedQueryParam> =
+  /*@__PURE__*/
   messageDesc(file_connectrpc_conformance_v1_service, 17, 0);
 
 /**
@@ -728,33 +721,37 @@ export type MessageContents = Message<"connectrpc.conformance.v1.MessageContents
    *
    * @generated from oneof connectrpc.conformance.v1.MessageContents.data
    */
-  data: {
-    /**
-     * Arbitrary bytes.
-     *
-     * @generated from field: bytes binary = 1;
-     */
-    value: Uint8Array;
-    case: "binary";
-  } | {
-    /**
-     * Arbitrary text.
-     *
-     * @generated from field: string text = 2;
-     */
-    value: string;
-    case: "text";
-  } | {
-    /**
-     * An actual message. The message inside the Any will be
-     * serialized to the protobuf binary formats, and the
-     * resulting bytes will be the contents.
-     *
-     * @generated from field: google.protobuf.Any binary_message = 3;
-     */
-    value: Any;
-    case: "binaryMessage";
-  } | { case: undefined; value?: undefined };
+  data:
+    | {
+        /**
+         * Arbitrary bytes.
+         *
+         * @generated from field: bytes binary = 1;
+         */
+        value: Uint8Array;
+        case: "binary";
+      }
+    | {
+        /**
+         * Arbitrary text.
+         *
+         * @generated from field: string text = 2;
+         */
+        value: string;
+        case: "text";
+      }
+    | {
+        /**
+         * An actual message. The message inside the Any will be
+         * serialized to the protobuf binary formats, and the
+         * resulting bytes will be the contents.
+         *
+         * @generated from field: google.protobuf.Any binary_message = 3;
+         */
+        value: Any;
+        case: "binaryMessage";
+      }
+    | { case: undefined; value?: undefined };
 
   /**
    * If specified and not identity, the above data will be
@@ -769,8 +766,7 @@ export type MessageContents = Message<"connectrpc.conformance.v1.MessageContents
  * Describes the message connectrpc.conformance.v1.MessageContents.
  * Use `create(MessageContentsSchema)` to create a new message.
  */
-export const MessageContentsSchema: GenMessage<MessageContents> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 18);
+export const MessageContentsSchema: GenMessage<MessageContents> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 18);
 
 /**
  * StreamContents represents a sequence of messages in a request body.
@@ -790,8 +786,7 @@ export type StreamContents = Message<"connectrpc.conformance.v1.StreamContents">
  * Describes the message connectrpc.conformance.v1.StreamContents.
  * Use `create(StreamContentsSchema)` to create a new message.
  */
-export const StreamContentsSchema: GenMessage<StreamContents> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 19);
+export const StreamContentsSchema: GenMessage<StreamContents> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 19);
 
 /**
  * @generated from message connectrpc.conformance.v1.StreamContents.StreamItem
@@ -821,8 +816,7 @@ export type StreamContents_StreamItem = Message<"connectrpc.conformance.v1.Strea
  * Describes the message connectrpc.conformance.v1.StreamContents.StreamItem.
  * Use `create(StreamContents_StreamItemSchema)` to create a new message.
  */
-export const StreamContents_StreamItemSchema: GenMessage<StreamContents_StreamItem> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 19, 0);
+export const StreamContents_StreamItemSchema: GenMessage<StreamContents_StreamItem> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 19, 0);
 
 /**
  * RawHTTPResponse models a raw HTTP response. This can be used to craft
@@ -849,24 +843,27 @@ export type RawHTTPResponse = Message<"connectrpc.conformance.v1.RawHTTPResponse
   /**
    * @generated from oneof connectrpc.conformance.v1.RawHTTPResponse.body
    */
-  body: {
-    /**
-     * The body is a single message.
-     *
-     * @generated from field: connectrpc.conformance.v1.MessageContents unary = 3;
-     */
-    value: MessageContents;
-    case: "unary";
-  } | {
-    /**
-     * The body is a stream, encoded using a five-byte
-     * prefix before each item in the stream.
-     *
-     * @generated from field: connectrpc.conformance.v1.StreamContents stream = 4;
-     */
-    value: StreamContents;
-    case: "stream";
-  } | { case: undefined; value?: undefined };
+  body:
+    | {
+        /**
+         * The body is a single message.
+         *
+         * @generated from field: connectrpc.conformance.v1.MessageContents unary = 3;
+         */
+        value: MessageContents;
+        case: "unary";
+      }
+    | {
+        /**
+         * The body is a stream, encoded using a five-byte
+         * prefix before each item in the stream.
+         *
+         * @generated from field: connectrpc.conformance.v1.StreamContents stream = 4;
+         */
+        value: StreamContents;
+        case: "stream";
+      }
+    | { case: undefined; value?: undefined };
 
   /**
    * Trailers to be set on the response.
@@ -880,8 +877,7 @@ export type RawHTTPResponse = Message<"connectrpc.conformance.v1.RawHTTPResponse
  * Describes the message connectrpc.conformance.v1.RawHTTPResponse.
  * Use `create(RawHTTPResponseSchema)` to create a new message.
  */
-export const RawHTTPResponseSchema: GenMessage<RawHTTPResponse> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_service, 20);
+export const RawHTTPResponseSchema: GenMessage<RawHTTPResponse> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_service, 20);
 
 /**
  * The service implemented by conformance test servers. This is implemented by
@@ -915,7 +911,7 @@ export const ConformanceService: GenService<{
     methodKind: "unary";
     input: typeof UnaryRequestSchema;
     output: typeof UnaryResponseSchema;
-  },
+  };
   /**
    * A server-streaming operation. The request indicates the response headers,
    * response messages, trailers, and an optional error to send back. The
@@ -944,7 +940,7 @@ export const ConformanceService: GenService<{
     methodKind: "server_streaming";
     input: typeof ServerStreamRequestSchema;
     output: typeof ServerStreamResponseSchema;
-  },
+  };
   /**
    * A client-streaming operation. The first request indicates the response
    * headers and trailers and also indicates either a response message or an
@@ -971,7 +967,7 @@ export const ConformanceService: GenService<{
     methodKind: "client_streaming";
     input: typeof ClientStreamRequestSchema;
     output: typeof ClientStreamResponseSchema;
-  },
+  };
   /**
    * A bidirectional-streaming operation. The first request indicates the response
    * headers, response messages, trailers, and an optional error to send back.
@@ -1028,7 +1024,7 @@ export const ConformanceService: GenService<{
     methodKind: "bidi_streaming";
     input: typeof BidiStreamRequestSchema;
     output: typeof BidiStreamResponseSchema;
-  },
+  };
   /**
    * A unary endpoint that the server should not implement and should instead
    * return an unimplemented error when invoked.
@@ -1039,7 +1035,7 @@ export const ConformanceService: GenService<{
     methodKind: "unary";
     input: typeof UnimplementedRequestSchema;
     output: typeof UnimplementedResponseSchema;
-  },
+  };
   /**
    * A unary endpoint denoted as having no side effects (i.e. idempotent).
    * Implementations should use an HTTP GET when invoking this endpoint and
@@ -1051,7 +1047,5 @@ export const ConformanceService: GenService<{
     methodKind: "unary";
     input: typeof IdempotentUnaryRequestSchema;
     output: typeof IdempotentUnaryResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_connectrpc_conformance_v1_service, 0);
-
+  };
+}> = /*@__PURE__*/ serviceDesc(file_connectrpc_conformance_v1_service, 0);

@@ -27,8 +27,12 @@ import type { Message } from "@bufbuild/protobuf";
 /**
  * Describes the file connectrpc/conformance/v1/suite.proto.
  */
-export const file_connectrpc_conformance_v1_suite: GenFile = /*@__PURE__*/
-  fileDesc("CiVjb25uZWN0cnBjL2NvbmZvcm1hbmNlL3YxL3N1aXRlLnByb3RvEhljb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxIsYGCglUZXN0U3VpdGUSDAoEbmFtZRgBIAEoCRI7CgRtb2RlGAIgASgOMi0uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5UZXN0U3VpdGUuVGVzdE1vZGUSNwoKdGVzdF9jYXNlcxgDIAMoCzIjLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuVGVzdENhc2USPwoScmVsZXZhbnRfcHJvdG9jb2xzGAQgAygOMiMuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Qcm90b2NvbBJGChZyZWxldmFudF9odHRwX3ZlcnNpb25zGAUgAygOMiYuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IVFRQVmVyc2lvbhI5Cg9yZWxldmFudF9jb2RlY3MYBiADKA4yIC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNvZGVjEkUKFXJlbGV2YW50X2NvbXByZXNzaW9ucxgHIAMoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29tcHJlc3Npb24SVQoUY29ubmVjdF92ZXJzaW9uX21vZGUYCCABKA4yNy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlRlc3RTdWl0ZS5Db25uZWN0VmVyc2lvbk1vZGUSFQoNcmVsaWVzX29uX3RscxgJIAEoCBIiChpyZWxpZXNfb25fdGxzX2NsaWVudF9jZXJ0cxgKIAEoCBIdChVyZWxpZXNfb25fY29ubmVjdF9nZXQYCyABKAgSJwofcmVsaWVzX29uX21lc3NhZ2VfcmVjZWl2ZV9saW1pdBgMIAEoCCJRCghUZXN0TW9kZRIZChVURVNUX01PREVfVU5TUEVDSUZJRUQQABIUChBURVNUX01PREVfQ0xJRU5UEAESFAoQVEVTVF9NT0RFX1NFUlZFUhACIn0KEkNvbm5lY3RWZXJzaW9uTW9kZRIkCiBDT05ORUNUX1ZFUlNJT05fTU9ERV9VTlNQRUNJRklFRBAAEiAKHENPTk5FQ1RfVkVSU0lPTl9NT0RFX1JFUVVJUkUQARIfChtDT05ORUNUX1ZFUlNJT05fTU9ERV9JR05PUkUQAiL2AgoIVGVzdENhc2USPwoHcmVxdWVzdBgBIAEoCzIuLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ2xpZW50Q29tcGF0UmVxdWVzdBJJCg9leHBhbmRfcmVxdWVzdHMYAiADKAsyMC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlRlc3RDYXNlLkV4cGFuZGVkU2l6ZRJKChFleHBlY3RlZF9yZXNwb25zZRgDIAEoCzIvLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ2xpZW50UmVzcG9uc2VSZXN1bHQSQgoZb3RoZXJfYWxsb3dlZF9lcnJvcl9jb2RlcxgEIAMoDjIfLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29kZRpOCgxFeHBhbmRlZFNpemUSIwoWc2l6ZV9yZWxhdGl2ZV90b19saW1pdBgBIAEoBUgAiAEBQhkKF19zaXplX3JlbGF0aXZlX3RvX2xpbWl0YgZwcm90bzM", [file_connectrpc_conformance_v1_client_compat, file_connectrpc_conformance_v1_config]);
+export const file_connectrpc_conformance_v1_suite: GenFile =
+  /*@__PURE__*/
+  fileDesc(
+    "CiVjb25uZWN0cnBjL2NvbmZvcm1hbmNlL3YxL3N1aXRlLnByb3RvEhljb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxIsYGCglUZXN0U3VpdGUSDAoEbmFtZRgBIAEoCRI7CgRtb2RlGAIgASgOMi0uY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5UZXN0U3VpdGUuVGVzdE1vZGUSNwoKdGVzdF9jYXNlcxgDIAMoCzIjLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuVGVzdENhc2USPwoScmVsZXZhbnRfcHJvdG9jb2xzGAQgAygOMiMuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5Qcm90b2NvbBJGChZyZWxldmFudF9odHRwX3ZlcnNpb25zGAUgAygOMiYuY29ubmVjdHJwYy5jb25mb3JtYW5jZS52MS5IVFRQVmVyc2lvbhI5Cg9yZWxldmFudF9jb2RlY3MYBiADKA4yIC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLkNvZGVjEkUKFXJlbGV2YW50X2NvbXByZXNzaW9ucxgHIAMoDjImLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29tcHJlc3Npb24SVQoUY29ubmVjdF92ZXJzaW9uX21vZGUYCCABKA4yNy5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlRlc3RTdWl0ZS5Db25uZWN0VmVyc2lvbk1vZGUSFQoNcmVsaWVzX29uX3RscxgJIAEoCBIiChpyZWxpZXNfb25fdGxzX2NsaWVudF9jZXJ0cxgKIAEoCBIdChVyZWxpZXNfb25fY29ubmVjdF9nZXQYCyABKAgSJwofcmVsaWVzX29uX21lc3NhZ2VfcmVjZWl2ZV9saW1pdBgMIAEoCCJRCghUZXN0TW9kZRIZChVURVNUX01PREVfVU5TUEVDSUZJRUQQABIUChBURVNUX01PREVfQ0xJRU5UEAESFAoQVEVTVF9NT0RFX1NFUlZFUhACIn0KEkNvbm5lY3RWZXJzaW9uTW9kZRIkCiBDT05ORUNUX1ZFUlNJT05fTU9ERV9VTlNQRUNJRklFRBAAEiAKHENPTk5FQ1RfVkVSU0lPTl9NT0RFX1JFUVVJUkUQARIfChtDT05ORUNUX1ZFUlNJT05fTU9ERV9JR05PUkUQAiL2AgoIVGVzdENhc2USPwoHcmVxdWVzdBgBIAEoCzIuLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ2xpZW50Q29tcGF0UmVxdWVzdBJJCg9leHBhbmRfcmVxdWVzdHMYAiADKAsyMC5jb25uZWN0cnBjLmNvbmZvcm1hbmNlLnYxLlRlc3RDYXNlLkV4cGFuZGVkU2l6ZRJKChFleHBlY3RlZF9yZXNwb25zZRgDIAEoCzIvLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ2xpZW50UmVzcG9uc2VSZXN1bHQSQgoZb3RoZXJfYWxsb3dlZF9lcnJvcl9jb2RlcxgEIAMoDjIfLmNvbm5lY3RycGMuY29uZm9ybWFuY2UudjEuQ29kZRpOCgxFeHBhbmRlZFNpemUSIwoWc2l6ZV9yZWxhdGl2ZV90b19saW1pdBgBIAEoBUgAiAEBQhkKF19zaXplX3JlbGF0aXZlX3RvX2xpbWl0YgZwcm90bzM",
+    [file_connectrpc_conformance_v1_client_compat, file_connectrpc_conformance_v1_config],
+  );
 
 /**
  * TestSuite represents a set of conformance test cases. This is also the schema
@@ -143,8 +147,7 @@ export type TestSuite = Message<"connectrpc.conformance.v1.TestSuite"> & {
  * Describes the message connectrpc.conformance.v1.TestSuite.
  * Use `create(TestSuiteSchema)` to create a new message.
  */
-export const TestSuiteSchema: GenMessage<TestSuite> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_suite, 0);
+export const TestSuiteSchema: GenMessage<TestSuite> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_suite, 0);
 
 /**
  * @generated from enum connectrpc.conformance.v1.TestSuite.TestMode
@@ -181,8 +184,7 @@ export enum TestSuite_TestMode {
 /**
  * Describes the enum connectrpc.conformance.v1.TestSuite.TestMode.
  */
-export const TestSuite_TestModeSchema: GenEnum<TestSuite_TestMode> = /*@__PURE__*/
-  enumDesc(file_connectrpc_conformance_v1_suite, 0, 0);
+export const TestSuite_TestModeSchema: GenEnum<TestSuite_TestMode> = /*@__PURE__*/ enumDesc(file_connectrpc_conformance_v1_suite, 0, 0);
 
 /**
  * @generated from enum connectrpc.conformance.v1.TestSuite.ConnectVersionMode
@@ -216,8 +218,7 @@ export enum TestSuite_ConnectVersionMode {
 /**
  * Describes the enum connectrpc.conformance.v1.TestSuite.ConnectVersionMode.
  */
-export const TestSuite_ConnectVersionModeSchema: GenEnum<TestSuite_ConnectVersionMode> = /*@__PURE__*/
-  enumDesc(file_connectrpc_conformance_v1_suite, 0, 1);
+export const TestSuite_ConnectVersionModeSchema: GenEnum<TestSuite_ConnectVersionMode> = /*@__PURE__*/ enumDesc(file_connectrpc_conformance_v1_suite, 0, 1);
 
 /**
  * @generated from message connectrpc.conformance.v1.TestCase
@@ -295,8 +296,7 @@ export type TestCase = Message<"connectrpc.conformance.v1.TestCase"> & {
  * Describes the message connectrpc.conformance.v1.TestCase.
  * Use `create(TestCaseSchema)` to create a new message.
  */
-export const TestCaseSchema: GenMessage<TestCase> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_suite, 1);
+export const TestCaseSchema: GenMessage<TestCase> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_suite, 1);
 
 /**
  * @generated from message connectrpc.conformance.v1.TestCase.ExpandedSize
@@ -317,6 +317,4 @@ export type TestCase_ExpandedSize = Message<"connectrpc.conformance.v1.TestCase.
  * Describes the message connectrpc.conformance.v1.TestCase.ExpandedSize.
  * Use `create(TestCase_ExpandedSizeSchema)` to create a new message.
  */
-export const TestCase_ExpandedSizeSchema: GenMessage<TestCase_ExpandedSize> = /*@__PURE__*/
-  messageDesc(file_connectrpc_conformance_v1_suite, 1, 0);
-
+export const TestCase_ExpandedSizeSchema: GenMessage<TestCase_ExpandedSize> = /*@__PURE__*/ messageDesc(file_connectrpc_conformance_v1_suite, 1, 0);
