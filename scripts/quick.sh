@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 npx tsc --noEmit -p . & tsc=$!
-npx eslint . & lint=$!
+npm run -s lint & lint=$!
 npx vitest run --project unit --project api --fileParallelism --maxWorkers=2
 status=$?
 wait "$tsc" || status=1

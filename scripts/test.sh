@@ -11,7 +11,7 @@ if [[ $# -eq 0 && "${MUTATION_GATE:-1}" != 0 ]]; then node test/mutation/baselin
 bash scripts/setup.sh # Debian packages, npm packages, Go tools, Python venvs, jars: silent once done
 
 npx tsc --noEmit -p .
-npx eslint .
+npm run -s lint
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
