@@ -26,8 +26,8 @@ run() {
   npx vitest run --reporter=default --reporter=json --outputFile="$out/$lane.json" "$@" 2>&1 | prefix "$lane"
 }
 
-# The mutation gate: the money (src/pricing.ts, the job actor) and the network guard mutated and
-# re-tested against the unit specs, incrementally from the
+# The mutation gate: the money (src/pricing.ts, the job actor), the network guard, the video actor
+# and the encode queue mutated and re-tested against the unit specs, incrementally from the
 # checked-in results (only what changed since is re-run; the check above makes sure that is
 # nothing), each module held to its floor in test/mutation/gate-check.mjs, so a change that weakens
 # their specs fails here. Whole-suite runs only; MUTATION_GATE=0 skips it.

@@ -5,12 +5,22 @@
 // the incremental base fills with the other modules too; this judges the gated ones one by one.
 import { readFileSync } from "node:fs";
 
-/** Floors, a little under the scores of the run that set them (pricing 97.7, job 96.4, net-guard 91.3). */
+/**
+ * Floors, a little under the scores of the run that set them (pricing 97.7, job 96.4, net-guard
+ * 91.3); the video actor and the encode queue at the 90% their issue asked for (both 100% when
+ * they joined).
+ */
 /** @type {Record<string, number>} */
-const FLOORS = { "src/pricing.ts": 95, "actors/job/job.ts": 95, "src/net-guard.ts": 88 };
-/** No unreached code in money and the guard. */
+const FLOORS = { "src/pricing.ts": 95, "actors/job/job.ts": 95, "src/net-guard.ts": 88, "actors/video/video.ts": 90, "actors/scheduler/scheduler.ts": 90 };
+/** No unreached code in money, the guard, the video's states and the queue. */
 /** @type {Record<string, number>} */
-const NO_COVERAGE_ALLOWED = { "src/pricing.ts": 0, "actors/job/job.ts": Infinity, "src/net-guard.ts": 0 };
+const NO_COVERAGE_ALLOWED = {
+  "src/pricing.ts": 0,
+  "actors/job/job.ts": Infinity,
+  "src/net-guard.ts": 0,
+  "actors/video/video.ts": 0,
+  "actors/scheduler/scheduler.ts": 0,
+};
 
 /** @type {{ files: Record<string, { mutants: { status: string }[] } | undefined> }} */
 const report = JSON.parse(readFileSync(process.argv[2] ?? ".cache/stryker/gate.json", "utf8"));

@@ -1,13 +1,14 @@
 // @ts-check
 // The mutation gate inside npm test: the money (src/pricing.ts, the job actor's estimates and
-// settlement) and the network guard, re-tested incrementally from a copy of the checked-in results
-// (scripts/test.sh makes it); test/mutation/gate-check.mjs then holds each module to its floor.
+// settlement), the network guard, the video actor and the encode queue, re-tested incrementally
+// from a copy of the checked-in results (scripts/test.sh makes it); test/mutation/gate-check.mjs
+// then holds each module to its floor.
 import base from "../../stryker.config.mjs";
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 const config = {
   ...base,
-  mutate: ["src/pricing.ts", "actors/job/job.ts", "src/net-guard.ts"],
+  mutate: ["src/pricing.ts", "actors/job/job.ts", "src/net-guard.ts", "actors/video/video.ts", "actors/scheduler/scheduler.ts"],
   incrementalFile: ".cache/stryker/gate-incremental.json",
   reporters: ["clear-text", "json"],
   clearTextReporter: { ...base.clearTextReporter, reportMutants: true },
