@@ -14,3 +14,8 @@ export interface EntityRef<C, R> {
 export function entity<C, R>(type: string): EntityRef<C, R> {
   return Object.freeze({ type });
 }
+
+/** One command of a protocol declared as a table of command bodies by type (e.g. VideoCommands). */
+export type CommandOf<Table, K extends keyof Table> = { readonly type: K } & Table[K];
+/** Every command of such a protocol: a union discriminated by `type`. */
+export type CommandUnion<Table> = { [K in keyof Table]: CommandOf<Table, K> }[keyof Table];

@@ -1,6 +1,6 @@
 // The API key's protocol: its reference, record, commands and read-model tables. Everything outside
 // actors/api-key/ that speaks to a key or reads one imports this file, never the behaviour.
-import { entity } from "../entity.js";
+import { entity, type CommandOf, type CommandUnion } from "../entity.js";
 
 export interface ApiKeyRecord {
   readonly id: string;
@@ -57,8 +57,8 @@ export interface ApiKeyCommands {
   readonly revoke: { readonly at: number; readonly reason?: string };
   readonly touch: { readonly at: number };
 }
-export type ApiKeyCommandOf<K extends keyof ApiKeyCommands> = { readonly type: K } & ApiKeyCommands[K];
-export type ApiKeyCommand = { [K in keyof ApiKeyCommands]: ApiKeyCommandOf<K> }[keyof ApiKeyCommands];
+export type ApiKeyCommandOf<K extends keyof ApiKeyCommands> = CommandOf<ApiKeyCommands, K>;
+export type ApiKeyCommand = CommandUnion<ApiKeyCommands>;
 
 /** An API key entity: asked with an ApiKeyCommand, it answers its whole state. */
 export const ApiKey = entity<ApiKeyCommand, ApiKeyState>("api_key");

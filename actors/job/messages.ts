@@ -5,7 +5,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import type { DrmScheme, TrackClass } from "../../src/drm/types.js";
 import type { OriginRecord } from "../../src/origins.js";
 import { PROCESSING_FEE_MICROS } from "../../src/pricing.js";
-import { entity } from "../entity.js";
+import { entity, type CommandOf, type CommandUnion } from "../entity.js";
 
 export const JOBS = "jobs";
 /** Non-terminal jobs, one partition: what an actor host resumes after it takes partitions over. */
@@ -311,8 +311,8 @@ export interface JobCommands {
   /** No change: brings a recovered actor to life so it hands out the task it waits on. */
   readonly resume: Readonly<Record<never, never>>;
 }
-export type JobCommandOf<K extends keyof JobCommands> = { readonly type: K } & JobCommands[K];
-export type JobCommand = { [K in keyof JobCommands]: JobCommandOf<K> }[keyof JobCommands];
+export type JobCommandOf<K extends keyof JobCommands> = CommandOf<JobCommands, K>;
+export type JobCommand = CommandUnion<JobCommands>;
 
 /** A job entity: asked with a JobCommand, it answers its whole state. */
 export const Job = entity<JobCommand, JobState>("job");

@@ -1,6 +1,6 @@
 // The video's protocol: its reference, records, commands and read-model tables. Everything outside
 // actors/video/ that speaks to a video or reads one imports this file, never the behaviour.
-import { entity } from "../entity.js";
+import { entity, type CommandOf, type CommandUnion } from "../entity.js";
 import type { DrmKeysData, JobRequest } from "../job/messages.js";
 
 export const VIDEOS = "videos";
@@ -143,8 +143,8 @@ export interface VideoCommands {
   readonly delete: { readonly at: number };
   readonly source_deleted: { readonly at: number };
 }
-export type VideoCommandOf<K extends keyof VideoCommands> = { readonly type: K } & VideoCommands[K];
-export type VideoCommand = { [K in keyof VideoCommands]: VideoCommandOf<K> }[keyof VideoCommands];
+export type VideoCommandOf<K extends keyof VideoCommands> = CommandOf<VideoCommands, K>;
+export type VideoCommand = CommandUnion<VideoCommands>;
 
 /** A video entity: asked with a VideoCommand, it answers its whole state. */
 export const Video = entity<VideoCommand, VideoState>("video");
