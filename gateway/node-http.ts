@@ -39,7 +39,10 @@ export async function listenNodeHttp(routes: Routes, options: HostOptions): Prom
           if (out.status >= 500) options.log.error({ err: e, path }, "edge route failed");
           return out;
         })
-        .then((out) => writeEdge(res, out, req.method === "HEAD", abort.signal))
+        .then(async (out) => {
+          await bodyDrained(req, res);
+          return writeEdge(res, out, req.method === "HEAD", abort.signal);
+        })
         .catch((e: unknown) => {
           options.log.error({ err: e, path }, "edge answer failed");
           res.destroy();
@@ -87,6 +90,26 @@ async function* requestBody(req: IncomingMessage): AsyncIterable<Uint8Array> {
   } finally {
     if (!req.complete) req.resume();
   }
+}
+
+/** How long an answer waits for the rest of a body its handler stopped reading. */
+const LINGER_MS = 5_000;
+
+/**
+ * An answer given before the request's body was all read (a 413, a refusal) waits until the rest
+ * has arrived and been dropped, as nginx's lingering close: a client still sending when the answer
+ * comes can lose it to a reset. Past LINGER_MS the answer goes out and the connection closes.
+ */
+async function bodyDrained(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.complete || req.destroyed) return;
+  req.resume();
+  let timer: NodeJS.Timeout | undefined;
+  const lingered = await Promise.race([
+    new Promise<boolean>((resolve) => req.once("end", () => resolve(true)).once("close", () => resolve(true))),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), LINGER_MS))),
+  ]);
+  clearTimeout(timer);
+  if (!lingered) res.setHeader("connection", "close");
 }
 
 /** An edge answer, its body streamed with back-pressure; HEAD and bodiless answers end without one. */

@@ -404,10 +404,14 @@ async function writeEdge(
       if (result[1]) return; // all of total written
       if (!result[0]) {
         // Part of the chunk is queued: send the rest from where uWS stopped, as the socket drains.
+        // When that rest completes the body, the response is over: uWS refuses any access after it.
+        let ended = false;
         await writable(res, signal, (at) => {
           const [ok, done] = res.tryEnd(chunk.subarray(at - offset), total);
+          ended = done;
           return ok || done;
         });
+        if (ended) return;
       }
     }
     if (signal.aborted) return;

@@ -2,7 +2,9 @@
 // files served with Range, HEAD and conditional GETs, streamed uploads held to a route's limit,
 // bodies of unknown length, and what the hosts answer around them (405 with Allow, 404, CORS).
 import { createHash, randomBytes } from "node:crypto";
+import { once } from "node:events";
 import { createWriteStream, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -13,12 +15,13 @@ import { EdgeError, EdgeRouter, fileResponse, parseRange } from "../../gateway/e
 import { CLIENT_ADDRESS } from "../../gateway/front.js";
 import { listenNodeHttp } from "../../gateway/node-http.js";
 import { listenUws, type HostOptions, type HostServer } from "../../gateway/uws.js";
-import { createLogger } from "../../src/log.js";
+import { pino } from "pino";
 import { TARGET } from "../harness.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "media-edge-"));
 const small = randomBytes(1000);
 const large = randomBytes(20 * 1024 * 1024);
+const oneChunk = randomBytes(8 * 1024 * 1024);
 writeFileSync(path.join(dir, "small.bin"), small);
 writeFileSync(path.join(dir, "large.bin"), large);
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
@@ -59,6 +62,19 @@ const router = new EdgeRouter([
     },
   },
   {
+    // A body of known length in one chunk larger than a socket takes at once: its end is written
+    // as the socket drains.
+    method: "GET",
+    pattern: "/t/one-chunk",
+    handler: async () => ({
+      status: 200,
+      header: new Headers({ "content-length": String(oneChunk.byteLength) }),
+      body: (async function* () {
+        yield oneChunk;
+      })(),
+    }),
+  },
+  {
     method: "GET",
     pattern: "/t/ticks",
     handler: async () => ({
@@ -94,13 +110,16 @@ describe("byte ranges", () => {
 describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("edge routes on %s", (host) => {
   let server: HostServer;
   let base: string;
+  /** What the host logged at error level. */
+  const logged: string[] = [];
 
   beforeAll(async () => {
+    const log = pino({ level: "error" }, { write: (line: string) => void logged.push(line) });
     const options: HostOptions = {
       host: "127.0.0.1",
       port: 0,
       cors: { origins: ["https://app.example.com"] },
-      log: createLogger("silent"),
+      log,
       contextValues: (a) => createContextValues().set(CLIENT_ADDRESS, a),
     };
     const routes = { rpc: new Map(), edge: router };
@@ -153,6 +172,33 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("edge route
     const middle = await fetch(`${base}/t/files/large.bin`, { headers: { range: "bytes=5000000-15000000" } });
     expect(middle.status).toBe(206);
     expect(sha(new Uint8Array(await middle.arrayBuffer()))).toBe(sha(large.subarray(5_000_000, 15_000_001)));
+  });
+
+  it("ends a body whose last chunk waits for a slow reader, and logs no failure", async () => {
+    // uWS before the fix: the rest of the chunk completed the response from the drain callback,
+    // then the host ended it again, which uWS refuses ('must not be accessed after ... a
+    // successful response'), and the handler failed after its answer.
+    const socket = connect(server.port, "127.0.0.1");
+    await once(socket, "connect");
+    socket.pause();
+    socket.write("GET /t/one-chunk HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+    await new Promise((r) => setTimeout(r, 300));
+    let response = Buffer.alloc(0);
+    const whole = new Promise<void>((resolve) =>
+      socket.on("data", (c: Buffer) => {
+        response = Buffer.concat([response, c]);
+        const at = response.indexOf("\r\n\r\n");
+        if (at >= 0 && response.length - at - 4 >= oneChunk.byteLength) resolve();
+      }),
+    );
+    socket.resume();
+    await whole;
+    socket.destroy();
+    const bodyAt = response.indexOf("\r\n\r\n") + 4;
+    expect(response.subarray(0, 15).toString()).toBe("HTTP/1.1 200 OK");
+    expect(sha(response.subarray(bodyAt))).toBe(sha(oneChunk));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(logged).toEqual([]);
   });
 
   it("survives a client that goes away mid-download", async () => {
