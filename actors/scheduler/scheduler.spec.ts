@@ -450,6 +450,10 @@ describe("encode queue: leases", () => {
     const after = Q.fold(first.state, abandoned);
     expect(after.leases).toEqual([]);
     expect(after.queued).toEqual(first.state.queued);
+    // Only that lease goes: another node's lease stays.
+    const second = take(first.state, "n2");
+    expect(Q.fold(second.state, abandoned).leases).toEqual(second.state.leases.filter((l) => l.node === "n2"));
+    expect(second.state.leases).toHaveLength(2);
     const rows = Q.readModel(after, abandoned);
     expect(rows.find((r) => r.table === ENCODER_NODES.table)).toMatchObject({ id: "n1", value: { busy: false } });
     expect(Q.fold(after, abandoned)).toEqual(after);

@@ -144,7 +144,7 @@ export function pick(state: QueueState, nodeClass: WorkerClass, at: number): Que
 }
 
 /** The task's losses after its lease `l` was lost: a life already counted counts once. */
-function losses(l: Lease): Pick<QueuedTask, "lostOn" | "lostLives"> {
+function losses(l: Lease): Required<Pick<QueuedTask, "lostOn" | "lostLives">> {
   const life = l.life ?? l.node;
   const { lostOn = [], lostLives = [] } = l.task;
   return lostLives.includes(life) ? { lostOn, lostLives } : { lostOn: [...lostOn, l.node], lostLives: [...lostLives, life] };
@@ -152,7 +152,7 @@ function losses(l: Lease): Pick<QueuedTask, "lostOn" | "lostLives"> {
 
 /** A lease lost (its node died or went silent): back to the queue, or abandoned at the last allowed loss. */
 function lost(l: Lease, reason: "expired" | "stale", at: number): QueueEvent {
-  const { lostOn = [] } = losses(l);
+  const { lostOn } = losses(l);
   if (lostOn.length >= MAX_TASK_LOSSES) return { type: "abandoned", leaseId: l.leaseId, node: l.node, jobId: l.task.jobId, kind: l.task.kind, lostOn, at };
   return { type: "returned", leaseId: l.leaseId, node: l.node, reason, at };
 }
