@@ -8,7 +8,7 @@ import { homedir } from "node:os";
 import path from "node:path";
 import type { Config } from "../src/config.js";
 
-interface Api {
+export interface Api {
   readonly url: string;
   readonly key: string;
   readonly org: string;
@@ -25,8 +25,15 @@ function apiOf(config: Config, env: NodeJS.ProcessEnv): Api {
   return { url, key, org };
 }
 
-/** A failure the CLI explains in one line (no stack): what happened and what to do. */
-export class CliError extends Error {}
+/** A failure the CLI explains in one line (no stack): what happened and what to do; `code` is the API's error code when it answered one. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
 
 /** Any request to the server; a connection failure says where it called and how to point elsewhere. */
 async function send(api: Api, url: string, init: RequestInit): Promise<Response> {
@@ -56,7 +63,7 @@ async function rpc(api: Api, method: string, body: unknown): Promise<any> {
   }
   if (res.status !== 200) {
     const hint = json.code === "unauthenticated" ? " (check MEDIA_API_KEY and MEDIA_ORGANIZATION_ID)" : "";
-    throw new CliError(`${method}: ${json.code}: ${json.message}${hint}`);
+    throw new CliError(`${method}: ${json.code}: ${json.message}${hint}`, json.code);
   }
   return json;
 }
@@ -201,8 +208,21 @@ export async function upload(config: Config, options: UploadOptions, env: NodeJS
   return 0;
 }
 
+/**
+ * The video's job, or undefined while it does not exist yet: the video starts its job just after the
+ * upload completes, and in a cluster that reaches the job's actor host a moment later.
+ */
+async function startedJob(api: Api, id: string): Promise<any> {
+  try {
+    return (await rpc(api, "JobService/Get", { id })).job;
+  } catch (e) {
+    if (e instanceof CliError && e.code === "not_found") return undefined;
+    throw e;
+  }
+}
+
 /** Polls the video until it is no longer processing, printing its job's stage and progress as they change. */
-async function followUntilDone(api: Api, id: string): Promise<any> {
+export async function followUntilDone(api: Api, id: string, pollMs = 1000): Promise<any> {
   let shown = "";
   for (;;) {
     const { video } = await rpc(api, "VideoService/Get", { id });
@@ -211,13 +231,13 @@ async function followUntilDone(api: Api, id: string): Promise<any> {
       if (video.status === "ready") process.stderr.write("ready\n");
       return video;
     }
-    const job = video.job_id ? (await rpc(api, "JobService/Get", { id: video.job_id })).job : undefined;
+    const job = video.job_id ? await startedJob(api, video.job_id) : undefined;
     const line = job ? `${job.status} ${job.progress ?? 0}%` : video.status;
     if (line !== shown) {
       process.stderr.write(process.stderr.isTTY ? `\r${line.padEnd(24)}` : `${line}\n`);
       shown = line;
     }
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
 }
 
