@@ -22,7 +22,9 @@ export const API_VERSIONS: readonly string[] = [API_VERSION];
 
 /**
  * The event catalog. Concrete types only; `*` subscribes to all, present and future.
- * job.partial and job.canceled complete the job outcomes the spec's list leaves open.
+ * job.partial and job.canceled complete the job outcomes the spec's list leaves open; video.encoded
+ * (every rendition done) and video.encoding_failed (the job failed after the video became
+ * playable) follow a progressive stream past video.ready.
  */
 export const EVENT_TYPES = [
   "job.succeeded",
@@ -34,6 +36,8 @@ export const EVENT_TYPES = [
   "video.ready",
   "video.failed",
   "video.uploaded",
+  "video.encoded",
+  "video.encoding_failed",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

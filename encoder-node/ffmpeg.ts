@@ -28,6 +28,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   onProgress?: (p: RunProgress) => void;
   cwd?: string;
+  /** Run below the node's other work (nice(1)): a progressive plan's later rungs. */
+  nice?: number;
 }
 
 const STDERR_LINES = 200;
@@ -106,7 +108,8 @@ export function runFfmpeg(args: string[], opts: RunOptions): Promise<RunResult> 
     if (opts.signal?.aborted) return reject(new MediaError("canceled", "encode canceled"));
     const started = Date.now();
     // Own process group, so an abort kills ffmpeg and anything it started in one call.
-    const child = spawn("ffmpeg", args, {
+    const [command, argv] = opts.nice ? ["nice", ["-n", String(opts.nice), "ffmpeg", ...args]] : ["ffmpeg", args];
+    const child = spawn(command, argv, {
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
       ...(opts.cwd ? { cwd: opts.cwd } : {}),
@@ -196,7 +199,13 @@ const PACKAGING_SHARE = 0.03;
  */
 export async function runPlan(
   plan: OutputPlan,
-  opts: { signal?: AbortSignal; onProgress?: (fraction: number) => void; keys?: readonly ContentKey[] },
+  opts: {
+    signal?: AbortSignal;
+    onProgress?: (fraction: number) => void;
+    keys?: readonly ContentKey[];
+    /** Called again and again while the commands run (never twice at once), and once after they all succeeded: a progressive plan's publisher. */
+    whileRunning?: () => Promise<void>;
+  },
 ): Promise<RunResult> {
   if (opts.signal?.aborted) throw new MediaError("canceled", "encode canceled");
   const started = Date.now();
@@ -218,6 +227,7 @@ export async function runPlan(
     const r = await runFfmpeg(plan.commands[i]!, {
       durationMs: plan.durationMs,
       signal: stop.signal,
+      ...(plan.nice?.[i] ? { nice: plan.nice[i] } : {}),
       onProgress: (p) => ((fractions[i] = p.fraction), report()),
     });
     fractions[i] = 1;
@@ -236,21 +246,35 @@ export async function runPlan(
       checkPackagingKeys(plan.packaging, opts.keys ?? []);
       await mkdir(plan.packaging.clearDir, { recursive: true });
     }
-    if (plan.parallel) {
-      let first: unknown;
-      await Promise.all(
-        plan.commands.map((_, i) =>
-          run(i).catch((e: unknown) => {
-            // The first failure is the cause; the others were stopped because of it.
-            if (first === undefined) first = e;
-            stop.abort();
-          }),
-        ),
-      );
-      if (first !== undefined) throw opts.signal?.aborted ? new MediaError("canceled", "encode canceled") : first;
-    } else {
-      for (let i = 0; i < n; i++) await run(i);
+    // The hook runs beside the commands; its failure stops them, as a command's would.
+    let hookFailure: unknown;
+    let commandsDone = false;
+    const hook = opts.whileRunning;
+    const hookLoop = hook
+      ? (async () => {
+          while (!commandsDone && !stop.signal.aborted) {
+            await new Promise((r) => setTimeout(r, WHILE_RUNNING_MS));
+            if (commandsDone || stop.signal.aborted) break;
+            await hook();
+          }
+        })().catch((e: unknown) => {
+          hookFailure = e;
+          stop.abort();
+        })
+      : Promise.resolve();
+    let commandFailure: unknown;
+    try {
+      await runCommands();
+    } catch (e) {
+      commandFailure = e;
+    } finally {
+      commandsDone = true;
+      await hookLoop;
     }
+    // A failed hook stopped the commands: its failure is the cause.
+    if (hookFailure !== undefined) throw hookFailure;
+    if (commandFailure !== undefined) throw commandFailure;
+    if (hook) await hook();
     if (plan.packaging) {
       await runPackager(plan.packaging, opts.keys ?? [], { signal: stop.signal });
       reporter.update(0.999);
@@ -267,7 +291,28 @@ export async function runPlan(
   if (opts.signal?.aborted) throw new MediaError("canceled", "encode canceled");
   opts.onProgress?.(1);
   return { ...(cpuKnown ? { cpuSeconds: Math.round(cpu * 1000) / 1000 } : {}), wallMs: Date.now() - started };
+
+  async function runCommands(): Promise<void> {
+    if (plan.parallel) {
+      let first: unknown;
+      await Promise.all(
+        plan.commands.map((_, i) =>
+          run(i).catch((e: unknown) => {
+            // The first failure is the cause; the others were stopped because of it.
+            if (first === undefined) first = e;
+            stop.abort();
+          }),
+        ),
+      );
+      if (first !== undefined) throw opts.signal?.aborted ? new MediaError("canceled", "encode canceled") : first;
+    } else {
+      for (let i = 0; i < n; i++) await run(i);
+    }
+  }
 }
+
+/** How often a progressive plan's publisher looks for new segments: a 4 s segment of a low rung takes about half a second here. */
+const WHILE_RUNNING_MS = 150;
 
 // ───────────────────────────── manifests ─────────────────────────────
 
@@ -395,10 +440,35 @@ async function probeAes128Codecs(dir: string, m: HlsMasterPlan, key: ContentKey,
   }
 }
 
+/**
+ * A progressive plan's master while it encodes: the variants whose media playlists are given
+ * (the first rung, then every rung once the others are complete), measured on the segments
+ * written so far. runPlan writes it again, whole, at the end.
+ */
+export async function writeGrowingHlsMaster(
+  plan: OutputPlan,
+  playlists: readonly string[],
+  file: string,
+  key: ContentKey | undefined,
+  signal: AbortSignal,
+): Promise<void> {
+  const m = plan.hlsMaster;
+  if (!m) throw new MediaError("internal", "a progressive plan without a master");
+  const listed = new Set(playlists);
+  const partial: HlsMasterPlan = { ...m, variants: m.variants.filter((v) => listed.has(v.playlist)), subtitles: [], sessionData: [] };
+  // aes_128: codecs are probed from a decrypted first segment, and kept (the entries are the plan's own) for the final master.
+  if (plan.aes128 && key) {
+    const unknown = { ...partial, variants: partial.variants.filter((v) => !v.codecs), audio: partial.audio.filter((a) => !a.codecs) };
+    if (unknown.variants.length + unknown.audio.length > 0) await probeAes128Codecs(plan.dir, unknown, key, path.dirname(plan.aes128.keyInfoFile), signal);
+    m.firstTimestampSeconds ??= unknown.firstTimestampSeconds;
+  }
+  await writeHlsMaster(plan.dir, partial, signal, file);
+}
+
 const quoted = (s: string) => `"${s.replace(/["\r\n]/g, "'")}"`;
 
 /** Writes the multivariant playlist from what was produced: measured bandwidths, probed codecs. */
-export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: AbortSignal): Promise<void> {
+export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: AbortSignal, to = path.join(dir, m.file)): Promise<void> {
   const audio = await Promise.all(m.audio.map(async (a) => ({ ...a, ...(await measure(dir, a.playlist, a.codecs, signal)) })));
   const variants = await Promise.all(m.variants.map(async (v) => ({ ...v, ...(await measure(dir, v.playlist, v.codecs, signal)) })));
   const version = Math.max(3, ...audio.map((a) => a.version), ...variants.map((v) => v.version));
@@ -451,5 +521,5 @@ export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: Abor
     if (subtitleGroup) attrs.push(`SUBTITLES=${quoted(subtitleGroup)}`);
     lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, a.playlist);
   }
-  await writeFile(path.join(dir, m.file), `${lines.join("\n")}\n`);
+  await writeFile(to, `${lines.join("\n")}\n`);
 }

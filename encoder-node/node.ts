@@ -6,13 +6,13 @@
 import { fromJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { BlobError, fetchUrlToFile, parseStorageUrl, type BlobStore } from "../src/blob/index.js";
 import type { Bus, Consumer } from "../src/bus/port.js";
 import type { Topics } from "../src/bus/topics.js";
 import type { Config } from "../src/config.js";
-import { OutputSpecSchema, ThumbnailSpecSchema, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
+import { OutputSpecSchema, OutputType, ThumbnailSpecSchema, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
 import { keyProviderFor, sealKeys } from "../src/drm/keys.js";
 import { DrmKeyError, trackClassOf, type ContentKey, type TrackClass } from "../src/drm/types.js";
 import { randomToken } from "../src/ids.js";
@@ -36,7 +36,8 @@ import type { NetGuard } from "../src/net-guard.js";
 import { openOriginBlob, originKey } from "../src/origins.js";
 import type { Reply } from "../src/replies.js";
 import type { SecretBox } from "../src/secrets.js";
-import { runPlan } from "./ffmpeg.js";
+import { runPlan, writeGrowingHlsMaster } from "./ffmpeg.js";
+import { ProgressivePublisher } from "./progressive.js";
 import { MediaError } from "./media-errors.js";
 import { drmSchemeOf, drmSystemsOf, planOutput, segmentSecondsOf, type OutputPlan } from "./plan.js";
 import { probe, type ProbeResult } from "./probe.js";
@@ -245,12 +246,21 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   }
 
   /** Uploads a plan's files; their total size, and the size under each top folder (a rendition's, for HLS). */
-  async function upload(blob: BlobStore, dir: string, prefix: string): Promise<{ size: number; byFolder: Map<string, number> }> {
+  async function upload(
+    blob: BlobStore,
+    dir: string,
+    prefix: string,
+    main: string,
+    stored: ReadonlySet<string> = new Set(),
+  ): Promise<{ size: number; byFolder: Map<string, number> }> {
     let size = 0;
     const byFolder = new Map<string, number>();
-    for (const rel of await filesUnder(dir)) {
+    // The main file last: a player that reads it finds everything it names.
+    const files = (await filesUnder(dir)).sort((a, b) => Number(a === main) - Number(b === main));
+    for (const rel of files) {
       const key = `${prefix}/${rel}`;
-      const r = await blob.put(key, path.join(dir, rel), contentTypeOf(rel));
+      // What a progressive output's publisher stored already (final segments) is counted, not sent again.
+      const r = stored.has(rel) ? await stat(path.join(dir, rel)) : await blob.put(key, path.join(dir, rel), contentTypeOf(rel));
       size += r.size;
       const folder = rel.includes("/") ? rel.slice(0, rel.indexOf("/")) : "";
       byFolder.set(folder, (byFolder.get(folder) ?? 0) + r.size);
@@ -326,15 +336,24 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       job.outputs.filter((o) => o.status !== "completed").map((o) => fromJson(OutputSpecSchema, o.spec)),
       transcripts,
     );
+    // A hosted video's stream (a managed job's first HLS output) is published while it encodes: playable in seconds.
+    const stream =
+      job.managed && d.config.encoder.progressive ? job.outputs.find((o) => fromJson(OutputSpecSchema, o.spec).type === OutputType.HLS) : undefined;
     for (const output of job.outputs) {
       if (signal.aborted) return;
       if (output.status === "completed") continue;
+      let publisher: ProgressivePublisher | undefined;
       try {
         const spec = fromJson(OutputSpecSchema, output.spec);
         const plan = planOutput(
           spec,
           { file, probe: input },
-          { outputId: output.id, workDir: path.join(workDir, output.id), ...(job.clip ? { clip: job.clip } : {}) },
+          {
+            outputId: output.id,
+            workDir: path.join(workDir, output.id),
+            ...(job.clip ? { clip: job.clip } : {}),
+            ...(output === stream ? { progressive: true } : {}),
+          },
         );
         let last = -1;
         let lastAt = 0;
@@ -358,19 +377,49 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         });
         // A protected output's keys come first: a key provider that fails stops it before any encode, so nothing leaves clear.
         const keys = spec.drm ? await contentKeys(spec, output.id, plan, signal) : undefined;
+        if (plan.progressive) {
+          const grower = new ProgressivePublisher(plan, {
+            put: async (rel, local) => {
+              try {
+                await blob.put(`${output.keyPrefix}/${rel}`, local, contentTypeOf(rel));
+              } catch (e) {
+                throw new OutputWriteError(failureOf(e, "output"));
+              }
+            },
+            writeMaster: (playlists, to) => writeGrowingHlsMaster(plan, playlists, to, keys?.[0], signal),
+            onPublished: async (complete) => {
+              d.log.info({ job_id: job.id, output_id: output.id, renditions: complete.length, ms_since_start: Date.now() - started }, "output published");
+              await ask(job, {
+                type: "output_published",
+                attempt,
+                at: Date.now(),
+                outputId: output.id,
+                url: blob.url(`${output.keyPrefix}/${plan.main}`),
+                main: plan.main,
+                renditions: complete,
+                ...(keys ? { drm: drmKeysData(spec, keys) } : {}),
+              });
+            },
+            scratch: path.join(workDir, `${output.id}.published`),
+          });
+          publisher = grower;
+        }
+        const grower = publisher;
         await runPlan(plan, {
           signal,
           ...(keys ? { keys } : {}),
+          ...(grower ? { whileRunning: () => grower.sync() } : {}),
           onProgress: (fraction) => {
             encoded = fraction;
             both();
           },
         });
+        await publisher?.finish();
         const tracks = [...provided, ...(await generated)].sort((a, b) => a.index - b.index);
         const written = await writeTracks(plan, tracks, segmentSecondsOf(spec), signal);
         let stored: { size: number; byFolder: Map<string, number> };
         try {
-          stored = await upload(blob, plan.dir, output.keyPrefix);
+          stored = await upload(blob, plan.dir, output.keyPrefix, plan.main, publisher?.stored);
         } catch (e) {
           throw new OutputWriteError(failureOf(e, "output"));
         }
@@ -400,6 +449,11 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           ...(keys ? { drm: drmKeysData(spec, keys) } : {}),
         });
       } catch (e) {
+        // A stream that was playable ends where it is: its players play what there is, and stop.
+        if (publisher?.isPlayable)
+          await publisher
+            .end()
+            .catch((err: unknown) => d.log.warn({ job_id: job.id, output_id: output.id, err }, "a playable stream's playlists were not ended"));
         if (signal.aborted) return;
         // Not the output's failure: the job never heard how it went.
         if (e instanceof ReportError) throw e;
@@ -409,6 +463,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         await ask(job, { type: "output_failed", attempt, at: Date.now(), outputId: output.id, failure });
       } finally {
         await rm(path.join(workDir, output.id), { recursive: true, force: true });
+        await rm(path.join(workDir, `${output.id}.published`), { recursive: true, force: true });
       }
     }
     await transcripts.dispose();

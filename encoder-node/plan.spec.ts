@@ -310,6 +310,37 @@ describe("planOutput: clip, layouts and strategies", () => {
     expect(per.commands.every((c) => c.includes("-progress") && c.includes("-benchmark"))).toBe(true);
   });
 
+  it("progressive HLS (a hosted video's stream): the lowest rung and the audio first, the other rungs niced beside it, every playlist growing", () => {
+    const ladder = spec({
+      type: OutputType.HLS,
+      hls: { segmentDurationSeconds: 4 },
+      video: [
+        { codec: VideoCodec.H264, resolution: "1080p" },
+        { codec: VideoCodec.H264, resolution: "480p" },
+        { codec: VideoCodec.H264, resolution: "720p" },
+      ],
+    });
+    const p = plan(ladder, probe(), { progressive: true });
+    expect([p.commands.length, p.parallel, p.nice, p.main]).toEqual([2, true, [0, 10], "index.m3u8"]);
+    const [first, rest] = [p.commands[0]!, p.commands[1]!];
+    expect(after(first, "-var_stream_map")).toBe("v:0,name:480p,agroup:audio a:0,name:audio_0,agroup:audio");
+    expect(after(rest, "-var_stream_map")).toBe("v:0,name:1080p,agroup:audio v:1,name:720p,agroup:audio");
+    expect(first.includes("0:a:0") && !rest.includes("0:a:0")).toBe(true);
+    for (const c of [first, rest]) expect([after(c, "-hls_playlist_type"), after(c, "-hls_flags")]).toEqual(["event", "independent_segments+temp_file"]);
+    // Segments line up across the two processes: the same keyframe rule in both.
+    expect(after(first, "-force_key_frames:v:0")).toBe(after(rest, "-force_key_frames:v:1"));
+    expect(p.progressive).toEqual({ first: ["480p/index.m3u8", "audio_0/index.m3u8"], rest: ["1080p/index.m3u8", "720p/index.m3u8"] });
+    expect(p.hlsMaster?.variants.map((v) => v.playlist)).toEqual(["1080p/index.m3u8", "480p/index.m3u8", "720p/index.m3u8"]);
+    expect(p.weights![0]! < p.weights![1]!).toBe(true);
+    // One rung: one process; without the option, or for a single-file output, the plan is as before.
+    const one = plan(spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), probe(), { progressive: true });
+    expect([one.commands.length, one.nice, one.progressive?.rest]).toEqual([1, undefined, []]);
+    expect(plan(ladder).progressive).toBeUndefined();
+    expect(after(plan(ladder).commands[0]!, "-hls_playlist_type")).toBe("vod");
+    const single = spec({ type: OutputType.HLS, segments: { singleFile: true }, video: [{ codec: VideoCodec.H264, resolution: "720p" }] });
+    expect(plan(single, probe(), { progressive: true }).progressive).toBeUndefined();
+  });
+
   it("HLS: ts for H.264, fmp4 for HEVC or AV1 or when asked, keyframes aligned to the segment length", () => {
     const h264 = plan(
       spec({

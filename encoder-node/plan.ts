@@ -73,6 +73,22 @@ export interface OutputPlan {
   packaging?: PackagingPlan;
   /** aes_128: the HLS muxer encrypts with the key info file runPlan writes before the commands (outside dir). */
   aes128?: { keyInfoFile: string };
+  /**
+   * Progressive HLS (a hosted video's stream): the first command writes the lowest rung and the
+   * audio, the second (niced, beside it) the other rungs; every media playlist is an EVENT
+   * playlist that grows segment by segment, so the encoder node can publish them while they run.
+   */
+  progressive?: ProgressivePlan;
+  /** Niceness of each command (progressive plans run the later rungs below the first). */
+  nice?: number[];
+}
+
+/** Media playlists of a progressive plan, relative to its dir. */
+export interface ProgressivePlan {
+  /** The first rung's playlist and the audio playlists: playable once each has a segment. */
+  first: string[];
+  /** The other rungs' playlists, listed in the master once every one of them is complete. */
+  rest: string[];
 }
 
 /** One clear intermediate and where the packager writes it encrypted. Output paths are relative to the plan's dir. */
@@ -118,7 +134,12 @@ export interface PlanOptions {
   workDir: string;
   clip?: { startSeconds: number; endSeconds: number };
   strategy?: LadderStrategy;
+  /** Plan a clear or aes_128 HLS output progressively (see OutputPlan.progressive): what a hosted video's stream gets. */
+  progressive?: boolean;
 }
+
+/** Niceness of the later rungs of a progressive plan: the first rung gets the cores it can use, they the rest. */
+export const PROGRESSIVE_NICE = 10;
 
 /**
  * Default ladder strategy, from test/bench/ladder.bench.ts on 2 cores (20 s 1080p30 source, four
@@ -273,26 +294,29 @@ function hlsPlan(
   clip: Clip | undefined,
   strategy: LadderStrategy,
   keyInfoFile: string | undefined,
+  progressive: boolean,
 ): OutputPlan {
   const spec = ctx.spec;
   const fmp4 = segmentFormatOf(spec, OutputType.HLS) === SegmentFormat.FMP4;
   const ext = fmp4 ? "m4s" : "ts";
   const single = spec.segments?.singleFile === true;
   const master = `${spec.hls?.manifestName || "index"}.m3u8`;
+  const growing = progressive && !single && renditions.length > 0;
   const muxer = (streams: string) => [
     "-f",
     "hls",
     "-hls_time",
     String(ctx.segmentSeconds),
     "-hls_playlist_type",
-    spec.hls?.playlistType === HlsPlaylistType.EVENT ? "event" : "vod",
+    growing || spec.hls?.playlistType === HlsPlaylistType.EVENT ? "event" : "vod",
     "-hls_list_size",
     "0",
     "-hls_segment_type",
     fmp4 ? "fmp4" : "mpegts",
     ...(fmp4 ? ["-hls_fmp4_init_filename", "init.mp4"] : []),
     "-hls_flags",
-    single ? "independent_segments+single_file" : "independent_segments",
+    // A growing output's segments appear whole (temp_file): its publisher uploads what its playlists list.
+    single ? "independent_segments+single_file" : growing ? "independent_segments+temp_file" : "independent_segments",
     "-hls_segment_filename",
     path.join(base.dir, single ? `%v/media.${ext}` : `%v/seg_%05d.${ext}`),
     ...(keyInfoFile ? ["-hls_key_info_file", keyInfoFile] : []),
@@ -307,6 +331,57 @@ function hlsPlan(
   const renditionPlans = renditions.map(summary);
   const audioStreams = audio.map((p, j) => `a:${j},name:${p.name}${renditions.length > 0 ? `,agroup:${AUDIO_GROUP}` : ""}`);
   const aes128 = keyInfoFile ? { aes128: { keyInfoFile } } : {};
+  if (growing) {
+    // The lowest rung first, with the audio: it is the fastest to encode and what a viewer sees first.
+    const order = renditions.map((r, i) => ({ r, i })).sort((a, b) => a.r.width * a.r.height - b.r.width * b.r.height);
+    const first = order[0]!.r;
+    const rest = renditions.filter((r) => r !== first);
+    const agroup = audio.length > 0 ? `,agroup:${AUDIO_GROUP}` : "";
+    const commands = [
+      [
+        ...FFMPEG_GLOBAL,
+        ...inputArgs(input, clip),
+        "-filter_complex",
+        splitGraph([first]),
+        "-map",
+        "[v0]",
+        ...audioMaps(audio),
+        ...videoArgs(first, 0, ctx),
+        ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
+        ...muxer([`v:0,name:${first.name}${agroup}`, ...audioStreams].join(" ")),
+      ],
+    ];
+    const weights = [renditionWeight(first) + AUDIO_TRACK_WEIGHT * audio.length];
+    if (rest.length > 0) {
+      commands.push([
+        ...FFMPEG_GLOBAL,
+        ...inputArgs(input, clip),
+        "-filter_complex",
+        splitGraph(rest),
+        ...rest.flatMap((_, i) => ["-map", `[v${i}]`]),
+        ...rest.flatMap((r, i) => videoArgs(r, i, ctx)),
+        ...muxer(rest.map((r, i) => `v:${i},name:${r.name}${agroup}`).join(" ")),
+      ]);
+      weights.push(rest.reduce((sum, r) => sum + renditionWeight(r), 0));
+    }
+    const growth: ProgressivePlan = {
+      first: [first.file, ...hlsMaster.audio.map((a) => a.playlist)],
+      rest: rest.map((r) => r.file),
+    };
+    return {
+      ...base,
+      main: master,
+      commands,
+      parallel: true,
+      strategy: "split",
+      weights,
+      ...(commands.length > 1 ? { nice: [0, PROGRESSIVE_NICE] } : {}),
+      renditions: renditionPlans,
+      hlsMaster,
+      progressive: growth,
+      ...aes128,
+    };
+  }
   if (strategy === "split" || renditions.length + (audio.length > 0 ? 1 : 0) <= 1) {
     const videoMap = renditions.flatMap((_, i) => ["-map", `[v${i}]`]);
     const streams = [...renditions.map((r, i) => `v:${i},name:${r.name}${audio.length > 0 ? `,agroup:${AUDIO_GROUP}` : ""}`), ...audioStreams].join(" ");
@@ -577,7 +652,17 @@ export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions
   if ((scheme === "cbcs" || scheme === "cenc") && segmentSeconds !== undefined)
     return packagedPlan(ctx, input, renditions, audio, base, clip, strategy, scheme, segmentSeconds);
   if (type === OutputType.HLS)
-    return hlsPlan(ctx, input, renditions, audio, base, clip, strategy, scheme === "aes128" ? path.join(secretsDirOf(base.dir), "aes128.keyinfo") : undefined);
+    return hlsPlan(
+      ctx,
+      input,
+      renditions,
+      audio,
+      base,
+      clip,
+      strategy,
+      scheme === "aes128" ? path.join(secretsDirOf(base.dir), "aes128.keyinfo") : undefined,
+      opts.progressive === true,
+    );
   if (type === OutputType.DASH || type === OutputType.ADAPTIVE) return dashPlan(ctx, input, renditions, audio, base, clip, type === OutputType.ADAPTIVE);
   throw new MediaError("internal", `output type ${type} cannot be planned; the output specification was not checked`);
 }

@@ -24,7 +24,14 @@ export interface HostingEdgeDeps {
 }
 
 /** Segments and images never change under their name; playlists of a finished VOD neither, but stay short-lived. */
-const cacheControlOf = (file: string) => (file.endsWith(".m3u8") || file.endsWith(".mpd") ? "public, max-age=60" : "public, max-age=31536000, immutable");
+/**
+ * Segments are immutable; playlists are kept a minute, except while the video's ladder still
+ * encodes: then they grow (the master gains rungs, media playlists segments) and every read is
+ * checked again. The record read may be 5 s old, and a stale one still says "encoding": never
+ * the other way round.
+ */
+const cacheControlOf = (file: string, encoding: boolean) =>
+  file.endsWith(".m3u8") || file.endsWith(".mpd") ? (encoding ? "no-cache" : "public, max-age=60") : "public, max-age=31536000, immutable";
 
 /** The updates of an entity, as the gateway's hub hands them out; returns the unsubscribe function. */
 export type FollowUpdates = (type: string, id: string, listener: () => void) => () => void;
@@ -222,7 +229,7 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
         if (raw) return rawKeyResponse(video, raw[1]!);
         const type = contentTypeOf(key);
         const extra = new Headers();
-        extra.set("cache-control", cacheControlOf(key));
+        extra.set("cache-control", cacheControlOf(key, video.encoding === true));
         if (managed.localFile) return fileResponse(req, managed.localFile(key), type, extra);
         return objectResponse(req, key, type, extra);
       },

@@ -113,6 +113,8 @@ export interface EncoderSettings {
   readonly leaseMs: number;
   /** On SIGTERM, how long the running task may take to finish before it is handed back (MEDIA_ENCODER_DRAIN_SECONDS). */
   readonly drainMs: number;
+  /** Hosted videos' streams are published while they encode, playable with their first rung (MEDIA_ENCODER_PROGRESSIVE). */
+  readonly progressive: boolean;
 }
 
 /** A token bucket: `quota` requests per `windowSeconds` sustained, up to `burst` at once. */
@@ -195,12 +197,15 @@ function encoderSettings(env: NodeJS.ProcessEnv, mode: string): EncoderSettings 
   // The embedded node keeps its name across restarts, so its first request hands back what its previous life held.
   const nodeId = env.MEDIA_ENCODER_ID || (mode === "embedded" ? "embedded" : `${os.hostname()}-${process.pid}`);
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) throw new ConfigError("MEDIA_ENCODER_ID", `"${nodeId}" must be 1 to 128 of A-Z a-z 0-9 . _ : -`);
+  const progressive = env.MEDIA_ENCODER_PROGRESSIVE || "true";
+  if (progressive !== "true" && progressive !== "false") throw new ConfigError("MEDIA_ENCODER_PROGRESSIVE", `must be true or false, got "${progressive}"`);
   return {
     workerClass,
     nodeId,
     leaseMs: integer(env, "MEDIA_ENCODE_LEASE_SECONDS", 30, 2, 3600) * 1000,
     // Embedded, the queue lives in the same process: a task handed back at once is taken again at the next start.
     drainMs: integer(env, "MEDIA_ENCODER_DRAIN_SECONDS", mode === "embedded" ? 0 : 300, 0, 86_400) * 1000,
+    progressive: progressive === "true",
   };
 }
 

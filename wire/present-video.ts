@@ -89,5 +89,6 @@ export function videoMessage(v: VideoRecord, links: VideoLinks = {}): Video {
     sourceDeletedAt: ts(v.sourceDeletedAt),
     errorCode: v.errorCode,
     errorMessage: v.errorMessage,
+    encodedAt: ts(v.encodedAt),
   });
 }

@@ -668,6 +668,41 @@ describe("managed and protected outputs", () => {
     ).toBe("");
   });
 
+  it("a progressive stream's publication: playable once, then more rungs; only while its output and attempt run; a managed job tells its video", () => {
+    const managed = { videoId: "vid_1" };
+    const published = (rungs: typeof renditions, attempt = "e1", outputId = "out_a"): JobCommand => ({
+      type: "output_published",
+      attempt,
+      at: at + 5,
+      outputId,
+      url: "managed://play/vid_1/out_a/index.m3u8",
+      main: "index.m3u8",
+      renditions: rungs,
+      drm,
+    });
+    const start = encodingJob({ managed });
+    const first = run(start, published([]));
+    expect(job(first).outputs[0]).toMatchObject({ status: "processing", playableAt: at + 5, main: "index.m3u8", renditions: [], drm });
+    const intents = (before: JobState, c: JobCommand) => {
+      const events = decided(before, c);
+      return jobEffects(events.reduce(JobBehavior.fold, before), events, c, before);
+    };
+    expect(intents(start, published([]))).toContainEqual({ kind: "video_published", outputId: "out_a" });
+    expect(intents(encodingJob(), published([])).map((i) => i.kind)).not.toContain("video_published");
+    // The same again is no news; more rungs are, and keep the first playable time.
+    expect(decided(first, published([]))).toEqual([]);
+    const more = run(first, { ...published(renditions), at: at + 9 } as JobCommand);
+    expect(job(more).outputs[0]).toMatchObject({ playableAt: at + 5, renditions });
+    expect(decided(more, published(renditions))).toEqual([]);
+    // Another attempt's, a completed output's, an unknown output's: no change.
+    expect(decided(start, published([], "e0"))).toEqual([]);
+    expect(decided(start, published([], "e1", "out_x"))).toEqual([]);
+    expect(decided(run(start, completeOutput("out_a")), published(renditions))).toEqual([]);
+    // Completing replaces what was published with what the output became.
+    const done = job(run(more, completeOutput("out_a"))).outputs[0]!;
+    expect(done).toMatchObject({ status: "completed", playableAt: at + 5 });
+  });
+
   it("tells a managed job's video how it ended once, when it settles, and no other job's", () => {
     const managed = { videoId: "vid_1" };
     const effectsOf = (over: Partial<JobRequest>, command: JobCommand) => {

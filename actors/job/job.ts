@@ -39,7 +39,7 @@ import type { Topics } from "../../src/bus/topics.js";
 import { fanOut } from "../fanout.js";
 import { ledgerWrites, type EventRecord } from "../ledger.js";
 import { jobLedgerEvents } from "./ledger-events.js";
-import { tellVideoOutcome } from "./outcome.js";
+import { tellVideoOutcome, tellVideoPublished } from "./outcome.js";
 import type { IntentHandlers } from "../outbox.js";
 import { publishUpdate, tell } from "../commands.js";
 import { observeJobEnded } from "../../src/metrics.js";
@@ -205,6 +205,13 @@ const decideBy: Handlers = {
         ...(c.drm ? { drm: c.drm } : {}),
       },
     ];
+  }),
+  // News only when it plays for the first time or has more complete rungs: a later attempt starts its publishing over.
+  output_published: onJob((job, c) => {
+    const o = job.outputs.find((x) => x.id === c.outputId);
+    if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || o?.status !== "processing") return [];
+    if (o.playableAt !== undefined && c.renditions.length <= (o.renditions?.length ?? 0)) return [];
+    return [{ type: "output_published", at: c.at, outputId: c.outputId, url: c.url, main: c.main, renditions: c.renditions, ...(c.drm ? { drm: c.drm } : {}) }];
   }),
   output_failed: onJob((job, c) => {
     const o = job.outputs.find((x) => x.id === c.outputId);
@@ -391,6 +398,18 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
       };
       return { ...base, outputs, progress: jobProgress(outputs), ...tracks };
     }
+    case "output_published":
+      return {
+        ...base,
+        outputs: patchOutput(job, event.outputId, (o) => ({
+          ...o,
+          playableAt: o.playableAt ?? event.at,
+          outputUrl: event.url,
+          main: event.main,
+          renditions: event.renditions,
+          ...(event.drm ? { drm: event.drm } : {}),
+        })),
+      };
     case "output_failed":
       return {
         ...base,
@@ -424,7 +443,9 @@ export type JobIntent =
   | { readonly kind: "fanout"; readonly events: readonly EventRecord[] }
   | { readonly kind: "legacy"; readonly posts: readonly LegacyPost[] }
   /** A managed job's end, told to its video. */
-  | { readonly kind: "video" };
+  | { readonly kind: "video" }
+  /** A managed job's stream plays (and has more rungs): its video is ready while the rest encodes. */
+  | { readonly kind: "video_published"; readonly outputId: string };
 
 export const JobBehavior: EntityBehavior<JobState, JobCommand, JobEvent, JobIntent> = {
   type: "job",
@@ -508,6 +529,7 @@ export function jobEffects(state: JobState, events: readonly JobEvent[], command
   if (ledger.length > 0) intents.push({ kind: "fanout", events: ledger });
   const posts = events.flatMap((e) => legacyPosts(job, e));
   if (posts.length > 0) intents.push({ kind: "legacy", posts });
+  for (const e of events) if (job.managed && e.type === "output_published") intents.push({ kind: "video_published", outputId: e.outputId });
   if (job.managed && events.some((e) => e.type === "settled")) intents.push({ kind: "video" });
   return intents;
 }
@@ -575,6 +597,9 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
     },
     video: async (_intent, { state }) => {
       if (state.job) await tellVideoOutcome({ bus: d.bus, topics: d.topics, store: d.store, dayMs: d.retentionDayMs }, state.job);
+    },
+    video_published: async (intent, { state }) => {
+      if (state.job) await tellVideoPublished({ bus: d.bus, topics: d.topics }, state.job, intent.outputId);
     },
   };
 }

@@ -75,8 +75,10 @@ export interface OutputState {
   readonly errorMessage?: string;
   /** Key prefix of this output's files in the output origin. */
   readonly keyPrefix: string;
-  /** The main file (playlist, manifest or file) under keyPrefix, once completed. */
+  /** The main file (playlist, manifest or file) under keyPrefix, once completed (or playable). */
   readonly main?: string;
+  /** A progressive stream (a hosted video's): when its first rung became playable, before it completed. */
+  readonly playableAt?: number;
   /** What each video rendition became, once completed. */
   readonly renditions?: readonly RenditionResult[];
   readonly estimateMicros?: number;
@@ -303,6 +305,20 @@ export interface JobCommands {
     readonly chapters?: readonly ChapterResultData[];
     readonly drm?: DrmKeysData;
   };
+  /**
+   * A progressive stream (a hosted video's) is published so far: first when its first rung and
+   * audio have a segment each (it plays while the rest encodes), then as each rung is complete.
+   */
+  readonly output_published: {
+    readonly attempt: string;
+    readonly at: number;
+    readonly outputId: string;
+    readonly url: string;
+    readonly main: string;
+    /** The rungs complete so far. */
+    readonly renditions: readonly RenditionResult[];
+    readonly drm?: DrmKeysData;
+  };
   readonly output_failed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure };
   readonly thumbnails_done: { readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] };
   readonly encode_finished: { readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure };
@@ -356,6 +372,15 @@ export type JobEvent =
       readonly renditions?: readonly RenditionResult[];
       readonly subtitles?: readonly SubtitleResultData[];
       readonly chapters?: readonly ChapterResultData[];
+      readonly drm?: DrmKeysData;
+    }
+  | {
+      readonly type: "output_published";
+      readonly at: number;
+      readonly outputId: string;
+      readonly url: string;
+      readonly main: string;
+      readonly renditions: readonly RenditionResult[];
       readonly drm?: DrmKeysData;
     }
   | { readonly type: "output_failed"; readonly at: number; readonly outputId: string; readonly failure: Failure }

@@ -1,7 +1,7 @@
 // The outcome a managed job reports to its video (actors/job/outcome.ts), without I/O.
 import { describe, expect, it } from "vitest";
 import type { DrmKeysData, JobRecord } from "./messages.js";
-import { jobOutcome } from "./outcome.js";
+import { jobOutcome, streamPublished } from "./outcome.js";
 
 describe("a managed job's outcome", () => {
   const job = (over: Partial<JobRecord> = {}): JobRecord =>
@@ -114,5 +114,34 @@ describe("a managed job's outcome", () => {
     const dash = { id: "out_d", status: "completed", keyPrefix: "play/vid_1/out_d", main: "manifest.mpd", sizeBytes: 1, renditions: [] };
     expect(jobOutcome(job({ outputs: [dash] } as never)).playlistKey).toBe("play/vid_1/out_d/manifest.mpd");
     expect(jobOutcome(job({ outputs: [dash, ...job().outputs] } as never)).playlistKey).toBe("play/vid_1/out_0/index.m3u8");
+  });
+
+  it("a progressive stream while it encodes: its playlist, the rungs complete so far and their sizes, its keys; nothing before it plays", () => {
+    const drm: DrmKeysData = { scheme: "aes128", clearKey: true, kids: [{ trackClass: "sd", kid: "00112233445566778899aabbccddeeff" }], sealed: "sealed" };
+    const playing = {
+      id: "out_0",
+      status: "processing",
+      keyPrefix: "play/vid_1/out_0",
+      main: "index.m3u8",
+      playableAt: 3000,
+      renditions: [{ name: "360p", codec: "h264", width: 640, height: 360, sizeBytes: 400_000 }],
+      drm,
+    };
+    const running = job({ status: "processing", outputs: [{ id: "out_x", status: "processing", keyPrefix: "x" }, playing] } as never);
+    expect(streamPublished(running, "out_0")).toStrictEqual({
+      jobId: "job_1",
+      at: 3000,
+      playlistKey: "play/vid_1/out_0/index.m3u8",
+      durationSeconds: 8,
+      renditions: [{ resolution: "360p", codec: "h264", bitrateKbps: 400, width: 640, height: 360, sizeBytes: 400_000 }],
+      outputSizeBytes: 400_000,
+      drm,
+    });
+    const clear = streamPublished(job({ outputs: [{ ...playing, drm: undefined, renditions: undefined }] } as never), "out_0")!;
+    expect([clear.renditions, clear.outputSizeBytes, "drm" in clear]).toEqual([[], 0, false]);
+    expect(streamPublished(job({ outputs: [{ ...playing, playableAt: undefined }] } as never), "out_0")).toBeUndefined();
+    expect(streamPublished(job({ outputs: [{ ...playing, main: undefined }] } as never), "out_0")).toBeUndefined();
+    expect(streamPublished(running, "out_x")).toBeUndefined();
+    expect(streamPublished(running, "out_missing")).toBeUndefined();
   });
 });

@@ -69,7 +69,12 @@ export interface VideoRecord {
   readonly requestId?: string;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** When the video became playable (its stream's first rung published, or its job done). */
   readonly readyAt?: number;
+  /** Ready and its ladder still encoding (a progressive stream): cleared when the job ends. */
+  readonly encoding?: boolean;
+  /** When every rendition was done: the job completed (absent while encoding, and when it failed after the video was ready). */
+  readonly encodedAt?: number;
   readonly sourcePinned: boolean;
   readonly sourceScheduledForDeletionAt?: number;
   readonly sourceDeletedAt?: number;
@@ -94,6 +99,19 @@ export interface JobOutcome {
   readonly posterKey?: string;
   readonly hoverWebpKey?: string;
   readonly hoverMp4Key?: string;
+  readonly drm?: DrmKeysData;
+}
+
+/** A progressive stream so far, as the job tells it (see the job's `video_published` intent). */
+export interface StreamPublished {
+  readonly jobId: string;
+  /** When it became playable. */
+  readonly at: number;
+  readonly playlistKey: string;
+  readonly durationSeconds: number;
+  /** The rungs complete so far. */
+  readonly renditions: readonly Omit<RenditionRecord, "id">[];
+  readonly outputSizeBytes: number;
   readonly drm?: DrmKeysData;
 }
 
@@ -136,6 +154,8 @@ export interface VideoCommands {
   readonly create: { readonly id: string; readonly at: number; readonly request: VideoRequest };
   /** The gateway verified the stored upload: the source is in place. */
   readonly complete_upload: { readonly at: number; readonly sizeBytes: number; readonly requestId?: string };
+  /** The job's stream plays (its first rung is published), or has more complete rungs. */
+  readonly playable: { readonly published: StreamPublished };
   /** retentionMs: the app's delete_source_after_days when the job ended, in ms (0 keeps the source). */
   readonly job_ended: { readonly outcome: JobOutcome; readonly retentionMs?: number };
   readonly update: { readonly at: number; readonly patch: VideoPatch; readonly deleteSourceAt?: number | null };

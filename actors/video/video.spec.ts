@@ -7,7 +7,7 @@ import type { Rejection } from "../host.js";
 import type { DrmKeysData, JobRecord, JobRequest } from "../job/messages.js";
 import { createVideo, request, videoRecord } from "./video.fixtures.js";
 import { sourceDeletionAt, VideoBehavior, videoEffects, type VideoEvent } from "./video.js";
-import { SOURCE_DELETIONS, VIDEOS, type JobOutcome, type VideoCommand, type VideoRecord, type VideoState } from "./messages.js";
+import { SOURCE_DELETIONS, VIDEOS, type JobOutcome, type StreamPublished, type VideoCommand, type VideoRecord, type VideoState } from "./messages.js";
 
 const video = videoRecord;
 
@@ -151,6 +151,7 @@ describe("VideoActor decisions", () => {
       updatedAt: 9000,
       status: "ready",
       readyAt: 9000,
+      encodedAt: 9000,
       encodingCostMicros: 12_345,
       durationSeconds: 6,
       renditions: [{ id: expect.stringMatching(/^ren_/), resolution: "480p", codec: "h264", bitrateKbps: 900, width: 854, height: 480, sizeBytes: 700_000 }],
@@ -278,13 +279,13 @@ describe("VideoActor decisions", () => {
   });
 });
 
-describe("VideoActor effects and ledger", () => {
-  const effects = (before: VideoState, c: VideoCommand) => {
-    const events = decided(before, c);
-    const after = events.reduce(VideoBehavior.fold, before);
-    return videoEffects(after, events, before);
-  };
+const effects = (before: VideoState, c: VideoCommand) => {
+  const events = decided(before, c);
+  const after = events.reduce(VideoBehavior.fold, before);
+  return videoEffects(after, events, before);
+};
 
+describe("VideoActor effects and ledger", () => {
   it("an upload's completion starts the job and records video.uploaded; URL ingest starts at creation without it", () => {
     const kinds = (i: ReturnType<typeof effects>) => i.map((x) => x.kind);
     expect(kinds(effects({}, createVideo()))).toEqual(["update"]);
@@ -297,11 +298,11 @@ describe("VideoActor effects and ledger", () => {
     expect(fanout.events[0]!.id).toMatch(/^evt_/);
   });
 
-  it("the job's end records video.ready or video.failed; delete purges everything, a due source only the source; no change, no intents", () => {
+  it("the job's end records video.ready and video.encoded, or video.failed; delete purges everything, a due source only the source; no change, no intents", () => {
     const ready = effects(processing(), { type: "job_ended", outcome: outcome() });
     expect(ready.map((i) => i.kind)).toEqual(["update", "fanout"]);
     const typesOf = (i: ReturnType<typeof effects>[number] | undefined) => (i?.kind === "fanout" ? i.events.map((e) => e.type) : []);
-    expect(typesOf(ready[1])).toEqual(["video.ready"]);
+    expect(typesOf(ready[1])).toEqual(["video.ready", "video.encoded"]);
     const failed = effects(processing(), { type: "job_ended", outcome: outcome({ status: "failed", playlistKey: undefined }) });
     expect(typesOf(failed[1])).toEqual(["video.failed"]);
     const readyState = run(processing(), { type: "job_ended", outcome: outcome() });
@@ -354,5 +355,94 @@ describe("VideoActor effects and ledger", () => {
     expect(kinds([touch, { type: "deleted", at: 3000 }])).toEqual(["update", "purge:all"]);
     expect(kinds([touch, { type: "source_deleted", at: 3000 }])).toEqual(["update", "purge:source"]);
     expect(kinds([touch])).toEqual(["update"]);
+  });
+});
+
+describe("VideoActor: a progressive stream (ready while its ladder encodes)", () => {
+  const published = (over: Partial<StreamPublished> = {}): StreamPublished => ({
+    jobId: "job_1",
+    at: 3000,
+    playlistKey: "play/vid_1/out_1/index.m3u8",
+    durationSeconds: 6,
+    renditions: [],
+    outputSizeBytes: 0,
+    ...over,
+  });
+  const rung = (height: number, sizeBytes: number) => ({
+    resolution: `${height}p`,
+    codec: "h264" as const,
+    bitrateKbps: 100,
+    width: Math.round((height * 16) / 9 / 2) * 2,
+    height,
+    sizeBytes,
+  });
+  const typesOf = (s: VideoState, c: VideoCommand) => effects(s, c).flatMap((i) => (i.kind === "fanout" ? i.events.map((e) => [e.type, e.createdAt]) : []));
+
+  it("the first report makes it ready (video.ready, once), still encoding; later ones add rungs with ids that do not move", () => {
+    const first = run(processing(), { type: "playable", published: published() }).video!;
+    expect(first).toMatchObject({
+      status: "ready",
+      readyAt: 3000,
+      encoding: true,
+      playlistKey: "play/vid_1/out_1/index.m3u8",
+      durationSeconds: 6,
+      renditions: [],
+    });
+    expect(first.encodedAt).toBeUndefined();
+    expect(typesOf(processing(), { type: "playable", published: published() })).toEqual([["video.ready", 3000]]);
+    // The same report again, or one with no more rungs, is no change; another job's is ignored.
+    expect(decided({ video: first }, { type: "playable", published: published() })).toEqual([]);
+    expect(decided(processing(), { type: "playable", published: published({ jobId: "job_other" }) })).toEqual([]);
+    const one = run({ video: first }, { type: "playable", published: published({ renditions: [rung(360, 10)], outputSizeBytes: 10 }) }).video!;
+    expect(one).toMatchObject({ readyAt: 3000, encoding: true, outputSizeBytes: 10 });
+    expect(typesOf({ video: first }, { type: "playable", published: published({ renditions: [rung(360, 10)] }) })).toEqual([]);
+    const all = run({ video: one }, { type: "playable", published: published({ renditions: [rung(720, 30), rung(360, 10)], outputSizeBytes: 40 }) }).video!;
+    expect(all.renditions.map((r) => r.resolution)).toEqual(["720p", "360p"]);
+    expect(all.renditions[1]!.id).toBe(one.renditions[0]!.id);
+    expect(decided({ video: all }, { type: "playable", published: published({ renditions: [rung(360, 10)] }) })).toEqual([]);
+    // Not while uploading, nor once its job ended.
+    expect(decided(created(), { type: "playable", published: published() })).toEqual([]);
+    const ended = run({ video: all }, { type: "job_ended", outcome: outcome() }).video!;
+    expect(decided({ video: ended }, { type: "playable", published: published({ renditions: [rung(720, 1), rung(480, 1), rung(360, 1)] }) })).toEqual([]);
+  });
+
+  it("its job's end: every rendition done (encoded_at, video.encoded), ready_at kept; a failure keeps it ready and says why (video.encoding_failed)", () => {
+    const playing = run(processing(), { type: "playable", published: published({ renditions: [rung(360, 10)], outputSizeBytes: 10 }) });
+    const done = run(playing, {
+      type: "job_ended",
+      outcome: outcome({ renditions: [rung(720, 30), rung(360, 10)], outputSizeBytes: 40 }),
+      retentionMs: 5000,
+    }).video!;
+    expect(done).toMatchObject({
+      status: "ready",
+      readyAt: 3000,
+      encodedAt: 9000,
+      outputSizeBytes: 40,
+      encodingCostMicros: 12_345,
+      sourceScheduledForDeletionAt: 14_000,
+    });
+    expect(done.encoding).toBeUndefined();
+    expect(done.renditions[1]!.id).toBe(playing.video!.renditions[0]!.id);
+    expect(typesOf(playing, { type: "job_ended", outcome: outcome() })).toEqual([["video.encoded", 9000]]);
+    for (const status of ["failed", "canceled"] as const) {
+      const failed = run(playing, {
+        type: "job_ended",
+        outcome: outcome({ status, errorCode: "encode_failed", errorMessage: "ffmpeg died", playlistKey: undefined }),
+      }).video!;
+      expect(failed).toMatchObject({ status: "ready", readyAt: 3000, errorCode: "encode_failed", errorMessage: "ffmpeg died", encodingCostMicros: 12_345 });
+      expect([failed.encoding, failed.encodedAt, failed.sourceScheduledForDeletionAt]).toEqual([undefined, undefined, undefined]);
+      expect(failed.playlistKey).toBe("play/vid_1/out_1/index.m3u8");
+      expect(typesOf(playing, { type: "job_ended", outcome: outcome({ status, playlistKey: undefined }) })).toEqual([["video.encoding_failed", 9000]]);
+    }
+    const silent = run(playing, { type: "job_ended", outcome: outcome({ status: "failed", playlistKey: undefined }) }).video!;
+    expect([silent.errorCode, silent.errorMessage]).toEqual(["encode_failed", "the transcode stopped before every rendition was done"]);
+    // Ended once.
+    expect(decided({ video: done }, { type: "job_ended", outcome: outcome() })).toEqual([]);
+  });
+
+  it("delete waits for the end of the encode; archive does not", () => {
+    const playing = run(processing(), { type: "playable", published: published() });
+    expect(rejected(playing, { type: "delete", at: 5000 })).toMatchObject({ code: Code.FailedPrecondition, message: expect.stringMatching(/still encoding/) });
+    expect(run(playing, { type: "archive", at: 5000 }).video!.status).toBe("archived");
   });
 });

@@ -21,6 +21,7 @@ import {
   VIDEOS,
   type SourceDeletionRow,
   type JobOutcome,
+  type StreamPublished,
   type VideoCommand,
   type VideoCommandOf,
   type VideoCommands,
@@ -32,7 +33,10 @@ import {
 export type VideoEvent =
   | { readonly type: "created"; readonly video: VideoRecord }
   | { readonly type: "uploaded"; readonly at: number; readonly sizeBytes: number }
-  | { readonly type: "ended"; readonly outcome: JobOutcome; readonly sourceDeleteAt?: number }
+  /** first: the video becomes playable with it (it was processing). */
+  | { readonly type: "published"; readonly published: StreamPublished; readonly first?: boolean }
+  /** playing: the video was ready before its job ended (a progressive stream). */
+  | { readonly type: "ended"; readonly outcome: JobOutcome; readonly sourceDeleteAt?: number; readonly playing?: boolean }
   | { readonly type: "updated"; readonly at: number; readonly patch: VideoPatch; readonly deleteSourceAt?: number | null }
   | { readonly type: "archived"; readonly at: number }
   | { readonly type: "deleted"; readonly at: number }
@@ -66,13 +70,22 @@ const HANDLERS: Handlers = {
     if (v.status !== "uploading") return refuse(`video ${v.id} is ${v.status}, not uploading`);
     return [{ type: "uploaded", at: c.at, sizeBytes: c.sizeBytes }];
   }),
+  // Playable at the first report; a later one is news only with more complete rungs, while the job runs.
+  playable: (state, { published: p }) => {
+    const v = state.video;
+    if (!v || v.jobId !== p.jobId) return [];
+    if (v.status === "processing") return [{ type: "published", published: p, first: true }];
+    if (v.status === "ready" && v.encoding === true && p.renditions.length > v.renditions.length) return [{ type: "published", published: p }];
+    return [];
+  },
   job_ended: (state, c) => {
     const v = state.video;
-    // The job ends once; a repeated report, or one for another job, is no change.
-    if (!v || v.status !== "processing" || v.jobId !== c.outcome.jobId) return [];
+    // The job ends once; a repeated report, or one for another job, is no change. A video ready
+    // before its job ended (a progressive stream) takes the end as well.
+    if (!v || v.jobId !== c.outcome.jobId || !(v.status === "processing" || (v.status === "ready" && v.encoding === true))) return [];
     const ready = (c.outcome.status === "completed" || c.outcome.status === "partial") && c.outcome.playlistKey !== undefined;
     const due = ready ? sourceDeletionAt(v, c.outcome.at, c.retentionMs ?? 0) : undefined;
-    return [{ type: "ended", outcome: c.outcome, ...(due !== undefined ? { sourceDeleteAt: due } : {}) }];
+    return [{ type: "ended", outcome: c.outcome, ...(due !== undefined ? { sourceDeleteAt: due } : {}), ...(v.encoding === true ? { playing: true } : {}) }];
   },
   update: onVideo((v, c) =>
     v.status === "deleted"
@@ -87,6 +100,8 @@ const HANDLERS: Handlers = {
   delete: onVideo((v, c) => {
     if (v.status === "deleted") return [];
     if (v.status === "processing") return refuse(`video ${v.id} is processing; delete it once it is ready or has failed`);
+    if (v.encoding === true)
+      return refuse(`video ${v.id} is still encoding its renditions; delete it once encoded_at is set, or cancel its job ${v.jobId} first`);
     return [{ type: "deleted", at: c.at }];
   }),
   source_deleted: onVideo((v, c) => (v.sourceDeletedAt !== undefined ? [] : [{ type: "source_deleted", at: c.at }])),
@@ -133,16 +148,45 @@ export function sourceDeletionAt(v: Pick<VideoRecord, "sourcePinned" | "sourceDe
 }
 
 export function foldVideo(v: VideoRecord, e: VideoEvent): VideoRecord {
-  const base = { ...v, version: v.version + 1, updatedAt: "at" in e ? e.at : e.type === "ended" ? e.outcome.at : v.updatedAt };
+  const base = {
+    ...v,
+    version: v.version + 1,
+    updatedAt: "at" in e ? e.at : e.type === "ended" ? e.outcome.at : e.type === "published" ? Math.max(v.updatedAt, e.published.at) : v.updatedAt,
+  };
   switch (e.type) {
     case "created":
       return e.video;
     case "uploaded":
       return { ...base, status: "processing", inputSizeBytes: e.sizeBytes };
+    case "published": {
+      const p = e.published;
+      return {
+        ...base,
+        status: "ready",
+        readyAt: v.readyAt ?? p.at,
+        encoding: true,
+        durationSeconds: p.durationSeconds,
+        renditions: renditionsOf(v, p.renditions, true),
+        outputSizeBytes: p.outputSizeBytes,
+        playlistKey: p.playlistKey,
+        ...(p.drm ? { drm: p.drm } : {}),
+      };
+    }
     case "ended": {
       const o = e.outcome;
       const ok = (o.status === "completed" || o.status === "partial") && o.playlistKey !== undefined;
       const money = { encodingCostMicros: o.actualMicros };
+      if (!ok && e.playing === true) {
+        // It failed after it became playable: it stays ready (ready is terminal) with what was
+        // published, which plays to where the encode stopped, and says why.
+        const { encoding: _e, ...rest } = base;
+        return {
+          ...rest,
+          ...money,
+          errorCode: o.errorCode ?? "encode_failed",
+          errorMessage: o.errorMessage ?? "the transcode stopped before every rendition was done",
+        };
+      }
       if (!ok) {
         return {
           ...base,
@@ -152,13 +196,15 @@ export function foldVideo(v: VideoRecord, e: VideoEvent): VideoRecord {
           errorMessage: o.errorMessage ?? "the transcode produced no playable stream",
         };
       }
+      const { encoding: _e, ...rest } = base;
       return {
-        ...base,
+        ...rest,
         ...money,
         status: "ready",
-        readyAt: o.at,
+        readyAt: v.readyAt ?? o.at,
+        encodedAt: o.at,
         durationSeconds: o.durationSeconds,
-        renditions: o.renditions.map((r, i) => ({ ...r, id: derivedId("ren_", `${v.id}:${i}:${r.resolution}`) })),
+        renditions: renditionsOf(v, o.renditions, e.playing === true),
         outputSizeBytes: o.outputSizeBytes,
         playlistKey: o.playlistKey!,
         ...(o.posterKey ? { posterKey: o.posterKey } : {}),
@@ -203,7 +249,22 @@ export function foldVideo(v: VideoRecord, e: VideoEvent): VideoRecord {
   }
 }
 
-/** The ledger events a video event produces (video.uploaded, video.ready, video.failed), given the video after it. */
+/**
+ * Rendition records with stable ids. A progressive stream's list grows, so its rungs are named by
+ * what they are; a video ready at its job's end keeps the ids it always had (by position).
+ */
+function renditionsOf(v: Pick<VideoRecord, "id">, renditions: JobOutcome["renditions"], growing: boolean): VideoRecord["renditions"] {
+  return renditions.map((r, i) => ({
+    ...r,
+    id: derivedId("ren_", growing ? `${v.id}:${r.resolution}:${r.width}x${r.height}:${r.codec}` : `${v.id}:${i}:${r.resolution}`),
+  }));
+}
+
+/**
+ * The ledger events a video event produces, given the video after it: video.uploaded; video.ready
+ * when it becomes playable; video.failed when it ends without playing; video.encoded when every
+ * rendition is done, and video.encoding_failed when its job fails after it became playable.
+ */
 export function videoLedgerEvents(v: VideoRecord, e: VideoEvent): EventRecord[] {
   const make = (type: EventType, at: number): EventRecord => ({
     id: derivedId("evt_", `${v.id}:${type}`),
@@ -216,7 +277,13 @@ export function videoLedgerEvents(v: VideoRecord, e: VideoEvent): EventRecord[] 
     createdAt: at,
   });
   if (e.type === "uploaded") return [make("video.uploaded", e.at)];
-  if (e.type === "ended") return [make(v.status === "ready" ? "video.ready" : "video.failed", e.outcome.at)];
+  if (e.type === "published") return e.first === true ? [make("video.ready", e.published.at)] : [];
+  if (e.type === "ended") {
+    if (v.status !== "ready") return [make("video.failed", e.outcome.at)];
+    if (v.encodedAt === undefined) return [make("video.encoding_failed", e.outcome.at)];
+    // Ready at its end (no progressive stream): playable and encoded at once.
+    return e.playing === true ? [make("video.encoded", e.outcome.at)] : [make("video.ready", e.outcome.at), make("video.encoded", e.outcome.at)];
+  }
   return [];
 }
 

@@ -405,10 +405,11 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
         req.sourcePinned === false &&
         video.sourcePinned &&
         video.readyAt !== undefined &&
+        video.encoding !== true &&
         video.sourceDeletedAt === undefined &&
         app.hosting!.deleteSourceAfterDays > 0
       ) {
-        deleteSourceAt = video.readyAt + app.hosting!.deleteSourceAfterDays * d.config.sourceRetention.dayMs;
+        deleteSourceAt = (video.encodedAt ?? video.readyAt) + app.hosting!.deleteSourceAfterDays * d.config.sourceRetention.dayMs;
       }
       const next = accepted(
         await d.actors.ask(VideoEntity, video.id, { type: "update", at: Date.now(), patch, ...(deleteSourceAt !== undefined ? { deleteSourceAt } : {}) }),
@@ -445,11 +446,13 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       const aborted = new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
       const closed = watchOpened("video");
       const last = (v: VideoRecord) => (v.status === "ready" ? "completed" : v.status === "error" ? "failed" : v.status);
+      // A ready video whose ladder still encodes goes on: the stream ends when every rendition is done or the encode failed.
+      const final = (v: VideoRecord) => TERMINAL.has(v.status) && v.encoding !== true;
       try {
         let { video, app } = await visibleVideo(caller, req.id);
         yield create(WatchVideoResponseSchema, { eventType: "snapshot", video: present(video, app) });
-        if (TERMINAL.has(video.status)) yield create(WatchVideoResponseSchema, { eventType: last(video), video: present(video, app) });
-        while (!TERMINAL.has(video.status)) {
+        if (final(video)) yield create(WatchVideoResponseSchema, { eventType: last(video), video: present(video, app) });
+        while (!final(video)) {
           if (queue.length === 0) {
             await Promise.race([new Promise<void>((r) => (wake = r)), aborted]);
             wake = undefined;
@@ -460,7 +463,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
           if (!next || next.version <= video.version) continue;
           video = next;
           app = (await d.directory.app(video.appId)) ?? app;
-          yield create(WatchVideoResponseSchema, { eventType: TERMINAL.has(video.status) ? last(video) : "updated", video: present(video, app) });
+          yield create(WatchVideoResponseSchema, { eventType: final(video) ? last(video) : "updated", video: present(video, app) });
         }
       } finally {
         closed();

@@ -182,6 +182,8 @@ describe("a single upload to a signed stream", () => {
     expect(video.output_size_bytes).toBe(video.renditions.reduce((s: number, r: any) => s + r.size_bytes, 0));
     expect(video.encoding_cost).toBeGreaterThan(0);
     expect(video.ready_at).toEqual(expect.any(String));
+    // Watch ends when every rendition is done; the video was playable (ready) before.
+    expect(Date.parse(video.encoded_at)).toBeGreaterThanOrEqual(Date.parse(video.ready_at));
     expect(video.playback_url).toMatch(
       /\/bcdn_token=HS256-[A-Za-z0-9_-]+&token_path=%2Fplay%2Fvid_[A-Za-z0-9]+%2F&expires=\d+\/play\/vid_[A-Za-z0-9]+\/out_[A-Za-z0-9]+\/index\.m3u8$/,
     );
@@ -289,7 +291,8 @@ describe("a single upload to a signed stream", () => {
     expect(none.videos).toEqual([]);
     const events = await ok(call(h.base, "WebhookService/ListEvents", {}, key));
     const types = events.events.filter((e: any) => JSON.parse(e.data).id === video.id).map((e: any) => e.type);
-    expect(types.sort()).toEqual(["video.ready", "video.uploaded"]);
+    // video.ready when it became playable, video.encoded when every rendition was done.
+    expect(types.sort()).toEqual(["video.encoded", "video.ready", "video.uploaded"]);
   });
 
   it("Archive refuses playback at once at the gateway that answered, and at every other as soon as the update arrives; Delete removes the files and keeps a tombstone", async () => {
@@ -464,7 +467,12 @@ describe("URL ingest, failures, managed jobs", () => {
     const webp = await fetch(end.video.hover_preview_url);
     expect(webp.headers.get("content-type")).toBe("image/webp");
     const events = await ok(call(h.base, "WebhookService/ListEvents", {}, key));
-    expect(events.events.filter((e: any) => JSON.parse(e.data).id === created.video.id).map((e: any) => e.type)).toEqual(["video.ready"]);
+    expect(
+      events.events
+        .filter((e: any) => JSON.parse(e.data).id === created.video.id)
+        .map((e: any) => e.type)
+        .sort(),
+    ).toEqual(["video.encoded", "video.ready"]);
   }, 180_000);
 
   it("a source that is not a video ends in error with video.failed, and the video says why", async () => {
@@ -602,21 +610,22 @@ describe("the app's hosting settings", () => {
     const kept = await uploadSingle(clip);
     await ok(call(h.base, "VideoService/CompleteUpload", { id: kept.video.id }, key));
     const a = (await untilDone(pinned.video.id)).video;
-    // One "day" is 2 s here: 3 days after ready. Pinned at once, well inside those 6 s (the other
+    // One "day" is 2 s here: 3 days after every rendition was done (the encode needs the source
+    // until then; the video plays earlier). Pinned at once, well inside those 6 s (the other
     // video's encode may take longer than that on a loaded machine).
-    expect(Date.parse(a.source_scheduled_for_deletion_at) - Date.parse(a.ready_at)).toBe(6_000);
+    expect(Date.parse(a.source_scheduled_for_deletion_at) - Date.parse(a.encoded_at)).toBe(6_000);
     const pin = await ok(call(h.base, "VideoService/Update", { id: a.id, source_pinned: true }, key));
     expect(pin.video.source_pinned).toBe(true);
     expect(pin.video.source_scheduled_for_deletion_at).toBeUndefined();
     expect(pin.video.source_deleted_at).toBeUndefined();
     const b = (await untilDone(kept.video.id)).video;
-    expect(Date.parse(b.source_scheduled_for_deletion_at) - Date.parse(b.ready_at)).toBe(6_000);
+    expect(Date.parse(b.source_scheduled_for_deletion_at) - Date.parse(b.encoded_at)).toBe(6_000);
     // The spec: a pending deletion is cleared on setting change, by the time Update answers.
     await ok(call(h.base, "AppService/Update", { id: h.boot.app_id, hosting: { delete_source_after_days: 1 } }, owner));
     expect((await ok(call(h.base, "VideoService/Get", { id: b.id }, key))).video.source_scheduled_for_deletion_at).toBeUndefined();
-    // Unpinning schedules by the rule as it stands: 1 day (2 s) after ready, already past, so the sweep takes it.
+    // Unpinning schedules by the rule as it stands: 1 day (2 s) after it was encoded, already past, so the sweep takes it.
     const unpinned = await ok(call(h.base, "VideoService/Update", { id: a.id, source_pinned: false }, key));
-    expect(Date.parse(unpinned.video.source_scheduled_for_deletion_at) - Date.parse(a.ready_at)).toBe(2_000);
+    expect(Date.parse(unpinned.video.source_scheduled_for_deletion_at) - Date.parse(a.encoded_at)).toBe(2_000);
     let gone: any;
     for (let i = 0; i < 40 && !gone?.source_deleted_at; i++) {
       await new Promise((r) => setTimeout(r, 500));
@@ -627,7 +636,7 @@ describe("the app's hosting settings", () => {
     expect(gone.status).toBe("ready"); // playback stays
     expect((await fetch(gone.playback_url)).status).toBe(200);
     // b's old schedule (6 s after ready) has passed by now: its source stays.
-    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(b.ready_at) + 6_000 + 1_500 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(b.encoded_at) + 6_000 + 1_500 - Date.now())));
     const still = (await ok(call(h.base, "VideoService/Get", { id: b.id }, key))).video;
     expect(still.source_deleted_at).toBeUndefined();
     expect(still.source_scheduled_for_deletion_at).toBeUndefined();

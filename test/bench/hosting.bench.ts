@@ -138,7 +138,8 @@ async function main(): Promise<void> {
   const ready = async (id: string) => {
     for (;;) {
       const v = (await call(server.base, "VideoService/Get", { id }, key)).body.video;
-      if (v.status === "ready" || v.status === "error") return v;
+      // Every rendition done: a ready video may still be encoding its ladder (encoded_at comes last).
+      if ((v.status === "ready" && (v.encoded_at !== undefined || v.error_code !== undefined)) || v.status === "error") return v;
       await new Promise((r) => setTimeout(r, 200));
     }
   };
