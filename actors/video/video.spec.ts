@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { sortKey } from "../../src/pagination.js";
 import type { Rejection } from "../host.js";
 import type { DrmKeysData, JobRecord, JobRequest } from "../job/messages.js";
+import { derivedId } from "../ledger.js";
 import { createVideo, request, videoRecord } from "./video.fixtures.js";
 import { sourceDeletionAt, VideoBehavior, videoEffects, type VideoEvent } from "./video.js";
 import { SOURCE_DELETIONS, VIDEOS, type JobOutcome, type StreamPublished, type VideoCommand, type VideoRecord, type VideoState } from "./messages.js";
@@ -438,6 +439,25 @@ describe("VideoActor: a progressive stream (ready while its ladder encodes)", ()
     expect([silent.errorCode, silent.errorMessage]).toEqual(["encode_failed", "the transcode stopped before every rendition was done"]);
     // Ended once.
     expect(decided({ video: done }, { type: "job_ended", outcome: outcome() })).toEqual([]);
+  });
+
+  it("keeps a protected stream's keys from the first report; ids are distinct per rung and, for a video ready at its end, by position as they always were", () => {
+    const drm: DrmKeysData = { scheme: "aes128", clearKey: true, kids: [{ trackClass: "sd", kid: "00112233445566778899aabbccddeeff" }], sealed: "sealed" };
+    expect(run(processing(), { type: "playable", published: published({ drm }) }).video!.drm).toEqual(drm);
+    expect(run(processing(), { type: "playable", published: published() }).video!).not.toHaveProperty("drm");
+    const all = run(processing(), { type: "playable", published: published({ renditions: [rung(720, 30), rung(360, 10)] }) }).video!;
+    expect(new Set(all.renditions.map((r) => r.id)).size).toBe(2);
+    const atEnd = run(processing(), { type: "job_ended", outcome: outcome() }).video!;
+    expect(atEnd.renditions[0]!.id).toBe(derivedId("ren_", "vid_1:0:480p"));
+  });
+
+  it("a later report never moves updated_at back; an archived video takes neither reports nor its job's end", () => {
+    const playing = run(processing(), { type: "playable", published: published() });
+    const touched = run(playing, { type: "update", at: 5000, patch: { title: "t" } });
+    expect(run(touched, { type: "playable", published: published({ renditions: [rung(360, 10)] }) }).video!.updatedAt).toBe(5000);
+    const archived = run(playing, { type: "archive", at: 6000 });
+    expect(decided(archived, { type: "playable", published: published({ renditions: [rung(360, 10)] }) })).toEqual([]);
+    expect(decided(archived, { type: "job_ended", outcome: outcome() })).toEqual([]);
   });
 
   it("delete waits for the end of the encode; archive does not", () => {
