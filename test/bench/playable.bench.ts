@@ -8,7 +8,8 @@
 // Run: npm run bench:playable   (BENCH_ROUNDS=3; BENCH_SOURCES=60,600; BENCH_REFERENCE=60 lists the
 // source lengths the reference also runs: a 10 min reference takes about 15 min a round here)
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { Readable } from "node:stream";
 import path from "node:path";
 import { promisify } from "node:util";
 import type { Browser } from "playwright-core";
@@ -53,7 +54,12 @@ async function round(base: string, key: { bearer: string; org: string }, browser
       key,
     )
   ).body;
-  const put = await fetch(created.upload_url, { method: "PUT", body: readFileSync(file) });
+  // Streamed, so chunked: the edge takes no ten-digit Content-Length (a 10 min source is over 1 GB).
+  const put = await fetch(created.upload_url, {
+    method: "PUT",
+    body: Readable.toWeb(createReadStream(file)) as ReadableStream,
+    duplex: "half",
+  } as RequestInit);
   if (put.status !== 200) throw new Error(`upload: ${put.status}`);
   const page = await browser.newPage();
   await page.goto("about:blank");
@@ -130,7 +136,10 @@ async function main(): Promise<void> {
   await browser.close();
   const dir = path.join(import.meta.dirname, "results");
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, `playable-${new Date().toISOString().slice(0, 10)}.json`), JSON.stringify(results, null, 2) + "\n");
+  // Sources run separately on one day add up in one file.
+  const out = path.join(dir, `playable-${new Date().toISOString().slice(0, 10)}.json`);
+  const earlier = existsSync(out) ? (JSON.parse(readFileSync(out, "utf8")) as Record<string, unknown>) : {};
+  writeFileSync(out, JSON.stringify({ ...earlier, ...results }, null, 2) + "\n");
 }
 
 await main();
