@@ -377,34 +377,33 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         });
         // A protected output's keys come first: a key provider that fails stops it before any encode, so nothing leaves clear.
         const keys = spec.drm ? await contentKeys(spec, output.id, plan, signal) : undefined;
-        if (plan.progressive) {
-          const grower = new ProgressivePublisher(plan, {
-            put: async (rel, local) => {
-              try {
-                await blob.put(`${output.keyPrefix}/${rel}`, local, contentTypeOf(rel));
-              } catch (e) {
-                throw new OutputWriteError(failureOf(e, "output"));
-              }
-            },
-            writeMaster: (playlists, to) => writeGrowingHlsMaster(plan, playlists, to, keys?.[0], signal),
-            onPublished: async (complete) => {
-              d.log.info({ job_id: job.id, output_id: output.id, renditions: complete.length, ms_since_start: Date.now() - started }, "output published");
-              await ask(job, {
-                type: "output_published",
-                attempt,
-                at: Date.now(),
-                outputId: output.id,
-                url: blob.url(`${output.keyPrefix}/${plan.main}`),
-                main: plan.main,
-                renditions: complete,
-                ...(keys ? { drm: drmKeysData(spec, keys) } : {}),
-              });
-            },
-            scratch: path.join(workDir, `${output.id}.published`),
-          });
-          publisher = grower;
-        }
-        const grower = publisher;
+        const grower = plan.progressive
+          ? new ProgressivePublisher(plan, {
+              put: async (rel, local) => {
+                try {
+                  await blob.put(`${output.keyPrefix}/${rel}`, local, contentTypeOf(rel));
+                } catch (e) {
+                  throw new OutputWriteError(failureOf(e, "output"));
+                }
+              },
+              writeMaster: (playlists, to) => writeGrowingHlsMaster(plan, playlists, to, keys?.[0], signal),
+              onPublished: async (complete) => {
+                d.log.info({ job_id: job.id, output_id: output.id, renditions: complete.length, ms_since_start: Date.now() - started }, "output published");
+                await ask(job, {
+                  type: "output_published",
+                  attempt,
+                  at: Date.now(),
+                  outputId: output.id,
+                  url: blob.url(`${output.keyPrefix}/${plan.main}`),
+                  main: plan.main,
+                  renditions: complete,
+                  ...(keys ? { drm: drmKeysData(spec, keys) } : {}),
+                });
+              },
+              scratch: path.join(workDir, `${output.id}.published`),
+            })
+          : undefined;
+        publisher = grower;
         await runPlan(plan, {
           signal,
           ...(keys ? { keys } : {}),
