@@ -355,3 +355,20 @@ export function ffmpegProcessesWith(marker: string): number[] {
   }
   return pids;
 }
+
+/** Video frames of a file or playlist (a path or a URL), each decoded by ffprobe (an HLS playlist may report its stream twice: the first count). */
+export async function decodedFrames(input: string): Promise<number> {
+  const { stdout } = await exec("ffprobe", [
+    "-v",
+    "error",
+    "-count_frames",
+    "-select_streams",
+    "v:0",
+    "-show_entries",
+    "stream=nb_read_frames",
+    "-of",
+    "csv=p=0",
+    input,
+  ]);
+  return Number(stdout.trim().split(/\s+/)[0]);
+}

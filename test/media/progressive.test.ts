@@ -3,11 +3,9 @@
 // segments, the master only stored playlists with segments), it is playable before the encode
 // ends, the later rungs join the master only once complete, and at the end every playlist ends
 // with EXT-X-ENDLIST, starts at 0, and decodes whole.
-import { execFile } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromJson } from "@bufbuild/protobuf";
 import { parseMediaPlaylist, runPlan, writeGrowingHlsMaster } from "../../encoder-node/ffmpeg.js";
@@ -17,9 +15,8 @@ import { ProgressivePublisher, START_AT_ZERO } from "../../encoder-node/progress
 import type { RenditionResult } from "../../actors/job/messages.js";
 import { OutputSpecSchema } from "../../src/gen/media/v1/job_pb.js";
 import { ladderOutputSpec } from "../../src/hosting.js";
-import { makeTestInput, parseHlsMaster } from "../media.js";
+import { decodedFrames, makeTestInput, parseHlsMaster } from "../media.js";
 
-const exec = promisify(execFile);
 const root = mkdtempSync(path.join(tmpdir(), "progressive-"));
 let input: { file: string; probe: ProbeResult };
 
@@ -28,23 +25,6 @@ beforeAll(async () => {
   input = { file, probe: await probe(file) };
 }, 60_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-/** Frames of a stored HLS playlist, decoded whole by ffmpeg. */
-async function framesOf(playlist: string): Promise<number> {
-  const { stdout } = await exec("ffprobe", [
-    "-v",
-    "error",
-    "-count_frames",
-    "-select_streams",
-    "v:0",
-    "-show_entries",
-    "stream=nb_read_frames",
-    "-of",
-    "csv=p=0",
-    playlist,
-  ]);
-  return Number(stdout.trim().split(/\s+/)[0]);
-}
 
 describe("a progressive stream", { timeout: 120_000 }, () => {
   it("is loadable at every moment, playable before its encode ends, and whole at the end", async () => {
@@ -107,7 +87,7 @@ describe("a progressive stream", { timeout: 120_000 }, () => {
       const seconds = parseMediaPlaylist(text).segments.reduce((s, x) => s + x.duration, 0);
       expect(Math.abs(seconds - 12)).toBeLessThan(0.1);
     }
-    for (const p of ["640x360", "854x480", "1280x720"]) expect(await framesOf(stored(`${p}/index.m3u8`))).toBe(360);
+    for (const p of ["640x360", "854x480", "1280x720"]) expect(await decodedFrames(stored(`${p}/index.m3u8`))).toBe(360);
   });
 
   it("ends what it published when the encode stops after it was playable", async () => {
