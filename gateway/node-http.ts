@@ -92,23 +92,34 @@ async function* requestBody(req: IncomingMessage): AsyncIterable<Uint8Array> {
   }
 }
 
-/** How long an answer waits for the rest of a body its handler stopped reading. */
-const LINGER_MS = 5_000;
+/** How long an answer waits for more of a body its handler stopped reading, and at most in all (nginx's lingering_timeout and lingering_time). */
+const LINGER_IDLE_MS = 5_000;
+const LINGER_MS = 30_000;
 
 /**
  * An answer given before the request's body was all read (a 413, a refusal) waits until the rest
  * has arrived and been dropped, as nginx's lingering close: a client still sending when the answer
- * comes can lose it to a reset. Past LINGER_MS the answer goes out and the connection closes.
+ * comes can lose it to a reset. A client that stops sending for LINGER_IDLE_MS, or is still
+ * sending after LINGER_MS, gets the answer and the connection closes. The wait is counted from the
+ * last bytes, not the first: a loaded machine that delivers a body slowly still answers it.
  */
 async function bodyDrained(req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (req.complete || req.destroyed) return;
-  req.resume();
-  let timer: NodeJS.Timeout | undefined;
-  const lingered = await Promise.race([
-    new Promise<boolean>((resolve) => req.once("end", () => resolve(true)).once("close", () => resolve(true))),
-    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), LINGER_MS))),
-  ]);
-  clearTimeout(timer);
+  const lingered = await new Promise<boolean>((resolve) => {
+    const idle = setTimeout(() => done(false), LINGER_IDLE_MS);
+    const total = setTimeout(() => done(false), LINGER_MS);
+    const more = () => idle.refresh();
+    const done = (whole: boolean) => {
+      clearTimeout(idle);
+      clearTimeout(total);
+      req.off("data", more); // the stream keeps flowing: the rest is still dropped
+      resolve(whole);
+    };
+    req
+      .on("data", more)
+      .once("end", () => done(true))
+      .once("close", () => done(true));
+  });
   if (!lingered) res.setHeader("connection", "close");
 }
 

@@ -252,6 +252,37 @@ describe.skipIf(TARGET === "cluster").each(["uws", "node"] as const)("edge route
     expect((await fetch(`${base}/t/nothing`)).status).toBe(404);
   });
 
+  it("answers a body over the limit sent slowly, then one the client stops sending, on one connection", async () => {
+    // node:http answers once the rest of a refused body has arrived (a lingering close), counting
+    // its wait from the last bytes: a body still arriving after five seconds is answered when it
+    // ends, and the connection stays usable. A client gone quiet gets its 413 after a few idle
+    // seconds, and the connection closes. uWS answers at once and drops the rest.
+    const socket = connect(server.port, "127.0.0.1");
+    await once(socket, "connect");
+    let response = "";
+    const answers = (n: number) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => (response.split("HTTP/1.1 413 ").length > n ? resolve() : undefined);
+        socket.on("data", (c: Buffer) => ((response += c.toString("latin1")), check()));
+        socket.once("close", () => reject(new Error(`closed after: ${response}`)));
+        check();
+      });
+    const PIECE = 128 * 1024;
+    const PIECES = 9; // 1.1 MiB, over the 1 MiB limit, in 6.3 s
+    socket.write(`PUT /t/upload/d HTTP/1.1\r\nhost: x\r\ncontent-length: ${PIECE * PIECES}\r\n\r\n`);
+    for (let i = 0; i < PIECES; i++) {
+      socket.write(randomBytes(PIECE));
+      await new Promise((r) => setTimeout(r, 700));
+    }
+    await answers(1);
+    expect(response).toMatch(/limit/);
+    expect(response).not.toMatch(/connection: close/i);
+    socket.write(`PUT /t/upload/e HTTP/1.1\r\nhost: x\r\ncontent-length: ${4 * 1024 * 1024}\r\n\r\n`);
+    socket.write(randomBytes(64 * 1024));
+    await answers(2);
+    socket.destroy();
+  }, 30_000);
+
   it("answers a browser's preflight for an upload and exposes ETag", async () => {
     const pre = await fetch(`${base}/t/upload/x`, {
       method: "OPTIONS",
