@@ -282,7 +282,8 @@ export async function runPlan(
     if (plan.aes128 && aes128Key && plan.hlsMaster)
       await probeAes128Codecs(plan.dir, plan.hlsMaster, aes128Key, path.dirname(plan.aes128.keyInfoFile), stop.signal);
     if (plan.dashManifest) await setMinBufferTime(path.join(plan.dir, plan.dashManifest.file), plan.dashManifest.minBufferTimeSeconds);
-    if (plan.hlsMaster) await writeHlsMaster(plan.dir, plan.hlsMaster, stop.signal);
+    // A chunked ladder's master waits for the join (encoder-node/chunks.ts).
+    if (plan.hlsMaster && !plan.chunked) await writeHlsMaster(plan.dir, plan.hlsMaster, stop.signal);
   } finally {
     opts.signal?.removeEventListener("abort", onAbort);
     reporter.stop();
@@ -395,7 +396,13 @@ interface Measured {
 }
 
 /** Peak and average bits per second over a media playlist's segments, and its codec string (probed unless known). */
-async function measure(dir: string, playlist: string, known: string | undefined, signal: AbortSignal): Promise<Measured> {
+async function measure(
+  dir: string,
+  playlist: string,
+  known: string | undefined,
+  signal: AbortSignal,
+  stored: Readonly<Record<string, number>> = {},
+): Promise<Measured> {
   const base = path.dirname(path.join(dir, playlist));
   const media = parseMediaPlaylist(await readFile(path.join(dir, playlist), "utf8"));
   if (media.segments.length === 0) throw new MediaError("encode_failed", `${playlist} lists no segments`);
@@ -404,7 +411,7 @@ async function measure(dir: string, playlist: string, known: string | undefined,
   let peak = 0;
   const sizes = new Map<string, number>();
   for (const s of media.segments) {
-    const size = s.bytes ?? sizes.get(s.uri) ?? (await stat(path.join(base, s.uri))).size;
+    const size = s.bytes ?? sizes.get(s.uri) ?? stored[path.posix.join(path.posix.dirname(playlist), s.uri)] ?? (await stat(path.join(base, s.uri))).size;
     sizes.set(s.uri, size);
     bits += size * 8;
     seconds += s.duration;
@@ -469,8 +476,8 @@ const quoted = (s: string) => `"${s.replace(/["\r\n]/g, "'")}"`;
 
 /** Writes the multivariant playlist from what was produced: measured bandwidths, probed codecs. */
 export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: AbortSignal, to = path.join(dir, m.file)): Promise<void> {
-  const audio = await Promise.all(m.audio.map(async (a) => ({ ...a, ...(await measure(dir, a.playlist, a.codecs, signal)) })));
-  const variants = await Promise.all(m.variants.map(async (v) => ({ ...v, ...(await measure(dir, v.playlist, v.codecs, signal)) })));
+  const audio = await Promise.all(m.audio.map(async (a) => ({ ...a, ...(await measure(dir, a.playlist, a.codecs, signal, m.storedBytes)) })));
+  const variants = await Promise.all(m.variants.map(async (v) => ({ ...v, ...(await measure(dir, v.playlist, v.codecs, signal, m.storedBytes)) })));
   const version = Math.max(3, ...audio.map((a) => a.version), ...variants.map((v) => v.version));
   const lines = ["#EXTM3U", `#EXT-X-VERSION:${version}`, "#EXT-X-INDEPENDENT-SEGMENTS"];
   const audioOnly = variants.length === 0;

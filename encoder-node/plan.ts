@@ -45,6 +45,8 @@ export interface HlsMasterPlan {
   subtitles?: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; forced: boolean; captions: boolean }[];
   /** aes_128: the first media timestamp (seconds), read when the first segment was decrypted, since the subtitles' timestamp map cannot probe it later. */
   firstTimestampSeconds?: number;
+  /** Sizes of segments that are stored but not in the local folder (a chunked ladder's), by path relative to dir: measured from these. */
+  storedBytes?: Record<string, number>;
   /** EXT-X-SESSION-DATA entries (chapters: Apple's com.apple.hls.chapters JSON). */
   sessionData?: { id: string; uri: string; language: string }[];
 }
@@ -81,6 +83,12 @@ export interface OutputPlan {
   progressive?: ProgressivePlan;
   /** Niceness of each command (progressive plans run the later rungs below the first). */
   nice?: number[];
+  /**
+   * A chunked ladder: the commands write the lowest rung and the audio; these rungs come from
+   * chunk plans (PlanOptions.chunk) run anywhere, and the encoder node joins their playlists and
+   * writes the master (runPlan does not).
+   */
+  chunked?: { rest: RenditionPlan[]; segmentSeconds: number };
 }
 
 /** Media playlists of a progressive plan, relative to its dir. */
@@ -136,6 +144,46 @@ export interface PlanOptions {
   strategy?: LadderStrategy;
   /** Plan a clear or aes_128 HLS output progressively (see OutputPlan.progressive): what a hosted video's stream gets. */
   progressive?: boolean;
+  /**
+   * Split a clear HLS ladder across encoder nodes (see OutputPlan.chunked): the plan's one command
+   * encodes the lowest rung and the audio over the whole output, the other rungs are chunks.
+   */
+  chunked?: boolean;
+  /** Plan one chunk of a chunked output: its other rungs over the span, segments numbered from the span's first. */
+  chunk?: ChunkSpan;
+}
+
+/** A chunk of a chunked output: seconds on the output's timeline (after the clip), a whole number of segments; the last is open. */
+export interface ChunkSpan {
+  readonly start: number;
+  readonly end?: number;
+}
+
+/**
+ * The chunks of an output of this duration: `chunkSeconds` rounded to whole segments, the rest of
+ * the division joined to the last chunk. Fewer than two chunks is not worth splitting: none.
+ */
+export function chunkSpans(durationMs: number, segmentSeconds: number, chunkSeconds: number): ChunkSpan[] {
+  if (!(segmentSeconds > 0) || !(chunkSeconds > 0)) return [];
+  const per = Math.max(1, Math.round(chunkSeconds / segmentSeconds)) * segmentSeconds;
+  const n = Math.floor(durationMs / 1000 / per);
+  if (n < 2) return [];
+  return Array.from({ length: n }, (_, k) => (k === n - 1 ? { start: k * per } : { start: k * per, end: (k + 1) * per }));
+}
+
+/**
+ * Whether an output's ladder can be split into chunks: clear HLS segments (a single file, or keys
+ * applied per command, cannot be joined), more than one rung, and a video to cut at frames.
+ */
+export function chunkable(spec: OutputSpec, probe: ProbeResult): boolean {
+  return (
+    spec.type === OutputType.HLS &&
+    !spec.drm &&
+    spec.segments?.singleFile !== true &&
+    spec.video.length > 1 &&
+    (probe.video?.frameRate ?? 0) > 0 &&
+    segmentSecondsOf(spec) !== undefined
+  );
 }
 
 /** Niceness of the later rungs of a progressive plan: the first rung gets the cores it can use, they the rest. */
@@ -206,6 +254,32 @@ function resolveClip(opts: PlanOptions, input: ProbeResult): { clip?: Clip; dura
   const stop = end ?? total;
   return { clip: { start, ...(end !== undefined ? { end } : {}) }, durationMs: Math.max(0, Math.round((stop - start) * 1000)) };
 }
+
+/**
+ * The input of one chunk: from its start (ffmpeg decodes from the keyframe before and drops the
+ * frames before the start) to half a frame after its end; the command keeps the chunk's frames by
+ * count (see hlsPlan). Frames of a constant integral rate sit exactly on the boundaries, which
+ * are whole segments; at 29.97 fps a chunk starts on the frame at or after its start.
+ */
+function chunkInputArgs(input: PlanInput, clip: Clip | undefined, chunk: ChunkSpan, ctx: RenditionContext): string[] {
+  const half = 0.5 / ctx.input.video!.frameRate;
+  const base = clip?.start ?? 0;
+  const from = base + chunk.start;
+  const to = chunk.end !== undefined ? Math.min(base + chunk.end + half, clip?.end ?? Infinity) : clip?.end;
+  return [...(from > 0 ? ["-ss", from.toFixed(6)] : []), ...(to !== undefined ? ["-to", to.toFixed(6)] : []), "-i", input.file];
+}
+
+/**
+ * Where the timestamps of a chunked ladder's command start: a chunk's first frame (at 0 after the
+ * cut) at the time it has in the whole output, plus CHUNKED_START_SECONDS for every command. A
+ * stream whose first timestamps would be negative (an encoder's reordering delay) is shifted by
+ * ffmpeg, by that delay: the first chunk would be, the others not, and their frames would not
+ * line up. Started a second in, none is.
+ */
+function chunkOffset(chunk: ChunkSpan | undefined): string {
+  return ((chunk?.start ?? 0) + CHUNKED_START_SECONDS).toFixed(6);
+}
+const CHUNKED_START_SECONDS = 1;
 
 const audioMaps = (audio: AudioPlan[]) => audio.flatMap((p) => ["-map", `0:a:${p.source}`]);
 
@@ -294,21 +368,27 @@ function hlsPlan(
   clip: Clip | undefined,
   strategy: LadderStrategy,
   keyInfoFile: string | undefined,
-  progressive: boolean,
+  opts: PlanOptions,
 ): OutputPlan {
   const spec = ctx.spec;
   const fmp4 = segmentFormatOf(spec, OutputType.HLS) === SegmentFormat.FMP4;
   const ext = fmp4 ? "m4s" : "ts";
   const single = spec.segments?.singleFile === true;
   const master = `${spec.hls?.manifestName || "index"}.m3u8`;
-  const growing = progressive && !single && renditions.length > 0;
-  const muxer = (streams: string) => [
+  const growing = opts.progressive === true && !single && renditions.length > 0;
+  const split = opts.chunked === true || opts.chunk !== undefined;
+  if (split && (single || keyInfoFile !== undefined || renditions.length < 2 || ctx.segmentSeconds === undefined))
+    throw new MediaError("internal", "only a clear HLS ladder of separate segments and more than one rung can be split into chunks");
+  const muxer = (streams: string, chunk?: ChunkSpan) => [
     "-f",
     "hls",
     "-hls_time",
     String(ctx.segmentSeconds),
     "-hls_playlist_type",
-    growing || spec.hls?.playlistType === HlsPlaylistType.EVENT ? "event" : "vod",
+    !chunk && (growing || spec.hls?.playlistType === HlsPlaylistType.EVENT) ? "event" : "vod",
+    // A chunk's segments take their place in the whole: numbered from its first, timestamps from its start.
+    ...(chunk ? ["-start_number", String(Math.round(chunk.start / ctx.segmentSeconds!))] : []),
+    ...(split ? ["-output_ts_offset", chunkOffset(chunk)] : []),
     "-hls_list_size",
     "0",
     "-hls_segment_type",
@@ -331,12 +411,37 @@ function hlsPlan(
   const renditionPlans = renditions.map(summary);
   const audioStreams = audio.map((p, j) => `a:${j},name:${p.name}${renditions.length > 0 ? `,agroup:${AUDIO_GROUP}` : ""}`);
   const aes128 = keyInfoFile ? { aes128: { keyInfoFile } } : {};
-  if (growing) {
+  if (growing || split) {
     // The lowest rung first, with the audio: it is the fastest to encode and what a viewer sees first.
     const order = renditions.map((r, i) => ({ r, i })).sort((a, b) => a.r.width * a.r.height - b.r.width * b.r.height);
     const first = order[0]!.r;
     const rest = renditions.filter((r) => r !== first);
     const agroup = audio.length > 0 ? `,agroup:${AUDIO_GROUP}` : "";
+    if (opts.chunk) {
+      // One chunk: the other rungs over its span, no audio, segments and playlists as the whole's.
+      const chunk = opts.chunk;
+      return {
+        ...base,
+        durationMs: Math.round(((chunk.end ?? base.durationMs / 1000) - chunk.start) * 1000),
+        main: rest[0]!.file,
+        commands: [
+          [
+            ...FFMPEG_GLOBAL,
+            ...chunkInputArgs(input, clip, chunk, ctx),
+            "-filter_complex",
+            splitGraph(rest),
+            ...rest.flatMap((_, i) => ["-map", `[v${i}]`]),
+            ...rest.flatMap((r, i) => videoArgs(r, i, ctx)),
+            // Exactly the chunk's frames: the input is cut a little after its end.
+            ...(chunk.end !== undefined ? rest.flatMap((r, i) => [`-frames:v:${i}`, String(Math.round((chunk.end! - chunk.start) * r.frameRate))]) : []),
+            ...muxer(rest.map((r, i) => `v:${i},name:${r.name}`).join(" "), chunk),
+          ],
+        ],
+        parallel: false,
+        strategy: "split",
+        renditions: rest.map(summary),
+      };
+    }
     const commands = [
       [
         ...FFMPEG_GLOBAL,
@@ -352,6 +457,20 @@ function hlsPlan(
       ],
     ];
     const weights = [renditionWeight(first) + AUDIO_TRACK_WEIGHT * audio.length];
+    if (split) {
+      // The other rungs are chunks: the master lists them once the encoder node has joined them.
+      return {
+        ...base,
+        main: master,
+        commands,
+        parallel: false,
+        strategy: "split",
+        renditions: renditionPlans,
+        hlsMaster,
+        chunked: { rest: rest.map(summary), segmentSeconds: ctx.segmentSeconds! },
+        ...(growing ? { progressive: { first: [first.file, ...hlsMaster.audio.map((a) => a.playlist)], rest: [] } } : {}),
+      };
+    }
     if (rest.length > 0) {
       commands.push([
         ...FFMPEG_GLOBAL,
@@ -661,7 +780,7 @@ export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions
       clip,
       strategy,
       scheme === "aes128" ? path.join(secretsDirOf(base.dir), "aes128.keyinfo") : undefined,
-      opts.progressive === true,
+      opts,
     );
   if (type === OutputType.DASH || type === OutputType.ADAPTIVE) return dashPlan(ctx, input, renditions, audio, base, clip, type === OutputType.ADAPTIVE);
   throw new MediaError("internal", `output type ${type} cannot be planned; the output specification was not checked`);
