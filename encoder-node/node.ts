@@ -6,7 +6,7 @@
 import { fromJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { existsSync } from "node:fs";
-import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { BlobError, fetchUrlToFile, parseStorageUrl, type BlobStore } from "../src/blob/index.js";
 import type { Bus, Consumer } from "../src/bus/port.js";
@@ -21,6 +21,7 @@ import { contentTypeOf } from "../src/content-types.js";
 import type { ManagedStorage } from "../src/managed-storage.js";
 import {
   isJobErrorCode,
+  type ChunkRendition,
   type DrmKeysData,
   type EncodeTask,
   type Failure,
@@ -36,11 +37,12 @@ import type { NetGuard } from "../src/net-guard.js";
 import { openOriginBlob, originKey } from "../src/origins.js";
 import type { Reply } from "../src/replies.js";
 import type { SecretBox } from "../src/secrets.js";
-import { runPlan, writeGrowingHlsMaster } from "./ffmpeg.js";
+import { runPlan, writeGrowingHlsMaster, writeHlsMaster, parseMediaPlaylist } from "./ffmpeg.js";
+import { chunkFiles, chunkRenditions, joinChunks } from "./chunks.js";
 import { ProgressivePublisher } from "./progressive.js";
 import { MediaError } from "./media-errors.js";
-import { drmSchemeOf, drmSystemsOf, planOutput, segmentSecondsOf, type OutputPlan } from "./plan.js";
-import { probe, type ProbeResult } from "./probe.js";
+import { chunkable, chunkSpans, drmSchemeOf, drmSystemsOf, planOutput, segmentSecondsOf, type ChunkSpan, type OutputPlan } from "./plan.js";
+import { probe, probeStartSeconds, type ProbeResult } from "./probe.js";
 import { renderThumbnails } from "./thumbnails.js";
 import { recogniserPaths, startRecogniser, type Recogniser } from "./recogniser.js";
 import { checkPrerequisites, standing } from "./prerequisites.js";
@@ -64,6 +66,12 @@ export interface EncoderDeps {
   /** Speech recognition for generated subtitle tracks; by default the worker scripts/asr-setup.sh installs. */
   readonly recogniser?: Recogniser;
 }
+
+/** How often the node that split a ladder looks again while other nodes encode its last chunks. */
+const CHUNK_WAIT_MS = 500;
+
+/** A rendition's top folder (its name, for HLS). */
+const folderOf = (file: string) => (file.includes("/") ? file.slice(0, file.indexOf("/")) : "");
 
 /** An idle node asks the queue for work this often, and at once when work is signalled. */
 const IDLE_POLL_MS = 1000;
@@ -300,6 +308,103 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     sealed: sealKeys(d.box, keys),
   });
 
+  const outputBlob = (job: JobRecord): BlobStore => (job.managed ? d.managed.blob : openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config));
+
+  /** Encodes one chunk of the job's split ladder, stores its segments where the whole's go, and reports it done. */
+  async function encodeChunk(job: JobRecord, part: number, signal: AbortSignal): Promise<void> {
+    const chunked = job.chunked!;
+    const output = job.outputs.find((o) => o.id === chunked.outputId);
+    const span = chunked.spans[part];
+    if (!output || !span) throw new MediaError("internal", `chunk ${part} of ${chunked.outputId} is not planned`);
+    const file = await fetchInput(job, signal);
+    const input = job.inputMetadata ?? (await probe(file, signal));
+    const plan = planOutput(
+      fromJson(OutputSpecSchema, output.spec),
+      { file, probe: input },
+      { outputId: output.id, workDir: path.join(workRoot, job.id, `chunk-${part}-${randomToken(6)}`), ...(job.clip ? { clip: job.clip } : {}), chunk: span },
+    );
+    try {
+      await runPlan(plan, { signal });
+      const renditions = await chunkRenditions(plan, signal);
+      const blob = outputBlob(job);
+      for (const rel of await chunkFiles(plan)) {
+        try {
+          await blob.put(`${output.keyPrefix}/${rel}`, path.join(plan.dir, rel), contentTypeOf(rel));
+        } catch (e) {
+          throw new OutputWriteError(failureOf(e, "output"));
+        }
+      }
+      d.log.info({ job_id: job.id, output_id: output.id, part, seconds: [span.start, span.end ?? null] }, "chunk encoded");
+      await ask(job, { type: "chunk_done", at: Date.now(), outputId: output.id, part, node: nodeId, renditions });
+    } finally {
+      await rm(plan.dir, { recursive: true, force: true });
+    }
+  }
+
+  /** A chunk, leased as its own task or alongside the job's encode: its failure fails its output. */
+  async function runChunk(job: JobRecord, part: number, signal: AbortSignal): Promise<void> {
+    try {
+      await encodeChunk(job, part, signal);
+    } catch (e) {
+      if (e instanceof ReportError) throw e;
+      if (signal.aborted) return;
+      const failure = e instanceof OutputWriteError ? e.failure : failureOf(e, "encode");
+      d.log.warn({ job_id: job.id, part, code: failure.code, err: e }, "chunk failed");
+      await ask(job, { type: "chunk_failed", at: Date.now(), outputId: job.chunked!.outputId, part, failure });
+    }
+  }
+
+  async function runChunkTask(task: EncodeTask, signal: AbortSignal): Promise<void> {
+    const job = await ask({ id: task.jobId }, { type: "look" });
+    const part = task.part ?? -1;
+    if (!job || job.status !== "processing" || job.chunked?.done[part] !== null) return;
+    await runChunk(job, part, signal);
+  }
+
+  /**
+   * The node that split a ladder, its own part done: encodes the chunks still queued (leased
+   * alongside its task), then waits for the others' until every chunk is done; their results, in
+   * chunk order. Throws when the output failed (a chunk that could not be encoded) or the job ended.
+   */
+  async function chunksOf(job: JobRecord, outputId: string, signal: AbortSignal, progress: (done: number) => void): Promise<ChunkRendition[][]> {
+    for (;;) {
+      if (signal.aborted) throw new MediaError("canceled", "encode canceled");
+      const now = await ask(job, { type: "look" });
+      const output = now?.outputs.find((o) => o.id === outputId);
+      if (!now || now.status !== "processing" || !output || now.chunked?.outputId !== outputId) throw new MediaError("canceled", "the job ended");
+      // Failed already (its chunk's failure is the one recorded): this node's report of it changes nothing.
+      if (output.status === "failed") throw new MediaError("encode_failed", output.errorMessage ?? "a chunk failed");
+      const done = now.chunked.done;
+      if (done.every((c) => c !== null)) return done.map((c) => [...c!.renditions]);
+      progress(done.filter((c) => c !== null).length / done.length);
+      const reply = await d.queue({
+        type: "lease",
+        node: nodeId,
+        nodeClass: workerClass,
+        leaseId: randomToken(16),
+        ttlMs: leaseMs,
+        at: Date.now(),
+        life,
+        jobId: job.id,
+      });
+      const grant = reply.ok ? reply.state.granted : undefined;
+      if (!grant || grant.part === undefined) {
+        await new Promise((r) => setTimeout(r, CHUNK_WAIT_MS));
+        continue;
+      }
+      const renewals = setInterval(
+        () => void d.queue({ type: "renew", node: nodeId, leaseId: grant.leaseId, at: Date.now() }).catch(() => undefined),
+        Math.max(500, Math.floor(leaseMs / 3)),
+      );
+      try {
+        await runChunk(now, grant.part, signal);
+      } finally {
+        clearInterval(renewals);
+        await d.queue({ type: "done", node: nodeId, leaseId: grant.leaseId, at: Date.now() }).catch(() => undefined);
+      }
+    }
+  }
+
   async function runEncode(task: EncodeTask, signal: AbortSignal): Promise<void> {
     const attempt = randomToken(12);
     const started = Date.now();
@@ -315,7 +420,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         await ask(job, { type: "encode_finished", attempt, at: Date.now(), durationMs: Date.now() - started, failure: failureOf(e, "input") });
       return;
     }
-    const blob = job.managed ? d.managed.blob : openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config);
+    const blob = outputBlob(job);
     const workDir = path.join(workRoot, job.id, attempt);
     let writeFailure: Failure | undefined;
     const inputOrigin = job.inputOrigin;
@@ -339,22 +444,37 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     // A hosted video's stream (a managed job's first HLS output) is published while it encodes: playable in seconds.
     const stream =
       job.managed && d.config.encoder.progressive ? job.outputs.find((o) => fromJson(OutputSpecSchema, o.spec).type === OutputType.HLS) : undefined;
+    // One ladder of the job may be split into chunks for every free node: the first that can.
+    let splitOne = false;
     for (const output of job.outputs) {
       if (signal.aborted) return;
       if (output.status === "completed") continue;
       let publisher: ProgressivePublisher | undefined;
       try {
         const spec = fromJson(OutputSpecSchema, output.spec);
-        const plan = planOutput(
-          spec,
-          { file, probe: input },
-          {
-            outputId: output.id,
-            workDir: path.join(workDir, output.id),
-            ...(job.clip ? { clip: job.clip } : {}),
-            ...(output === stream ? { progressive: true } : {}),
-          },
-        );
+        const planWith = (chunked: boolean) =>
+          planOutput(
+            spec,
+            { file, probe: input },
+            {
+              outputId: output.id,
+              workDir: path.join(workDir, output.id),
+              ...(job.clip ? { clip: job.clip } : {}),
+              ...(output === stream ? { progressive: true } : {}),
+              ...(chunked ? { chunked: true } : {}),
+            },
+          );
+        const chunkSeconds = d.config.encoder.chunkSeconds;
+        let plan = planWith(!splitOne && chunkSeconds > 0 && chunkable(spec, input));
+        const spans: ChunkSpan[] = plan.chunked ? chunkSpans(plan.durationMs, plan.chunked.segmentSeconds, chunkSeconds) : [];
+        if (plan.chunked && spans.length < 2) plan = planWith(false);
+        if (plan.chunked) {
+          splitOne = true;
+          // Queued as tasks now, so other nodes start on them while this one encodes its own part.
+          if (!(await ask(job, { type: "chunks_planned", attempt, at: Date.now(), outputId: output.id, spans }))) return;
+        }
+        // A split ladder's progress: this node's part, then the chunks by count.
+        const ownShare = plan.chunked ? 1 / (1 + plan.chunked.rest.length) : 1;
         let last = -1;
         let lastAt = 0;
         const report = (fraction: number) => {
@@ -409,11 +529,24 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           ...(keys ? { keys } : {}),
           ...(grower ? { whileRunning: () => grower.sync() } : {}),
           onProgress: (fraction) => {
-            encoded = fraction;
+            encoded = ownShare * fraction;
             both();
           },
         });
         await publisher?.finish();
+        let chunkBytes = new Map<string, number>();
+        if (plan.chunked) {
+          const chunks = await chunksOf(job, output.id, signal, (done) => {
+            encoded = ownShare + (1 - ownShare) * done;
+            both();
+          });
+          chunkBytes = await joinChunks(plan, chunks);
+          // Subtitles map their cues from the first media timestamp: the rung encoded here has it.
+          const own = plan.renditions!.find((r) => !plan.chunked!.rest.some((c) => c.file === r.file))!;
+          const first = parseMediaPlaylist(await readFile(path.join(plan.dir, own.file), "utf8")).segments[0];
+          if (first) plan.hlsMaster!.firstTimestampSeconds ??= await probeStartSeconds(path.join(plan.dir, path.dirname(own.file), first.uri), signal);
+          await writeHlsMaster(plan.dir, plan.hlsMaster!, signal);
+        }
         const tracks = [...provided, ...(await generated)].sort((a, b) => a.index - b.index);
         const written = await writeTracks(plan, tracks, segmentSecondsOf(spec), signal);
         let stored: { size: number; byFolder: Map<string, number> };
@@ -428,7 +561,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           codec: r.codec,
           width: r.width,
           height: r.height,
-          sizeBytes: stored.byFolder.get(r.file.includes("/") ? r.file.slice(0, r.file.indexOf("/")) : "") ?? 0,
+          sizeBytes: (stored.byFolder.get(folderOf(r.file)) ?? 0) + (chunkBytes.get(folderOf(r.file)) ?? 0),
         }));
         const { subtitles, chapters } = trackResults(output.id, tracks, written.files, (rel) => ({
           url: blob.url(`${output.keyPrefix}/${rel}`),
@@ -528,7 +661,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     const lease = { leaseId: grant.leaseId, controller, handedBack: false };
     current = lease;
     running.set(grant.jobId, controller);
-    const task: EncodeTask = { kind: grant.kind, jobId: grant.jobId };
+    const task: EncodeTask = { kind: grant.kind, jobId: grant.jobId, ...(grant.part !== undefined ? { part: grant.part } : {}) };
     // Renewals keep the lease; one the queue no longer knows (it expired and went to another node) stops the work.
     const renewals = setInterval(
       () => {
@@ -547,7 +680,10 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     encodeTasks.inc({ kind: grant.kind, priority: grant.priority, class: workerClass });
     d.log.info({ job_id: grant.jobId, kind: grant.kind, priority: grant.priority, waited_ms: Date.now() - grant.enqueuedAt }, "task started");
     try {
+      // Only the job this task is for keeps its files here (a chunk's input stays for the next chunk of it).
+      for (const entry of await readdir(workRoot)) if (entry !== task.jobId) await rm(path.join(workRoot, entry), { recursive: true, force: true });
       if (task.kind === "probe") await runProbe(task, controller.signal);
+      else if (task.kind === "chunk") await runChunkTask(task, controller.signal);
       else await runEncode(task, controller.signal);
     } catch (e) {
       // The job's actor did not take a report: the lease runs out and the task is run again.
@@ -558,7 +694,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       idleAgain();
       running.delete(task.jobId);
       current = undefined;
-      // The input stays for the encode task after a probe; an ended job needs nothing.
+      // The input stays for the encode task after a probe, and for the next chunk; an ended job needs nothing.
       if (task.kind === "encode" || controller.signal.aborted) await rm(path.join(workRoot, task.jobId), { recursive: true, force: true });
     }
     const end = lease.handedBack ? "release" : "done";

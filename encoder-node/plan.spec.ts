@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { DrmSystem, EncodingMode, EncryptionScheme, OutputSpecSchema, OutputType, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { MediaError } from "./media-errors.js";
-import { DEFAULT_STRATEGY, drmSchemeOf, drmSystemsOf, planOutput, tierTargetKbps, type OutputPlan } from "./plan.js";
+import { chunkable, chunkSpans, DEFAULT_STRATEGY, drmSchemeOf, drmSystemsOf, planOutput, tierTargetKbps, type OutputPlan } from "./plan.js";
 import type { ProbeResult } from "./probe.js";
 
 const probe = (o: Partial<ProbeResult> = {}, video: Partial<NonNullable<ProbeResult["video"]>> = {}): ProbeResult => ({
@@ -339,6 +339,65 @@ describe("planOutput: clip, layouts and strategies", () => {
     expect(after(plan(ladder).commands[0]!, "-hls_playlist_type")).toBe("vod");
     const single = spec({ type: OutputType.HLS, segments: { singleFile: true }, video: [{ codec: VideoCodec.H264, resolution: "720p" }] });
     expect(plan(single, probe(), { progressive: true }).progressive).toBeUndefined();
+  });
+
+  it("chunks: whole segments of about the asked length, the rest of the division in the last; fewer than two is none", () => {
+    expect(chunkSpans(130_000, 4, 60)).toEqual([{ start: 0, end: 60 }, { start: 60 }]);
+    expect(chunkSpans(300_000, 6, 50)).toEqual([
+      { start: 0, end: 48 },
+      { start: 48, end: 96 },
+      { start: 96, end: 144 },
+      { start: 144, end: 192 },
+      { start: 192, end: 240 },
+      { start: 240 },
+    ]);
+    expect(chunkSpans(119_000, 4, 60)).toEqual([]);
+    expect(chunkSpans(30_000, 4, 1)).toHaveLength(7);
+    expect(chunkSpans(30_000, 4, 0)).toEqual([]);
+  });
+
+  it("a split ladder: the lowest rung and the audio whole; a chunk its other rungs over its frames, numbered and timed as in the whole", () => {
+    const init = {
+      type: OutputType.HLS,
+      hls: { segmentDurationSeconds: 4 },
+      video: [
+        { codec: VideoCodec.H264, resolution: "1080p" },
+        { codec: VideoCodec.H264, resolution: "480p" },
+        { codec: VideoCodec.H264, resolution: "720p", framerate: 15 },
+      ],
+    };
+    const ladder = spec(init);
+    const p = probe({ durationMs: 130_000 }, { frameRate: 30 });
+    expect(chunkable(ladder, p)).toBe(true);
+    const main = plan(ladder, p, { chunked: true });
+    expect([main.commands.length, main.chunked?.rest.map((r) => r.name), main.chunked?.segmentSeconds]).toEqual([1, ["1080p", "720p"], 4]);
+    expect(after(main.commands[0]!, "-var_stream_map")).toBe("v:0,name:480p,agroup:audio a:0,name:audio_0,agroup:audio");
+    expect([after(main.commands[0]!, "-output_ts_offset"), after(main.commands[0]!, "-hls_playlist_type")]).toEqual(["1.000000", "vod"]);
+    expect(main.hlsMaster?.variants).toHaveLength(3);
+    // Progressive too: the publisher has only the lowest rung to grow.
+    expect(plan(ladder, p, { chunked: true, progressive: true }).progressive).toEqual({ first: ["480p/index.m3u8", "audio_0/index.m3u8"], rest: [] });
+    const middle = plan(ladder, p, { chunk: { start: 60, end: 120 } }).commands[0]!;
+    expect([after(middle, "-ss"), after(middle, "-to"), after(middle, "-start_number"), after(middle, "-output_ts_offset")]).toEqual([
+      "60.000000",
+      "120.016667",
+      "15",
+      "61.000000",
+    ]);
+    expect([after(middle, "-frames:v:0"), after(middle, "-frames:v:1")]).toEqual(["1800", "900"]);
+    expect(middle.includes("-map") && !middle.includes("0:a:0")).toBe(true);
+    expect(after(middle, "-var_stream_map")).toBe("v:0,name:1080p v:1,name:720p");
+    const last = plan(ladder, p, { chunk: { start: 120 } });
+    expect([after(last.commands[0]!, "-to"), after(last.commands[0]!, "-frames:v:0"), last.durationMs]).toEqual([undefined, undefined, 10_000]);
+    // Within a clip: the chunk's times are the clip's.
+    const clipped = plan(ladder, p, { chunk: { start: 8, end: 16 }, clip: { startSeconds: 10, endSeconds: 100 } }).commands[0]!;
+    expect([after(clipped, "-ss"), after(clipped, "-to"), after(clipped, "-output_ts_offset")]).toEqual(["18.000000", "26.016667", "9.000000"]);
+    // What cannot be split: one rung, a single file, keys, no video.
+    expect(chunkable(spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), p)).toBe(false);
+    expect(chunkable(spec({ ...init, segments: { singleFile: true } }), p)).toBe(false);
+    expect(chunkable(spec({ ...init, drm: { scheme: EncryptionScheme.AES_128 } }), p)).toBe(false);
+    expect(chunkable(spec({ ...init, type: OutputType.DASH }), p)).toBe(false);
+    expect(chunkable(ladder, probe({ video: undefined }))).toBe(false);
+    expect(() => plan(spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), p, { chunked: true })).toThrow(MediaError);
   });
 
   it("HLS: ts for H.264, fmp4 for HEVC or AV1 or when asked, keyframes aligned to the segment length", () => {

@@ -273,7 +273,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
       Queue.type,
       queueIntentHandlers(
         (signal) => bus.publish(topics.signals, [{ key: "work", value: new TextEncoder().encode(JSON.stringify(signal)) }]),
-        (jobId, task, lostOn, at) => tell(bus, topics, Job, jobId, { type: "task_abandoned", task, lostOn, at }),
+        (jobId, task, lostOn, at, part) => tell(bus, topics, Job, jobId, { type: "task_abandoned", task, lostOn, at, ...(part !== undefined ? { part } : {}) }),
       ),
     );
     relay.register<EndpointIntent, EndpointState>(WebhookEndpoint.type, { deliveries: async (_intent, { state }) => deliverer.schedule(state) });

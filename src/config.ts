@@ -115,6 +115,11 @@ export interface EncoderSettings {
   readonly drainMs: number;
   /** Hosted videos' streams are published while they encode, playable with their first rung (MEDIA_ENCODER_PROGRESSIVE). */
   readonly progressive: boolean;
+  /**
+   * A clear HLS ladder at least two chunks long is split into chunks of about this many seconds,
+   * encoded by every free node (MEDIA_ENCODER_CHUNK_SECONDS); 0 splits nothing, the embedded default.
+   */
+  readonly chunkSeconds: number;
 }
 
 /** A token bucket: `quota` requests per `windowSeconds` sustained, up to `burst` at once. */
@@ -206,6 +211,8 @@ function encoderSettings(env: NodeJS.ProcessEnv, mode: string): EncoderSettings 
     // Embedded, the queue lives in the same process: a task handed back at once is taken again at the next start.
     drainMs: integer(env, "MEDIA_ENCODER_DRAIN_SECONDS", mode === "embedded" ? 0 : 300, 0, 86_400) * 1000,
     progressive: progressive === "true",
+    // One node gains nothing from chunks: embedded, nothing is split.
+    chunkSeconds: integer(env, "MEDIA_ENCODER_CHUNK_SECONDS", mode === "embedded" ? 0 : 60, 0, 3600),
   };
 }
 

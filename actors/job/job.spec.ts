@@ -12,6 +12,7 @@ import {
   JOB_ERROR_CODES,
   processingFee,
   type JobCommand,
+  type JobCommandOf,
   type JobRecord,
   type JobRequest,
   type JobState,
@@ -719,5 +720,84 @@ describe("managed and protected outputs", () => {
       return jobEffects(events.reduce(JobBehavior.fold, before), events, progress("out_a", 50), before).map((i) => i.kind);
     };
     expect(running({ managed })).not.toContain("video");
+  });
+});
+
+describe("a ladder split into chunks", () => {
+  const spans = [{ start: 0, end: 60 }, { start: 60, end: 120 }, { start: 120 }];
+  const planned = (over: Partial<JobCommandOf<"chunks_planned">> = {}): JobCommand => ({
+    type: "chunks_planned",
+    attempt: "e1",
+    at,
+    outputId: "out_a",
+    spans,
+    ...over,
+  });
+  const rendition = { playlist: "1280x720/index.m3u8", codecs: "avc1.64001f", segments: [{ uri: "seg_00015.ts", duration: 4, bytes: 1000 }] };
+  const done = (part: number, node = "n2"): JobCommand => ({ type: "chunk_done", at: at + 1, outputId: "out_a", part, node, renditions: [rendition] });
+  const effects = (before: JobState, command: JobCommand) => {
+    const events = decided(before, command);
+    return jobEffects(events.reduce(JobBehavior.fold, before), events, command, before);
+  };
+
+  it("the encode's plan queues every chunk as a task; the same plan again (a later attempt) keeps what is done", () => {
+    const job = encodingJob();
+    expect(effects(job, planned())).toContainEqual({ kind: "chunk_tasks", parts: [0, 1, 2] });
+    const split = run(job, planned(), done(1));
+    expect(split.job!.chunked).toEqual({ outputId: "out_a", spans, done: [null, { node: "n2", at: at + 1, renditions: [rendition] }, null] });
+    const again = run(split, { type: "encode_started", attempt: "e2", at });
+    expect(decided(again, planned({ attempt: "e2" }))).toEqual([]);
+    // Only the current attempt plans; other chunks start over.
+    expect(decided(again, planned())).toEqual([]);
+    expect(run(again, planned({ attempt: "e2", spans: [{ start: 0, end: 30 }, { start: 30 }] })).job!.chunked!.done).toEqual([null, null]);
+  });
+
+  it("chunks must follow one another from 0, at least two, only the last open", () => {
+    const job = encodingJob();
+    for (const bad of [
+      [{ start: 0 }],
+      [{ start: 5, end: 60 }, { start: 60 }],
+      [{ start: 0, end: 60 }, { start: 61 }],
+      [{ start: 0 }, { start: 60 }],
+      [
+        { start: 0, end: 60 },
+        { start: 60, end: 70 },
+      ],
+    ])
+      expect(rejected(job, planned({ spans: bad })).code).toBe(Code.InvalidArgument);
+  });
+
+  it("a chunk is done once, from any node; a chunk of no plan, out of range, or of an ended job is no change", () => {
+    const split = run(encodingJob(), planned());
+    expect(decided(split, done(0))).toHaveLength(1);
+    expect(decided(run(split, done(0)), done(0, "n3"))).toEqual([]);
+    expect(decided(split, done(3))).toEqual([]);
+    expect(decided(split, { ...done(0), outputId: "out_b" } as JobCommand)).toEqual([]);
+    expect(decided(encodingJob(), done(0))).toEqual([]);
+    expect(decided(run(split, { type: "cancel", at }), done(0))).toEqual([]);
+    // No change is told to no one.
+    expect(effects(run(split, done(0)), done(0))).toEqual([]);
+  });
+
+  it("a chunk that fails, or is lost too often, fails its output and not the job: the encode reports the rest", () => {
+    const split = run(encodingJob(), planned());
+    const failure = { code: "encode_failed" as const, message: "ffmpeg failed" };
+    const failed = run(split, { type: "chunk_failed", at, outputId: "out_a", part: 2, failure });
+    expect(failed.job!.status).toBe("processing");
+    expect(failed.job!.outputs[0]).toMatchObject({ status: "failed", errorCode: "encode_failed" });
+    const lost = run(split, { type: "task_abandoned", task: "chunk", part: 1, lostOn: ["n1", "n2", "n1"], at });
+    expect(lost.job!.status).toBe("processing");
+    expect(lost.job!.outputs[0]).toMatchObject({ status: "failed", errorCode: "encoder_lost" });
+    expect(decided(lost, { type: "task_abandoned", task: "chunk", part: 1, lostOn: ["n1"], at })).toEqual([]);
+  });
+
+  it("a resumed job queues its encode and the chunks not done; look changes nothing", () => {
+    const split = run(encodingJob(), planned(), done(0));
+    expect(jobEffects(split, [], { type: "resume" }, split)).toEqual([
+      { kind: "task", task: "encode" },
+      { kind: "chunk_tasks", parts: [1, 2] },
+    ]);
+    expect(decided(split, { type: "look" })).toEqual([]);
+    expect(rejected({}, { type: "look" }).code).toBe(Code.NotFound);
   });
 });

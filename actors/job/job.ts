@@ -218,6 +218,22 @@ const decideBy: Handlers = {
     if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || !o || o.status === "completed" || o.status === "failed") return [];
     return [{ type: "output_failed", at: c.at, outputId: c.outputId, failure: c.failure }];
   }),
+  // The node running the encode split an output's ladder; the same chunks again (a later attempt) keep what is done.
+  chunks_planned: onJob((job, c) => {
+    const o = job.outputs.find((x) => x.id === c.outputId);
+    if (job.status !== "processing" || !fromCurrentAttempt(job, c.attempt) || o?.status !== "processing") return [];
+    if (!chunkSpansValid(c.spans)) return { code: Code.InvalidArgument, message: "chunks must follow one another from 0, every one but the last with an end" };
+    if (job.chunked?.outputId === c.outputId && JSON.stringify(job.chunked.spans) === JSON.stringify(c.spans)) return [];
+    return [{ type: "chunks_planned", at: c.at, outputId: c.outputId, spans: c.spans }];
+  }),
+  // Any node's result counts, once: a chunk encoded twice wrote the same segments to the same keys.
+  chunk_done: onJob((job, c) =>
+    openChunk(job, c.outputId, c.part) && job.chunked!.done[c.part] === null
+      ? [{ type: "chunk_done", at: c.at, outputId: c.outputId, part: c.part, node: c.node, renditions: c.renditions }]
+      : [],
+  ),
+  chunk_failed: onJob((job, c) => (openChunk(job, c.outputId, c.part) ? [{ type: "output_failed", at: c.at, outputId: c.outputId, failure: c.failure }] : [])),
+  look: onJob(() => []),
   thumbnails_done: onJob((job, c) =>
     job.status === "processing" && fromCurrentAttempt(job, c.attempt) ? [{ type: "thumbnails_done", at: c.at, results: c.results }] : [],
   ),
@@ -237,6 +253,11 @@ const decideBy: Handlers = {
     };
     if (c.task === "probe") return job.status === "pending" || job.status === "probing" ? [settle(job, c.at, failure)] : [];
     if (job.status !== "processing") return [];
+    // A chunk lost too often fails its output; the node running the encode, waiting on it, reports the rest.
+    if (c.task === "chunk") {
+      const outputId = job.chunked?.outputId ?? "";
+      return openChunk(job, outputId, c.part ?? -1) ? [{ type: "output_failed", at: c.at, outputId, failure }] : [];
+    }
     const open = job.outputs.filter((o) => o.status === "pending" || o.status === "processing");
     const events: JobEvent[] = open.map((o) => ({ type: "output_failed", at: c.at, outputId: o.id, failure }));
     return [
@@ -250,6 +271,28 @@ const decideBy: Handlers = {
   }),
   resume: onJob(() => []),
 };
+
+/** Chunks that follow one another from 0 and up, each with an end but the last: at least two. */
+function chunkSpansValid(spans: JobCommandOf<"chunks_planned">["spans"]): boolean {
+  if (!Array.isArray(spans) || spans.length < 2 || spans[0]?.start !== 0) return false;
+  return spans.every((s, k) => {
+    const last = k === spans.length - 1;
+    return Number.isFinite(s.start) && (last ? s.end === undefined : Number.isFinite(s.end) && s.end! > s.start && spans[k + 1]!.start === s.end);
+  });
+}
+
+/** A chunk of the job's chunked output that may still change: the job processing, the output open, the part one of its chunks. */
+function openChunk(job: JobRecord, outputId: string, part: number): boolean {
+  const o = job.outputs.find((x) => x.id === outputId);
+  return (
+    job.status === "processing" &&
+    job.chunked?.outputId === outputId &&
+    o?.status === "processing" &&
+    Number.isInteger(part) &&
+    part >= 0 &&
+    part < job.chunked.spans.length
+  );
+}
 
 function decide<K extends keyof JobCommands>(state: JobState, command: JobCommandOf<K>): Decision<JobEvent> {
   return decideBy[command.type](state, command);
@@ -415,6 +458,20 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
         ...base,
         outputs: patchOutput(job, event.outputId, (o) => ({ ...o, status: "failed", errorCode: event.failure.code, errorMessage: event.failure.message })),
       };
+    case "chunks_planned":
+      return { ...base, chunked: { outputId: event.outputId, spans: event.spans, done: event.spans.map(() => null) } };
+    case "chunk_done":
+      return {
+        ...base,
+        ...(job.chunked
+          ? {
+              chunked: {
+                ...job.chunked,
+                done: job.chunked.done.map((d, k) => (k === event.part ? { node: event.node, at: event.at, renditions: event.renditions } : d)),
+              },
+            }
+          : {}),
+      };
     case "thumbnails_done":
       return { ...base, thumbnailResults: event.results };
     case "settled": {
@@ -439,6 +496,8 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
 export type JobIntent =
   | { readonly kind: "update" }
   | { readonly kind: "task"; readonly task: EncodeTask["kind"] }
+  /** The chunks of a split ladder not done yet, each its own task. */
+  | { readonly kind: "chunk_tasks"; readonly parts: readonly number[] }
   | { readonly kind: "stop" }
   | { readonly kind: "fanout"; readonly events: readonly EventRecord[] }
   | { readonly kind: "legacy"; readonly posts: readonly LegacyPost[] }
@@ -484,6 +543,11 @@ export function taskFor(job: JobRecord, events: readonly JobEvent[] | "resumed")
   return undefined;
 }
 
+/** The chunks of the job's split ladder still to encode. */
+function openParts(job: JobRecord): number[] {
+  return (job.chunked?.done ?? []).flatMap((d, k) => (d === null ? [k] : []));
+}
+
 /** Legacy webhook events of a job change; partial jobs did not finish all outputs, so they are job.failed. */
 function legacyPosts(job: JobRecord, event: JobEvent): LegacyPost[] {
   const at = "at" in event ? event.at : job.updatedAt;
@@ -511,12 +575,14 @@ export function jobEffects(state: JobState, events: readonly JobEvent[], command
   if (!job) return [];
   if (command.type === "resume") {
     const task = taskFor(job, "resumed");
-    return task ? [{ kind: "task", task }] : [];
+    const parts = task === "encode" ? openParts(job) : [];
+    return [...(task ? [{ kind: "task" as const, task }] : []), ...(parts.length > 0 ? [{ kind: "chunk_tasks" as const, parts }] : [])];
   }
   if (events.length === 0) return [];
   const intents: JobIntent[] = [{ kind: "update" }];
   const task = taskFor(job, events);
   if (task) intents.push({ kind: "task", task });
+  if (events.some((e) => e.type === "chunks_planned")) intents.push({ kind: "chunk_tasks", parts: openParts(job) });
   // Every other end is reported by the encoder itself; a cancel must reach the one running the job.
   if (command.type === "cancel") intents.push({ kind: "stop" });
   // Ledger events freeze the job as it was right after the event that produced them.
@@ -580,6 +646,17 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
         task: { ...task, appId: job.appId, priority: job.priority, order: job.createdAt },
         at: Date.now(),
       });
+    },
+    // Each chunk its own task, so every idle node takes part; the queue keeps one of each.
+    chunk_tasks: async (intent, { id, state }) => {
+      const job = state.job;
+      if (!job) return;
+      for (const part of intent.parts)
+        await tell(d.bus, d.topics, Queue, QUEUE_ID, {
+          type: "enqueue",
+          task: { kind: "chunk", jobId: id, part, appId: job.appId, priority: job.priority, order: job.createdAt },
+          at: Date.now(),
+        });
     },
     stop: async (_intent, { id }) => {
       const signal: JobSignal = { jobId: id, signal: "stop" };

@@ -172,6 +172,30 @@ export interface ChapterResultData {
   readonly chapters: readonly { readonly start: number; readonly end: number; readonly title: string }[];
 }
 
+/** One rung of one chunk, as the node that encoded it reports it: its segments (file names in the rung's folder, seconds, bytes) and codec string. */
+export interface ChunkRendition {
+  readonly playlist: string;
+  readonly codecs: string;
+  readonly segments: readonly { readonly uri: string; readonly duration: number; readonly bytes: number }[];
+}
+
+/** A chunk of a chunked output: seconds on the output's timeline, a whole number of segments; the last is open. */
+export interface ChunkSpanData {
+  readonly start: number;
+  readonly end?: number;
+}
+
+/**
+ * An output whose ladder is split across encoder nodes: the node running the job's encode plans
+ * the chunks (each then a task of its own) and joins them once every one is done.
+ */
+export interface ChunkedOutput {
+  readonly outputId: string;
+  readonly spans: readonly ChunkSpanData[];
+  /** By chunk: what it produced, and on which node, once done. */
+  readonly done: readonly ({ readonly node: string; readonly at: number; readonly renditions: readonly ChunkRendition[] } | null)[];
+}
+
 export interface JobRecord {
   readonly id: string;
   readonly appId: string;
@@ -215,6 +239,8 @@ export interface JobRecord {
   readonly requestId?: string;
   /** The encode attempt whose reports count; a redelivered task starts a new one. */
   readonly attempt?: string;
+  /** The output whose ladder is split into chunks, if any. */
+  readonly chunked?: ChunkedOutput;
   /** An encoder picked the job up: the processing fee is due whatever happens next. */
   readonly encoderStarted: boolean;
   readonly createdAt: number;
@@ -320,10 +346,24 @@ export interface JobCommands {
     readonly drm?: DrmKeysData;
   };
   readonly output_failed: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly failure: Failure };
+  /** The node running the encode split an output's ladder into these chunks: each is queued as a task. */
+  readonly chunks_planned: { readonly attempt: string; readonly at: number; readonly outputId: string; readonly spans: readonly ChunkSpanData[] };
+  /** A chunk was encoded and its segments stored (by any node: the same chunk encoded twice is the same). */
+  readonly chunk_done: {
+    readonly at: number;
+    readonly outputId: string;
+    readonly part: number;
+    readonly node: string;
+    readonly renditions: readonly ChunkRendition[];
+  };
+  /** A chunk could not be encoded: its output fails. */
+  readonly chunk_failed: { readonly at: number; readonly outputId: string; readonly part: number; readonly failure: Failure };
+  /** No change: the job as it is (a node waiting on chunks looks). */
+  readonly look: Readonly<Record<never, never>>;
   readonly thumbnails_done: { readonly attempt: string; readonly at: number; readonly results: readonly ThumbnailResultData[] };
   readonly encode_finished: { readonly attempt: string; readonly at: number; readonly durationMs: number; readonly failure?: Failure };
   /** The encode queue gave up on the job's task: its lease was lost on these nodes, once each loss. */
-  readonly task_abandoned: { readonly task: "probe" | "encode"; readonly lostOn: readonly string[]; readonly at: number };
+  readonly task_abandoned: { readonly task: "probe" | "encode" | "chunk"; readonly part?: number; readonly lostOn: readonly string[]; readonly at: number };
   /** No change: brings a recovered actor to life so it hands out the task it waits on. */
   readonly resume: Readonly<Record<never, never>>;
 }
@@ -384,6 +424,15 @@ export type JobEvent =
       readonly drm?: DrmKeysData;
     }
   | { readonly type: "output_failed"; readonly at: number; readonly outputId: string; readonly failure: Failure }
+  | { readonly type: "chunks_planned"; readonly at: number; readonly outputId: string; readonly spans: readonly ChunkSpanData[] }
+  | {
+      readonly type: "chunk_done";
+      readonly at: number;
+      readonly outputId: string;
+      readonly part: number;
+      readonly node: string;
+      readonly renditions: readonly ChunkRendition[];
+    }
   | { readonly type: "thumbnails_done"; readonly at: number; readonly results: readonly ThumbnailResultData[] }
   /** Terminal: the status reached and the money settled, decided once. */
   | { readonly type: "settled"; readonly at: number; readonly status: JobStatus; readonly failure?: Failure; readonly encodeDurationMs?: number };
@@ -394,8 +443,10 @@ export type JobEvent =
  * job's current attempt.
  */
 export interface EncodeTask {
-  readonly kind: "probe" | "encode";
+  readonly kind: "probe" | "encode" | "chunk";
   readonly jobId: string;
+  /** A chunk task: which chunk. */
+  readonly part?: number;
 }
 
 /** Sent on the signals topic when a job ends: the node running it stops. */

@@ -11,11 +11,14 @@ export { PRIORITIES, WORKER_CLASSES, type Priority, type WorkerClass } from "../
 export const QUEUE_TYPE = "encode_queue";
 export const QUEUE_ID = "main";
 
-export type TaskKind = "probe" | "encode";
+/** A job's probe, its encode, and the chunks of a ladder split across nodes (each its own task: `part`). */
+export type TaskKind = "probe" | "encode" | "chunk";
 
 export interface TaskRequest {
   readonly jobId: string;
   readonly kind: TaskKind;
+  /** A chunk task: which chunk of the job's chunked output (0-based). */
+  readonly part?: number;
   readonly appId: string;
   readonly priority: Priority;
   /** Orders an app's jobs: older jobs first (the job's creation time). */
@@ -41,6 +44,12 @@ export type QueueCommand =
       readonly ttlMs: number;
       readonly at: number;
       readonly life?: string;
+      /**
+       * Alongside the task it runs: a chunk of this job, which the node runs within that task
+       * (the node that splits a ladder encodes chunks too, once its own part is done). The node's
+       * other lease is kept; only a chunk of the job is granted.
+       */
+      readonly jobId?: string;
     }
   | { readonly type: "renew"; readonly node: string; readonly leaseId: string; readonly at: number }
   /** The task ran (whatever its outcome: the job knows it). */
@@ -52,6 +61,7 @@ export interface LeaseGrant {
   readonly leaseId: string;
   readonly jobId: string;
   readonly kind: TaskKind;
+  readonly part?: number;
   readonly appId: string;
   readonly priority: Priority;
   /** When the task was first queued (epoch ms): the scheduling delay starts there. */

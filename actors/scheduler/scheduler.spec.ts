@@ -379,7 +379,9 @@ describe("encode queue: leases", () => {
     expect(sent).toEqual([{ signal: "work" }]);
     expect(told).toEqual([]);
     await handlers.abandoned({ kind: "abandoned", jobId: "j1", task: "encode", lostOn: ["n1", "n2", "n1"], at: T0 + 9 }, ctx);
-    expect(told).toEqual([["j1", "encode", ["n1", "n2", "n1"], T0 + 9]]);
+    expect(told).toEqual([["j1", "encode", ["n1", "n2", "n1"], T0 + 9, undefined]]);
+    await handlers.abandoned({ kind: "abandoned", jobId: "j1", task: "chunk", part: 2, lostOn: ["n1", "n2", "n1"], at: T0 + 9 }, ctx);
+    expect(told.at(-1)).toEqual(["j1", "chunk", ["n1", "n2", "n1"], T0 + 9, 2]);
     expect(sent).toHaveLength(1);
   });
 
@@ -522,6 +524,76 @@ describe("encode queue: tasks", () => {
     expect(bad({ ...lease("n1"), ttlMs: -1 })).toEqual(leaseRefusal);
     expect(bad({ ...lease("n1"), node: "" })).toEqual(leaseRefusal);
     expect(bad({ type: "shuffle", at: T0 })).toEqual({ code: Code.InvalidArgument, message: "unknown command shuffle" });
+  });
+});
+
+describe("encode queue: chunks of a split ladder", () => {
+  const chunk = (jobId: string, part: number, order = T0): TaskRequest => ({ ...task(jobId, "app_a", "standard", order, "chunk"), part });
+  const alongside = (node: string, jobId: string, at = T0): QueueCommand & { type: "lease" } => ({ ...lease(node, "standard", at), jobId });
+
+  it("each chunk is a task of its own: a repeat is no change, and neither the job's encode nor its chunks replace one another", () => {
+    const s = run(Q.initial, enqueue(task("j1")), enqueue(chunk("j1", 0)), enqueue(chunk("j1", 1)));
+    expect(s.queued.map((t) => `${t.kind}${t.part ?? ""}`)).toEqual(["encode", "chunk0", "chunk1"]);
+    expect(apply(s, enqueue(chunk("j1", 1), T0 + 1)).events).toEqual([]);
+    // The encode given again (a later attempt) leaves the chunks queued.
+    const probe = run(Q.initial, enqueue(task("j1", "app_a", "standard", T0, "probe")), enqueue(chunk("j1", 0)));
+    expect(run(probe, enqueue(task("j1"), T0 + 1)).queued.map((t) => `${t.kind}${t.part ?? ""}`)).toEqual(["chunk0", "encode"]);
+    // A cancel takes them all.
+    expect(run(s, { type: "cancel", jobId: "j1", at: T0 + 2 }).queued).toEqual([]);
+  });
+
+  it("any idle node takes a chunk, each a different one, in the job's turn", () => {
+    const s = run(Q.initial, enqueue(chunk("j1", 0)), enqueue(chunk("j1", 1)), enqueue(task("j2", "app_b")));
+    const a = lease("n1");
+    const afterA = run(s, a);
+    expect(replyOf(afterA, a).granted).toMatchObject({ jobId: "j1", kind: "chunk", part: 0 });
+    const b = lease("n2");
+    const afterB = run(afterA, b);
+    expect(replyOf(afterB, b).granted).toMatchObject({ jobId: "j2", kind: "encode" });
+    expect(replyOf(afterB, b).granted).not.toHaveProperty("part");
+    const c = lease("n3");
+    expect(replyOf(run(afterB, c), c).granted).toMatchObject({ jobId: "j1", kind: "chunk", part: 1 });
+  });
+
+  it("a node asking alongside its task gets only a chunk of that job, given back ones first, and keeps the lease it holds", () => {
+    const s = run(Q.initial, enqueue(task("j1")), enqueue(task("j2")));
+    const main = take(s, "n1");
+    expect(main.jobId).toBe("j1");
+    const chunks = run(main.state, enqueue(chunk("j1", 0)), enqueue(chunk("j1", 1)), enqueue(chunk("j1", 2)));
+    const first = alongside("n1", "j1");
+    const withChunk = run(chunks, first);
+    expect(replyOf(withChunk, first).granted).toMatchObject({ jobId: "j1", kind: "chunk", part: 0 });
+    expect(withChunk.leases.map((l) => l.leaseId)).toEqual([main.leaseId, first.leaseId]);
+    // A chunk another node gave back goes first.
+    const other = lease("n2");
+    const taken = run(withChunk, other);
+    expect(replyOf(taken, other).granted).toMatchObject({ part: 1 });
+    const lost = run(taken, { type: "release", node: "n2", leaseId: other.leaseId, at: T0 + 1 });
+    const next = alongside("n1", "j1", T0 + 2);
+    expect(replyOf(run(lost, next), next).granted).toMatchObject({ part: 1 });
+    // Nothing of the job queued: nothing, not another job's task, and the node's leases stay.
+    const none = alongside("n1", "j2");
+    const s2 = run(main.state, none);
+    expect(replyOf(s2, none).granted).toBeUndefined();
+    expect(s2.leases.map((l) => l.leaseId)).toEqual([main.leaseId]);
+  });
+
+  it("a chunk whose lease is lost too often is abandoned with its part; a chunk without a part, or a part on another kind, is refused", () => {
+    let s = run(Q.initial, enqueue(chunk("j1", 3)));
+    let events: QueueEvent[] = [];
+    for (let i = 0; i < MAX_TASK_LOSSES; i++) {
+      s = run(s, { ...lease(`n${i}`), at: T0 + i * 2 * TTL });
+      ({ state: s, events } = apply(s, { type: "renew", node: "x", leaseId: "none", at: T0 + i * 2 * TTL + TTL + 1 }));
+    }
+    expect(events).toMatchObject([{ type: "abandoned", jobId: "j1", kind: "chunk", part: 3 }]);
+    expect(Q.effects!(s, events, { type: "renew", node: "x", leaseId: "none", at: T0 }, s)).toEqual([
+      expect.objectContaining({ kind: "abandoned", task: "chunk", part: 3 }),
+    ]);
+    const bad = (t: unknown) => Q.decide(Q.initial, { type: "enqueue", task: t as TaskRequest, at: T0 });
+    expect(bad({ ...task("j1", "a", "standard", T0, "chunk") })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ ...chunk("j1", -1) })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ ...chunk("j1", 1.5) })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ ...task("j1"), part: 0 })).toMatchObject({ code: Code.InvalidArgument });
   });
 });
 

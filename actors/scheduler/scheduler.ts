@@ -79,7 +79,8 @@ export interface QueueState {
 
 export type QueueEvent =
   | { readonly type: "enqueued"; readonly task: QueuedTask }
-  | { readonly type: "removed"; readonly jobId: string; readonly at: number }
+  /** The job's queued tasks leave (with `main`, only its probe and encode: a job's next step replaces its earlier one, not its chunks). */
+  | { readonly type: "removed"; readonly jobId: string; readonly at: number; readonly main?: boolean }
   | { readonly type: "granted"; readonly lease: Lease }
   | { readonly type: "renewed"; readonly leaseId: string; readonly node: string; readonly at: number }
   | { readonly type: "finished"; readonly leaseId: string; readonly node: string; readonly at: number }
@@ -91,6 +92,7 @@ export type QueueEvent =
       readonly node: string;
       readonly jobId: string;
       readonly kind: TaskKind;
+      readonly part?: number;
       readonly lostOn: readonly string[];
       readonly at: number;
     }
@@ -98,7 +100,14 @@ export type QueueEvent =
 
 export type QueueIntent =
   | { readonly kind: "nudge" }
-  | { readonly kind: "abandoned"; readonly jobId: string; readonly task: TaskKind; readonly lostOn: readonly string[]; readonly at: number };
+  | {
+      readonly kind: "abandoned";
+      readonly jobId: string;
+      readonly task: TaskKind;
+      readonly part?: number;
+      readonly lostOn: readonly string[];
+      readonly at: number;
+    };
 
 const initial: QueueState = { queued: [], leases: [], nodes: {}, lastApp: {} };
 const rank = (c: WorkerClass) => WORKER_CLASSES.indexOf(c);
@@ -124,6 +133,16 @@ function presentClasses(state: QueueState, asking: WorkerClass, at: number): Set
 
 // Stryker disable next-line ConditionalExpression,EqualityOperator: sort tells only a negative result from the rest, so the 1/0 branch cannot change the order; one id on both sides means both kinds of one job, in line together only when both were given back at one instant, where neither order is promised (the -1 branch is pinned by the age-order spec)
 const byAge = (a: QueuedTask, b: QueuedTask) => a.order - b.order || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0);
+
+/** One task of a job: its kind, and for a chunk, which. */
+const sameTask = (a: TaskRequest, b: TaskRequest) => a.jobId === b.jobId && a.kind === b.kind && a.part === b.part;
+const isMain = (t: TaskRequest) => t.kind !== "chunk";
+
+/** A chunk of the job for the node that runs the job's encode: one given back first, then the earliest. */
+function pickChunk(state: QueueState, jobId: string): QueuedTask | undefined {
+  const chunks = state.queued.filter((t) => t.jobId === jobId && t.kind === "chunk");
+  return chunks.sort((a, b) => (a.returnedAt ?? Infinity) - (b.returnedAt ?? Infinity) || a.part! - b.part!)[0];
+}
 
 /** The task a node of this class gets now, if any. */
 export function pick(state: QueueState, nodeClass: WorkerClass, at: number): QueuedTask | undefined {
@@ -153,7 +172,17 @@ function losses(l: Lease): Required<Pick<QueuedTask, "lostOn" | "lostLives">> {
 /** A lease lost (its node died or went silent): back to the queue, or abandoned at the last allowed loss. */
 function lost(l: Lease, reason: "expired" | "stale", at: number): QueueEvent {
   const { lostOn } = losses(l);
-  if (lostOn.length >= MAX_TASK_LOSSES) return { type: "abandoned", leaseId: l.leaseId, node: l.node, jobId: l.task.jobId, kind: l.task.kind, lostOn, at };
+  if (lostOn.length >= MAX_TASK_LOSSES)
+    return {
+      type: "abandoned",
+      leaseId: l.leaseId,
+      node: l.node,
+      jobId: l.task.jobId,
+      kind: l.task.kind,
+      ...(l.task.part !== undefined ? { part: l.task.part } : {}),
+      lostOn,
+      at,
+    };
   return { type: "returned", leaseId: l.leaseId, node: l.node, reason, at };
 }
 
@@ -167,7 +196,8 @@ function validTask(t: TaskRequest | undefined): boolean {
     !!t &&
     typeof t.jobId === "string" &&
     t.jobId !== "" &&
-    (t.kind === "probe" || t.kind === "encode") &&
+    (t.kind === "probe" || t.kind === "encode" || (t.kind === "chunk" && Number.isInteger(t.part) && t.part! >= 0)) &&
+    (t.kind === "chunk" || t.part === undefined) &&
     typeof t.appId === "string" &&
     isPriority(t.priority) &&
     Number.isFinite(t.order)
@@ -181,10 +211,12 @@ export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent>
   switch (c.type) {
     case "enqueue": {
       if (!validTask(c.task)) return invalid("a task needs a job, a kind, an app, a priority and an order");
-      const { jobId, kind } = c.task;
-      if (now.queued.some((t) => t.jobId === jobId && t.kind === kind) || now.leases.some((l) => l.task.jobId === jobId && l.task.kind === kind)) return events;
-      if (now.queued.some((t) => t.jobId === jobId)) events.push({ type: "removed", jobId, at: c.at });
-      events.push({ type: "enqueued", task: { ...c.task, enqueuedAt: c.at } });
+      const task = c.task;
+      if (now.queued.some((t) => sameTask(t, task)) || now.leases.some((l) => sameTask(l.task, task))) return events;
+      // A job's next step replaces its earlier one still queued; its chunks stay.
+      if (isMain(task) && now.queued.some((t) => t.jobId === task.jobId && isMain(t)))
+        events.push({ type: "removed", jobId: task.jobId, at: c.at, main: true });
+      events.push({ type: "enqueued", task: { ...task, enqueuedAt: c.at } });
       return events;
     }
     case "cancel":
@@ -193,9 +225,10 @@ export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent>
     case "lease": {
       if (!isClass(c.nodeClass)) return invalid(`nodeClass must be one of ${WORKER_CLASSES.join(", ")}`);
       if (!c.node || !c.leaseId || !(c.ttlMs > 0)) return invalid("a lease needs a node, a lease id and a time to live");
-      for (const l of now.leases) if (l.node === c.node) events.push(lost(l, "stale", c.at));
+      // A node asking alongside its task keeps it; otherwise what it holds is stale.
+      if (c.jobId === undefined) for (const l of now.leases) if (l.node === c.node) events.push(lost(l, "stale", c.at));
       const free = events.reduce(fold, state);
-      const task = pick(free, c.nodeClass, c.at);
+      const task = c.jobId === undefined ? pick(free, c.nodeClass, c.at) : pickChunk(free, c.jobId);
       if (task) {
         events.push({
           type: "granted",
@@ -243,12 +276,12 @@ export function fold(state: QueueState, e: QueueEvent): QueueState {
     case "enqueued":
       return { ...state, queued: [...state.queued, e.task] };
     case "removed":
-      return { ...state, queued: state.queued.filter((t) => t.jobId !== e.jobId) };
+      return { ...state, queued: state.queued.filter((t) => t.jobId !== e.jobId || (e.main === true && !isMain(t))) };
     case "granted": {
       const t = e.lease.task;
       return {
         ...state,
-        queued: state.queued.filter((q) => !(q.jobId === t.jobId && q.kind === t.kind)),
+        queued: state.queued.filter((q) => !sameTask(q, t)),
         leases: [...state.leases, e.lease],
         // A task given out again takes no app's turn.
         lastApp: t.returnedAt === undefined ? { ...state.lastApp, [t.priority]: t.appId } : state.lastApp,
@@ -325,8 +358,8 @@ export function replyOf(state: QueueState, c: QueueCommand): QueueReply {
     // Stryker disable next-line ConditionalExpression: after its lease command a node holds at most the lease that command granted, so the lease id adds nothing to the node match (pinned by the reply specs)
     const lease = state.leases.find((l) => l.leaseId === c.leaseId && l.node === c.node);
     if (!lease) return {};
-    const { jobId, kind, appId, priority, enqueuedAt } = lease.task;
-    const granted: LeaseGrant = { leaseId: lease.leaseId, jobId, kind, appId, priority, enqueuedAt };
+    const { jobId, kind, part, appId, priority, enqueuedAt } = lease.task;
+    const granted: LeaseGrant = { leaseId: lease.leaseId, jobId, kind, ...(part !== undefined ? { part } : {}), appId, priority, enqueuedAt };
     return { granted };
   }
   if (c.type === "renew") return { held: state.leases.some((l) => l.leaseId === c.leaseId && l.node === c.node) };
@@ -349,7 +382,11 @@ export const QueueBehavior: EntityBehavior<QueueState, QueueCommand, QueueEvent,
     ...Object.keys(state.nodes).map((n) => nodeRow(state, n)),
   ],
   effects: (_state, events) => [
-    ...events.flatMap((e): QueueIntent[] => (e.type === "abandoned" ? [{ kind: "abandoned", jobId: e.jobId, task: e.kind, lostOn: e.lostOn, at: e.at }] : [])),
+    ...events.flatMap((e): QueueIntent[] =>
+      e.type === "abandoned"
+        ? [{ kind: "abandoned", jobId: e.jobId, task: e.kind, ...(e.part !== undefined ? { part: e.part } : {}), lostOn: e.lostOn, at: e.at }]
+        : [],
+    ),
     ...(events.some((e) => e.type === "enqueued" || e.type === "returned") ? [{ kind: "nudge" } as const] : []),
   ],
   view: replyOf,
@@ -361,10 +398,10 @@ export const QueueBehavior: EntityBehavior<QueueState, QueueCommand, QueueEvent,
  */
 export function queueIntentHandlers(
   publishSignal: (signal: WorkSignal) => Promise<void>,
-  abandoned: (jobId: string, task: TaskKind, lostOn: readonly string[], at: number) => Promise<void>,
+  abandoned: (jobId: string, task: TaskKind, lostOn: readonly string[], at: number, part?: number) => Promise<void>,
 ): IntentHandlers<QueueIntent, QueueState> {
   return {
     nudge: () => publishSignal({ signal: "work" }),
-    abandoned: (intent) => abandoned(intent.jobId, intent.task, intent.lostOn, intent.at),
+    abandoned: (intent) => abandoned(intent.jobId, intent.task, intent.lostOn, intent.at, intent.part),
   };
 }

@@ -5,10 +5,10 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { S3Client, GetObjectCommand } from "@aws-sdk/client-s3";
+import { S3Client, GetObjectCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import https from "node:https";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { loadConfig } from "../../src/config.js";
 import { mintDevToken } from "../../src/identity.js";
@@ -34,6 +34,8 @@ export interface Fleet {
     extra?: Record<string, unknown>,
   ): Promise<string>;
   job(id: string, who: Auth): Promise<any>;
+  /** Copies every file under an output's folder (the folder of its s3:// output_url) from MinIO to a local folder: the local path of the main file. */
+  download(outputUrl: string): Promise<string>;
   /** Reads an output (its s3:// output_url) back from MinIO and probes it with ffprobe: its duration in seconds (throws if undecodable). */
   decodable(outputUrl: string): Promise<number>;
   stop(passed: boolean): Promise<void>;
@@ -113,6 +115,23 @@ export async function startFleet(options: {
     },
     async job(id, who) {
       return (await ok(call(base, "JobService/Get", { id }, who))).job;
+    },
+    async download(outputUrl) {
+      const key = outputUrl.replace(`s3://${BUCKET}/`, "");
+      const prefix = key.slice(0, key.lastIndexOf("/") + 1);
+      const local = path.join(work, `tree-${randomUUID()}`);
+      let token: string | undefined;
+      do {
+        const page = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix, ContinuationToken: token }));
+        for (const o of page.Contents ?? []) {
+          const file = path.join(local, o.Key!.slice(prefix.length));
+          mkdirSync(path.dirname(file), { recursive: true });
+          const object = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: o.Key! }));
+          writeFileSync(file, await object.Body!.transformToByteArray());
+        }
+        token = page.NextContinuationToken;
+      } while (token);
+      return path.join(local, key.slice(prefix.length));
     },
     async decodable(outputUrl) {
       const key = outputUrl.replace(`s3://${BUCKET}/`, "");
