@@ -197,8 +197,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
 
   const inputFile = (job: JobRecord) => path.join(workRoot, job.id, "input");
 
-  /** A local copy of the job's input, fetched through the network guard. */
-  async function fetchInput(job: JobRecord, signal: AbortSignal): Promise<string> {
+  /** A local copy of the job's input, fetched through the network guard (for a chunk, without storing a hosted video's source again). */
+  async function fetchInput(job: JobRecord, signal: AbortSignal, forChunk = false): Promise<string> {
     const file = inputFile(job);
     if (existsSync(file)) return file;
     await mkdir(path.dirname(file), { recursive: true });
@@ -226,7 +226,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     }
     if (signal.aborted) throw new MediaError("canceled", "canceled");
     // A hosted video ingested from a URL or a bucket keeps its source, as an upload does.
-    if (job.managed && !job.inputVideoId) await d.managed.blob.put(sourceKey(job.managed.videoId), partial);
+    if (job.managed && !job.inputVideoId && !forChunk) await d.managed.blob.put(sourceKey(job.managed.videoId), partial);
     await rename(partial, file);
     return file;
   }
@@ -316,7 +316,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     const output = job.outputs.find((o) => o.id === chunked.outputId);
     const span = chunked.spans[part];
     if (!output || !span) throw new MediaError("internal", `chunk ${part} of ${chunked.outputId} is not planned`);
-    const file = await fetchInput(job, signal);
+    const file = await fetchInput(job, signal, true);
     const input = job.inputMetadata ?? (await probe(file, signal));
     const plan = planOutput(
       fromJson(OutputSpecSchema, output.spec),

@@ -45,7 +45,8 @@ export const BUCKET = "fleet-out";
 
 export async function startFleet(options: {
   readonly encoderNodes: number;
-  readonly inputs: Record<string, number>;
+  /** Inputs by name: a test pattern of this many seconds (320x240, 25 fps, a tone), or a file to serve. */
+  readonly inputs: Record<string, number | string>;
   readonly env?: Record<string, string>;
 }): Promise<Fleet> {
   const keyspace = freshKeyspace();
@@ -56,7 +57,9 @@ export async function startFleet(options: {
   const peers: HttpsPeer[] = [];
   const inputs: Record<string, string> = {};
   for (const [name, seconds] of Object.entries(options.inputs)) {
-    const peer = await serveFile(ca, await makeTestInput(path.join(work, `${name}.mp4`), { seconds, width: 320, height: 240, fps: 25, audio: true }));
+    const file =
+      typeof seconds === "string" ? seconds : await makeTestInput(path.join(work, `${name}.mp4`), { seconds, width: 320, height: 240, fps: 25, audio: true });
+    const peer = await serveFile(ca, file);
     peers.push(peer);
     inputs[name] = `${peer.url}/${name}.mp4`;
   }
