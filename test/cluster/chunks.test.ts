@@ -4,14 +4,17 @@
 // still queued; the other node takes chunks as soon as they are queued. The job completes at its
 // estimate; chunks ran on both nodes; every rung of the output has every frame once, timestamps
 // continuous across each join and lined up with the rung encoded whole, and plays through (every
-// playlist ended, EXTINF summing to the source's length).
+// playlist ended, EXTINF summing to the source's length). And a hosted video ingested from a URL:
+// its stream is split too, ready (playable) from the rung encoded whole before the chunks are
+// joined, and at the end every rung is listed, ended and whole.
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { until } from "../harness.js";
-import { parseHlsMaster, parseHlsMedia } from "../media.js";
+import { call, ok, until } from "../harness.js";
+import { decodedFrames, makeTestInput, parseHlsMaster, parseHlsMedia } from "../media.js";
 import { startFleet, type Fleet } from "./fleet.js";
 
 const run = promisify(execFile);
@@ -21,9 +24,17 @@ let fleet: Fleet;
 let passed = false;
 
 beforeAll(async () => {
+  // A 480p source: a hosted video's default ladder gives it two rungs (480p and 360p).
+  const hosted = await makeTestInput(path.join(mkdtempSync(path.join(tmpdir(), "chunks-")), "hosted.mp4"), {
+    seconds: SECONDS,
+    width: 854,
+    height: 480,
+    fps: FPS,
+    audio: true,
+  });
   fleet = await startFleet({
     encoderNodes: 2,
-    inputs: { long: SECONDS },
+    inputs: { long: SECONDS, hosted },
     env: { MEDIA_ENCODER_CHUNK_SECONDS: "6", MEDIA_LOG_LEVEL: "info" },
   });
 }, 240_000);
@@ -100,6 +111,44 @@ describe("a ladder split across two encoder nodes", () => {
         v.uri,
       ).toEqual(reference.map((t) => t.toFixed(3)));
     }
+  }, 300_000);
+
+  it("a hosted video's stream: split too, ready from the rung encoded whole, and whole at the end", async () => {
+    const auth = fleet.a;
+    const created = await ok(call(fleet.base, "VideoService/CreateFromUrl", { app_id: auth.app, url: fleet.inputs.hosted }, auth));
+    const id = created.video.id as string;
+    const seen: { status: string; encoded: boolean; renditions: number }[] = [];
+    const video = await until(
+      "the video encoded",
+      async () => {
+        const v = (await ok(call(fleet.base, "VideoService/Get", { id }, auth))).video;
+        seen.push({ status: v.status, encoded: v.encoded_at !== undefined, renditions: (v.renditions ?? []).length });
+        if (v.status === "error") throw new Error(`the video failed: ${v.error_message}`);
+        return v.encoded_at !== undefined ? v : undefined;
+      },
+      180_000,
+    );
+    // Ready (playable) before every rendition was done: with the rung encoded whole.
+    expect(seen.some((s) => s.status === "ready" && !s.encoded)).toBe(true);
+    expect(video.renditions.map((r: { resolution: string }) => r.resolution).sort()).toEqual(["360p", "480p"]);
+    const master = parseHlsMaster(await (await fetch(video.playback_url)).text());
+    expect(master.variants).toHaveLength(2);
+    for (const v of master.variants) {
+      const url = new URL(v.uri, video.playback_url).toString();
+      const media = parseHlsMedia(await (await fetch(url)).text());
+      expect(media.endList).toBe(true);
+      expect(media.segments.reduce((sum, s) => sum + s.duration, 0)).toBeCloseTo(SECONDS, 2);
+      expect(await decodedFrames(url)).toBe(SECONDS * FPS);
+    }
+    const split = fleet.cluster.encoderNodes.map(
+      (n) =>
+        n
+          .output()
+          .split("\n")
+          .filter((l) => l.includes("chunk encoded") && l.includes(video.job_id)).length,
+    );
+    // A hosted video's segments are 4 s: chunks of about 6 s are two segments, 8 s.
+    expect(split.reduce((a, b) => a + b, 0)).toBe(SECONDS / 8);
     passed = true;
   }, 300_000);
 });
