@@ -372,3 +372,14 @@ export async function decodedFrames(input: string): Promise<number> {
   ]);
   return Number(stdout.trim().split(/\s+/)[0]);
 }
+
+/** Presentation times (seconds) of the video frames of a file or playlist, as decoded, in order. */
+export async function frameTimes(input: string): Promise<number[]> {
+  const { stdout } = await exec("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", input], {
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return stdout
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => Number.parseFloat(l));
+}

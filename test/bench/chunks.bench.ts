@@ -9,19 +9,19 @@
 // BENCH_CHUNK_SECONDS=60, the cluster default). Starts Kafka and Cassandra as the cluster tests do.
 // Writes test/bench/results/chunks-<date>.json.
 import { execFile, execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { startFleet, type Fleet } from "../cluster/fleet.js";
 import infraSetup from "../cluster/infra.setup.js";
 import { until } from "../harness.js";
+import { testPattern1080p } from "./sources.js";
 
 const run = promisify(execFile);
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const SECONDS = num("BENCH_SECONDS", 300);
 const ROUNDS = num("BENCH_ROUNDS", 1);
 const CHUNK_SECONDS = num("BENCH_CHUNK_SECONDS", 60);
-const CACHE = path.join(import.meta.dirname, "..", "..", ".cache", "bench");
 const GOAL_RATIO = 0.6;
 const TICKS = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
 
@@ -40,20 +40,7 @@ const LADDER = {
   ],
 };
 
-/** A 1080p30 test pattern with a tone, made once and kept in .cache/bench. */
-async function source(seconds: number): Promise<string> {
-  mkdirSync(CACHE, { recursive: true });
-  const file = path.join(CACHE, `chunks-1080p-${seconds}s.mp4`);
-  if (existsSync(file)) return file;
-  await run("ffmpeg", [
-    ...["-hide_banner", "-loglevel", "error", "-y"],
-    ...["-f", "lavfi", "-i", `testsrc2=size=1920x1080:rate=30:duration=${seconds}`],
-    ...["-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`],
-    ...["-c:v", "libx264", "-preset", "ultrafast", "-crf", "23", "-g", "60", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", `${file}.part.mp4`],
-  ]);
-  await run("mv", [`${file}.part.mp4`, file]);
-  return file;
-}
+const source = (seconds: number) => testPattern1080p("chunks", seconds);
 
 /** CPU seconds a process and its waited-for children spent (utime, stime, cutime, cstime). */
 function cpuSeconds(pid: number): number {

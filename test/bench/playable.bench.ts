@@ -7,37 +7,21 @@
 // playable by input length: 2.0 s under 1 min, 9.0 s for 5-20 min.
 // Run: npm run bench:playable   (BENCH_ROUNDS=3; BENCH_SOURCES=60,600; BENCH_REFERENCE=60 lists the
 // source lengths the reference also runs: a 10 min reference takes about 15 min a round here)
-import { execFile } from "node:child_process";
 import { createReadStream, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { Readable } from "node:stream";
 import path from "node:path";
-import { promisify } from "node:util";
 import type { Browser } from "playwright-core";
 import { call, freePort, readBootstrap, spawnServer, tempDataDir } from "../harness.js";
 import { launchChromium } from "../browser.js";
+import { testPattern1080p } from "./sources.js";
 
-const run = promisify(execFile);
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const ROUNDS = num("BENCH_ROUNDS", 3);
 const SOURCES = (process.env.BENCH_SOURCES ?? "60,600").split(",").map(Number);
 const REFERENCE = (process.env.BENCH_REFERENCE ?? "60").split(",").filter(Boolean).map(Number);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const CACHE = path.join(import.meta.dirname, "..", "..", ".cache", "bench");
 
-/** A 1080p30 test pattern with a tone, made once and kept in .cache/bench. */
-async function source(seconds: number): Promise<string> {
-  mkdirSync(CACHE, { recursive: true });
-  const file = path.join(CACHE, `playable-1080p-${seconds}s.mp4`);
-  if (existsSync(file)) return file;
-  await run("ffmpeg", [
-    ...["-hide_banner", "-loglevel", "error", "-y"],
-    ...["-f", "lavfi", "-i", `testsrc2=size=1920x1080:rate=30:duration=${seconds}`],
-    ...["-f", "lavfi", "-i", `sine=frequency=440:duration=${seconds}`],
-    ...["-c:v", "libx264", "-preset", "ultrafast", "-crf", "23", "-g", "60", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", `${file}.part.mp4`],
-  ]);
-  await run("mv", [`${file}.part.mp4`, file]);
-  return file;
-}
+const source = (seconds: number) => testPattern1080p("playable", seconds);
 
 interface Round {
   playableMs: number;

@@ -7,17 +7,14 @@
 // playlist ended, EXTINF summing to the source's length). And a hosted video ingested from a URL:
 // its stream is split too, ready (playable) from the rung encoded whole before the chunks are
 // joined, and at the end every rung is listed, ended and whole.
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, ok, until } from "../harness.js";
-import { decodedFrames, makeTestInput, parseHlsMaster, parseHlsMedia } from "../media.js";
+import { decodedFrames, frameTimes, makeTestInput, parseHlsMaster, parseHlsMedia } from "../media.js";
 import { startFleet, type Fleet } from "./fleet.js";
 
-const run = promisify(execFile);
 const SECONDS = 48;
 const FPS = 25;
 let fleet: Fleet;
@@ -42,16 +39,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await fleet?.stop(passed === 2);
 }, 120_000);
-
-async function frameTimes(playlist: string): Promise<number[]> {
-  const { stdout } = await run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", playlist], {
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  return stdout
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => Number.parseFloat(l));
-}
 
 describe("a ladder split across two encoder nodes", () => {
   it("completes at its estimate with chunks from both nodes, every frame once, continuous at every join", async () => {

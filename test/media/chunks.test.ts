@@ -17,7 +17,7 @@ import { chunkSpans, planOutput } from "../../encoder-node/plan.js";
 import { probe, type ProbeResult } from "../../encoder-node/probe.js";
 import { OutputSpecSchema } from "../../src/gen/media/v1/job_pb.js";
 import { ladderOutputSpec } from "../../src/hosting.js";
-import { makeTestInput, parseHlsMaster } from "../media.js";
+import { frameTimes, makeTestInput, parseHlsMaster } from "../media.js";
 
 const run = promisify(execFile);
 const root = mkdtempSync(path.join(tmpdir(), "chunks-"));
@@ -30,17 +30,6 @@ beforeAll(async () => {
   input = { file, probe: await probe(file) };
 }, 60_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-/** Presentation times of a playlist's video frames, as decoded. */
-async function frameTimes(playlist: string): Promise<number[]> {
-  const { stdout } = await run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time", "-of", "csv=p=0", playlist], {
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  return stdout
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => Number.parseFloat(l));
-}
 
 /** Mean PSNR (dB) of an encoded rung against the source scaled to its size. */
 async function psnr(playlist: string, width: number, height: number): Promise<number> {
