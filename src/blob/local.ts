@@ -1,10 +1,13 @@
 // Blobs in a local folder: managed storage of the embedded mode. Keys are relative paths that
 // must stay inside the folder.
-import { copyFile, mkdir, rename, rm, stat } from "node:fs/promises";
+import { copyFile, link, mkdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { randomToken } from "../ids.js";
 import { BlobError, type BlobStore } from "./port.js";
+
+/** Why a hard link cannot be made where a copy can: another file system, a target that exists, links refused or too many. */
+const LINK_REFUSALS = new Set(["EXDEV", "EEXIST", "EPERM", "EMLINK", "ENOTSUP", "EOPNOTSUPP"]);
 
 export class LocalBlob implements BlobStore {
   private readonly root: string;
@@ -28,9 +31,19 @@ export class LocalBlob implements BlobStore {
     return { size: (await stat(target)).size };
   }
 
+  /**
+   * A hard link where the file can be one (the same file system, the target free): a 10 min
+   * source is over 1 GB, and a copy of it delayed its first segment by seconds. A blob is never
+   * changed in place (put writes beside and renames), so the link keeps the bytes it was made
+   * with; the caller reads the file and never writes into it. A copy elsewhere.
+   */
   async getToFile(key: string, file: string): Promise<{ size: number }> {
+    const source = this.pathOf(key);
     try {
-      await copyFile(this.pathOf(key), file);
+      await link(source, file).catch(async (e: unknown) => {
+        if (!LINK_REFUSALS.has((e as NodeJS.ErrnoException).code ?? "")) throw e;
+        await copyFile(source, file);
+      });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new BlobError("not_found", `${key} does not exist in managed storage`, { cause: e });
       throw e;
