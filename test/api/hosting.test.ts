@@ -340,7 +340,7 @@ describe("uploads refused", () => {
       call(h.base, "VideoService/CreateUpload", { app_id: h.boot.app_id, filename: "c.mp4", content_type: "video/mp4", size_bytes: 10 }, key),
     );
     // Flip the signature's first character to another one: writing a fixed character would leave it unchanged one time in 64.
-    const bad = created.upload_url.replace(/signature=(.)/, (_, c: string) => `signature=${c === "A" ? "B" : "A"}`);
+    const bad = created.upload_url.replace(/signature=(.)/, (_: string, c: string) => `signature=${c === "A" ? "B" : "A"}`);
     expect((await fetch(bad, { method: "PUT", body: "0123456789" })).status).toBe(403);
     const r = await call(
       h.base,

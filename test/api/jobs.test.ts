@@ -322,7 +322,7 @@ describe("JobService", () => {
     for await (const c of image.body) chunks.push(c as Buffer);
     expect(image.status).toBe(200);
     expect(Buffer.concat(chunks).subarray(0, 3)).toEqual(Buffer.from([0xff, 0xd8, 0xff]));
-    const forged = await guard.request(signedUrl.replace(/X-Amz-Signature=(.)/, (_, c: string) => `X-Amz-Signature=${c === "0" ? "1" : "0"}`));
+    const forged = await guard.request(signedUrl.replace(/X-Amz-Signature=(.)/, (_: string, c: string) => `X-Amz-Signature=${c === "0" ? "1" : "0"}`));
     forged.body.resume();
     expect(forged.status).toBe(403);
 
