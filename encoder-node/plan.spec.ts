@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { DrmSystem, EncodingMode, EncryptionScheme, OutputSpecSchema, OutputType, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, HlsPlaylistType, QualityTier, SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { MediaError } from "./media-errors.js";
-import { chunkable, chunkSpans, DEFAULT_STRATEGY, drmSchemeOf, drmSystemsOf, planOutput, tierTargetKbps, type OutputPlan } from "./plan.js";
+import { chunkable, chunkSpans, DEFAULT_STRATEGY, drmSchemeOf, drmSystemsOf, planOutput, tierTargetKbps, type OutputPlan, type PlanOptions } from "./plan.js";
 import type { ProbeResult } from "./probe.js";
 
 const probe = (o: Partial<ProbeResult> = {}, video: Partial<NonNullable<ProbeResult["video"]>> = {}): ProbeResult => ({
@@ -310,7 +310,7 @@ describe("planOutput: clip, layouts and strategies", () => {
     expect(per.commands.every((c) => c.includes("-progress") && c.includes("-benchmark"))).toBe(true);
   });
 
-  it("progressive HLS (a hosted video's stream): the lowest rung and the audio first, the other rungs niced beside it, every playlist growing", () => {
+  it("progressive HLS (a hosted video's stream): the lowest rung and the audio first, the other rungs niced beside it, every playlist growing, the first segment short", () => {
     const ladder = spec({
       type: OutputType.HLS,
       hls: { segmentDurationSeconds: 4 },
@@ -321,22 +321,52 @@ describe("planOutput: clip, layouts and strategies", () => {
       ],
     });
     const p = plan(ladder, probe(), { progressive: true });
-    expect([p.commands.length, p.parallel, p.nice, p.main]).toEqual([2, true, [0, 10], "index.m3u8"]);
-    const [first, rest] = [p.commands[0]!, p.commands[1]!];
-    expect(after(first, "-var_stream_map")).toBe("v:0,name:480p,agroup:audio a:0,name:audio_0,agroup:audio");
+    expect([p.commands.length, p.parallel, p.nice, p.main]).toEqual([3, true, [0, 0, 10], "index.m3u8"]);
+    const [first, sound, rest] = [p.commands[0]!, p.commands[1]!, p.commands[2]!];
+    expect(after(first, "-var_stream_map")).toBe("v:0,name:480p,agroup:audio");
+    expect(after(sound, "-var_stream_map")).toBe("a:0,name:audio_0,agroup:audio");
     expect(after(rest, "-var_stream_map")).toBe("v:0,name:1080p,agroup:audio v:1,name:720p,agroup:audio");
-    expect(first.includes("0:a:0") && !rest.includes("0:a:0")).toBe(true);
-    for (const c of [first, rest]) expect([after(c, "-hls_playlist_type"), after(c, "-hls_flags")]).toEqual(["event", "independent_segments+temp_file"]);
-    // Segments line up across the two processes: the same keyframe rule in both.
+    expect([first, sound, rest].map((c) => c.includes("0:a:0"))).toEqual([false, true, false]);
+    expect(sound.includes("-vn") && !sound.includes("-filter_complex")).toBe(true);
+    for (const c of [first, sound, rest]) expect([after(c, "-hls_playlist_type"), after(c, "-hls_flags"), after(c, "-hls_time")]).toEqual(["event", "independent_segments+temp_file", "4"]);
+    // Video segments: 1 s, then 3 s, then 4 s; the audio's all 4 s (a first short one would make every one short).
+    expect([first, sound, rest].map((c) => (c.includes("-hls_init_time") ? after(c, "-hls_init_time") : undefined))).toEqual(["1", undefined, "1"]);
+    // Segments line up across the processes: the same keyframe rule in both.
+    expect(after(first, "-force_key_frames:v:0")).toBe("expr:if(lt(n_forced,2),gte(t,n_forced*1),gte(t,(n_forced-1)*4))");
     expect(after(first, "-force_key_frames:v:0")).toBe(after(rest, "-force_key_frames:v:1"));
     expect(p.progressive).toEqual({ first: ["480p/index.m3u8", "audio_0/index.m3u8"], rest: ["1080p/index.m3u8", "720p/index.m3u8"] });
     expect(p.hlsMaster?.variants.map((v) => v.playlist)).toEqual(["1080p/index.m3u8", "480p/index.m3u8", "720p/index.m3u8"]);
-    expect(p.weights![0]! < p.weights![1]!).toBe(true);
-    // One rung: one process; without the option, or for a single-file output, the plan is as before.
+    expect(p.weights![0]! < p.weights![2]!).toBe(true);
+    expect(p.weights![1]! < p.weights![0]!).toBe(true);
+    // One rung: it and its audio, not niced; without the option, or for a single-file output, the plan is as before.
     const one = plan(spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), probe(), { progressive: true });
-    expect([one.commands.length, one.nice, one.progressive?.rest]).toEqual([1, undefined, []]);
+    expect([one.commands.length, one.nice, one.progressive?.rest]).toEqual([2, undefined, []]);
     expect(plan(ladder).progressive).toBeUndefined();
     expect(after(plan(ladder).commands[0]!, "-hls_playlist_type")).toBe("vod");
+    expect(plan(ladder).commands[0]!.includes("-hls_init_time")).toBe(false);
+    expect(after(plan(ladder).commands[0]!, "-force_key_frames:v:0")).toBe("expr:gte(t,n_forced*4)");
+    // Segments of 1 s or less have no shorter first one.
+    const ladderOf = (segmentDurationSeconds: number, codec = VideoCodec.H264, keyint = 0) =>
+      spec({
+        type: OutputType.HLS,
+        hls: { segmentDurationSeconds },
+        video: [
+          { codec, resolution: "720p", ...(keyint > 0 ? { h264: { keyint } } : {}) },
+          { codec, resolution: "360p" },
+        ],
+      });
+    const shortFirst = (s: OutputSpec, opts: Partial<PlanOptions> = {}) => plan(s, probe(), { progressive: true, ...opts }).commands[0]!.includes("-hls_init_time");
+    // Keyframes only where segments end after the first: a whole segment's GOP (120 frames at 30 fps), not 2 s.
+    expect(after(p.commands[0]!, "-g:v:0")).toBe("120");
+    expect(after(plan(ladder).commands[0]!, "-g:v:0")).toBe("60");
+    // Segments of 1 s or less, a codec other than H.264, a GOP of the caller's, a split ladder: equal segments.
+    expect([shortFirst(ladderOf(4)), shortFirst(ladderOf(1)), shortFirst(ladderOf(4, VideoCodec.H265)), shortFirst(ladderOf(4, VideoCodec.H264, 48))]).toEqual([
+      true,
+      false,
+      false,
+      false,
+    ]);
+    expect(shortFirst(ladderOf(4), { chunked: true })).toBe(false);
     const single = spec({ type: OutputType.HLS, segments: { singleFile: true }, video: [{ codec: VideoCodec.H264, resolution: "720p" }] });
     expect(plan(single, probe(), { progressive: true }).progressive).toBeUndefined();
   });

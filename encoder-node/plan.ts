@@ -14,6 +14,7 @@ import {
   planAudio,
   planRenditions,
   renditionWeight,
+  shortFirstSegmentFits,
   splitGraph,
   videoArgs,
   type AudioPlan,
@@ -186,6 +187,13 @@ export function chunkable(spec: OutputSpec, probe: ProbeResult): boolean {
   );
 }
 
+/**
+ * The first segment of a growing stream, in seconds: how much of the lowest rung must be encoded
+ * before a video is playable. Shorter than the hosted 4 s segment, it makes a 1080p source
+ * playable about 2 s sooner on 2 cores; the next segment ends where a whole first one would have.
+ */
+export const FIRST_SEGMENT_SECONDS = 1;
+
 /** Niceness of the later rungs of a progressive plan: the first rung gets the cores it can use, they the rest. */
 export const PROGRESSIVE_NICE = 10;
 
@@ -272,9 +280,11 @@ function chunkInputArgs(input: PlanInput, clip: Clip | undefined, chunk: ChunkSp
 /**
  * Where the timestamps of a chunked ladder's command start: a chunk's first frame (at 0 after the
  * cut) at the time it has in the whole output, plus CHUNKED_START_SECONDS for every command. A
- * stream whose first timestamps would be negative (an encoder's reordering delay) is shifted by
- * ffmpeg, by that delay: the first chunk would be, the others not, and their frames would not
- * line up. Started a second in, none is.
+ * stream whose first timestamps would be negative (an encoder's reordering delay, AAC's priming)
+ * is shifted by ffmpeg, by that delay: the first chunk would be, the others not, and their frames
+ * would not line up; audio encoded alone would be shifted by its priming, not by the video's
+ * delay, and so play 43 ms early. Started a second in, none is. Every command of a plan whose
+ * streams are encoded apart (chunks; a growing stream with a short first segment) starts there.
  */
 function chunkOffset(chunk: ChunkSpan | undefined): string {
   return ((chunk?.start ?? 0) + CHUNKED_START_SECONDS).toFixed(6);
@@ -379,16 +389,21 @@ function hlsPlan(
   const split = opts.chunked === true || opts.chunk !== undefined;
   if (split && (single || keyInfoFile !== undefined || renditions.length < 2 || ctx.segmentSeconds === undefined))
     throw new MediaError("internal", "only a clear HLS ladder of separate segments and more than one rung can be split into chunks");
-  const muxer = (streams: string, chunk?: ChunkSpan) => [
+  // A growing stream may start with a short segment (see planOutput); its audio stays apart, in a
+  // command of its own, with segments of the whole length (-hls_init_time would cut them all short).
+  const short = growing && ctx.firstSegmentSeconds !== undefined;
+  const muxer = (streams: string, chunk?: ChunkSpan, video = true) => [
     "-f",
     "hls",
     "-hls_time",
     String(ctx.segmentSeconds),
+    ...(short && video ? ["-hls_init_time", String(ctx.firstSegmentSeconds)] : []),
     "-hls_playlist_type",
     !chunk && (growing || spec.hls?.playlistType === HlsPlaylistType.EVENT) ? "event" : "vod",
     // A chunk's segments take their place in the whole: numbered from its first, timestamps from its start.
     ...(chunk ? ["-start_number", String(Math.round(chunk.start / ctx.segmentSeconds!))] : []),
-    ...(split ? ["-output_ts_offset", chunkOffset(chunk)] : []),
+    // Streams encoded apart (chunks; a short-first stream's audio) line up only if ffmpeg shifts none.
+    ...(split || short ? ["-output_ts_offset", chunkOffset(chunk)] : []),
     "-hls_list_size",
     "0",
     "-hls_segment_type",
@@ -442,6 +457,7 @@ function hlsPlan(
         renditions: rest.map(summary),
       };
     }
+    const withAudio = !short && audio.length > 0;
     const commands = [
       [
         ...FFMPEG_GLOBAL,
@@ -450,13 +466,24 @@ function hlsPlan(
         splitGraph([first]),
         "-map",
         "[v0]",
-        ...audioMaps(audio),
+        ...(withAudio ? audioMaps(audio) : []),
         ...videoArgs(first, 0, ctx),
-        ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
-        ...muxer([`v:0,name:${first.name}${agroup}`, ...audioStreams].join(" ")),
+        ...(withAudio ? audio.flatMap((p, j) => audioArgs(p, j, ctx.input)) : []),
+        ...muxer([`v:0,name:${first.name}${agroup}`, ...(withAudio ? audioStreams : [])].join(" ")),
       ],
     ];
-    const weights = [renditionWeight(first) + AUDIO_TRACK_WEIGHT * audio.length];
+    const weights = [renditionWeight(first) + (withAudio ? AUDIO_TRACK_WEIGHT * audio.length : 0)];
+    if (short && audio.length > 0) {
+      commands.push([
+        ...FFMPEG_GLOBAL,
+        ...inputArgs(input, clip),
+        ...audioMaps(audio),
+        "-vn",
+        ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
+        ...muxer(audioStreams.join(" "), undefined, false),
+      ]);
+      weights.push(AUDIO_TRACK_WEIGHT * audio.length);
+    }
     if (split) {
       // The other rungs are chunks: the master lists them once the encoder node has joined them.
       return {
@@ -494,7 +521,8 @@ function hlsPlan(
       parallel: true,
       strategy: "split",
       weights,
-      ...(commands.length > 1 ? { nice: [0, PROGRESSIVE_NICE] } : {}),
+      // The later rungs below the first and the audio.
+      ...(rest.length > 0 ? { nice: commands.map((_, i) => (i === commands.length - 1 ? PROGRESSIVE_NICE : 0)) } : {}),
       renditions: renditionPlans,
       hlsMaster,
       progressive: growth,
@@ -751,10 +779,23 @@ export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions
   const type = spec.type;
   const container = PROGRESSIVE[type];
   const segmentSeconds = segmentSecondsOf(spec);
+  // A growing stream starts with a short segment, so a player has something to play sooner. A split
+  // ladder keeps equal segments: its chunks are numbered by them.
+  const shortFirst =
+    opts.progressive === true &&
+    type === OutputType.HLS &&
+    spec.segments?.singleFile !== true &&
+    opts.chunked !== true &&
+    opts.chunk === undefined &&
+    segmentSeconds !== undefined &&
+    segmentSeconds > FIRST_SEGMENT_SECONDS &&
+    drmSchemeOf(spec) !== "cbcs" &&
+    shortFirstSegmentFits(spec.video);
   const ctx: RenditionContext = {
     input: probe,
     spec,
     ...(segmentSeconds !== undefined ? { segmentSeconds } : {}),
+    ...(shortFirst ? { firstSegmentSeconds: FIRST_SEGMENT_SECONDS } : {}),
     isoBmff:
       type === OutputType.MP4 ||
       type === OutputType.MOV ||

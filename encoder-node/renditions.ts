@@ -99,6 +99,11 @@ export interface RenditionContext {
   spec: OutputSpec;
   /** Segment length for streaming outputs; keyframes are aligned to it. */
   segmentSeconds?: number;
+  /**
+   * A shorter first segment (a growing stream's): keyframes at 0, here, then every segmentSeconds,
+   * so the first segment is this long and the second ends where the first would have.
+   */
+  firstSegmentSeconds?: number;
   /** Whether the video is written into an ISO-BMFF file (mp4, mov, fmp4 segments). */
   isoBmff: boolean;
 }
@@ -208,10 +213,23 @@ function pixelFormat(v: VideoVariant): string {
   return "yuv420p";
 }
 
-/** GOP length: the codec option, else about 2 s (1 s when 2 s does not divide the segment length). */
-function keyintOf(v: VideoVariant, fps: number, segmentSeconds: number | undefined): number {
+/**
+ * Whether these variants can start with a shorter first segment: H.264 only (x264 makes every
+ * forced keyframe an IDR), with no GOP length of the caller's (the segments end at keyframes).
+ */
+export function shortFirstSegmentFits(variants: readonly VideoVariant[]): boolean {
+  return variants.length > 0 && variants.every((v) => v.codec === VideoCodec.H264 && !((codecOptions(v)?.keyint ?? 0) > 0));
+}
+
+/**
+ * GOP length: the codec option, else about 2 s (1 s when 2 s does not divide the segment length),
+ * or a whole segment after a shorter first one: the HLS muxer, once given a first segment length,
+ * ends a segment at every keyframe past it, so keyframes must fall only where segments end.
+ */
+function keyintOf(v: VideoVariant, fps: number, segmentSeconds: number | undefined, firstSegmentSeconds: number | undefined): number {
   const set = codecOptions(v)?.keyint ?? 0;
   if (set > 0) return set;
+  if (segmentSeconds !== undefined && firstSegmentSeconds !== undefined) return Math.max(1, Math.round(fps * segmentSeconds));
   const seconds = segmentSeconds !== undefined && segmentSeconds % 2 !== 0 ? 1 : 2;
   return Math.max(1, Math.round(fps * seconds));
 }
@@ -240,7 +258,7 @@ export function planRenditions(ctx: RenditionContext): Rendition[] {
       variant: v,
       codecId: v.codec,
       ...(fpsFilter !== undefined ? { fpsFilter } : {}),
-      keyint: keyintOf(v, fps, ctx.segmentSeconds),
+      keyint: keyintOf(v, fps, ctx.segmentSeconds, ctx.firstSegmentSeconds),
       rate: rateOf(v, codec, tier, size, fps, ctx),
       preset: o?.encoderPreset || TIER_PRESET[codec][tier],
       pixFmt: pixelFormat(v),
@@ -365,8 +383,14 @@ export function videoArgs(r: Rendition, n: number, ctx: RenditionContext): strin
     default:
       throw new MediaError("internal", `unsupported video codec ${r.codecId}`);
   }
-  if (streaming) push(`-force_key_frames${s}`, `expr:gte(t,n_forced*${ctx.segmentSeconds})`);
+  if (streaming) push(`-force_key_frames${s}`, keyframesAt(ctx.segmentSeconds!, ctx.firstSegmentSeconds));
   return a;
+}
+
+/** ffmpeg's -force_key_frames expression: every segment's start, and the end of a shorter first one. */
+export function keyframesAt(segmentSeconds: number, firstSegmentSeconds?: number): string {
+  if (firstSegmentSeconds === undefined) return `expr:gte(t,n_forced*${segmentSeconds})`;
+  return `expr:if(lt(n_forced,2),gte(t,n_forced*${firstSegmentSeconds}),gte(t,(n_forced-1)*${segmentSeconds}))`;
 }
 
 /** Relative work of a rendition, for the progress weights of parallel commands. */

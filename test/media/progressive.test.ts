@@ -3,9 +3,11 @@
 // segments, the master only stored playlists with segments), it is playable before the encode
 // ends, the later rungs join the master only once complete, and at the end every playlist ends
 // with EXT-X-ENDLIST, starts at 0, and decodes whole.
+import { execFile } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromJson } from "@bufbuild/protobuf";
 import { parseMediaPlaylist, runPlan, writeGrowingHlsMaster } from "../../encoder-node/ffmpeg.js";
@@ -17,6 +19,7 @@ import { OutputSpecSchema } from "../../src/gen/media/v1/job_pb.js";
 import { ladderOutputSpec } from "../../src/hosting.js";
 import { decodedFrames, makeTestInput, parseHlsMaster } from "../media.js";
 
+const exec = promisify(execFile);
 const root = mkdtempSync(path.join(tmpdir(), "progressive-"));
 let input: { file: string; probe: ProbeResult };
 
@@ -88,6 +91,18 @@ describe("a progressive stream", { timeout: 120_000 }, () => {
       expect(Math.abs(seconds - 12)).toBeLessThan(0.1);
     }
     for (const p of ["640x360", "854x480", "1280x720"]) expect(await decodedFrames(stored(`${p}/index.m3u8`))).toBe(360);
+    // A short first segment, lined up across the rungs; the audio's segments whole. The audio is
+    // encoded by a process of its own, in step with the video: their first segments start together.
+    const durations = (p: string) => parseMediaPlaylist(readFileSync(stored(`${p}/index.m3u8`), "utf8")).segments.map((s) => Number(s.duration.toFixed(1)));
+    for (const p of ["640x360", "854x480", "1280x720"]) expect(durations(p), p).toEqual([1, 3, 4, 4]);
+    expect(durations("audio_0")).toEqual([4, 4, 4, 0]);
+    // The source's first frame and first sample both at 0: the video's first timestamp is the
+    // audio's plus AAC's priming (1,024 samples at 48 kHz), as when one process encodes both.
+    const start = async (file: string) => {
+      const { stdout } = await exec("ffprobe", ["-v", "error", "-show_entries", "format=start_time", "-of", "csv=p=0", stored(file)]);
+      return Number(stdout.trim());
+    };
+    expect((await start("640x360/seg_00000.ts")) - (await start("audio_0/seg_00000.ts"))).toBeCloseTo(1024 / input.probe.audio!.sampleRate, 3);
   });
 
   it("ends what it published when the encode stops after it was playable", async () => {
