@@ -129,13 +129,16 @@ export async function launchCluster(options: LaunchOptions): Promise<LocalCluste
   // so that one process applies the schema to an empty keyspace before the others look for it.
   const actorHosts: ClusterProcess[] = [];
   if (options.actorHosts > 0) actorHosts.push(await start("actor-host", 0));
+  // Encoder nodes need only the schema and the bus: they start beside the other processes, which
+  // takes about 3 s off every launch (each process takes 2 to 3 s to be ready here).
+  const starting = Promise.all(Array.from({ length: options.encoderNodes ?? 0 }, (_, i) => start("encoder-node", i)));
+  starting.catch(() => undefined); // awaited below; a failure before then must not go unhandled
   actorHosts.push(...(await Promise.all(Array.from({ length: options.actorHosts - 1 }, (_, i) => start("actor-host", i + 1)))));
   const gateways: ClusterProcess[] = [];
   // The first gateway may bootstrap an empty keyspace; the rest start once it is up.
   if (options.gateways > 0) gateways.push(await start("gateway", 0));
   gateways.push(...(await Promise.all(Array.from({ length: options.gateways - 1 }, (_, i) => start("gateway", i + 1)))));
-
-  const encoderNodes = await Promise.all(Array.from({ length: options.encoderNodes ?? 0 }, (_, i) => start("encoder-node", i)));
+  const encoderNodes = await starting;
 
   return {
     gateways,
