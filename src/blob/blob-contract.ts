@@ -61,21 +61,6 @@ export function blobContract(name: string, make: () => BlobStore, options: Contr
       await blob.delete(key);
     });
 
-    it("a file got keeps its bytes when the key is overwritten or deleted; a file put may change after", async () => {
-      const blob = make();
-      const key = `${prefix()}/kept.txt`;
-      const source = local("first");
-      await blob.put(key, source);
-      writeFileSync(source, "changed after the put");
-      const out = target();
-      await blob.getToFile(key, out);
-      expect(readFileSync(out, "utf8")).toBe("first");
-      await blob.put(key, local("second"));
-      expect(readFileSync(out, "utf8")).toBe("first");
-      await blob.delete(key);
-      expect(readFileSync(out, "utf8")).toBe("first");
-    });
-
     it("deletes", async () => {
       const blob = make();
       const key = `${prefix()}/gone.txt`;

@@ -1,6 +1,6 @@
 // The read-only HTTP adapter and URL inputs against a Node HTTPS server with a test CA, through
 // the guard; and the local-folder adapter, which passes the blob contract.
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -112,22 +112,5 @@ describe("LocalBlob", () => {
   it("keeps keys inside its folder", async () => {
     const blob = new LocalBlob(localRoot);
     for (const key of ["../escape", "/abs", "a/../../b", "a//b", ""]) expect(() => blob.url(key), key).toThrow(BlobError);
-  });
-
-  it("gets a file by a hard link on its own file system, and by a copy where the target exists", async () => {
-    const blob = new LocalBlob(localRoot);
-    const dir = mkdtempSync(path.join(localRoot, "got-"));
-    const source = path.join(dir, "source");
-    writeFileSync(source, "a source file");
-    await blob.put("linked/source.mp4", source);
-    const linked = path.join(dir, "linked");
-    expect(await blob.getToFile("linked/source.mp4", linked)).toEqual({ size: 13 });
-    expect(statSync(linked).ino).toBe(statSync(blob.pathOf("linked/source.mp4")).ino);
-    // A target that exists is replaced by a copy, as copyFile replaces it.
-    const taken = path.join(dir, "taken");
-    writeFileSync(taken, "something else");
-    expect(await blob.getToFile("linked/source.mp4", taken)).toEqual({ size: 13 });
-    expect(readFileSync(taken, "utf8")).toBe("a source file");
-    expect(statSync(taken).ino).not.toBe(statSync(blob.pathOf("linked/source.mp4")).ino);
   });
 });
