@@ -203,8 +203,12 @@ export async function runPlan(
     signal?: AbortSignal;
     onProgress?: (fraction: number) => void;
     keys?: readonly ContentKey[];
-    /** Called again and again while the commands run (never twice at once), and once after they all succeeded: a progressive plan's publisher. */
-    whileRunning?: () => Promise<void>;
+    /**
+     * Called again and again while the commands run (never twice at once), and once after they all
+     * succeeded: a progressive plan's publisher. It may answer how long to wait before the next call
+     * (WHILE_RUNNING_MS by default).
+     */
+    whileRunning?: () => Promise<number | void>;
   },
 ): Promise<RunResult> {
   if (opts.signal?.aborted) throw new MediaError("canceled", "encode canceled");
@@ -252,10 +256,11 @@ export async function runPlan(
     const hook = opts.whileRunning;
     const hookLoop = hook
       ? (async () => {
+          let wait = WHILE_RUNNING_MS;
           while (!commandsDone && !stop.signal.aborted) {
-            await new Promise((r) => setTimeout(r, WHILE_RUNNING_MS));
+            await new Promise((r) => setTimeout(r, wait));
             if (commandsDone || stop.signal.aborted) break;
-            await hook();
+            wait = (await hook()) ?? WHILE_RUNNING_MS;
           }
         })().catch((e: unknown) => {
           hookFailure = e;

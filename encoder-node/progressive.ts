@@ -33,6 +33,9 @@ export function ended(text: string): string {
   return text.includes("#EXT-X-ENDLIST") ? text : `${text.trimEnd()}\n#EXT-X-ENDLIST\n`;
 }
 
+/** How often a publisher looks for the first segments: a wait here is a wait for the first frame. */
+const UNTIL_PLAYABLE_MS = 40;
+
 export interface PublisherDeps {
   /** Stores a local file under its path relative to the plan's dir. */
   readonly put: (rel: string, file: string) => Promise<void>;
@@ -69,8 +72,17 @@ export class ProgressivePublisher {
     return this.playable;
   }
 
-  /** Stores what is new; makes the output playable, then complete, when it can. */
-  async sync(): Promise<void> {
+  /**
+   * Stores what is new; makes the output playable, then complete, when it can. Answers how long to
+   * wait before the next call: briefly until the output is playable (its first segment is what a
+   * viewer waits for), then as runPlan does by default.
+   */
+  async sync(): Promise<number | undefined> {
+    await this.store();
+    return this.playable ? undefined : UNTIL_PLAYABLE_MS;
+  }
+
+  private async store(): Promise<void> {
     const finished = new Map<string, boolean>();
     for (const playlist of [...this.growth.first, ...this.growth.rest]) {
       const text = await readFile(path.join(this.plan.dir, playlist), "utf8").catch(() => undefined);
