@@ -328,7 +328,8 @@ describe("planOutput: clip, layouts and strategies", () => {
     expect(after(rest, "-var_stream_map")).toBe("v:0,name:1080p,agroup:audio v:1,name:720p,agroup:audio");
     expect([first, sound, rest].map((c) => c.includes("0:a:0"))).toEqual([false, true, false]);
     expect(sound.includes("-vn") && !sound.includes("-filter_complex")).toBe(true);
-    for (const c of [first, sound, rest]) expect([after(c, "-hls_playlist_type"), after(c, "-hls_flags"), after(c, "-hls_time")]).toEqual(["event", "independent_segments+temp_file", "4"]);
+    for (const c of [first, sound, rest])
+      expect([after(c, "-hls_playlist_type"), after(c, "-hls_flags"), after(c, "-hls_time")]).toEqual(["event", "independent_segments+temp_file", "4"]);
     // Video segments: 1 s, then 3 s, then 4 s; the audio's all 4 s (a first short one would make every one short).
     expect([first, sound, rest].map((c) => (c.includes("-hls_init_time") ? after(c, "-hls_init_time") : undefined))).toEqual(["1", undefined, "1"]);
     // Segments line up across the processes: the same keyframe rule in both.
@@ -355,7 +356,8 @@ describe("planOutput: clip, layouts and strategies", () => {
           { codec, resolution: "360p" },
         ],
       });
-    const shortFirst = (s: OutputSpec, opts: Partial<PlanOptions> = {}) => plan(s, probe(), { progressive: true, ...opts }).commands[0]!.includes("-hls_init_time");
+    const shortFirst = (s: OutputSpec, opts: Partial<PlanOptions> = {}) =>
+      plan(s, probe(), { progressive: true, ...opts }).commands[0]!.includes("-hls_init_time");
     // Keyframes only where segments end after the first: a whole segment's GOP (120 frames at 30 fps), not 2 s.
     expect(after(p.commands[0]!, "-g:v:0")).toBe("120");
     expect(after(plan(ladder).commands[0]!, "-g:v:0")).toBe("60");
