@@ -5,6 +5,7 @@ import { spawn } from "node:child_process";
 import { createDecipheriv } from "node:crypto";
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { peakSegmentBitRate, type MeasuredSegment } from "./bandwidth.js";
 import type { ContentKey } from "../src/drm/types.js";
 import { MediaError, type MediaErrorCode } from "./media-errors.js";
 import { checkPackagingKeys, removeAes128KeyInfo, runPackager, writeAes128KeyInfo } from "./packager.js";
@@ -413,16 +414,16 @@ async function measure(
   if (media.segments.length === 0) throw new MediaError("encode_failed", `${playlist} lists no segments`);
   let bits = 0;
   let seconds = 0;
-  let peak = 0;
   const sizes = new Map<string, number>();
+  const measured: MeasuredSegment[] = [];
   for (const s of media.segments) {
     const size = s.bytes ?? sizes.get(s.uri) ?? stored[path.posix.join(path.posix.dirname(playlist), s.uri)] ?? (await stat(path.join(base, s.uri))).size;
     sizes.set(s.uri, size);
     bits += size * 8;
     seconds += s.duration;
-    // A short last segment says little about the peak a player must sustain.
-    if (s.duration >= 0.5 || media.segments.length === 1) peak = Math.max(peak, (size * 8) / Math.max(s.duration, 0.001));
+    measured.push({ duration: s.duration, bytes: size });
   }
+  const peak = peakSegmentBitRate(measured);
   const first = path.join(base, media.segments[0]!.uri);
   const source = media.init ? `concat:${path.join(base, media.init)}|${first}` : first;
   const codecs = known ?? codecString(await probeStreamCodec(source, signal), media.init !== undefined);
