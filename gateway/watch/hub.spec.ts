@@ -119,7 +119,7 @@ describe("WatchHub", () => {
     await reader;
   });
 
-  it("skips an update it cannot present and goes on with the next", async () => {
+  it("ends the entity's streams with unavailable when an update cannot be presented (it may be the end)", async () => {
     const source = new Source();
     const errors: unknown[] = [];
     const base = topic([]);
@@ -132,9 +132,10 @@ describe("WatchHub", () => {
     hub.join(failing, "a", s);
     s.start(0);
     source.publish("a", 1);
-    source.publish("a", 2);
     await settle();
     expect(errors).toHaveLength(1);
-    expect((await s.next())?.version).toBe(2);
+    expect(s.failed?.code).toBe(Code.Unavailable);
+    await expect(s.finished).rejects.toBe(s.failed);
+    expect(await s.next()).toBeUndefined();
   });
 });

@@ -35,7 +35,7 @@ interface Entity {
 export interface WatchHubOptions {
   /** How long a message may wait for a stream's writer before the stream is ended (MEDIA_WATCH_STALL_SECONDS). */
   readonly stallMs: number;
-  /** Reports a failed presentation (the update is skipped; the next one carries the state). */
+  /** Reports a failed presentation (its streams are ended with unavailable: they would miss the state, maybe the end). */
   readonly onError: (e: unknown, entity: string) => void;
   readonly now?: () => number;
 }
@@ -62,7 +62,7 @@ export class WatchHub {
         version: -1,
         chain: Promise.resolve(),
         unsubscribe: this.updates.subscribe(topic.type, id, (u) => {
-          created.chain = created.chain.then(() => this.publish(topic, created, u)).catch((e: unknown) => this.options.onError(e, key));
+          created.chain = created.chain.then(() => this.publish(topic, created, u)).catch((e: unknown) => this.failed(created, key, e));
         }),
       };
       this.entities.set(key, (entity = created));
@@ -98,6 +98,13 @@ export class WatchHub {
     let superseded = 0;
     for (const stream of entity.streams) if (stream.offer(update)) superseded++;
     if (superseded > 0) watchUpdatesSuperseded(superseded);
+  }
+
+  /** An update that could not be presented: its streams end, as each did alone when its own presentation failed; a new Watch starts from the snapshot. */
+  private failed(entity: Entity, key: string, e: unknown): void {
+    this.options.onError(e, key);
+    const error = apiError(Code.Unavailable, "an update of this stream could not be read; watch again for the latest state");
+    for (const stream of entity.streams) stream.end(error);
   }
 
   /** Runs the stall check while streams exist, at a quarter of the limit (at most each second). */
