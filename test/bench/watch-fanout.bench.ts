@@ -15,9 +15,11 @@
 // the server's VmRSS before the streams, once open, sampled every 200 ms, and VmHWM.
 // Run: npx tsx test/bench/watch-fanout.bench.ts [streams]   (npm run bench:watch-fanout -- 10000; default 10000)
 //   BENCH_SERVER_ROOT (the checkout whose code serves; this one by default), BENCH_SECONDS (60),
-//   BENCH_RATE (1), BENCH_CASES, BENCH_CODEC, BENCH_OUT, BENCH_NOTE, BENCH_SERVER_NODE_ARGS (node flags of the
+//   BENCH_MODE=cluster (a local cluster of BENCH_GATEWAYS (2) gateways on Kafka and Cassandra, which
+//   infra/*.sh start when they are not running and stop again; streams spread over the gateways;
+//   CPU and memory are the gateways'), BENCH_RATE (1), BENCH_CASES, BENCH_CODEC, BENCH_OUT, BENCH_NOTE, BENCH_SERVER_NODE_ARGS (node flags of the
 //   server only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
-import { execFileSync, fork, type ChildProcess } from "node:child_process";
+import { execFileSync, fork, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -205,9 +207,30 @@ function nextMessage<T>(child: ChildProcess, type: string, ms: number): Promise<
   });
 }
 
+const CLUSTER = process.env.BENCH_MODE === "cluster";
+
+/** Kafka and Cassandra (infra/*.sh) for a cluster round; returns how to stop what was started here. */
+function clusterInfra(): () => void {
+  const script = (name: string, ...args: string[]) => spawnSync("bash", [path.join(ROOT, "infra", name), ...args], { stdio: "inherit" }).status;
+  const started = ["kafka.sh", "cassandra.sh"].filter((s) => spawnSync("bash", [path.join(ROOT, "infra", s), "status"], { stdio: "ignore" }).status !== 0);
+  for (const s of started) if (script(s, "up") !== 0) throw new Error(`infra/${s} up failed`);
+  return () => {
+    for (const s of started) script(s, "down", "--clean");
+  };
+}
+
 async function round(kind: "one" | "many", streams: number): Promise<Record<string, unknown>> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "bench-watch-fanout-"));
   const serverRoot = path.resolve(process.env.BENCH_SERVER_ROOT ?? ROOT);
+  const cluster = CLUSTER
+    ? {
+        MEDIA_MODE: "cluster",
+        MEDIA_KAFKA_BROKERS: process.env.MEDIA_KAFKA_BROKERS ?? "127.0.0.1:9092",
+        MEDIA_CASSANDRA_CONTACT_POINTS: process.env.MEDIA_CASSANDRA_CONTACT_POINTS ?? "127.0.0.1:9042",
+        MEDIA_CASSANDRA_KEYSPACE: `bench_watch_${Math.random().toString(36).slice(2, 10)}`,
+        MEDIA_COMMAND_PARTITIONS: "4",
+      }
+    : {};
   const server = fork(path.join(ROOT, "test/bench/watch-server.ts"), [], {
     cwd: serverRoot,
     env: {
@@ -219,15 +242,23 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
       MEDIA_RATE_LIMIT_KEY: "off",
       MEDIA_RATE_LIMIT_ANONYMOUS: "off",
       MEDIA_RATE_LIMIT_HEALTH: "off",
+      ...cluster,
     },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     execArgv: [...process.execArgv, ...(process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter(Boolean)],
   });
   const workers: ChildProcess[] = [];
   try {
-    const ready = await nextMessage<{ port: number; bootstrap: { api_key: string; organization_id: string; app_id: string } }>(server, "ready", 120_000);
-    const pid = server.pid!;
-    const base = `http://127.0.0.1:${ready.port}`;
+    const ready = await nextMessage<{ ports: number[]; pids: number[]; bootstrap: { api_key: string; organization_id: string; app_id: string } }>(
+      server,
+      "ready",
+      300_000,
+    );
+    // The gateways: the server process (embedded), or the cluster's gateway processes.
+    const pids = ready.pids;
+    const cpuOf = () => pids.reduce((n, p) => n + processCpu(p), 0);
+    const rssOf = (field: string) => pids.map((p) => statusKb(p, field));
+    const base = `http://127.0.0.1:${ready.ports[0]}`;
     const auth = { authorization: `Bearer ${ready.bootstrap.api_key}`, "x-organization-id": ready.bootstrap.organization_id };
     // The template: a managed job whose input is never fetched (the bench publishes its updates).
     const created = await fetch(`${base}/media.v1.JobService/Create`, {
@@ -245,7 +276,7 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
     const jobs = kind === "one" ? 1 : streams;
     server.send({ type: "seed", template, count: jobs });
     const { ids } = await nextMessage<{ ids: string[] }>(server, "seeded", 300_000);
-    const rssBefore = statusKb(pid, "VmRSS");
+    const rssBefore = rssOf("VmRSS");
 
     const perWorker = num("BENCH_STREAMS_PER_WORKER", 2500);
     const codec = process.env.BENCH_CODEC === "proto" ? "proto" : "json";
@@ -255,16 +286,16 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
       const worker = fork(fileURLToPath(import.meta.url), ["--worker"], { cwd: ROOT, stdio: ["ignore", "inherit", "inherit", "ipc"] });
       workers.push(worker);
       const mine = Array.from({ length: Math.min(perWorker, streams - w * perWorker) }, (_, i) => ids[kind === "one" ? 0 : w * perWorker + i]!);
-      worker.send({ type: "open", port: ready.port, ids: mine, headers, codec, concurrency: 128 } satisfies ToWorker);
+      worker.send({ type: "open", port: ready.ports[w % ready.ports.length]!, ids: mine, headers, codec, concurrency: 128 } satisfies ToWorker);
     }
     await Promise.all(workers.map((w) => nextMessage(w, "opened", 600_000)));
     const openSeconds = (performance.now() - openStart) / 1000;
-    const rssOpen = statusKb(pid, "VmRSS");
+    const rssOpen = rssOf("VmRSS");
 
-    let peak = rssOpen;
-    const sampler = setInterval(() => (peak = Math.max(peak, statusKb(pid, "VmRSS"))), 200);
+    const peak = [...rssOpen];
+    const sampler = setInterval(() => rssOf("VmRSS").forEach((kb, i) => (peak[i] = Math.max(peak[i]!, kb))), 200);
     const seconds = num("BENCH_SECONDS", 60);
-    const cpu0 = processCpu(pid);
+    const cpu0 = cpuOf();
     const t0 = performance.now();
     server.send({ type: "publish", ids, seconds, perSecond: num("BENCH_RATE", 1) });
     const { publishMs } = await nextMessage<{ publishMs: number }>(server, "published", (seconds + 600) * 1000);
@@ -283,13 +314,13 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
       await sleep(1000);
     }
     const runSeconds = (performance.now() - t0) / 1000;
-    const cpu = processCpu(pid) - cpu0;
+    const cpu = cpuOf() - cpu0;
     clearInterval(sampler);
     const all = Float64Array.from(results.flatMap((r) => r.latencies)).sort();
     const delivered = all.length;
     const published = (kind === "one" ? 1 : streams) * seconds * num("BENCH_RATE", 1) + jobs;
     return {
-      case: kind === "one" ? `${streams} streams of one job` : `${streams} streams of ${streams} different jobs`,
+      case: `${kind === "one" ? `${streams} streams of one job` : `${streams} streams of ${streams} different jobs`}${CLUSTER ? `, cluster: ${pids.length} gateways` : ""}`,
       streams,
       jobs,
       opened: results.reduce((n, r) => n + r.opened, 0),
@@ -302,12 +333,14 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
       ended_with_error: results.reduce((n, r) => n + r.errors, 0),
       terminal_messages: results.reduce((n, r) => n + r.terminals, 0),
       out_of_order_or_repeated: results.reduce((n, r) => n + r.disorder, 0),
+      // Per gateway process.
       rss_mb: {
-        before_streams: Math.round(rssBefore / 1024),
-        all_open: Math.round(rssOpen / 1024),
-        peak_sampled: Math.round(peak / 1024),
-        hwm: Math.round(statusKb(pid, "VmHWM") / 1024),
+        before_streams: rssBefore.map((kb) => Math.round(kb / 1024)),
+        all_open: rssOpen.map((kb) => Math.round(kb / 1024)),
+        peak_sampled: peak.map((kb) => Math.round(kb / 1024)),
+        hwm: rssOf("VmHWM").map((kb) => Math.round(kb / 1024)),
       },
+      // Of every gateway together.
       server_cpu_seconds: r1(cpu),
       server_cpu_cores: Math.round((cpu / runSeconds) * 100) / 100,
       server_cpu_us_per_message: Math.round((cpu / Math.max(1, delivered)) * 1e6 * 10) / 10,
@@ -318,7 +351,7 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
     };
   } finally {
     for (const w of workers) w.kill("SIGKILL");
-    server.send({ type: "stop" });
+    if (server.connected) server.send({ type: "stop" });
     await Promise.race([new Promise((r) => server.once("exit", r)), sleep(15_000)]);
     server.kill("SIGKILL");
     rmSync(dataDir, { recursive: true, force: true });
@@ -332,7 +365,13 @@ async function main(): Promise<void> {
   const rounds = [];
   for (const kind of cases) {
     process.stdout.write(`${kind}: ${streams} streams…\n`);
-    const r = await round(kind, streams);
+    const stopInfra = CLUSTER ? clusterInfra() : () => undefined;
+    let r;
+    try {
+      r = await round(kind, streams);
+    } finally {
+      stopInfra();
+    }
     process.stdout.write(`${JSON.stringify(r)}\n`);
     rounds.push(r);
   }
@@ -347,8 +386,9 @@ async function main(): Promise<void> {
     cpus: os.availableParallelism(),
     load_average_before: os.loadavg(),
     setup: {
-      server:
-        "media serve (embedded, uWS) in a child process, rate limits off; jobs cloned into its store; updates published on its in-process updates topic by the bench (test/bench/watch-server.ts), spread evenly over each second",
+      server: CLUSTER
+        ? "a local cluster (gateways and one actor host as processes on Kafka and Cassandra), rate limits off; jobs cloned into Cassandra; updates published on the Kafka updates topic by the bench (test/bench/watch-server.ts), spread evenly over each second"
+        : "media serve (embedded, uWS) in a child process, rate limits off; jobs cloned into its store; updates published on its in-process updates topic by the bench (test/bench/watch-server.ts), spread evenly over each second",
       seconds: num("BENCH_SECONDS", 60),
       updates_per_job_per_second: num("BENCH_RATE", 1),
       streams: `Connect ${process.env.BENCH_CODEC === "proto" ? "binary" : "JSON"} over HTTP/1.1, one connection each, ${num("BENCH_STREAMS_PER_WORKER", 2500)} per client worker process`,

@@ -1,9 +1,13 @@
 // The server of bench:watch-fanout: `media serve` (embedded, uWS) started in this process, so the
 // bench can put jobs in its store and publish their updates on its in-process updates topic, as an
-// actor host's relay does, at a set rate, without an encoder. The server's code comes from
-// BENCH_SERVER_ROOT (this checkout by default), so the same bench measures a checkout before a change.
+// actor host's relay does, at a set rate, without an encoder. With MEDIA_MODE=cluster, a local
+// cluster instead (BENCH_GATEWAYS gateways, one actor host, no encoder; processes of their own): the
+// jobs go to Cassandra and the updates to the Kafka updates topic, from this process. The server's
+// code comes from BENCH_SERVER_ROOT (this checkout by default), so the same bench measures a
+// checkout before a change.
 // Spoken to over IPC: "seed" clones a job N times into the store; "publish" sends each job's updates.
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -44,10 +48,49 @@ async function main(): Promise<void> {
     return start.call(this as never);
   };
   const config = loadConfig(process.env);
-  const server = await startServer(config, createLogger(config.logLevel));
-  if (!hub) throw new Error("the server started no updates hub");
-  const { bus, topics } = hub;
-  const store = server.store;
+  const { store, bus, topics, ready, close } = config.mode === "cluster" ? await cluster(config) : await embedded();
+
+  async function embedded() {
+    const server = await startServer(config, createLogger(config.logLevel));
+    if (!hub) throw new Error("the server started no updates hub");
+    const bootstrap = server.bootstrap;
+    return { store: server.store, ...hub, ready: { ports: [server.port], pids: [process.pid], bootstrap }, close: () => server.close() };
+  }
+
+  async function cluster(c: typeof config) {
+    const { launchCluster } = await load<typeof import("../../main/launcher.js")>("main/launcher.ts");
+    const { CassandraStore } = await load<typeof import("../../src/store/cassandra-store.js")>("src/store/cassandra-store.ts");
+    const { KafkaBus } = await load<typeof import("../../src/bus/kafka-bus.js")>("src/bus/kafka-bus.ts");
+    const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
+    const local = await launchCluster({
+      gateways: Number(process.env.BENCH_GATEWAYS ?? 2),
+      actorHosts: 1,
+      basePort: 21000 + Math.floor(Math.random() * 9000),
+      env,
+    });
+    const s = new CassandraStore({
+      contactPoints: c.cluster.cassandraContactPoints,
+      localDataCenter: c.cluster.cassandraLocalDataCenter,
+      keyspace: c.cluster.cassandraKeyspace,
+      replication: c.cluster.cassandraReplication,
+      createSchema: false,
+    });
+    await s.open();
+    const b = new KafkaBus({ brokers: c.cluster.kafkaBrokers, clientId: `bench-watch-${process.pid}`, log: createLogger("warn") });
+    await b.start();
+    const bootstrap = JSON.parse(readFileSync(path.join(c.dataDir, "bootstrap.json"), "utf8")) as unknown;
+    return {
+      store: s,
+      bus: b,
+      topics: commands.topicsFor(c.cluster.topicPrefix),
+      ready: { ports: local.gateways.map((g) => g.port!), pids: local.gateways.map((g) => g.child.pid!), bootstrap },
+      close: async () => {
+        await local.stop();
+        await b.close();
+        await s.close();
+      },
+    };
+  }
   let template: { record: JobLike; partition: string; sort: string } | undefined;
   const jobs = new Map<string, JobLike>();
 
@@ -69,7 +112,8 @@ async function main(): Promise<void> {
             const job: JobLike = { ...rest, id, status: "processing", progress: 0, version: template.record.version };
             jobs.set(id, job);
             ids.push(id);
-            writes.push({ table: jobMessages.JOBS, id, value: job, partition: template.partition, sort: `${template.sort}${j}` });
+            // A copy: the embedded store keeps the object it is given, and the bench's own changes must not reach it.
+            writes.push({ table: jobMessages.JOBS, id, value: { ...job }, partition: template.partition, sort: `${template.sort}${j}` });
           }
           await store.commit({ writes });
         }
@@ -107,7 +151,7 @@ async function main(): Promise<void> {
         await Promise.all(sends);
         process.send!({ type: "published", publishMs });
       } else if (m.type === "stop") {
-        await server.close();
+        await close();
         process.exit(0);
       }
     })().catch((e: unknown) => {
@@ -115,7 +159,7 @@ async function main(): Promise<void> {
       process.exit(1);
     });
   });
-  process.send!({ type: "ready", port: server.port, bootstrap: server.bootstrap });
+  process.send!({ type: "ready", ...ready });
 }
 
 void main().catch((e: unknown) => {
