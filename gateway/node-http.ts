@@ -4,9 +4,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { edgeErrorResponse, edgeRequest, type EdgeResponse } from "./edge.js";
 import { front, type Routes } from "./front.js";
 import type { HostOptions, HostServer } from "./uws.js";
+import { urgentOf } from "../src/urgent-body.js";
 
 export async function listenNodeHttp(routes: Routes, options: HostOptions): Promise<HostServer> {
   let inFlight = 0;
@@ -52,7 +54,7 @@ export async function listenNodeHttp(routes: Routes, options: HostOptions): Prom
     const contextValues = options.contextValues(clientAddress);
     Promise.resolve()
       .then(() => decision.handler({ ...universalRequestFromNodeRequest(req, res, undefined, contextValues), body: requestBody(req) }))
-      .then((out) => universalResponseToNodeResponse(out, res))
+      .then((out) => (urgentOf(out.body) ? writeUrgent(out, res) : universalResponseToNodeResponse(out, res)))
       .catch((e: unknown) => {
         if (ConnectError.from(e).code === Code.Aborted) return; // the client went away
         options.log.error({ err: e, path }, "gateway handler failed");
@@ -128,6 +130,36 @@ async function bodyDrained(req: IncomingMessage, res: ServerResponse): Promise<v
       .once("close", () => done(true));
   });
   if (!lingered) res.setHeader("connection", "close");
+}
+
+/**
+ * A stream whose body may turn urgent (gateway/watch/): as connect-node writes one, headers with the
+ * first chunk and each chunk waiting for the socket to drain, except once the body is urgent: the
+ * rest, its end included, goes out at once, held by Node until the client reads or leaves.
+ */
+async function writeUrgent(out: UniversalServerResponse, res: ServerResponse): Promise<void> {
+  const urgent = urgentOf(out.body)!;
+  let hurry = false;
+  void urgent.then(() => (hurry = true));
+  const header: Record<string, string> = {};
+  out.header?.forEach((v, k) => (header[k] = v));
+  const iterator = out.body![Symbol.asyncIterator]();
+  try {
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      if (res.destroyed) return;
+      if (!res.headersSent) res.writeHead(out.status, header);
+      if (!res.write(next.value) && !hurry)
+        await new Promise<void>((resolve) => {
+          const done = () => (res.off("drain", done), res.off("close", done), resolve());
+          res.once("drain", done).once("close", done);
+          void urgent.then(done);
+        });
+    }
+    if (!res.headersSent) res.writeHead(out.status, header);
+    res.end();
+  } finally {
+    await iterator.return?.();
+  }
 }
 
 /** An edge answer, its body streamed with back-pressure; HEAD and bodiless answers end without one. */

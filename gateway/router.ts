@@ -36,6 +36,8 @@ import { webhookService } from "./services/webhook.js";
 import { videoService } from "./services/video.js";
 import type { Hosting } from "./hosting.js";
 import type { ApiKeyRecord } from "../actors/api-key/messages.js";
+import { WatchHub } from "./watch/hub.js";
+import { withSharedFrames } from "./watch/route.js";
 
 /** Services whose capability arrives in a later issue: every method answers unimplemented. */
 const LATER: readonly { service: DescService; capability: string; resource: (typeof SCOPE_RESOURCES)[number] }[] = [];
@@ -52,6 +54,9 @@ const BY_RESOURCE: Readonly<Record<string, (typeof SCOPE_RESOURCES)[number]>> = 
 
 /** The longest Connect-Timeout-Ms: Node's timers hold 2^31-1 ms and would fire a longer one at once. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** Server streams of entity updates: their updates go out as frames shared by every stream (gateway/watch/). */
+const WATCH_METHODS = new Set([`/${JobService.typeName}/${JobService.method.watch.name}`, `/${VideoService.typeName}/${VideoService.method.watch.name}`]);
 
 const READ_METHOD = /^(Get|List|Retrieve|Watch|Check)/;
 
@@ -97,7 +102,15 @@ function outermost(deps: RouterDeps): Interceptor {
   };
 }
 
-export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> {
+export function createHandlers(routerDeps: RouterDeps): Map<string, UniversalHandler> {
+  // One fan-out per gateway: every Watch stream of an entity shares its subscription and its frames.
+  const watches =
+    routerDeps.updates &&
+    new WatchHub(routerDeps.updates, {
+      stallMs: routerDeps.config.watchStallMs,
+      onError: (err, entity) => routerDeps.log.error({ err, entity }, "watch update not presented"),
+    });
+  const deps: RouterDeps = watches ? { ...routerDeps, watches } : routerDeps;
   // Rate limits by address wrap access (a flood costs no credential checks); by caller run inside it.
   const rateLimits = rateLimitInterceptors({ limits: deps.config.rateLimits, isPublic: (service, method) => ruleOf(service, method)?.public === true });
   const interceptors = [
@@ -146,7 +159,8 @@ export function createHandlers(deps: RouterDeps): Map<string, UniversalHandler> 
   return new Map(
     router.handlers.map((h) => {
       const spec = unary.get(h.requestPath);
-      return [h.requestPath, withRpcMetrics(withSpecJson(h, limits, spec && { spec, interceptors }))];
+      const handler = withRpcMetrics(withSpecJson(h, limits, spec && { spec, interceptors }));
+      return [h.requestPath, WATCH_METHODS.has(h.requestPath) ? withSharedFrames(handler) : handler];
     }),
   );
 }

@@ -9,6 +9,7 @@ import type { ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Logger } from "../src/log.js";
 import type { DirectBody, TakeChunk } from "../src/direct-body.js";
+import { urgentOf } from "../src/urgent-body.js";
 import { edgeErrorResponse, edgeRequest, type EdgeResponse } from "./edge.js";
 import { front, type CorsPolicy, type Routes } from "./front.js";
 
@@ -298,12 +299,13 @@ async function write(
     return;
   }
   // A stream: headers go out with the first message, then each message as soon as it is produced.
-  await writeChunked(res, iterator, writeHead, signal, () => body.release());
+  await writeChunked(res, iterator, writeHead, signal, () => body.release(), urgentOf(out.body));
 }
 
 /**
  * A body of unknown length, chunked: the head goes out with the first chunk, each chunk as soon as
- * it exists, waiting for the socket to drain when it fills; `beforeEnd` runs just before the end.
+ * it exists, waiting for the socket to drain when it fills (until `urgent` resolves: the rest then
+ * goes out at once); `beforeEnd` runs just before the end.
  */
 async function writeChunked(
   res: uWS.HttpResponse,
@@ -311,8 +313,11 @@ async function writeChunked(
   writeHead: () => void,
   signal: AbortSignal,
   beforeEnd = () => undefined as void,
+  urgent?: Promise<void>,
 ): Promise<void> {
   let headSent = false;
+  let hurry = false;
+  void urgent?.then(() => (hurry = true));
   try {
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
       if (signal.aborted) return;
@@ -322,7 +327,8 @@ async function writeChunked(
         if (!headSent) ((headSent = true), writeHead());
         ok = res.write(chunk);
       });
-      if (!ok) await writable(res, signal);
+      // An urgent body's end goes out without waiting: uWS holds it until the client reads.
+      if (!ok && !hurry) await (urgent ? Promise.race([writable(res, signal), urgent]) : writable(res, signal));
     }
     if (signal.aborted) return;
     beforeEnd();

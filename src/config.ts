@@ -33,6 +33,8 @@ export interface Config {
   readonly dataDir: string;
   /** Largest request message the gateway reads, in bytes, after decompression. */
   readonly maxRequestBytes: number;
+  /** A Watch stream whose client reads nothing while an update waits this long is ended (MEDIA_WATCH_STALL_SECONDS). */
+  readonly watchStallMs: number;
   /** Browser origins allowed to call the API and the edge (CORS): exact origins, or "*" for any. */
   readonly corsOrigins: readonly string[];
   /** Secret that signs cursors and encrypts secrets at rest; generated into the data folder when unset. */
@@ -356,6 +358,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     httpServer,
     dataDir: path.resolve(env.MEDIA_DATA_DIR ?? "./data"),
     maxRequestBytes: integer(env, "MEDIA_MAX_REQUEST_BYTES", 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
+    watchStallMs: integer(env, "MEDIA_WATCH_STALL_SECONDS", 60, 1, 3600) * 1000,
     corsOrigins: corsOrigins(env),
     serverSecret: secret,
     jwt: {

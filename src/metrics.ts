@@ -157,6 +157,28 @@ const watchStreams = new Gauge({
   registers,
 });
 
+const watchSuperseded = new Counter({
+  name: "media_watch_updates_superseded_total",
+  help: "Updates a Watch stream skipped because a newer one replaced them before its client had room (coalesced)",
+  registers,
+});
+
+const watchStalled = new Counter({
+  name: "media_watch_streams_stalled_total",
+  help: "Watch streams ended because their client read nothing for MEDIA_WATCH_STALL_SECONDS while updates waited",
+  registers,
+});
+
+/** Counts updates a slow stream skipped for a newer one. */
+export function watchUpdatesSuperseded(count: number): void {
+  watchSuperseded.inc(count);
+}
+
+/** Counts a stream ended for reading nothing. */
+export function watchStreamStalled(): void {
+  watchStalled.inc();
+}
+
 /** Counts a Watch stream as open; call the answer once, when it ends (in a finally). */
 export function watchOpened(resource: "job" | "video"): () => void {
   watchStreams.inc({ resource });

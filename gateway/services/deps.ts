@@ -9,6 +9,7 @@ import type { NetGuard } from "../../src/net-guard.js";
 import type { Paginator } from "../../src/pagination.js";
 import type { SecretBox } from "../../src/secrets.js";
 import type { Store } from "../../src/store/port.js";
+import type { WatchHub } from "../watch/hub.js";
 
 export interface ServiceDeps {
   readonly config: Config;
@@ -22,8 +23,10 @@ export interface ServiceDeps {
   readonly log: Logger;
   /** The process's one network guard: every outbound connection passes it. */
   readonly guard: NetGuard;
-  /** Entity updates as they happen (Watch streams); absent in processes that run no gateway. */
+  /** Entity updates as they happen; absent in processes that run no gateway. */
   readonly updates?: UpdatesHub;
+  /** Watch streams' fan-out over `updates` (the router makes it, one per gateway). */
+  readonly watches?: WatchHub;
   /** The standing of this process's own encoder node, when it runs one (the embedded mode). */
   readonly encoder?: () => { ok: boolean; message?: string };
 }

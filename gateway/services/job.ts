@@ -7,7 +7,6 @@ import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect
 import { Job as JobEntity, JOBS, TERMINAL, type JobRecord, type JobRequest, type JobState, type OutputVars } from "../../actors/job/messages.js";
 import { Video, VIDEOS, type VideoRecord } from "../../actors/video/messages.js";
 import type { Reply } from "../../actors/host.js";
-import type { EntityUpdate } from "../../actors/commands.js";
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import {
   CreateJobRequestSchema,
@@ -24,11 +23,11 @@ import {
   type Job,
   type JobService,
   type OutputSpec,
+  type WatchJobResponse,
 } from "../../src/gen/media/v1/job_pb.js";
 import { QualityTier, QualityTierSchema, VideoCodecSchema } from "../../src/gen/media/v1/preset_pb.js";
 import type { AppRecord } from "../../src/directory.js";
 import { newId, Prefix } from "../../src/ids.js";
-import { watchOpened } from "../../src/metrics.js";
 import type { BlobStore } from "../../src/blob/index.js";
 import { ORIGINS, getOrigin, openOriginBlob, PATH_TEMPLATE_VARIABLES, type OriginRecord } from "../../src/origins.js";
 import { resolveOutputSpec } from "../../src/presets.js";
@@ -42,6 +41,8 @@ import { enumWireName } from "../../wire/codec.js";
 import { JOB_STATUS_NAMES, jobMessage } from "../../wire/present-job.js";
 import { requireActingApp, visible } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
+import { watchEntity } from "./watch.js";
+import type { WatchTopic } from "../watch/hub.js";
 
 export const JOB_LIMITS = {
   outputs: 10,
@@ -166,6 +167,13 @@ function presenter(d: ServiceDeps): (job: JobRecord) => Promise<Job> {
 
 export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
   const present = presenter(d);
+  const watchTopic: WatchTopic<JobRecord, WatchJobResponse> = {
+    type: JobEntity.type,
+    schema: WatchJobResponseSchema,
+    record: (state) => (state as JobState).job,
+    terminal: (job) => (TERMINAL.has(job.status) ? job.status : undefined),
+    message: async (eventType, job) => create(WatchJobResponseSchema, { eventType, job: await present(job) }),
+  };
   return {
     async create(req, ctx) {
       const caller = callerOf(ctx.values);
@@ -355,40 +363,10 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
       return { job: jobMessage(accepted(await d.actors.ask(JobEntity, job.id, { type: "confirm", at: Date.now() }))) };
     },
 
-    async *watch(req, ctx: HandlerContext) {
+    watch(req, ctx: HandlerContext) {
       const caller = callerOf(ctx.values);
       new Check().id("id", req.id, Prefix.job).done();
-      if (!d.updates) throw apiError(Code.Unavailable, "this gateway does not follow job updates");
-      // Subscribe before reading the snapshot, so no change falls between the two.
-      const queue: EntityUpdate[] = [];
-      let wake: (() => void) | undefined;
-      const unsubscribe = d.updates.subscribe(JobEntity.type, req.id, (u) => {
-        queue.push(u);
-        wake?.();
-      });
-      const aborted = new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
-      const closed = watchOpened("job");
-      try {
-        let job = await visibleJob(d, caller, req.id);
-        yield create(WatchJobResponseSchema, { eventType: "snapshot", job: await present(job) });
-        // A subscriber that connects after the end still gets the final state by name.
-        if (TERMINAL.has(job.status)) yield create(WatchJobResponseSchema, { eventType: job.status, job: await present(job) });
-        while (!TERMINAL.has(job.status)) {
-          if (queue.length === 0) {
-            await Promise.race([new Promise<void>((r) => (wake = r)), aborted]);
-            wake = undefined;
-            if (ctx.signal.aborted) return;
-            continue;
-          }
-          const next = (queue.shift()!.state as JobState).job;
-          if (!next || next.version <= job.version) continue;
-          job = next;
-          yield create(WatchJobResponseSchema, { eventType: TERMINAL.has(job.status) ? job.status : "updated", job: await present(job) });
-        }
-      } finally {
-        closed();
-        unsubscribe();
-      }
+      return watchEntity(d.watches, ctx, watchTopic, req.id, () => visibleJob(d, caller, req.id), "job");
     },
   };
 }

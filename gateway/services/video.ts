@@ -5,7 +5,6 @@
 import { create, fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { EntityUpdate } from "../../actors/commands.js";
 import type { JobRequest } from "../../actors/job/messages.js";
 import { derivedId } from "../../actors/ledger.js";
 import {
@@ -30,10 +29,10 @@ import {
   type CompleteUploadRequest,
   type Video,
   type VideoService,
+  type WatchVideoResponse,
 } from "../../src/gen/media/v1/video_pb.js";
 import { HOSTING_LIMITS, hoverPreviewSpecs, ladderOutputSpec, partsPrefix, posterThumbnailSpec, sourceKey, UPLOAD_URL_SECONDS } from "../../src/hosting.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
-import { watchOpened } from "../../src/metrics.js";
 import { resolveOutputSpec } from "../../src/presets.js";
 import type { Reply } from "../../src/replies.js";
 import { Check, LIMITS } from "../../src/validation.js";
@@ -42,6 +41,8 @@ import { uploadUrl, videoLinks, type Hosting } from "../hosting.js";
 import { requireActingApp, visible } from "../tenancy.js";
 import { VIDEO_STATUS_NAMES, VISIBILITY_NAMES, videoMessage } from "../../wire/present-video.js";
 import type { ServiceDeps } from "./deps.js";
+import { watchEntity } from "./watch.js";
+import type { WatchTopic } from "../watch/hub.js";
 
 export const VIDEO_LIMITS = { title: 255, description: 2000, tags: 20, tag: 100, filename: 255 } as const;
 const TERMINAL = new Set(["ready", "error", "archived", "deleted"]);
@@ -93,6 +94,17 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
   }
 
   const present = (v: VideoRecord, app: AppRecord | undefined): Video => videoMessage(v, videoLinks(v, app, d.box, publicUrl()));
+
+  // The stream ends with the video's end by name; a ready video whose ladder still encodes goes on
+  // until every rendition is done or the encode failed.
+  const watchTopic: WatchTopic<VideoRecord, WatchVideoResponse> = {
+    type: VideoEntity.type,
+    schema: WatchVideoResponseSchema,
+    record: (state) => (state as VideoState).video,
+    terminal: (v) =>
+      !TERMINAL.has(v.status) || v.encoding === true ? undefined : v.status === "ready" ? "completed" : v.status === "error" ? "failed" : v.status,
+    message: async (eventType, video) => create(WatchVideoResponseSchema, { eventType, video: present(video, await d.directory.app(video.appId)) }),
+  };
 
   /** The ingest job, decided with the video: a preset's output or the app's ladder, a poster, previews when asked. */
   async function ingestJob(
@@ -433,42 +445,10 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       return { video: present(deleted, app) };
     },
 
-    async *watch(req, ctx: HandlerContext) {
+    watch(req, ctx: HandlerContext) {
       const caller = callerOf(ctx.values);
       new Check().id("id", req.id, Prefix.video).done();
-      if (!d.updates) throw apiError(Code.Unavailable, "this gateway does not follow video updates");
-      const queue: EntityUpdate[] = [];
-      let wake: (() => void) | undefined;
-      const unsubscribe = d.updates.subscribe(VideoEntity.type, req.id, (u) => {
-        queue.push(u);
-        wake?.();
-      });
-      const aborted = new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
-      const closed = watchOpened("video");
-      const last = (v: VideoRecord) => (v.status === "ready" ? "completed" : v.status === "error" ? "failed" : v.status);
-      // A ready video whose ladder still encodes goes on: the stream ends when every rendition is done or the encode failed.
-      const final = (v: VideoRecord) => TERMINAL.has(v.status) && v.encoding !== true;
-      try {
-        let { video, app } = await visibleVideo(caller, req.id);
-        yield create(WatchVideoResponseSchema, { eventType: "snapshot", video: present(video, app) });
-        if (final(video)) yield create(WatchVideoResponseSchema, { eventType: last(video), video: present(video, app) });
-        while (!final(video)) {
-          if (queue.length === 0) {
-            await Promise.race([new Promise<void>((r) => (wake = r)), aborted]);
-            wake = undefined;
-            if (ctx.signal.aborted) return;
-            continue;
-          }
-          const next = (queue.shift()!.state as VideoState).video;
-          if (!next || next.version <= video.version) continue;
-          video = next;
-          app = (await d.directory.app(video.appId)) ?? app;
-          yield create(WatchVideoResponseSchema, { eventType: final(video) ? last(video) : "updated", video: present(video, app) });
-        }
-      } finally {
-        closed();
-        unsubscribe();
-      }
+      return watchEntity(d.watches, ctx, watchTopic, req.id, async () => (await visibleVideo(caller, req.id)).video, "video");
     },
   };
 }

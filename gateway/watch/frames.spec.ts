@@ -1,0 +1,80 @@
+// A shared frame is byte for byte the frame Connect's per-stream path writes for the same message,
+// in each protocol and codec the gateway serves (through the JSON bridge, as the router mounts it).
+import { create } from "@bufbuild/protobuf";
+import { createConnectRouter, createContextValues } from "@connectrpc/connect";
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { describe, expect, it } from "vitest";
+import { JobSchema, JobService, JobStatus, WatchJobRequestSchema, WatchJobResponseSchema } from "../../src/gen/media/v1/job_pb.js";
+import { toBinary } from "@bufbuild/protobuf";
+import { boundedGzip } from "../compression.js";
+import { withSpecJson } from "../json-bridge.js";
+import { envelope, frames } from "../wire-errors.js";
+import { COMPRESS_MIN_BYTES, SharedMessage, wireFormatOf } from "./frames.js";
+
+const job = (metadataBytes: number) =>
+  create(JobSchema, { id: "job_1", status: JobStatus.PENDING, progress: 42, metadata: { note: "n".repeat(metadataBytes), ü: "é" } });
+
+/** Connect's own handler, behind the JSON bridge, streaming `message` once. */
+function connectHandler(message: ReturnType<typeof create<typeof WatchJobResponseSchema>>) {
+  const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false, acceptCompression: [boundedGzip] });
+  router.service(JobService, {
+    async *watch() {
+      yield message;
+    },
+  });
+  const h = router.handlers.find((x) => x.method.name === "Watch")!;
+  return withSpecJson(h, { readMaxBytes: 1 << 20, maxTimeoutMs: 60_000 });
+}
+
+async function firstFrame(res: UniversalServerResponse): Promise<Uint8Array> {
+  for await (const f of frames(res.body as AsyncIterable<Uint8Array>)) return envelope(f.flags, f.data);
+  throw new Error("no frame");
+}
+
+const CALLS: { name: string; header: Record<string, string>; json: boolean }[] = [
+  { name: "Connect JSON", header: { "content-type": "application/connect+json" }, json: true },
+  { name: "Connect JSON, gzip accepted", header: { "content-type": "application/connect+json", "connect-accept-encoding": "gzip" }, json: true },
+  { name: "Connect proto", header: { "content-type": "application/connect+proto" }, json: false },
+  { name: "Connect proto, gzip accepted", header: { "content-type": "application/connect+proto", "connect-accept-encoding": "gzip" }, json: false },
+  { name: "gRPC-web proto", header: { "content-type": "application/grpc-web+proto" }, json: false },
+  { name: "gRPC-web (no codec named)", header: { "content-type": "application/grpc-web" }, json: false },
+  { name: "gRPC-web proto, gzip accepted", header: { "content-type": "application/grpc-web+proto", "grpc-accept-encoding": "gzip" }, json: false },
+  { name: "gRPC-web JSON", header: { "content-type": "application/grpc-web+json" }, json: true },
+];
+
+describe("shared frames", () => {
+  for (const size of [10, COMPRESS_MIN_BYTES * 2]) {
+    for (const c of CALLS) {
+      it(`${c.name}, a ${size < COMPRESS_MIN_BYTES ? "small" : "large"} message: the same bytes as Connect's`, async () => {
+        const message = create(WatchJobResponseSchema, { eventType: "updated", job: job(size) });
+        const request = toBinary(WatchJobRequestSchema, create(WatchJobRequestSchema, { id: "job_1" }));
+        const body = c.json ? new TextEncoder().encode(JSON.stringify({ id: "job_1" })) : request;
+        const res = await connectHandler(message)({
+          httpVersion: "1.1",
+          method: "POST",
+          url: "http://localhost/media.v1.JobService/Watch",
+          header: new Headers(c.header),
+          body: (async function* () {
+            yield envelope(0, body);
+          })(),
+          signal: new AbortController().signal,
+          contextValues: createContextValues(),
+        });
+        expect(res.status).toBe(200);
+        const format = wireFormatOf(new Headers(res.header));
+        expect(format).toBe(c.json ? "json" : c.name.includes("gzip") ? "proto-gzip" : "proto");
+        const expected = await firstFrame(res);
+        const shared = new SharedMessage(WatchJobResponseSchema, message);
+        expect(Buffer.from(shared.frame(format!))).toEqual(Buffer.from(expected));
+        // Made once, then the same bytes for every stream.
+        expect(shared.frame(format!)).toBe(shared.frame(format!));
+      });
+    }
+  }
+
+  it("is not a stream format for unary answers", () => {
+    expect(wireFormatOf(new Headers({ "content-type": "application/json" }))).toBeUndefined();
+    expect(wireFormatOf(new Headers({ "content-type": "application/proto" }))).toBeUndefined();
+    expect(wireFormatOf(undefined)).toBeUndefined();
+  });
+});
