@@ -18,6 +18,7 @@ import {
 import { apiError, invalid } from "../src/errors.js";
 import { readJson, writeJson } from "../wire/codec.js";
 import { boundedGzip, gunzipStream } from "./compression.js";
+import { wrapHandler } from "./handler.js";
 import { apiShaped, envelope, frames, lastFrameShaped, once, withApiErrors } from "./wire-errors.js";
 
 /** The bridge's limits: the router's own, so JSON callers meet the same ones as binary callers. */
@@ -222,12 +223,5 @@ export function withSpecJson(inner: UniversalHandler, limits: BridgeLimits, dire
     if (kind === undefined) return withApiErrors(await inner(req));
     return kind === "unary" ? unary(req) : enveloped(req, kind);
   };
-  return Object.assign(fn, {
-    protocolNames: inner.protocolNames,
-    service: inner.service,
-    method: inner.method,
-    requestPath: inner.requestPath,
-    allowedMethods: inner.allowedMethods,
-    supportedContentType: inner.supportedContentType,
-  });
+  return wrapHandler(inner, fn);
 }

@@ -8,6 +8,7 @@ import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web
 import { gunzipSync } from "node:zlib";
 import { recordRpc } from "../src/metrics.js";
 import { once } from "./wire-errors.js";
+import { wrapHandler } from "./handler.js";
 
 const COMPRESSED = 0b1;
 
@@ -87,12 +88,5 @@ export function withRpcMetrics(handler: UniversalHandler): UniversalHandler {
     done(unaryErrorCode(bytes, res.status));
     return { ...res, body: once(bytes) };
   };
-  return Object.assign(fn, {
-    protocolNames: handler.protocolNames,
-    service: handler.service,
-    method: handler.method,
-    requestPath: handler.requestPath,
-    allowedMethods: handler.allowedMethods,
-    supportedContentType: handler.supportedContentType,
-  });
+  return wrapHandler(handler, fn);
 }

@@ -5,6 +5,7 @@
 import { createContextKey } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { UrgentBody } from "../../src/urgent-body.js";
+import { wrapHandler } from "../handler.js";
 import { wireFormatOf, type WireFormat } from "./frames.js";
 import { WatchStream } from "./stream.js";
 
@@ -31,14 +32,7 @@ export function withSharedFrames(inner: UniversalHandler): UniversalHandler {
     const merged: UrgentBody = { urgent: stream.urgent, [Symbol.asyncIterator]: () => frames(body, stream, format) };
     return { ...res, body: merged };
   };
-  return Object.assign(fn, {
-    protocolNames: inner.protocolNames,
-    service: inner.service,
-    method: inner.method,
-    requestPath: inner.requestPath,
-    allowedMethods: inner.allowedMethods,
-    supportedContentType: inner.supportedContentType,
-  });
+  return wrapHandler(inner, fn);
 }
 
 const ATTACHED = Symbol("attached");
