@@ -10,6 +10,8 @@ import { boundedGzip } from "../compression.js";
 import { withSpecJson } from "../json-bridge.js";
 import { envelope, frames } from "../wire-errors.js";
 import { COMPRESS_MIN_BYTES, SharedMessage, wireFormatOf } from "./frames.js";
+import { at, createJob, probe, run } from "../../actors/job/job.fixtures.js";
+import { jobMessage } from "../../wire/present-job.js";
 
 const job = (metadataBytes: number) =>
   create(JobSchema, { id: "job_1", status: JobStatus.PENDING, progress: 42, metadata: { note: "n".repeat(metadataBytes), ü: "é" } });
@@ -42,11 +44,34 @@ const CALLS: { name: string; header: Record<string, string>; json: boolean }[] =
   { name: "gRPC-web JSON", header: { "content-type": "application/grpc-web+json" }, json: true },
 ];
 
+/** A job as the actor presents it once completed: outputs, costs, timestamps, 64-bit sizes. */
+const completedJob = () =>
+  jobMessage(
+    run(
+      {},
+      createJob(),
+      { type: "probe_started", attempt: "p1", at },
+      { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 },
+      { type: "encode_started", attempt: "e1", at },
+      { type: "output_completed", attempt: "e1", at, outputId: "out_a", url: "s3://b/a.mp4", sizeBytes: 2 ** 40 + 7 },
+      { type: "output_completed", attempt: "e1", at, outputId: "out_b", url: "s3://b/b.mp4", sizeBytes: 10 },
+      { type: "encode_finished", attempt: "e1", at: 3000, durationMs: 1000 },
+    ).job!,
+  );
+
+const MESSAGES: { name: string; job: () => ReturnType<typeof job> }[] = [
+  { name: "a small message", job: () => job(10) },
+  { name: "a large message", job: () => job(COMPRESS_MIN_BYTES * 2) },
+  { name: "a completed job", job: completedJob },
+  // Connect's binary message carries a lone surrogate as U+FFFD, and so does the bridge's JSON.
+  { name: "lone surrogates", job: () => create(JobSchema, { id: "job_\ud800", metadata: { "\udfff": "a\ud83d", b: "\\ud800 is not one" } }) },
+];
+
 describe("shared frames", () => {
-  for (const size of [10, COMPRESS_MIN_BYTES * 2]) {
+  for (const m of MESSAGES) {
     for (const c of CALLS) {
-      it(`${c.name}, a ${size < COMPRESS_MIN_BYTES ? "small" : "large"} message: the same bytes as Connect's`, async () => {
-        const message = create(WatchJobResponseSchema, { eventType: "updated", job: job(size) });
+      it(`${c.name}, ${m.name}: the same bytes as Connect's`, async () => {
+        const message = create(WatchJobResponseSchema, { eventType: "updated", job: m.job() });
         const request = toBinary(WatchJobRequestSchema, create(WatchJobRequestSchema, { id: "job_1" }));
         const body = c.json ? new TextEncoder().encode(JSON.stringify({ id: "job_1" })) : request;
         const res = await connectHandler(message)({

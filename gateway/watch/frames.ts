@@ -44,11 +44,36 @@ export class SharedMessage<M extends Message = Message> {
   }
 
   private encode(format: WireFormat): Uint8Array {
+    if (format === "json") return jsonFrame(this.jsonText());
     this.binary ??= toBinary(this.schema, this.message);
     const binary = this.binary;
-    // JSON as the bridge writes it: from the binary message, so what it drops is dropped here too.
-    if (format === "json") return envelope(0, new TextEncoder().encode(writeJson(this.schema, fromBinary(this.schema, binary))));
     if (format === "proto-gzip" && binary.byteLength >= COMPRESS_MIN_BYTES) return envelope(1, gzipSync(binary));
     return envelope(0, binary);
   }
+
+  /**
+   * The JSON the bridge writes, which it reads from Connect's binary message. The message's own JSON
+   * is the same text, save for a string with a lone surrogate, which the binary message carries as
+   * U+FFFD: JSON.stringify writes such a surrogate as an escape, and then the JSON is made as the
+   * bridge makes it (an escape-like text in a string only costs that detour).
+   */
+  private jsonText(): string {
+    const text = writeJson(this.schema, this.message);
+    if (!LONE_SURROGATE_ESCAPE.test(text)) return text;
+    this.binary ??= toBinary(this.schema, this.message);
+    return writeJson(this.schema, fromBinary(this.schema, this.binary));
+  }
+}
+
+/** How JSON.stringify writes a lone surrogate (`\udXXX`, X from 800 to fff); a backslash written as `\\` may look alike. */
+const LONE_SURROGATE_ESCAPE = /\\ud[89a-f]/i;
+
+/** An uncompressed envelope of UTF-8 text, written in one buffer. */
+function jsonFrame(text: string): Uint8Array {
+  const length = Buffer.byteLength(text);
+  const frame = Buffer.allocUnsafe(5 + length);
+  frame[0] = 0;
+  frame.writeUInt32BE(length, 1);
+  frame.write(text, 5, "utf8");
+  return frame;
 }
