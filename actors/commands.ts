@@ -25,9 +25,9 @@ interface CommandEnvelope {
   readonly command: unknown;
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-const encode = (value: unknown) => encoder.encode(JSON.stringify(value));
+// Buffer.from, not TextEncoder: small values come from a shared pool, and every update is encoded so.
+const encode = (value: unknown): Uint8Array => Buffer.from(JSON.stringify(value), "utf8");
 const decode = <T>(bytes: Uint8Array) => JSON.parse(decoder.decode(bytes)) as T;
 
 /** Gateway side. */

@@ -6,8 +6,6 @@
 // Every adapter places a keyed message where Kafka's default partitioner would (the Java client,
 // kafkajs's DefaultPartitioner), so callers that shard work by key (the outbox relay, the command
 // client, legacy callbacks) compute the same partition as the bus, whichever adapter runs.
-const encoder = new TextEncoder();
-
 /** Kafka's murmur2 (org.apache.kafka.common.utils.Utils#murmur2), as a signed 32-bit integer. */
 export function murmur2(data: Uint8Array): number {
   const m = 0x5bd1e995;
@@ -43,7 +41,8 @@ export function murmur2(data: Uint8Array): number {
 
 /** The partition Kafka's default partitioner (Java client, kafkajs DefaultPartitioner) picks for a key. */
 export function partitionFor(key: string, partitions: number): number {
-  return (murmur2(encoder.encode(key)) & 0x7fffffff) % partitions;
+  // Buffer.from takes a short key's bytes from a shared pool (TextEncoder allocates a buffer each time).
+  return (murmur2(Buffer.from(key, "utf8")) & 0x7fffffff) % partitions;
 }
 
 export interface BusMessage {
