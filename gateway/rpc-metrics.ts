@@ -7,7 +7,7 @@ import { codeFromHttpStatus, codeFromString, codeToString, endStreamFlag, endStr
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { gunzipSync } from "node:zlib";
 import { recordRpc } from "../src/metrics.js";
-import { once } from "./wire-errors.js";
+import { endsWithoutError, once } from "./wire-errors.js";
 import { wrapHandler } from "./handler.js";
 
 const COMPRESSED = 0b1;
@@ -23,6 +23,7 @@ function endCode(last: Uint8Array | undefined, grpcWeb: boolean): string {
       const status = Number(trailerParse(data).get("grpc-status") ?? NaN);
       return status === 0 ? "ok" : Number.isInteger(status) ? codeToString(status) : "unknown";
     }
+    if (endsWithoutError(data)) return "ok";
     const error = endStreamFromJson(data).error;
     return error ? codeToString(error.code) : "ok";
   } catch {

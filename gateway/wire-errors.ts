@@ -18,6 +18,20 @@ import { gunzipSync } from "node:zlib";
 import { apiError } from "../src/errors.js";
 
 const COMPRESSED = 0b1;
+const decoder = new TextDecoder();
+
+/**
+ * True when a Connect end-of-stream JSON is an object with no error: how every stream that went well
+ * ends. Read here because Connect's `endStreamFromJson` builds an error (a stack trace) on each call.
+ */
+export function endsWithoutError(data: Uint8Array): boolean {
+  try {
+    const end = JSON.parse(decoder.decode(data)) as unknown;
+    return typeof end === "object" && end !== null && !Array.isArray(end) && !("error" in end);
+  } catch {
+    return false;
+  }
+}
 
 /** The error as the API answers it; the same object when it already is. */
 export function apiShaped(error: ConnectError): ConnectError {
@@ -64,6 +78,7 @@ export function lastFrameShaped(grpcWeb: boolean, flags: number, data: Uint8Arra
     setTrailerStatus(trailer, shaped);
     return envelope(last, trailerSerialize(trailer));
   }
+  if (endsWithoutError(plain)) return envelope(flags, data);
   const end = endStreamFromJson(plain);
   const shaped = end.error && apiShaped(end.error);
   if (!shaped || shaped === end.error) return envelope(flags, data);
