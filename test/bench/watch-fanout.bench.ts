@@ -1,7 +1,7 @@
 // Benchmark: Watch fan-out at a set update rate, without an encoder. The server (embedded, uWS,
 // test/bench/watch-server.ts) runs in a child process of its own; the bench puts N jobs in its
 // store (clones of one created job) and has it publish their updates on its in-process updates
-// topic as the relay does, 1 a second per job (BENCH_RATE), for BENCH_SECONDS, then each job's
+// topic as the relay does, 1 a second per job (BENCH_RATE), for BENCH_SECONDS, then, spread over one more second, each job's
 // terminal update. Cases (BENCH_CASES, default "one,many"):
 //  - one: N streams of ONE job (1 update a second, to every stream);
 //  - many: N streams of N different jobs, one stream each (N updates a second in all).
@@ -11,7 +11,8 @@
 // published; one clock); p50/p99/max over every message. Each stream checks its messages: snapshot
 // first, progress only up (no repeat, none out of order), the terminal `completed` last.
 // Server CPU per delivered message: the server process's CPU between the first publish and the last
-// stream's end, over the messages delivered (publishing, in the same process, included). Memory:
+// stream's end, over the messages delivered (publishing, in the same process, included); split
+// into the updates (until the terminal updates start) and, per stream, its terminal message and end. Memory:
 // the server's VmRSS before the streams, once open, sampled every 200 ms, and VmHWM.
 // Run: npx tsx test/bench/watch-fanout.bench.ts [streams]   (npm run bench:watch-fanout -- 10000; default 10000)
 //   BENCH_SERVER_ROOT (the checkout whose code serves; this one by default), BENCH_SECONDS (60),
@@ -21,7 +22,7 @@
 //   server only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
 import { execFileSync, fork, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import http from "node:http";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,12 +50,12 @@ interface Stream {
 }
 
 async function runWorker(): Promise<void> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
   const streams: Stream[] = [];
   let latencies = new Float64Array(1 << 16);
   let count = 0;
   let disorder = 0;
   let terminals = 0;
+  const terminalLatencies: number[] = [];
   let decode: ((b: Buffer) => { event: string; progress: number; updatedAtMs: number }) | undefined;
   const PROGRESS = '"progress":';
   const UPDATED_AT = '"updated_at":"';
@@ -86,7 +87,7 @@ async function runWorker(): Promise<void> {
     }
     latencies[count++] = at - m.updatedAtMs;
     s.updates++;
-    if (m.event === "completed") terminals++;
+    if (m.event === "completed") (terminals++, terminalLatencies.push(at - m.updatedAtMs));
     else if (m.progress <= s.lastProgress && m.progress < 99) disorder++;
     s.lastProgress = m.progress;
   };
@@ -100,6 +101,7 @@ async function runWorker(): Promise<void> {
         ended: streams.filter((s) => s.ended && !s.error).length,
         errors: streams.filter((s) => s.error).length,
         terminals,
+        terminalLatencies,
         disorder,
         cpu: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
       });
@@ -135,26 +137,75 @@ async function runWorker(): Promise<void> {
               if (next < msg.ids.length) pump();
               else if (pending === 0) resolve();
             };
-            const req = http.request({ agent, host: "127.0.0.1", port: msg.port, method: "POST", path: "/media.v1.JobService/Watch", headers: msg.headers });
-            req.on("error", () => ((s.error = "request"), opened()));
-            req.on("response", (res) => {
-              res.on("data", (chunk: Buffer) => {
-                const at = now();
-                let buf = s.buf ? Buffer.concat([s.buf, chunk]) : chunk;
-                let off = 0;
-                while (buf.length - off >= 5) {
-                  const len = buf.readUInt32BE(off + 1);
-                  if (buf.length - off < 5 + len) break;
-                  frame(s, buf[off]!, buf.subarray(off + 5, off + 5 + len), at);
-                  off += 5 + len;
+            // A raw HTTP/1.1 socket, the chunked body parsed here: lighter than node:http, whose
+            // parser and streams cost the clients (on this same machine) more CPU than the server.
+            const socket = net.connect(msg.port, "127.0.0.1");
+            socket.setNoDelay(true);
+            const head = [`POST /media.v1.JobService/Watch HTTP/1.1`, `host: 127.0.0.1:${msg.port}`, `content-length: ${body.length}`];
+            for (const [k, v] of Object.entries(msg.headers)) head.push(`${k}: ${v}`);
+            socket.write(`${head.join("\r\n")}\r\n\r\n`);
+            socket.write(body);
+            let raw: Buffer | undefined;
+            let inHead = true;
+            let chunkLeft = 0; // bytes of the current chunk still to come
+            const frameBytes = (chunk: Buffer, at: number) => {
+              let buf = s.buf ? Buffer.concat([s.buf, chunk]) : chunk;
+              let off = 0;
+              while (buf.length - off >= 5) {
+                const len = buf.readUInt32BE(off + 1);
+                if (buf.length - off < 5 + len) break;
+                frame(s, buf[off]!, buf.subarray(off + 5, off + 5 + len), at);
+                off += 5 + len;
+              }
+              s.buf = off === buf.length ? undefined : Buffer.from(buf.subarray(off));
+              buf = undefined as unknown as Buffer;
+            };
+            socket.on("data", (data: Buffer) => {
+              const at = now();
+              let b = raw ? Buffer.concat([raw, data]) : data;
+              raw = undefined;
+              let off = 0;
+              if (inHead) {
+                const end = b.indexOf("\r\n\r\n");
+                if (end < 0) return void (raw = b);
+                if (!b.subarray(0, 12).toString("latin1").startsWith("HTTP/1.1 200")) {
+                  s.error = "status";
+                  socket.destroy();
+                  return opened();
                 }
-                s.buf = off === buf.length ? undefined : buf.subarray(off);
-                buf = undefined as unknown as Buffer;
-                if (s.snapshot || s.ended) opened();
-              });
-              res.on("end", () => opened());
+                inHead = false;
+                off = end + 4;
+              }
+              while (off < b.length) {
+                if (chunkLeft > 0) {
+                  const take = Math.min(chunkLeft, b.length - off);
+                  frameBytes(b.subarray(off, off + take), at);
+                  off += take;
+                  chunkLeft -= take;
+                  continue;
+                }
+                // A chunk's size line, after the previous chunk's CRLF.
+                const eol = b.indexOf("\r\n", off);
+                if (eol < 0) break;
+                const line = b.subarray(off, eol).toString("latin1");
+                if (line === "") {
+                  off = eol + 2;
+                  continue;
+                }
+                const size = parseInt(line, 16);
+                off = eol + 2;
+                if (size === 0) {
+                  socket.end();
+                  break;
+                }
+                chunkLeft = size;
+              }
+              if (off < b.length && chunkLeft === 0) raw = Buffer.from(b.subarray(off));
+              b = undefined as unknown as Buffer;
+              if (s.snapshot || s.ended) opened();
             });
-            req.end(body);
+            socket.on("error", () => ((s.error ??= "socket"), opened()));
+            socket.on("close", () => opened());
           }
         };
         pump();
@@ -167,11 +218,12 @@ async function runWorker(): Promise<void> {
 // ═════════════════════════════ the bench ═════════════════════════════
 
 const TICK = 1 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
-function processCpu(pid: number): number {
+/** A process's CPU seconds, user and system (kernel: on loopback, a write also pays the receiving side's TCP). */
+function processCpu(pid: number, which: "all" | "system" = "all"): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) * TICK;
+    return ((which === "all" ? Number(f[11]) : 0) + Number(f[12])) * TICK;
   } catch {
     return 0;
   }
@@ -257,6 +309,7 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
     // The gateways: the server process (embedded), or the cluster's gateway processes.
     const pids = ready.pids;
     const cpuOf = () => pids.reduce((n, p) => n + processCpu(p), 0);
+    const systemCpuOf = () => pids.reduce((n, p) => n + processCpu(p, "system"), 0);
     const rssOf = (field: string) => pids.map((p) => statusKb(p, field));
     const base = `http://127.0.0.1:${ready.ports[0]}`;
     const auth = { authorization: `Bearer ${ready.bootstrap.api_key}`, "x-organization-id": ready.bootstrap.organization_id };
@@ -296,12 +349,24 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
     const sampler = setInterval(() => rssOf("VmRSS").forEach((kb, i) => (peak[i] = Math.max(peak[i]!, kb))), 200);
     const seconds = num("BENCH_SECONDS", 60);
     const cpu0 = cpuOf();
+    const system0 = systemCpuOf();
     const t0 = performance.now();
+    // The CPU of the updates alone, before the terminal updates (which also end every stream).
+    const cpuAtTerminals = nextMessage(server, "terminals", (seconds + 600) * 1000).then(() => cpuOf() - cpu0);
     server.send({ type: "publish", ids, seconds, perSecond: num("BENCH_RATE", 1) });
     const { publishMs } = await nextMessage<{ publishMs: number }>(server, "published", (seconds + 600) * 1000);
     // Until every stream has its end (or 10 minutes).
     const deadline = Date.now() + 600_000;
-    let results: { latencies: number[]; opened: number; ended: number; errors: number; terminals: number; disorder: number; cpu: number }[] = [];
+    let results: {
+      latencies: number[];
+      terminalLatencies: number[];
+      opened: number;
+      ended: number;
+      errors: number;
+      terminals: number;
+      disorder: number;
+      cpu: number;
+    }[] = [];
     for (;;) {
       results = await Promise.all(
         workers.map((w) => {
@@ -315,9 +380,13 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
     }
     const runSeconds = (performance.now() - t0) / 1000;
     const cpu = cpuOf() - cpu0;
+    const systemCpu = systemCpuOf() - system0;
     clearInterval(sampler);
     const all = Float64Array.from(results.flatMap((r) => r.latencies)).sort();
     const delivered = all.length;
+    const updatesCpu = await cpuAtTerminals;
+    const updatesDelivered = streams * seconds * num("BENCH_RATE", 1); // in either case, each stream gets each of its job's updates
+    const terminal = Float64Array.from(results.flatMap((r) => r.terminalLatencies)).sort();
     const published = (kind === "one" ? 1 : streams) * seconds * num("BENCH_RATE", 1) + jobs;
     return {
       case: `${kind === "one" ? `${streams} streams of one job` : `${streams} streams of ${streams} different jobs`}${CLUSTER ? `, cluster: ${pids.length} gateways` : ""}`,
@@ -329,6 +398,8 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
       messages_delivered: delivered,
       messages_expected: kind === "one" ? streams * (seconds * num("BENCH_RATE", 1) + 1) : published,
       latency_ms: { p50: r1(percentile(all, 50)), p90: r1(percentile(all, 90)), p99: r1(percentile(all, 99)), max: r1(all[all.length - 1] ?? NaN) },
+      // The terminal messages alone: each also ends its stream, which costs more than an update.
+      terminal_latency_ms: { p50: r1(percentile(terminal, 50)), p99: r1(percentile(terminal, 99)) },
       ended_ok: results.reduce((n, r) => n + r.ended, 0),
       ended_with_error: results.reduce((n, r) => n + r.errors, 0),
       terminal_messages: results.reduce((n, r) => n + r.terminals, 0),
@@ -342,8 +413,13 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
       },
       // Of every gateway together.
       server_cpu_seconds: r1(cpu),
+      server_cpu_system_seconds: r1(systemCpu),
       server_cpu_cores: Math.round((cpu / runSeconds) * 100) / 100,
       server_cpu_us_per_message: Math.round((cpu / Math.max(1, delivered)) * 1e6 * 10) / 10,
+      // Until the terminal updates: every update published by then, delivered to each stream of its job.
+      server_cpu_us_per_update_message: Math.round((updatesCpu / Math.max(1, updatesDelivered)) * 1e6 * 10) / 10,
+      // The terminal message and the end of one stream (Connect's end of the call, the socket's end).
+      server_cpu_us_per_stream_end: Math.round(((cpu - updatesCpu) / streams) * 1e6),
       publish_ms_in_server: Math.round(publishMs),
       client_cpu_seconds: r1(results.reduce((n, r) => n + r.cpu, 0)),
       run_seconds: r1(runSeconds),
