@@ -34,6 +34,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: Float64Array, p: number) =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 const r1 = (x: number) => Math.round(x * 10) / 10;
+/** The sorted latencies of every message less the terminal ones (both sorted; equal values are interchangeable). */
+function withoutTerminals(all: Float64Array, terminal: Float64Array): Float64Array {
+  const out = new Float64Array(all.length - terminal.length);
+  let t = 0;
+  let o = 0;
+  for (const x of all) {
+    if (t < terminal.length && terminal[t] === x) t++;
+    else if (o < out.length) out[o++] = x;
+  }
+  return out;
+}
 
 // ═════════════════════════════ the client worker ═════════════════════════════
 
@@ -352,7 +363,7 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
     const system0 = systemCpuOf();
     const t0 = performance.now();
     // The CPU of the updates alone, before the terminal updates (which also end every stream).
-    const cpuAtTerminals = nextMessage(server, "terminals", (seconds + 600) * 1000).then(() => cpuOf() - cpu0);
+    const cpuAtTerminals = nextMessage(server, "terminals", (seconds + 600) * 1000).then(() => ({ all: cpuOf() - cpu0, system: systemCpuOf() - system0 }));
     server.send({ type: "publish", ids, seconds, perSecond: num("BENCH_RATE", 1) });
     const { publishMs } = await nextMessage<{ publishMs: number }>(server, "published", (seconds + 600) * 1000);
     // Until every stream has its end (or 10 minutes).
@@ -384,7 +395,7 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
     clearInterval(sampler);
     const all = Float64Array.from(results.flatMap((r) => r.latencies)).sort();
     const delivered = all.length;
-    const updatesCpu = await cpuAtTerminals;
+    const { all: updatesCpu, system: updatesSystemCpu } = await cpuAtTerminals;
     const updatesDelivered = streams * seconds * num("BENCH_RATE", 1); // in either case, each stream gets each of its job's updates
     const terminal = Float64Array.from(results.flatMap((r) => r.terminalLatencies)).sort();
     const published = (kind === "one" ? 1 : streams) * seconds * num("BENCH_RATE", 1) + jobs;
@@ -400,6 +411,11 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
       latency_ms: { p50: r1(percentile(all, 50)), p90: r1(percentile(all, 90)), p99: r1(percentile(all, 99)), max: r1(all[all.length - 1] ?? NaN) },
       // The terminal messages alone: each also ends its stream, which costs more than an update.
       terminal_latency_ms: { p50: r1(percentile(terminal, 50)), p99: r1(percentile(terminal, 99)) },
+      // The `updated` messages alone (every message but the terminal ones).
+      updated_latency_ms: (() => {
+        const updated = withoutTerminals(all, terminal);
+        return { p50: r1(percentile(updated, 50)), p90: r1(percentile(updated, 90)), p99: r1(percentile(updated, 99)) };
+      })(),
       ended_ok: results.reduce((n, r) => n + r.ended, 0),
       ended_with_error: results.reduce((n, r) => n + r.errors, 0),
       terminal_messages: results.reduce((n, r) => n + r.terminals, 0),
@@ -418,6 +434,8 @@ async function round(kind: "one" | "many", streams: number): Promise<Record<stri
       server_cpu_us_per_message: Math.round((cpu / Math.max(1, delivered)) * 1e6 * 10) / 10,
       // Until the terminal updates: every update published by then, delivered to each stream of its job.
       server_cpu_us_per_update_message: Math.round((updatesCpu / Math.max(1, updatesDelivered)) * 1e6 * 10) / 10,
+      // Of which the kernel's (system time): the socket writes, on loopback with the receiving side's TCP.
+      server_system_cpu_us_per_update_message: Math.round((updatesSystemCpu / Math.max(1, updatesDelivered)) * 1e6 * 10) / 10,
       // The terminal message and the end of one stream (Connect's end of the call, the socket's end).
       server_cpu_us_per_stream_end: Math.round(((cpu - updatesCpu) / streams) * 1e6),
       publish_ms_in_server: Math.round(publishMs),
