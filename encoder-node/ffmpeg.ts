@@ -11,6 +11,7 @@ import { MediaError, type MediaErrorCode } from "./media-errors.js";
 import { checkPackagingKeys, removeAes128KeyInfo, runPackager, writeAes128KeyInfo } from "./packager.js";
 import type { HlsMasterPlan, OutputPlan } from "./plan.js";
 import { probeStartSeconds, probeStreamCodec, type StreamCodec } from "./probe.js";
+import { sniffStreamCodec } from "./codec-sniff.js";
 
 export interface RunProgress {
   fraction: number;
@@ -426,7 +427,10 @@ async function measure(
   const peak = peakSegmentBitRate(measured);
   const first = path.join(base, media.segments[0]!.uri);
   const source = media.init ? `concat:${path.join(base, media.init)}|${first}` : first;
-  const codecs = known ?? codecString(await probeStreamCodec(source, signal), media.init !== undefined);
+  // Read from the segment's first bytes where that is exact (codec-sniff.ts), else ffprobe's.
+  const codecs =
+    known ??
+    codecString((await sniffStreamCodec(media.init ? path.join(base, media.init) : first)) ?? (await probeStreamCodec(source, signal)), media.init !== undefined);
   return { version: media.version, peak: Math.ceil(peak), average: Math.ceil(bits / Math.max(seconds, 0.001)), codecs };
 }
 
