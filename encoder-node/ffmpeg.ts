@@ -430,7 +430,10 @@ async function measure(
   // Read from the segment's first bytes where that is exact (codec-sniff.ts), else ffprobe's.
   const codecs =
     known ??
-    codecString((await sniffStreamCodec(media.init ? path.join(base, media.init) : first)) ?? (await probeStreamCodec(source, signal)), media.init !== undefined);
+    codecString(
+      (await sniffStreamCodec(media.init ? path.join(base, media.init) : first)) ?? (await probeStreamCodec(source, signal)),
+      media.init !== undefined,
+    );
   return { version: media.version, peak: Math.ceil(peak), average: Math.ceil(bits / Math.max(seconds, 0.001)), codecs };
 }
 
