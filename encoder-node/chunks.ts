@@ -10,6 +10,7 @@ import { MediaError } from "./media-errors.js";
 import { codecString, parseMediaPlaylist } from "./ffmpeg.js";
 import type { OutputPlan } from "./plan.js";
 import { probeStreamCodec } from "./probe.js";
+import { sniffStreamCodec } from "./codec-sniff.js";
 
 /** One rung of one chunk: its segments (file names in the rung's folder, seconds, bytes) and its codec string. */
 export interface ChunkRendition {
@@ -31,7 +32,9 @@ export async function chunkRenditions(plan: OutputPlan, signal: AbortSignal): Pr
       );
       const first = path.join(base, media.segments[0]!.uri);
       const source = media.init ? `concat:${path.join(base, media.init)}|${first}` : first;
-      return { playlist: r.file, codecs: codecString(await probeStreamCodec(source, signal), media.init !== undefined), segments };
+      // Read from the segment's first bytes where that is exact, else ffprobe's (as the master's are).
+      const codec = (await sniffStreamCodec(media.init ? path.join(base, media.init) : first)) ?? (await probeStreamCodec(source, signal));
+      return { playlist: r.file, codecs: codecString(codec, media.init !== undefined), segments };
     }),
   );
 }
