@@ -61,8 +61,8 @@ export async function joinChunks(plan: OutputPlan, chunks: readonly (readonly Ch
   const chunked = plan.chunked;
   const master = plan.hlsMaster;
   if (!chunked || !master) throw new MediaError("internal", "joining chunks of a plan that is not chunked");
-  // The header of the rung encoded whole (same muxer settings): version, init map, independence.
-  const whole = (await readFile(path.join(plan.dir, lowestRung(plan)), "utf8")).split("\n");
+  // The header of a playlist encoded whole (same muxer settings): version, init map, independence.
+  const whole = (await readFile(path.join(plan.dir, wholePlaylist(plan)), "utf8")).split("\n");
   const header = whole.slice(
     0,
     whole.findIndex((l) => l.startsWith("#EXTINF:")),
@@ -98,10 +98,15 @@ export async function joinChunks(plan: OutputPlan, chunks: readonly (readonly Ch
   return byFolder;
 }
 
-/** The rung a chunked plan encodes whole: the one rendition the chunks do not. */
-function lowestRung(plan: OutputPlan): string {
+/** The rung a chunked plan encodes whole (the one rendition the chunks do not), if any. */
+export function wholeRung(plan: OutputPlan): string | undefined {
   const rest = new Set(plan.chunked!.rest.map((r) => r.file));
-  const first = (plan.renditions ?? []).find((r) => !rest.has(r.file));
-  if (!first) throw new MediaError("internal", "a chunked plan without a rung of its own");
-  return first.file;
+  return (plan.renditions ?? []).find((r) => !rest.has(r.file))?.file;
+}
+
+/** A media playlist a chunked plan's own command writes: its whole rung's, else its first audio track's. */
+function wholePlaylist(plan: OutputPlan): string {
+  const file = wholeRung(plan) ?? plan.hlsMaster?.audio[0]?.playlist;
+  if (!file) throw new MediaError("internal", "a chunked plan that encodes neither a rung nor audio of its own");
+  return file;
 }

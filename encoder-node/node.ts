@@ -38,7 +38,7 @@ import { openOriginBlob, originKey } from "../src/origins.js";
 import type { Reply } from "../src/replies.js";
 import type { SecretBox } from "../src/secrets.js";
 import { runPlan, writeGrowingHlsMaster, writeHlsMaster, parseMediaPlaylist } from "./ffmpeg.js";
-import { chunkFiles, chunkRenditions, joinChunks } from "./chunks.js";
+import { chunkFiles, chunkRenditions, joinChunks, wholeRung } from "./chunks.js";
 import { ProgressivePublisher } from "./progressive.js";
 import { MediaError } from "./media-errors.js";
 import { chunkable, chunkSpans, drmSchemeOf, drmSystemsOf, planOutput, segmentSecondsOf, type ChunkSpan, type OutputPlan } from "./plan.js";
@@ -310,18 +310,32 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
 
   const outputBlob = (job: JobRecord): BlobStore => (job.managed ? d.managed.blob : openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config));
 
+  /**
+   * A hosted video's stream: a managed job's first HLS output. Split, it keeps its lowest rung whole
+   * (what plays first); other ladders are chunked whole. Read from the job alone, so the node that
+   * splits a ladder and the nodes encoding its chunks agree, whatever their settings.
+   */
+  const hostedStream = (job: JobRecord) => (job.managed ? job.outputs.find((o) => fromJson(OutputSpecSchema, o.spec).type === OutputType.HLS) : undefined);
+
   /** Encodes one chunk of the job's split ladder, stores its segments where the whole's go, and reports it done. */
   async function encodeChunk(job: JobRecord, part: number, signal: AbortSignal): Promise<void> {
     const chunked = job.chunked!;
     const output = job.outputs.find((o) => o.id === chunked.outputId);
     const span = chunked.spans[part];
     if (!output || !span) throw new MediaError("internal", `chunk ${part} of ${chunked.outputId} is not planned`);
+    d.log.info({ job_id: job.id, output_id: output.id, part }, "chunk started");
     const file = await fetchInput(job, signal, true);
     const input = job.inputMetadata ?? (await probe(file, signal));
     const plan = planOutput(
       fromJson(OutputSpecSchema, output.spec),
       { file, probe: input },
-      { outputId: output.id, workDir: path.join(workRoot, job.id, `chunk-${part}-${randomToken(6)}`), ...(job.clip ? { clip: job.clip } : {}), chunk: span },
+      {
+        outputId: output.id,
+        workDir: path.join(workRoot, job.id, `chunk-${part}-${randomToken(6)}`),
+        ...(job.clip ? { clip: job.clip } : {}),
+        chunk: span,
+        ...(hostedStream(job) === output ? { wholeLowestRung: true } : {}),
+      },
     );
     try {
       await runPlan(plan, { signal });
@@ -442,8 +456,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       transcripts,
     );
     // A hosted video's stream (a managed job's first HLS output) is published while it encodes: playable in seconds.
-    const stream =
-      job.managed && d.config.encoder.progressive ? job.outputs.find((o) => fromJson(OutputSpecSchema, o.spec).type === OutputType.HLS) : undefined;
+    const hosted = hostedStream(job);
+    const stream = d.config.encoder.progressive ? hosted : undefined;
     // One ladder of the job may be split into chunks for every free node: the first that can.
     let splitOne = false;
     for (const output of job.outputs) {
@@ -461,7 +475,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
               workDir: path.join(workDir, output.id),
               ...(job.clip ? { clip: job.clip } : {}),
               ...(output === stream ? { progressive: true } : {}),
-              ...(chunked ? { chunked: true } : {}),
+              ...(chunked ? { chunked: true, ...(output === hosted ? { wholeLowestRung: true } : {}) } : {}),
             },
           );
         const chunkSeconds = d.config.encoder.chunkSeconds;
@@ -474,7 +488,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           if (!(await ask(job, { type: "chunks_planned", attempt, at: Date.now(), outputId: output.id, spans }))) return;
         }
         // A split ladder's progress: this node's part, then the chunks by count.
-        const ownShare = plan.chunked ? 1 / (1 + plan.chunked.rest.length) : 1;
+        // (A ladder chunked whole: this node's part is the audio, a small share.)
+        const ownShare = plan.chunked ? (wholeRung(plan) ? 1 / (1 + plan.chunked.rest.length) : 0.05) : 1;
         let last = -1;
         let lastAt = 0;
         const report = (fraction: number) => {
@@ -535,19 +550,41 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         });
         await publisher?.finish();
         let chunkBytes = new Map<string, number>();
+        /** A ladder chunked whole: its first segment, stored by a chunk (relative to the plan's dir). */
+        let firstChunkSegment: string | undefined;
         if (plan.chunked) {
           const chunks = await chunksOf(job, output.id, signal, (done) => {
             encoded = ownShare + (1 - ownShare) * done;
             both();
           });
           chunkBytes = await joinChunks(plan, chunks);
-          // Subtitles map their cues from the first media timestamp: the rung encoded here has it.
-          const own = plan.renditions!.find((r) => !plan.chunked!.rest.some((c) => c.file === r.file))!;
-          const first = parseMediaPlaylist(await readFile(path.join(plan.dir, own.file), "utf8")).segments[0];
-          if (first) plan.hlsMaster!.firstTimestampSeconds ??= await probeStartSeconds(path.join(plan.dir, path.dirname(own.file), first.uri), signal);
+          // Subtitles map their cues from the first media timestamp: the rung encoded here has it,
+          // else the first chunk's first segment of the first rung, read back from the output's storage.
+          const own = wholeRung(plan);
+          if (own) {
+            const first = parseMediaPlaylist(await readFile(path.join(plan.dir, own), "utf8")).segments[0];
+            if (first) plan.hlsMaster!.firstTimestampSeconds ??= await probeStartSeconds(path.join(plan.dir, path.dirname(own), first.uri), signal);
+          } else {
+            const rung = plan.chunked.rest[0]!;
+            const first = chunks[0]!.find((c) => c.playlist === rung.file)?.segments[0];
+            if (first) firstChunkSegment = path.posix.join(path.posix.dirname(rung.file), first.uri);
+          }
           await writeHlsMaster(plan.dir, plan.hlsMaster!, signal);
         }
         const tracks = [...provided, ...(await generated)].sort((a, b) => a.index - b.index);
+        if (tracks.length > 0 && firstChunkSegment && plan.hlsMaster!.firstTimestampSeconds === undefined) {
+          // Read back from the output's storage, beside the plan's dir (which is uploaded as it is).
+          const folder = path.posix.dirname(firstChunkSegment);
+          const local = path.join(workDir, `${output.id}-first`);
+          await mkdir(local, { recursive: true });
+          await blob.getToFile(`${output.keyPrefix}/${firstChunkSegment}`, path.join(local, path.posix.basename(firstChunkSegment)));
+          let source = path.join(local, path.posix.basename(firstChunkSegment));
+          if (firstChunkSegment.endsWith(".m4s")) {
+            await blob.getToFile(`${output.keyPrefix}/${folder}/init.mp4`, path.join(local, "init.mp4"));
+            source = `concat:${path.join(local, "init.mp4")}|${source}`;
+          }
+          plan.hlsMaster!.firstTimestampSeconds = await probeStartSeconds(source, signal);
+        }
         const written = await writeTracks(plan, tracks, segmentSecondsOf(spec), signal);
         let stored: { size: number; byFolder: Map<string, number> };
         try {
@@ -678,7 +715,16 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     );
     const idleAgain = activity.start();
     encodeTasks.inc({ kind: grant.kind, priority: grant.priority, class: workerClass });
-    d.log.info({ job_id: grant.jobId, kind: grant.kind, priority: grant.priority, waited_ms: Date.now() - grant.enqueuedAt }, "task started");
+    d.log.info(
+      {
+        job_id: grant.jobId,
+        kind: grant.kind,
+        ...(grant.part !== undefined ? { part: grant.part } : {}),
+        priority: grant.priority,
+        waited_ms: Date.now() - grant.enqueuedAt,
+      },
+      "task started",
+    );
     try {
       // Only the job this task is for keeps its files here (a chunk's input stays for the next chunk of it).
       for (const entry of await readdir(workRoot)) if (entry !== task.jobId) await rm(path.join(workRoot, entry), { recursive: true, force: true });

@@ -388,7 +388,35 @@ describe("planOutput: clip, layouts and strategies", () => {
     expect(chunkSpans(30_000, 4, 0)).toEqual([]);
   });
 
-  it("a split ladder: the lowest rung and the audio whole; a chunk its other rungs over its frames, numbered and timed as in the whole", () => {
+  it("a split ladder: the audio whole and every rung in chunks; a hosted stream's lowest rung whole with the audio", () => {
+    const ladder = spec({
+      type: OutputType.HLS,
+      hls: { segmentDurationSeconds: 4 },
+      video: [
+        { codec: VideoCodec.H264, resolution: "1080p" },
+        { codec: VideoCodec.H264, resolution: "480p" },
+      ],
+    });
+    const p = probe({ durationMs: 130_000 }, { frameRate: 30 });
+    // Chunked whole: the source is decoded once, by the chunks; the encode's own command is the audio.
+    const main = plan(ladder, p, { chunked: true });
+    expect([main.commands.length, main.chunked?.rest.map((r) => r.name), main.progressive]).toEqual([1, ["1080p", "480p"], undefined]);
+    expect(main.commands[0]!.includes("-vn") && !main.commands[0]!.includes("-filter_complex")).toBe(true);
+    expect([after(main.commands[0]!, "-var_stream_map"), after(main.commands[0]!, "-output_ts_offset")]).toEqual(["a:0,name:audio_0,agroup:audio", "1.000000"]);
+    expect(main.hlsMaster?.variants).toHaveLength(2);
+    expect(after(plan(ladder, p, { chunk: { start: 60, end: 120 } }).commands[0]!, "-var_stream_map")).toBe("v:0,name:1080p v:1,name:480p");
+    // A hosted stream (wholeLowestRung), or a ladder without audio: the lowest rung stays whole.
+    const hosted = plan(ladder, p, { chunked: true, wholeLowestRung: true });
+    expect([hosted.chunked?.rest.map((r) => r.name), after(hosted.commands[0]!, "-var_stream_map")]).toEqual([
+      ["1080p"],
+      "v:0,name:480p,agroup:audio a:0,name:audio_0,agroup:audio",
+    ]);
+    expect(after(plan(ladder, p, { chunk: { start: 60, end: 120 }, wholeLowestRung: true }).commands[0]!, "-var_stream_map")).toBe("v:0,name:1080p");
+    const silent = spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 4 }, disableAudio: true, video: ladder.video });
+    expect(plan(silent, p, { chunked: true }).chunked?.rest.map((r) => r.name)).toEqual(["1080p"]);
+  });
+
+  it("a hosted stream's split ladder: the lowest rung and the audio whole; a chunk its other rungs over its frames, numbered and timed as in the whole", () => {
     const init = {
       type: OutputType.HLS,
       hls: { segmentDurationSeconds: 4 },
@@ -401,14 +429,14 @@ describe("planOutput: clip, layouts and strategies", () => {
     const ladder = spec(init);
     const p = probe({ durationMs: 130_000 }, { frameRate: 30 });
     expect(chunkable(ladder, p)).toBe(true);
-    const main = plan(ladder, p, { chunked: true });
+    const main = plan(ladder, p, { chunked: true, wholeLowestRung: true });
     expect([main.commands.length, main.chunked?.rest.map((r) => r.name), main.chunked?.segmentSeconds]).toEqual([1, ["1080p", "720p"], 4]);
     expect(after(main.commands[0]!, "-var_stream_map")).toBe("v:0,name:480p,agroup:audio a:0,name:audio_0,agroup:audio");
     expect([after(main.commands[0]!, "-output_ts_offset"), after(main.commands[0]!, "-hls_playlist_type")]).toEqual(["1.000000", "vod"]);
     expect(main.hlsMaster?.variants).toHaveLength(3);
     // Progressive too: the publisher has only the lowest rung to grow.
     expect(plan(ladder, p, { chunked: true, progressive: true }).progressive).toEqual({ first: ["480p/index.m3u8", "audio_0/index.m3u8"], rest: [] });
-    const middle = plan(ladder, p, { chunk: { start: 60, end: 120 } }).commands[0]!;
+    const middle = plan(ladder, p, { chunk: { start: 60, end: 120 }, wholeLowestRung: true }).commands[0]!;
     expect([after(middle, "-ss"), after(middle, "-to"), after(middle, "-start_number"), after(middle, "-output_ts_offset")]).toEqual([
       "60.000000",
       "120.016667",
@@ -418,10 +446,10 @@ describe("planOutput: clip, layouts and strategies", () => {
     expect([after(middle, "-frames:v:0"), after(middle, "-frames:v:1")]).toEqual(["1800", "900"]);
     expect(middle.includes("-map") && !middle.includes("0:a:0")).toBe(true);
     expect(after(middle, "-var_stream_map")).toBe("v:0,name:1080p v:1,name:720p");
-    const last = plan(ladder, p, { chunk: { start: 120 } });
+    const last = plan(ladder, p, { chunk: { start: 120 }, wholeLowestRung: true });
     expect([after(last.commands[0]!, "-to"), after(last.commands[0]!, "-frames:v:0"), last.durationMs]).toEqual([undefined, undefined, 10_000]);
     // Within a clip: the chunk's times are the clip's.
-    const clipped = plan(ladder, p, { chunk: { start: 8, end: 16 }, clip: { startSeconds: 10, endSeconds: 100 } }).commands[0]!;
+    const clipped = plan(ladder, p, { chunk: { start: 8, end: 16 }, clip: { startSeconds: 10, endSeconds: 100 }, wholeLowestRung: true }).commands[0]!;
     expect([after(clipped, "-ss"), after(clipped, "-to"), after(clipped, "-output_ts_offset")]).toEqual(["18.000000", "26.016667", "9.000000"]);
     // What cannot be split: one rung, a single file, keys, no video.
     expect(chunkable(spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264, resolution: "720p" }] }), p)).toBe(false);

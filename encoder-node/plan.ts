@@ -150,8 +150,15 @@ export interface PlanOptions {
    * encodes the lowest rung and the audio over the whole output, the other rungs are chunks.
    */
   chunked?: boolean;
-  /** Plan one chunk of a chunked output: its other rungs over the span, segments numbered from the span's first. */
+  /** Plan one chunk of a chunked output: its chunked rungs over the span, segments numbered from the span's first. */
   chunk?: ChunkSpan;
+  /**
+   * A split ladder (chunked, or one chunk of it) whose lowest rung is encoded whole by the node
+   * running the encode: a hosted video's stream, whose lowest rung is what plays first. Otherwise,
+   * when the ladder has audio, every rung is cut into chunks and the encode's own command is the
+   * audio alone: the source is decoded once, and the chunks share all of the work.
+   */
+  wholeLowestRung?: boolean;
 }
 
 /** A chunk of a chunked output: seconds on the output's timeline (after the clip), a whole number of segments; the last is open. */
@@ -430,10 +437,12 @@ function hlsPlan(
     // The lowest rung first, with the audio: it is the fastest to encode and what a viewer sees first.
     const order = renditions.map((r, i) => ({ r, i })).sort((a, b) => a.r.width * a.r.height - b.r.width * b.r.height);
     const first = order[0]!.r;
-    const rest = renditions.filter((r) => r !== first);
+    // A split ladder with audio and no rung to play first is chunked whole (see PlanOptions.wholeLowestRung).
+    const allChunked = split && !growing && opts.wholeLowestRung !== true && audio.length > 0;
+    const rest = allChunked ? renditions : renditions.filter((r) => r !== first);
     const agroup = audio.length > 0 ? `,agroup:${AUDIO_GROUP}` : "";
     if (opts.chunk) {
-      // One chunk: the other rungs over its span, no audio, segments and playlists as the whole's.
+      // One chunk: the chunked rungs over its span, no audio, segments and playlists as the whole's.
       const chunk = opts.chunk;
       return {
         ...base,
@@ -455,6 +464,28 @@ function hlsPlan(
         parallel: false,
         strategy: "split",
         renditions: rest.map(summary),
+      };
+    }
+    if (allChunked) {
+      // The encode's own command: the audio, whole; every rung comes from the chunks.
+      return {
+        ...base,
+        main: master,
+        commands: [
+          [
+            ...FFMPEG_GLOBAL,
+            ...inputArgs(input, clip),
+            ...audioMaps(audio),
+            "-vn",
+            ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
+            ...muxer(audioStreams.join(" "), undefined, false),
+          ],
+        ],
+        parallel: false,
+        strategy: "split",
+        renditions: renditionPlans,
+        hlsMaster,
+        chunked: { rest: rest.map(summary), segmentSeconds: ctx.segmentSeconds! },
       };
     }
     const withAudio = !short && audio.length > 0;

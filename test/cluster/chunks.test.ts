@@ -1,13 +1,13 @@
 // One ladder encoded by two encoder nodes at once, on real Kafka, Cassandra and MinIO: a 48 s
-// source (moving test pattern, continuous tone) whose HLS ladder is split into 6 s chunks. The
-// node that takes the encode plans the chunks, encodes the lowest rung and the audio, then chunks
-// still queued; the other node takes chunks as soon as they are queued. The job completes at its
-// estimate; chunks ran on both nodes; every rung of the output has every frame once, timestamps
-// continuous across each join and lined up with the rung encoded whole, and plays through (every
+// source (moving test pattern, continuous tone) whose HLS ladder is split into 6 s chunks of every
+// rung. The node that takes the encode plans the chunks, encodes the audio, then chunks still
+// queued; the other node takes chunks as soon as they are queued. The job completes at its
+// estimate; chunks ran on both nodes; every rung of the output has every frame once, one frame
+// duration apart across each join, at the same timestamps in every rung, and plays through (every
 // playlist ended, EXTINF summing to the source's length). And a hosted video ingested from a URL
 // (24 s, 480p): its stream is split too, ready (playable) from the rung encoded whole before the chunks are
 // joined, and at the end every rung is listed, ended and whole.
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,9 +31,12 @@ beforeAll(async () => {
     fps: FPS,
     audio: true,
   });
+  // A subtitle file for the ladder chunked whole: its cues are mapped to the chunks' first timestamp.
+  const subs = path.join(path.dirname(hosted), "subs.vtt");
+  writeFileSync(subs, "WEBVTT\n\n00:00:01.000 --> 00:00:03.000\nthe first words\n\n00:00:20.000 --> 00:00:22.000\nlater words\n");
   fleet = await startFleet({
     encoderNodes: 2,
-    inputs: { long: SECONDS, hosted },
+    inputs: { long: SECONDS, hosted, subs },
     env: { MEDIA_ENCODER_CHUNK_SECONDS: "6", MEDIA_LOG_LEVEL: "info" },
   });
 }, 240_000);
@@ -53,6 +56,7 @@ describe("a ladder split across two encoder nodes", () => {
             { codec: "h264", width: 192, height: 144 },
           ],
           audio: [{ codec: "aac", bitrate_kbps: 64 }],
+          subtitle_tracks: [{ source: "url", url: fleet.inputs.subs, format: "vtt", language: "en" }],
         },
       ],
     });
@@ -85,9 +89,19 @@ describe("a ladder split across two encoder nodes", () => {
     const main = await fleet.download(job.outputs[0].output_url);
     const master = parseHlsMaster(readFileSync(main, "utf8"));
     expect(master.variants.map((v) => v.attributes.RESOLUTION)).toEqual(["320x240", "256x192", "192x144"]);
-    const whole = path.join(path.dirname(main), master.variants.at(-1)!.uri);
-    const reference = await frameTimes(whole);
+    const lowest = path.join(path.dirname(main), master.variants.at(-1)!.uri);
+    const reference = await frameTimes(lowest);
     expect(reference).toHaveLength(SECONDS * FPS);
+    // The subtitles' WebVTT segments map their local 0 to where the video starts (read back by the
+    // node that took the encode, which encoded no video of this ladder).
+    const subs = master.media.find((m) => m.TYPE === "SUBTITLES");
+    expect(subs).toBeDefined();
+    const subMedia = path.join(path.dirname(main), subs!.URI!);
+    const vtt = readFileSync(path.join(path.dirname(subMedia), parseHlsMedia(readFileSync(subMedia, "utf8")).segments[0]!.uri), "utf8");
+    expect(vtt).toContain(`X-TIMESTAMP-MAP=MPEGTS:${Math.round(reference[0]! * 90_000)},LOCAL:00:00:00.000`);
+    // Continuous across the joins: each frame one frame duration after the one before.
+    const gaps = reference.flatMap((t, k) => (k === 0 || Math.abs(t - reference[k - 1]! - 1 / FPS) < 0.001 ? [] : [`frame ${k} at ${t}`]));
+    expect(gaps).toEqual([]);
     for (const v of master.variants) {
       expect(Number(v.attributes.BANDWIDTH)).toBeGreaterThan(0);
       const playlist = path.join(path.dirname(main), v.uri);

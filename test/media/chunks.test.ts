@@ -1,7 +1,7 @@
 // One ladder encoded in chunks and joined, against the same ladder encoded whole, with real ffmpeg:
 // an 18 s source (moving test pattern, continuous 440 Hz tone) split into four chunks of the
-// ladder's upper rungs, each encoded on its own as an encoder node would, their segments put where
-// the whole's go, and joined. Every rung of the join has every frame once at the whole's
+// ladder's rungs (every rung, or the upper rungs of a hosted stream), each encoded on its own as an
+// encoder node would, their segments put where the whole's go, and joined. Every rung of the join has every frame once at the whole's
 // timestamps, the same segment boundaries and EXTINF sums, PSNR within 0.2 dB of the whole's; the
 // audio (encoded once, whole) has no gap; the master lists every rung, measured.
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -44,20 +44,31 @@ async function psnr(playlist: string, width: number, height: number): Promise<nu
 }
 
 describe("a ladder encoded in chunks", { timeout: 180_000 }, () => {
-  it("joins into the ladder encoded whole: every frame once, the same boundaries, PSNR within 0.2 dB, the audio without a gap", async () => {
+  let whole: ReturnType<typeof planOutput>;
+  beforeAll(async () => {
+    const spec = fromJson(OutputSpecSchema, ladderOutputSpec([360, 240, 180], input.probe.video, true));
+    whole = planOutput(spec, input, { outputId: "out_1", workDir: path.join(root, "whole") });
+    await runPlan(whole, {});
+  }, 120_000);
+
+  // Every rung in chunks (the audio whole), and a hosted stream's (its lowest rung whole too).
+  for (const wholeLowestRung of [false, true])
+    it(`joins into the ladder encoded whole${wholeLowestRung ? " beside its lowest rung encoded whole" : ""}: every frame once, the same boundaries, PSNR within 0.2 dB, the audio without a gap`, async () => {
+      await joinedAgainstWhole(wholeLowestRung);
+    });
+
+  async function joinedAgainstWhole(wholeLowestRung: boolean): Promise<void> {
     const spec = fromJson(OutputSpecSchema, ladderOutputSpec([360, 240, 180], input.probe.video, true));
     const signal = new AbortController().signal;
-    const whole = planOutput(spec, input, { outputId: "out_1", workDir: path.join(root, "whole") });
-    await runPlan(whole, {});
-
-    const main = planOutput(spec, input, { outputId: "out_1", workDir: path.join(root, "joined"), chunked: true });
-    expect(main.chunked?.rest.map((r) => r.name)).toEqual(["640x360", "426x240"]);
+    const modeOpts = wholeLowestRung ? { wholeLowestRung: true } : {};
+    const main = planOutput(spec, input, { outputId: "out_1", workDir: path.join(root, `joined-${wholeLowestRung}`), chunked: true, ...modeOpts });
+    expect(main.chunked?.rest.map((r) => r.name)).toEqual(wholeLowestRung ? ["640x360", "426x240"] : ["640x360", "426x240", "320x180"]);
     await runPlan(main, {});
     const spans = chunkSpans(main.durationMs, main.chunked!.segmentSeconds, 4);
     expect(spans).toEqual([{ start: 0, end: 4 }, { start: 4, end: 8 }, { start: 8, end: 12 }, { start: 12 }]);
     const chunks: ChunkRendition[][] = [];
     for (const [k, span] of spans.entries()) {
-      const plan = planOutput(spec, input, { outputId: "out_1", workDir: path.join(root, `chunk-${k}`), chunk: span });
+      const plan = planOutput(spec, input, { outputId: "out_1", workDir: path.join(root, `chunk-${wholeLowestRung}-${k}`), chunk: span, ...modeOpts });
       await runPlan(plan, {});
       chunks.push(await chunkRenditions(plan, signal));
       // What storage would hold: every chunk's segments beside the rung encoded whole.
@@ -70,8 +81,6 @@ describe("a ladder encoded in chunks", { timeout: 180_000 }, () => {
     await writeHlsMaster(main.dir, main.hlsMaster!, signal);
 
     const master = parseHlsMaster(readFileSync(path.join(main.dir, main.main), "utf8"));
-    // The rung encoded whole beside the chunks: every rung's frames at its timestamps.
-    const lowest = path.join(main.dir, master.variants.at(-1)!.uri);
     const wholeMaster = parseHlsMaster(readFileSync(path.join(whole.dir, whole.main), "utf8"));
     expect(master.variants.map((v) => v.uri)).toEqual(wholeMaster.variants.map((v) => v.uri));
     expect(master.variants.map((v) => v.attributes.CODECS)).toEqual(wholeMaster.variants.map((v) => v.attributes.CODECS));
@@ -85,11 +94,14 @@ describe("a ladder encoded in chunks", { timeout: 180_000 }, () => {
       const theirs = parseMediaPlaylist(readFileSync(reference, "utf8")).segments;
       expect(ours.map((s) => s.uri)).toEqual(theirs.map((s) => s.uri));
       for (const [j, s] of ours.entries()) expect(s.duration).toBeCloseTo(theirs[j]!.duration, 3);
-      // Every frame once, at the timestamps of the rung encoded whole.
+      // Every frame once, at the timestamps of the lowest rung of the ladder encoded whole.
       const times = await frameTimes(joined);
       expect(times).toHaveLength(SECONDS * FPS);
-      const wholeTimes = await frameTimes(lowest);
-      const moved = times.flatMap((t, k) => (t.toFixed(3) === wholeTimes[k]?.toFixed(3) ? [] : [`frame ${k}: ${t} joined, ${wholeTimes[k]} whole`]));
+      // (A split ladder's streams all start 1 s in, the whole's where ffmpeg puts them: times from the first frame.)
+      const wholeTimes = await frameTimes(path.join(whole.dir, wholeMaster.variants.at(-1)!.uri));
+      const from = (ts: number[]) => ts.map((t) => (t - ts[0]!).toFixed(3));
+      const [ourFrom, wholeFrom] = [from(times), from(wholeTimes)];
+      const moved = ourFrom.flatMap((t, k) => (t === wholeFrom[k] ? [] : [`frame ${k}: ${t} joined, ${wholeFrom[k]} whole`]));
       expect(moved).toEqual([]);
       // The picture as good as the whole's; its measured bandwidth close to it.
       const [width, height] = v.attributes.RESOLUTION!.split("x").map(Number) as [number, number];
@@ -107,5 +119,5 @@ describe("a ladder encoded in chunks", { timeout: 180_000 }, () => {
     const silences = [...stderr.matchAll(/silence_start: ([0-9.e-]+)/g)].map((m) => Number(m[1]));
     expect(silences.filter((t) => t > 0.5 && t < SECONDS - 0.5)).toEqual([]);
     expect((await frameTimes(path.join(main.dir, master.variants.at(-1)!.uri))).length).toBe(SECONDS * FPS);
-  });
+  }
 });
