@@ -55,6 +55,7 @@ interface Run {
   readonly readySeconds: number;
   readonly cpuSeconds: number;
   readonly chunksPerNode: number[];
+  readonly timeline: string[][];
 }
 
 async function once(file: string, nodes: 1 | 2): Promise<Run> {
@@ -89,8 +90,25 @@ async function once(file: string, nodes: 1 | 2): Promise<Run> {
           .split("\n")
           .filter((l) => l.includes("chunk encoded") && l.includes(id)).length,
     );
+    // Each node's timeline of the job (seconds after Create): its tasks, chunks and outputs, as logged.
+    const submittedAt = Date.now() - readySeconds * 1000;
+    const timeline = fleet.cluster.encoderNodes.map((n) =>
+      n
+        .output()
+        .split("\n")
+        .filter((l) => l.includes(id))
+        .flatMap((l) => {
+          try {
+            const e = JSON.parse(l) as { time: number; msg: string; kind?: string; part?: number };
+            if (!/task started|chunk started|chunk encoded|output (published|completed|stored)|encode finished/.test(e.msg)) return [];
+            return [`${((e.time - submittedAt) / 1000).toFixed(1)} ${e.msg}${e.kind ? ` ${e.kind}` : ""}${e.part !== undefined ? ` ${e.part}` : ""}`];
+          } catch {
+            return [];
+          }
+        }),
+    );
     passed = true;
-    return { nodes, readySeconds, cpuSeconds: cpu, chunksPerNode };
+    return { nodes, readySeconds, cpuSeconds: cpu, chunksPerNode, timeline };
   } finally {
     await fleet.stop(passed);
   }
