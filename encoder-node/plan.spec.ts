@@ -373,18 +373,30 @@ describe("planOutput: clip, layouts and strategies", () => {
     expect(plan(single, probe(), { progressive: true }).progressive).toBeUndefined();
   });
 
-  it("chunks: whole segments of about the asked length, the rest of the division in the last; fewer than two is none", () => {
-    expect(chunkSpans(130_000, 4, 60)).toEqual([{ start: 0, end: 60 }, { start: 60 }]);
+  it("chunks: whole segments, split only when two of the asked length fit, finer to make 8 (not under 12 s), shared out evenly", () => {
+    const lengths = (spans: { start: number; end?: number }[], seconds: number) => spans.map((c) => (c.end ?? seconds) - c.start);
+    // 130 s, 60 s asked: two fit, so split; 8 chunks of 16 s (4 segments), the last to the end.
+    expect(lengths(chunkSpans(130_000, 4, 60), 130)).toEqual([16, 16, 16, 16, 16, 16, 16, 18]);
+    // 300 s, 50 s asked (48 s in segments of 6): 8 chunks of 6 segments, the 2 left over to the first two.
     expect(chunkSpans(300_000, 6, 50)).toEqual([
-      { start: 0, end: 48 },
-      { start: 48, end: 96 },
-      { start: 96, end: 144 },
-      { start: 144, end: 192 },
-      { start: 192, end: 240 },
-      { start: 240 },
+      { start: 0, end: 42 },
+      { start: 42, end: 84 },
+      { start: 84, end: 120 },
+      { start: 120, end: 156 },
+      { start: 156, end: 192 },
+      { start: 192, end: 228 },
+      { start: 228, end: 264 },
+      { start: 264 },
     ]);
-    expect(chunkSpans(119_000, 4, 60)).toEqual([]);
+    // Long enough for 8 of the asked length: that length.
+    expect(lengths(chunkSpans(600_000, 4, 60), 600)).toEqual(Array(10).fill(60));
+    // Fewer than 8 where 12 s chunks would not make 8: 120 s is 7 chunks of at least 16 s.
+    expect(lengths(chunkSpans(120_000, 4, 24), 120)).toEqual([20, 20, 16, 16, 16, 16, 16]);
+    // Shorter asked lengths than 12 s are kept: the tests' 6 s chunks.
+    expect(chunkSpans(48_000, 6, 6)).toHaveLength(8);
     expect(chunkSpans(30_000, 4, 1)).toHaveLength(7);
+    // Not worth splitting: fewer than two of the asked length, or none asked.
+    expect(chunkSpans(119_000, 4, 60)).toEqual([]);
     expect(chunkSpans(30_000, 4, 0)).toEqual([]);
   });
 
