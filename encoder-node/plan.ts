@@ -487,21 +487,21 @@ function hlsPlan(
         renditions: rest.map(summary),
       };
     }
+    /** The audio alone, whole, in a command of its own. */
+    const audioCommand = () => [
+      ...FFMPEG_GLOBAL,
+      ...inputArgs(input, clip),
+      ...audioMaps(audio),
+      "-vn",
+      ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
+      ...muxer(audioStreams.join(" "), undefined, false),
+    ];
     if (allChunked) {
       // The encode's own command: the audio, whole; every rung comes from the chunks.
       return {
         ...base,
         main: master,
-        commands: [
-          [
-            ...FFMPEG_GLOBAL,
-            ...inputArgs(input, clip),
-            ...audioMaps(audio),
-            "-vn",
-            ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
-            ...muxer(audioStreams.join(" "), undefined, false),
-          ],
-        ],
+        commands: [audioCommand()],
         parallel: false,
         strategy: "split",
         renditions: renditionPlans,
@@ -526,14 +526,7 @@ function hlsPlan(
     ];
     const weights = [renditionWeight(first) + (withAudio ? AUDIO_TRACK_WEIGHT * audio.length : 0)];
     if (short && audio.length > 0) {
-      commands.push([
-        ...FFMPEG_GLOBAL,
-        ...inputArgs(input, clip),
-        ...audioMaps(audio),
-        "-vn",
-        ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
-        ...muxer(audioStreams.join(" "), undefined, false),
-      ]);
+      commands.push(audioCommand());
       weights.push(AUDIO_TRACK_WEIGHT * audio.length);
     }
     if (split) {
