@@ -4,14 +4,12 @@ import { create } from "@bufbuild/protobuf";
 import { createConnectRouter, createContextValues } from "@connectrpc/connect";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { describe, expect, it } from "vitest";
-import { JobSchema, JobService, JobStatus, WatchJobRequestSchema, WatchJobResponseSchema } from "../../src/gen/media/v1/job_pb.js";
+import { JobSchema, JobService, JobStatus, OutputStatus, WatchJobRequestSchema, WatchJobResponseSchema } from "../../src/gen/media/v1/job_pb.js";
 import { toBinary } from "@bufbuild/protobuf";
 import { boundedGzip } from "../compression.js";
 import { withSpecJson } from "../json-bridge.js";
 import { envelope, frames } from "../wire-errors.js";
 import { COMPRESS_MIN_BYTES, SharedMessage, wireFormatOf } from "./frames.js";
-import { at, createJob, probe, run } from "../../actors/job/job.fixtures.js";
-import { jobMessage } from "../../wire/present-job.js";
 
 const job = (metadataBytes: number) =>
   create(JobSchema, { id: "job_1", status: JobStatus.PENDING, progress: 42, metadata: { note: "n".repeat(metadataBytes), ü: "é" } });
@@ -44,20 +42,34 @@ const CALLS: { name: string; header: Record<string, string>; json: boolean }[] =
   { name: "gRPC-web JSON", header: { "content-type": "application/grpc-web+json" }, json: true },
 ];
 
-/** A job as the actor presents it once completed: outputs, costs, timestamps, 64-bit sizes. */
+/** A completed job as the actor presents one: outputs, costs, timestamps, 64-bit sizes, optionals. */
 const completedJob = () =>
-  jobMessage(
-    run(
-      {},
-      createJob(),
-      { type: "probe_started", attempt: "p1", at },
-      { type: "probed", attempt: "p1", at, metadata: probe, durationMs: 5 },
-      { type: "encode_started", attempt: "e1", at },
-      { type: "output_completed", attempt: "e1", at, outputId: "out_a", url: "s3://b/a.mp4", sizeBytes: 2 ** 40 + 7 },
-      { type: "output_completed", attempt: "e1", at, outputId: "out_b", url: "s3://b/b.mp4", sizeBytes: 10 },
-      { type: "encode_finished", attempt: "e1", at: 3000, durationMs: 1000 },
-    ).job!,
-  );
+  create(JobSchema, {
+    id: "job_1",
+    object: "job",
+    appId: "app_1",
+    inputUrl: "https://example.com/in.mp4",
+    status: JobStatus.COMPLETED,
+    progress: 100,
+    outputs: [
+      { id: "out_a", status: OutputStatus.COMPLETED, progress: 100, outputUrl: "s3://b/a/index.m3u8", outputSizeBytes: 2n ** 40n + 7n },
+      { id: "out_b", status: OutputStatus.FAILED, errorCode: "encode_failed", errorMessage: "x" },
+    ],
+    totalEstimatedCost: 0.012345,
+    totalActualCost: 0.01,
+    costBreakdown: {
+      lines: [{ description: "encode", estimatedAmountEur: 0.012345, actualAmountEur: 0.01 }],
+      totalEstimatedCost: 0.012345,
+      totalActualCost: 0.01,
+    },
+    execution: { probeDurationMs: 5n, encodeDurationMs: 1000n, totalDurationMs: 1005n },
+    metadata: { customer: "c-1" },
+    videoId: "vid_1",
+    currency: "EUR",
+    createdAt: { seconds: 1_700_000_000n, nanos: 123_000_000 },
+    updatedAt: { seconds: 1_700_000_100n, nanos: 0 },
+    completedAt: { seconds: 1_700_000_100n, nanos: 999_999_999 },
+  });
 
 const MESSAGES: { name: string; job: () => ReturnType<typeof job> }[] = [
   { name: "a small message", job: () => job(10) },
