@@ -7,10 +7,8 @@
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { MediaError } from "./media-errors.js";
-import { codecString, parseMediaPlaylist } from "./ffmpeg.js";
+import { parseMediaPlaylist, playlistCodecString } from "./ffmpeg.js";
 import type { OutputPlan } from "./plan.js";
-import { probeStreamCodec } from "./probe.js";
-import { sniffStreamCodec } from "./codec-sniff.js";
 
 /** One rung of one chunk: its segments (file names in the rung's folder, seconds, bytes) and its codec string. */
 export interface ChunkRendition {
@@ -30,11 +28,7 @@ export async function chunkRenditions(plan: OutputPlan, signal: AbortSignal): Pr
       const segments = await Promise.all(
         media.segments.map(async (s) => ({ uri: s.uri, duration: s.duration, bytes: (await stat(path.join(base, s.uri))).size })),
       );
-      const first = path.join(base, media.segments[0]!.uri);
-      const source = media.init ? `concat:${path.join(base, media.init)}|${first}` : first;
-      // Read from the segment's first bytes where that is exact, else ffprobe's (as the master's are).
-      const codec = (await sniffStreamCodec(media.init ? path.join(base, media.init) : first)) ?? (await probeStreamCodec(source, signal));
-      return { playlist: r.file, codecs: codecString(codec, media.init !== undefined), segments };
+      return { playlist: r.file, codecs: await playlistCodecString(base, media, signal), segments };
     }),
   );
 }

@@ -329,7 +329,7 @@ async function setMinBufferTime(file: string, seconds: number): Promise<void> {
   await writeFile(file, mpd.replace(/minBufferTime="[^"]*"/, `minBufferTime="PT${seconds}S"`));
 }
 
-interface MediaPlaylist {
+export interface MediaPlaylist {
   version: number;
   init?: string;
   segments: { uri: string; duration: number; bytes?: number }[];
@@ -395,6 +395,17 @@ export function codecString(c: StreamCodec, isoBmff: boolean): string {
   }
 }
 
+/**
+ * The codec string of a media playlist's stream, from its first segment (and init segment): read
+ * from the first bytes where that is exact (codec-sniff.ts), else ffprobe's. `base` is the playlist's folder.
+ */
+export async function playlistCodecString(base: string, media: MediaPlaylist, signal: AbortSignal): Promise<string> {
+  const first = path.join(base, media.segments[0]!.uri);
+  const init = media.init ? path.join(base, media.init) : undefined;
+  const codec = (await sniffStreamCodec(init ?? first)) ?? (await probeStreamCodec(init ? `concat:${init}|${first}` : first, signal));
+  return codecString(codec, init !== undefined);
+}
+
 interface Measured {
   version: number;
   peak: number;
@@ -425,15 +436,7 @@ async function measure(
     measured.push({ duration: s.duration, bytes: size });
   }
   const peak = peakSegmentBitRate(measured);
-  const first = path.join(base, media.segments[0]!.uri);
-  const source = media.init ? `concat:${path.join(base, media.init)}|${first}` : first;
-  // Read from the segment's first bytes where that is exact (codec-sniff.ts), else ffprobe's.
-  const codecs =
-    known ??
-    codecString(
-      (await sniffStreamCodec(media.init ? path.join(base, media.init) : first)) ?? (await probeStreamCodec(source, signal)),
-      media.init !== undefined,
-    );
+  const codecs = known ?? (await playlistCodecString(base, media, signal));
   return { version: media.version, peak: Math.ceil(peak), average: Math.ceil(bits / Math.max(seconds, 0.001)), codecs };
 }
 
