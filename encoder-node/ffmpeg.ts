@@ -12,6 +12,7 @@ import { checkPackagingKeys, removeAes128KeyInfo, runPackager, writeAes128KeyInf
 import type { HlsMasterPlan, OutputPlan } from "./plan.js";
 import { probeStartSeconds, probeStreamCodec, type StreamCodec } from "./probe.js";
 import { sniffStreamCodec } from "./codec-sniff.js";
+import { writeIFramePlaylist } from "./iframes.js";
 
 export interface RunProgress {
   fraction: number;
@@ -478,7 +479,9 @@ export async function writeGrowingHlsMaster(
   const m = plan.hlsMaster;
   if (!m) throw new MediaError("internal", "a progressive plan without a master");
   const listed = new Set(playlists);
-  const partial: HlsMasterPlan = { ...m, variants: m.variants.filter((v) => listed.has(v.playlist)), subtitles: [], sessionData: [] };
+  // I-frame playlists are written with the whole master, from complete media playlists.
+  const variants = m.variants.filter((v) => listed.has(v.playlist)).map(({ iframes: _, ...v }) => v);
+  const partial: HlsMasterPlan = { ...m, variants, subtitles: [], sessionData: [] };
   // aes_128: codecs are probed from a decrypted first segment, and kept (the entries are the plan's own) for the final master.
   if (plan.aes128 && key) {
     const unknown = { ...partial, variants: partial.variants.filter((v) => !v.codecs), audio: partial.audio.filter((a) => !a.codecs) };
@@ -535,6 +538,20 @@ export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: Abor
     if (v.audioGroup) attrs.push(`AUDIO=${quoted(v.audioGroup)}`);
     if (subtitleGroup) attrs.push(`SUBTITLES=${quoted(subtitleGroup)}`);
     lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, v.playlist);
+  }
+  for (const [i, v] of variants.entries()) {
+    const iframes = m.variants[i]!.iframes;
+    if (!iframes) continue;
+    // Measured once: a later master (with subtitles) lists the same playlist.
+    iframes.rates ??= await writeIFramePlaylist(dir, v.playlist);
+    const attrs = [
+      `BANDWIDTH=${iframes.rates.peak}`,
+      `AVERAGE-BANDWIDTH=${iframes.rates.average}`,
+      `CODECS=${quoted(v.codecs)}`,
+      `RESOLUTION=${v.width}x${v.height}`,
+      `URI=${quoted(iframes.playlist)}`,
+    ];
+    lines.push(`#EXT-X-I-FRAME-STREAM-INF:${attrs.join(",")}`);
   }
   if (audioOnly) {
     const a = audio.find((x) => x.isDefault) ?? audio[0];

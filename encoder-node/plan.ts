@@ -6,6 +6,7 @@ import { trackClassOf, type DrmScheme, type DrmSystemName, type TrackClass } fro
 import { DrmSystem, EncryptionScheme, OutputType, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, HlsPlaylistType, SegmentFormat } from "../src/gen/media/v1/preset_pb.js";
 import { DRM_SYSTEM_NAMES, drmSchemeOf as checkedSchemeOf, hlsSegmentFormat } from "../src/spec-check.js";
+import { iframePlaylistOf, type IFrameRates } from "./iframes.js";
 import { MediaError } from "./media-errors.js";
 import type { ProbeResult } from "./probe.js";
 import {
@@ -40,7 +41,16 @@ export interface HlsMasterPlan {
   /** Relative to dir. */
   file: string;
   /** `codecs` (RFC 6381) is set when the segments cannot be probed (aes_128), else probed from them. */
-  variants: { playlist: string; width: number; height: number; frameRate: number; audioGroup?: string; codecs?: string }[];
+  variants: {
+    playlist: string;
+    width: number;
+    height: number;
+    frameRate: number;
+    audioGroup?: string;
+    codecs?: string;
+    /** hls.iframe_playlists: the variant's I-frame playlist (iframes.ts), written with the master; its rates kept once measured. */
+    iframes?: { playlist: string; rates?: IFrameRates };
+  }[];
   audio: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; channels: number; codecs?: string }[];
   /** Subtitle renditions (WebVTT media playlists), added by the encoder node when the output has subtitle tracks. */
   subtitles?: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; forced: boolean; captions: boolean }[];
@@ -202,12 +212,15 @@ export function chunkSpans(durationMs: number, segmentSeconds: number, chunkSeco
 
 /**
  * Whether an output's ladder can be split into chunks: clear HLS segments (a single file, or keys
- * applied per command, cannot be joined), more than one rung, and a video to cut at frames.
+ * applied per command, cannot be joined), more than one rung, a video to cut at frames, and no
+ * I-frame playlists.
  */
 export function chunkable(spec: OutputSpec, probe: ProbeResult): boolean {
   return (
     spec.type === OutputType.HLS &&
     !spec.drm &&
+    // I-frame playlists are read from the segments, which a chunked ladder's nodes store, not the encode node.
+    spec.hls?.iframePlaylists !== true &&
     spec.segments?.singleFile !== true &&
     spec.video.length > 1 &&
     (probe.video?.frameRate ?? 0) > 0 &&
@@ -376,6 +389,7 @@ function hlsMasterOf(
   renditions: Rendition[],
   audio: AudioPlan[],
   playlistOf: (name: string, index: number, kind: "v" | "a") => string,
+  iframes = false,
 ): HlsMasterPlan {
   return {
     file,
@@ -385,6 +399,7 @@ function hlsMasterOf(
       height: r.height,
       frameRate: r.frameRate,
       ...(audio.length > 0 ? { audioGroup: AUDIO_GROUP } : {}),
+      ...(iframes ? { iframes: { playlist: iframePlaylistOf(playlistOf(r.name, i, "v")) } } : {}),
     })),
     audio: audio.map((p, j) => ({
       playlist: playlistOf(p.name, j, "a"),
@@ -450,7 +465,7 @@ function hlsPlan(
     path.join(base.dir, "%v/index.m3u8"),
   ];
   for (const r of renditions) r.file = `${r.name}/index.m3u8`;
-  const hlsMaster = hlsMasterOf(master, renditions, audio, (name) => `${name}/index.m3u8`);
+  const hlsMaster = hlsMasterOf(master, renditions, audio, (name) => `${name}/index.m3u8`, spec.hls?.iframePlaylists === true);
   const renditionPlans = renditions.map(summary);
   const audioStreams = audio.map((p, j) => `a:${j},name:${p.name}${renditions.length > 0 ? `,agroup:${AUDIO_GROUP}` : ""}`);
   const aes128 = keyInfoFile ? { aes128: { keyInfoFile } } : {};
@@ -673,7 +688,14 @@ function dashPlan(
     renditions: renditions.map(summary),
     dashManifest: { file: mpd, minBufferTimeSeconds: spec.dash?.minBufferTimeSeconds || 2 },
   };
-  if (adaptive) plan.hlsMaster = hlsMasterOf(master, renditions, audio, (_, index, kind) => `media_${kind === "v" ? index : renditions.length + index}.m3u8`);
+  if (adaptive)
+    plan.hlsMaster = hlsMasterOf(
+      master,
+      renditions,
+      audio,
+      (_, index, kind) => `media_${kind === "v" ? index : renditions.length + index}.m3u8`,
+      spec.hls?.iframePlaylists === true,
+    );
   return plan;
 }
 
@@ -752,7 +774,15 @@ function packagedPlan(
     ...(type !== OutputType.HLS ? { dashManifest: { file: mpd, minBufferTimeSeconds: spec.dash?.minBufferTimeSeconds || 2 } } : {}),
     // Written after packaging, over the packager's media playlists: measured bandwidths, probed codecs.
     ...(hls
-      ? { hlsMaster: hlsMasterOf(master, renditions, audio, (name, index, kind) => playlistOf(name, kind === "v" ? index : renditions.length + index)) }
+      ? {
+          hlsMaster: hlsMasterOf(
+            master,
+            renditions,
+            audio,
+            (name, index, kind) => playlistOf(name, kind === "v" ? index : renditions.length + index),
+            spec.hls?.iframePlaylists === true,
+          ),
+        }
       : {}),
   };
   if (strategy === "split" || renditions.length + (audio.length > 0 ? 1 : 0) <= 1) {

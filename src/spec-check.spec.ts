@@ -248,7 +248,6 @@ describe("checkOutputSpec", () => {
       }),
     ).toEqual([
       "outputs[0].hls.manifest_name",
-      "outputs[0].hls.iframe_playlists",
       "outputs[0].dash.min_buffer_time_seconds",
       "outputs[0].dash.manifest_name",
       "outputs[0].segments.segment_format",
@@ -695,7 +694,6 @@ describe("checkOutputSpec", () => {
         "outputs[0].hls.playlist_type: must be vod or event",
         "outputs[0].hls.segment_format: must be ts or fmp4",
         "outputs[0].hls.manifest_name: must be 1 to 64 letters, digits, - or _ (no extension)",
-        "outputs[0].hls.iframe_playlists: I-frame playlists are not supported in this build",
         "outputs[0].dash.manifest_name: must be 1 to 64 letters, digits, - or _ (no extension)",
         "outputs[0].segments.segment_format: must be ts or fmp4",
       ]);
@@ -703,9 +701,24 @@ describe("checkOutputSpec", () => {
 
     it("keeps media_<n> for an adaptive output's media playlists", () => {
       const name = (manifestName: string) => said({ type: OutputType.ADAPTIVE, video: [h264], hls: { manifestName } });
-      expect(name("media_1")).toEqual(["outputs[0].hls.manifest_name: media_<n> names the media playlists of an adaptive output"]);
-      expect(name("media_12")).toEqual(["outputs[0].hls.manifest_name: media_<n> names the media playlists of an adaptive output"]);
-      for (const ok of ["media_x", "xmedia_1", "media_1x", "media", "master"]) expect(name(ok)).toEqual([]);
+      const taken = "outputs[0].hls.manifest_name: media_<n> and media_<n>_iframes name the media playlists of an adaptive output";
+      for (const bad of ["media_1", "media_12", "media_0_iframes"]) expect(name(bad)).toEqual([taken]);
+      for (const ok of ["media_x", "xmedia_1", "media_1x", "media", "master", "media_1_iframesx", "media__iframes"]) expect(name(ok)).toEqual([]);
+    });
+
+    it("writes I-frame playlists for HLS video that decrypts range by range", () => {
+      const field = "outputs[0].hls.iframe_playlists";
+      const iframes = (spec: Record<string, unknown>, segmentFormat = SegmentFormat.UNSPECIFIED) =>
+        said({ type: OutputType.HLS, video: [h264], ...spec, hls: { iframePlaylists: true, segmentFormat } } as Init);
+      expect(iframes({})).toEqual([]);
+      expect(iframes({ drm: { scheme: EncryptionScheme.CBCS, systems: [DrmSystem.CLEARKEY] } }, SegmentFormat.FMP4)).toEqual([]);
+      expect(iframes({ type: OutputType.ADAPTIVE })).toEqual([]);
+      expect(iframes({ drm: {} })).toEqual([
+        `${field}: aes_128 encrypts whole segments, so an I-frame's byte range cannot be decrypted alone: use cbcs or cenc (fmp4 segments)`,
+      ]);
+      expect(iframes({ type: OutputType.DASH })).toEqual([`${field}: I-frame playlists are written for hls and adaptive outputs`]);
+      expect(iframes({ type: OutputType.MP4 })).toEqual([`${field}: I-frame playlists are written for hls and adaptive outputs`]);
+      expect(iframes({ video: [], audio: [{}] })).toEqual([`${field}: an output without video variants has no I-frames`]);
     });
 
     it("requires fmp4 segments for DASH and adaptive outputs, and one segment length for adaptive", () => {

@@ -365,6 +365,14 @@ function checkAudioTrack(check: Check, at: string, a: AudioTrack): void {
   if (a.language !== "" && !LANGUAGE.test(a.language)) check.add(`${at}.language`, "must be a BCP 47 tag such as en or pt-BR");
 }
 
+/** I-frame playlists are byte ranges of the video segments: HLS video, whose segments decrypt range by range. */
+function checkIFramePlaylists(check: Check, field: string, spec: OutputSpec): void {
+  if (spec.type !== OutputType.HLS && spec.type !== OutputType.ADAPTIVE) check.add(field, "I-frame playlists are written for hls and adaptive outputs");
+  else if (spec.video.length === 0) check.add(field, "an output without video variants has no I-frames");
+  else if (drmSchemeOf(spec) === EncryptionScheme.AES_128)
+    check.add(field, "aes_128 encrypts whole segments, so an I-frame's byte range cannot be decrypted alone: use cbcs or cenc (fmp4 segments)");
+}
+
 function checkStreaming(check: Check, path: string, spec: OutputSpec): void {
   const seconds = (field: string, n: number) => range(check, field, n, OUTPUT_LIMITS.segmentSeconds, "the default of 6");
   const { hls, dash, segments } = spec;
@@ -374,9 +382,9 @@ function checkStreaming(check: Check, path: string, spec: OutputSpec): void {
     if (!(hls.segmentFormat in SegmentFormat)) check.add(`${path}.hls.segment_format`, "must be ts or fmp4");
     if (hls.manifestName !== "" && !MANIFEST_NAME.test(hls.manifestName))
       check.add(`${path}.hls.manifest_name`, "must be 1 to 64 letters, digits, - or _ (no extension)");
-    else if (spec.type === OutputType.ADAPTIVE && /^media_\d+$/.test(hls.manifestName))
-      check.add(`${path}.hls.manifest_name`, "media_<n> names the media playlists of an adaptive output");
-    if (hls.iframePlaylists) check.add(`${path}.hls.iframe_playlists`, "I-frame playlists are not supported in this build");
+    else if (spec.type === OutputType.ADAPTIVE && /^media_\d+(_iframes)?$/.test(hls.manifestName))
+      check.add(`${path}.hls.manifest_name`, "media_<n> and media_<n>_iframes name the media playlists of an adaptive output");
+    if (hls.iframePlaylists) checkIFramePlaylists(check, `${path}.hls.iframe_playlists`, spec);
   }
   if (dash) {
     seconds(`${path}.dash.segment_duration_seconds`, dash.segmentDurationSeconds);
