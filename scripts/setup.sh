@@ -5,7 +5,8 @@
 #   npm        the project's packages (npm install)
 #   go         storage peers (MinIO, mc, fake-gcs-server), the Connect conformance runner, the
 #              fuzzer's OpenAPI generator (with its schemathesis venv)
-#   python     the encoder's speech recogniser and its model data (scripts/asr-setup.sh)
+#   python     the encoder's speech recogniser and its model data (scripts/asr-setup.sh), and the
+#              ffmpeg with libvmaf that scores quality (scripts/vmaf-setup.sh)
 #   jars       Kafka's and Cassandra's jars from Maven Central (infra/*.sh fetch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,13 +52,17 @@ go_tools() {
   bash test/conformance/setup.sh >/dev/null
   bash test/fuzz/setup.sh
 }
+# && as chain runs this in an if, where set -e does not stop at a failed first step.
+python_tools() {
+  bash scripts/asr-setup.sh && bash scripts/vmaf-setup.sh
+}
 jars() {
   bash infra/kafka.sh fetch
   bash infra/cassandra.sh fetch
 }
 chain npm npm install --no-audit --no-fund --loglevel=error
 chain go go_tools
-chain python bash scripts/asr-setup.sh
+chain python python_tools
 chain jars jars
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done
