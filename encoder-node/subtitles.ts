@@ -21,6 +21,8 @@ import {
   writeWebVtt,
   type Chapter,
   type Cue,
+  type TranscriptSegment,
+  type TranscriptWord,
 } from "./captions.js";
 import { FFMPEG_GLOBAL, languageName, type OutputPlan } from "./plan.js";
 import { parseMediaPlaylist, runFfmpeg, writeHlsMaster } from "./ffmpeg.js";
@@ -163,6 +165,42 @@ function clipCues(cues: Cue[], ctx: SubtitleContext): Cue[] {
 export const chapterMinSeconds = (durationSeconds: number) => Math.min(120, Math.max(10, durationSeconds / 10));
 export const MAX_CHAPTERS = 20;
 
+// A word that ends a sentence: it ends in . ? ! (or their CJK forms), maybe then a closing quote or bracket.
+const SENTENCE_END = /[.?!。？！]["'”’)\]]*$/;
+/** Without punctuation, a run of words is still cut at the first segment end after this long. */
+const MAX_SENTENCE_SECONDS = 20;
+
+/**
+ * The transcript's sentences, the units chapters are made of: its words regrouped at sentence ends,
+ * since a Whisper segment may run on across a sentence end (and a change of topic) or stop mid-sentence.
+ * A segment without word times is taken whole.
+ */
+export function chapterSentences(segments: readonly TranscriptSegment[]): { start: number; end: number; text: string }[] {
+  const sentences: { start: number; end: number; text: string }[] = [];
+  let run: TranscriptWord[] = [];
+  const flush = () => {
+    const [first, last] = [run[0], run.at(-1)];
+    if (first && last) sentences.push({ start: first.start, end: last.end, text: run.map((w) => w.word.trim()).join(" ") });
+    run = [];
+  };
+  const runSeconds = () => (run.at(-1)?.end ?? 0) - (run[0]?.start ?? 0);
+  for (const segment of segments) {
+    const words = (segment.words ?? []).filter((w) => w.word.trim() !== "");
+    if (words.length === 0) {
+      flush();
+      if (segment.text.trim() !== "") sentences.push({ start: segment.start, end: segment.end, text: segment.text.trim() });
+      continue;
+    }
+    for (const word of words) {
+      run.push(word);
+      if (SENTENCE_END.test(word.word.trim())) flush();
+    }
+    if (runSeconds() >= MAX_SENTENCE_SECONDS) flush();
+  }
+  flush();
+  return sentences;
+}
+
 /** A generated track's cues and chapters, once its transcript is made. */
 async function generatedTrack(index: number, track: SubtitleTrack, transcript: Transcript, ctx: SubtitleContext): Promise<PreparedTrack> {
   const language = track.language || transcript.language;
@@ -170,13 +208,9 @@ async function generatedTrack(index: number, track: SubtitleTrack, transcript: T
   // The first chapter starts with the video, whatever silence comes before the first words.
   const chapters =
     track.generateChapters && transcript.segments.length > 0
-      ? (
-          await ctx.recogniser.chapters(
-            transcript.segments.map((s) => ({ start: s.start, end: s.end, text: s.text })),
-            chapterMinSeconds(transcript.durationSeconds),
-            MAX_CHAPTERS,
-          )
-        ).map((c, i) => (i === 0 ? { ...c, start: 0 } : c))
+      ? (await ctx.recogniser.chapters(chapterSentences(transcript.segments), chapterMinSeconds(transcript.durationSeconds), MAX_CHAPTERS)).map((c, i) =>
+          i === 0 ? { ...c, start: 0 } : c,
+        )
       : undefined;
   return {
     index,

@@ -47,8 +47,8 @@ async function seconds(file: string): Promise<number> {
   return Number(stdout.trim());
 }
 
-/** Synthesises the talks into dir (once: later calls reuse the files). */
-export async function synthesizeSpeech(dir: string, topics: readonly (readonly string[])[] = TOPICS): Promise<Speech> {
+/** The talks as 16 kHz mono WAV alone, without the MP4 (once into dir: later calls reuse the files). */
+export async function synthesizeWav(dir: string, topics: readonly (readonly string[])[] = TOPICS): Promise<Omit<Speech, "mp4">> {
   const parts: string[] = [];
   for (const [i, sentences] of topics.entries()) {
     const part = path.join(dir, `topic_${i}.wav`);
@@ -64,7 +64,6 @@ export async function synthesizeSpeech(dir: string, topics: readonly (readonly s
   const list = path.join(dir, "topics.txt");
   await writeFile(list, parts.map((p) => `file '${p}'`).join("\n"));
   const wav = path.join(dir, "speech.wav");
-  const mp4 = path.join(dir, "speech.mp4");
   if (!existsSync(wav))
     await run("ffmpeg", [
       "-hide_banner",
@@ -85,6 +84,13 @@ export async function synthesizeSpeech(dir: string, topics: readonly (readonly s
       "pcm_s16le",
       wav,
     ]);
+  return { wav, text: topics.flat().join(" "), topicStarts, durationSeconds: at };
+}
+
+/** Synthesises the talks into dir (once: later calls reuse the files). */
+export async function synthesizeSpeech(dir: string, topics: readonly (readonly string[])[] = TOPICS): Promise<Speech> {
+  const { wav, text, topicStarts, durationSeconds: at } = await synthesizeWav(dir, topics);
+  const mp4 = path.join(dir, "speech.mp4");
   if (!existsSync(mp4)) {
     await run("ffmpeg", [
       "-hide_banner",
@@ -111,7 +117,7 @@ export async function synthesizeSpeech(dir: string, topics: readonly (readonly s
       mp4,
     ]);
   }
-  return { wav, mp4, text: topics.flat().join(" "), topicStarts, durationSeconds: at };
+  return { wav, mp4, text, topicStarts, durationSeconds: at };
 }
 
 const words = (s: string) =>
