@@ -8,6 +8,7 @@ import path from "node:path";
 import { peakSegmentBitRate, type MeasuredSegment } from "./bandwidth.js";
 import type { ContentKey } from "../src/drm/types.js";
 import { MediaError, type MediaErrorCode } from "./media-errors.js";
+import { signalMpdColour, type CicpColour } from "./hdr.js";
 import { checkPackagingKeys, removeAes128KeyInfo, runPackager, writeAes128KeyInfo } from "./packager.js";
 import type { HlsMasterPlan, OutputPlan } from "./plan.js";
 import { probeStartSeconds, probeStreamCodec, type StreamCodec } from "./probe.js";
@@ -289,7 +290,8 @@ export async function runPlan(
     }
     if (plan.aes128 && aes128Key && plan.hlsMaster)
       await probeAes128Codecs(plan.dir, plan.hlsMaster, aes128Key, path.dirname(plan.aes128.keyInfoFile), stop.signal);
-    if (plan.dashManifest) await setMinBufferTime(path.join(plan.dir, plan.dashManifest.file), plan.dashManifest.minBufferTimeSeconds);
+    if (plan.dashManifest)
+      await finishMpd(path.join(plan.dir, plan.dashManifest.file), plan.dashManifest.minBufferTimeSeconds, plan.dashManifest.colour);
     // A chunked ladder's master waits for the join (encoder-node/chunks.ts).
     if (plan.hlsMaster && !plan.chunked) await writeHlsMaster(plan.dir, plan.hlsMaster, stop.signal);
   } finally {
@@ -325,9 +327,10 @@ const WHILE_RUNNING_MS = 150;
 
 // ───────────────────────────── manifests ─────────────────────────────
 
-async function setMinBufferTime(file: string, seconds: number): Promise<void> {
-  const mpd = await readFile(file, "utf8");
-  await writeFile(file, mpd.replace(/minBufferTime="[^"]*"/, `minBufferTime="PT${seconds}S"`));
+/** Sets an MPD's minBufferTime, and signals PQ or HLG video (hdr.ts): neither the dash muxer nor the packager has an option for them. */
+async function finishMpd(file: string, seconds: number, colour: CicpColour | undefined): Promise<void> {
+  const mpd = (await readFile(file, "utf8")).replace(/minBufferTime="[^"]*"/, `minBufferTime="PT${seconds}S"`);
+  await writeFile(file, colour ? signalMpdColour(mpd, colour) : mpd);
 }
 
 export interface MediaPlaylist {
@@ -383,8 +386,12 @@ export function codecString(c: StreamCodec, isoBmff: boolean): string {
       const depth = /10/.test(c.pixelFormat) ? "10" : "08";
       return `av01.${profile}.${String(Math.max(0, c.level)).padStart(2, "0")}M.${depth}`;
     }
-    case "vp9":
-      return `vp09.00.${String(Math.max(10, c.level)).padStart(2, "0")}.${/10/.test(c.pixelFormat) ? "10" : "08"}`;
+    case "vp9": {
+      // ffprobe names the profile "Profile 2"; 10-bit is profile 2 (4:2:0) or 3 (4:4:4) when it does not.
+      const tenBit = /10/.test(c.pixelFormat);
+      const profile = /Profile ([0-3])/.exec(c.profile)?.[1] ?? (tenBit ? (/444/.test(c.pixelFormat) ? "3" : "2") : /444/.test(c.pixelFormat) ? "1" : "0");
+      return `vp09.0${profile}.${String(Math.max(10, c.level)).padStart(2, "0")}.${tenBit ? "10" : "08"}`;
+    }
     case "aac":
       return c.profile === "HE-AAC" ? "mp4a.40.5" : c.profile === "HE-AACv2" ? "mp4a.40.29" : "mp4a.40.2";
     case "mp3":
@@ -535,6 +542,7 @@ export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: Abor
       `RESOLUTION=${v.width}x${v.height}`,
       `FRAME-RATE=${v.frameRate.toFixed(3)}`,
     ];
+    if (v.videoRange) attrs.push(`VIDEO-RANGE=${v.videoRange}`);
     if (v.audioGroup) attrs.push(`AUDIO=${quoted(v.audioGroup)}`);
     if (subtitleGroup) attrs.push(`SUBTITLES=${quoted(subtitleGroup)}`);
     lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, v.playlist);
@@ -549,6 +557,7 @@ export async function writeHlsMaster(dir: string, m: HlsMasterPlan, signal: Abor
       `AVERAGE-BANDWIDTH=${iframes.rates.average}`,
       `CODECS=${quoted(v.codecs)}`,
       `RESOLUTION=${v.width}x${v.height}`,
+      ...(v.videoRange ? [`VIDEO-RANGE=${v.videoRange}`] : []),
       `URI=${quoted(iframes.playlist)}`,
     ];
     lines.push(`#EXT-X-I-FRAME-STREAM-INF:${attrs.join(",")}`);

@@ -6,6 +6,7 @@ import { trackClassOf, type DrmScheme, type DrmSystemName, type TrackClass } fro
 import { DrmSystem, EncryptionScheme, OutputType, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, HlsPlaylistType, SegmentFormat } from "../src/gen/media/v1/preset_pb.js";
 import { DRM_SYSTEM_NAMES, drmSchemeOf as checkedSchemeOf, hlsSegmentFormat } from "../src/spec-check.js";
+import { dashColourOf, type CicpColour, type VideoRange } from "./hdr.js";
 import { iframePlaylistOf, type IFrameRates } from "./iframes.js";
 import { MediaError } from "./media-errors.js";
 import type { ProbeResult } from "./probe.js";
@@ -19,6 +20,7 @@ import {
   splitGraph,
   videoArgs,
   type AudioPlan,
+  type ContentAwareRate,
   type Rendition,
   type RenditionContext,
   type RenditionPlan,
@@ -50,6 +52,8 @@ export interface HlsMasterPlan {
     codecs?: string;
     /** hls.iframe_playlists: the variant's I-frame playlist (iframes.ts), written with the master; its rates kept once measured. */
     iframes?: { playlist: string; rates?: IFrameRates };
+    /** VIDEO-RANGE of a variant with a colour plan (hdr.mode, or an HDR input); absent means SDR. */
+    videoRange?: VideoRange;
   }[];
   audio: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; channels: number; codecs?: string }[];
   /** Subtitle renditions (WebVTT media playlists), added by the encoder node when the output has subtitle tracks. */
@@ -81,7 +85,7 @@ export interface OutputPlan {
   /** Written by runPlan after the commands: ffmpeg's own master lacks measured bandwidths and AV1 codec strings. */
   hlsMaster?: HlsMasterPlan;
   /** MPD whose minBufferTime runPlan sets after the commands (the dash muxer has no option for it). */
-  dashManifest?: { file: string; minBufferTimeSeconds: number };
+  dashManifest?: { file: string; minBufferTimeSeconds: number; colour?: CicpColour };
   /** cbcs and cenc: the commands write clear intermediates, and runPlan packages them with these settings. */
   packaging?: PackagingPlan;
   /** aes_128: the HLS muxer encrypts with the key info file runPlan writes before the commands (outside dir). */
@@ -169,6 +173,8 @@ export interface PlanOptions {
    * audio alone: the source is decoded once, and the chunks share all of the work.
    */
   wholeLowestRung?: boolean;
+  /** content_aware: the analysis's rate for each video variant, by index (content-aware.ts). */
+  contentAware?: readonly ContentAwareRate[];
 }
 
 /** A chunk of a chunked output: seconds on the output's timeline (after the clip), a whole number of segments; the last is open. */
@@ -212,8 +218,8 @@ export function chunkSpans(durationMs: number, segmentSeconds: number, chunkSeco
 
 /**
  * Whether an output's ladder can be split into chunks: clear HLS segments (a single file, or keys
- * applied per command, cannot be joined), more than one rung, a video to cut at frames, and no
- * I-frame playlists.
+ * applied per command, cannot be joined), more than one rung, a video to cut at frames, no
+ * I-frame playlists and no content-aware rates.
  */
 export function chunkable(spec: OutputSpec, probe: ProbeResult): boolean {
   return (
@@ -221,6 +227,8 @@ export function chunkable(spec: OutputSpec, probe: ProbeResult): boolean {
     !spec.drm &&
     // I-frame playlists are read from the segments, which a chunked ladder's nodes store, not the encode node.
     spec.hls?.iframePlaylists !== true &&
+    // The content-aware rates are the encode node's analysis: a chunk, planned elsewhere from the job, has none.
+    spec.contentAware?.enabled !== true &&
     spec.segments?.singleFile !== true &&
     spec.video.length > 1 &&
     (probe.video?.frameRate ?? 0) > 0 &&
@@ -400,6 +408,7 @@ function hlsMasterOf(
       frameRate: r.frameRate,
       ...(audio.length > 0 ? { audioGroup: AUDIO_GROUP } : {}),
       ...(iframes ? { iframes: { playlist: iframePlaylistOf(playlistOf(r.name, i, "v")) } } : {}),
+      ...(r.colour ? { videoRange: r.colour.range } : {}),
     })),
     audio: audio.map((p, j) => ({
       playlist: playlistOf(p.name, j, "a"),
@@ -686,7 +695,7 @@ function dashPlan(
     parallel: false,
     strategy: "split",
     renditions: renditions.map(summary),
-    dashManifest: { file: mpd, minBufferTimeSeconds: spec.dash?.minBufferTimeSeconds || 2 },
+    dashManifest: { file: mpd, minBufferTimeSeconds: spec.dash?.minBufferTimeSeconds || 2, ...mpdColour(renditions) },
   };
   if (adaptive)
     plan.hlsMaster = hlsMasterOf(
@@ -697,6 +706,12 @@ function dashPlan(
       spec.hls?.iframePlaylists === true,
     );
   return plan;
+}
+
+/** The CICP descriptors runPlan adds to an MPD whose video is PQ or HLG. */
+function mpdColour(renditions: Rendition[]): { colour?: CicpColour } {
+  const colour = dashColourOf(renditions.map((r) => r.colour));
+  return colour ? { colour } : {};
 }
 
 /** Folder of a packaged output's clear intermediates, inside its dir. */
@@ -771,7 +786,7 @@ function packagedPlan(
     main: hls ? master : mpd,
     renditions: renditions.map(summary),
     packaging,
-    ...(type !== OutputType.HLS ? { dashManifest: { file: mpd, minBufferTimeSeconds: spec.dash?.minBufferTimeSeconds || 2 } } : {}),
+    ...(type !== OutputType.HLS ? { dashManifest: { file: mpd, minBufferTimeSeconds: spec.dash?.minBufferTimeSeconds || 2, ...mpdColour(renditions) } } : {}),
     // Written after packaging, over the packager's media playlists: measured bandwidths, probed codecs.
     ...(hls
       ? {
@@ -871,6 +886,7 @@ export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions
     spec,
     ...(segmentSeconds !== undefined ? { segmentSeconds } : {}),
     ...(shortFirst ? { firstSegmentSeconds: FIRST_SEGMENT_SECONDS } : {}),
+    ...(opts.contentAware ? { contentAware: opts.contentAware } : {}),
     isoBmff:
       type === OutputType.MP4 ||
       type === OutputType.MOV ||

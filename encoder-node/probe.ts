@@ -8,7 +8,25 @@ import type { ProbeResult } from "../actors/job/messages.js";
 
 export type { ProbeResult };
 
+/** Mastering display and content light level side data, as ffprobe prints them (chromaticities and luminances as rationals). */
+interface FfprobeSideData {
+  side_data_type?: string;
+  rotation?: number;
+  red_x?: string;
+  red_y?: string;
+  green_x?: string;
+  green_y?: string;
+  blue_x?: string;
+  blue_y?: string;
+  white_point_x?: string;
+  white_point_y?: string;
+  min_luminance?: string;
+  max_luminance?: string;
+  max_content?: number;
+  max_average?: number;
+}
 interface FfprobeStream {
+  index?: number;
   codec_type?: string;
   codec_name?: string;
   profile?: string;
@@ -25,7 +43,10 @@ interface FfprobeStream {
   channel_layout?: string;
   disposition?: { attached_pic?: number };
   tags?: { rotate?: string };
-  side_data_list?: { rotation?: number }[];
+  side_data_list?: FfprobeSideData[];
+  color_primaries?: string;
+  color_transfer?: string;
+  color_space?: string;
 }
 interface FfprobeOutput {
   format?: { format_name?: string; duration?: string; size?: string; bit_rate?: string };
@@ -76,6 +97,51 @@ function rotationOf(s: FfprobeStream): number | undefined {
   return r !== undefined && Number.isFinite(r) && r % 360 !== 0 ? r : undefined;
 }
 
+type Video = NonNullable<ProbeResult["video"]>;
+const known = (name: string | undefined) => (name && name !== "unknown" && name !== "reserved" ? name : "");
+
+/** HDR static metadata from side data (a stream's or a frame's), when it has any. */
+function hdrMetadataOf(list: FfprobeSideData[] | undefined): Pick<Video, "masteringDisplay" | "contentLight"> {
+  const out: Pick<Video, "masteringDisplay" | "contentLight"> = {};
+  const md = list?.find((d) => d.side_data_type === "Mastering display metadata" && d.max_luminance !== undefined && d.red_x !== undefined);
+  if (md) {
+    const xy = (x: string | undefined, y: string | undefined): [number, number] => [ratio(x), ratio(y)];
+    out.masteringDisplay = {
+      red: xy(md.red_x, md.red_y),
+      green: xy(md.green_x, md.green_y),
+      blue: xy(md.blue_x, md.blue_y),
+      whitePoint: xy(md.white_point_x, md.white_point_y),
+      maxLuminance: ratio(md.max_luminance),
+      minLuminance: ratio(md.min_luminance),
+    };
+  }
+  const cll = list?.find((d) => d.side_data_type === "Content light level metadata");
+  if (cll) out.contentLight = { maxCll: int(cll.max_content), maxFall: int(cll.max_average) };
+  return out;
+}
+
+/**
+ * Colour signalling of the video stream, and for PQ and HLG its HDR static metadata: from the
+ * container when it carries them, else from the first frame's side data (HEVC SEI, AV1 metadata
+ * OBUs), which needs a decode of one frame. A stream that cannot be read that far keeps its colour.
+ */
+async function colourOf(file: string, v: FfprobeStream, signal: AbortSignal | undefined): Promise<Pick<Video, "color" | "masteringDisplay" | "contentLight">> {
+  const color = { primaries: known(v.color_primaries), transfer: known(v.color_transfer), matrix: known(v.color_space) };
+  if (!color.primaries && !color.transfer && !color.matrix) return {};
+  let hdr = hdrMetadataOf(v.side_data_list);
+  const pqOrHlg = color.transfer === "smpte2084" || color.transfer === "arib-std-b67";
+  if (pqOrHlg && !hdr.masteringDisplay && !hdr.contentLight && v.index !== undefined) {
+    try {
+      const args = ["-select_streams", String(v.index), "-read_intervals", "%+#1", "-show_frames", "-show_entries", "frame=side_data_list", file];
+      const frames = (JSON.parse(await ffprobe(args, signal)) as { frames?: { side_data_list?: FfprobeSideData[] }[] }).frames ?? [];
+      hdr = hdrMetadataOf(frames[0]?.side_data_list);
+    } catch (e) {
+      if (signal?.aborted) throw e;
+    }
+  }
+  return { color, ...hdr };
+}
+
 /** Probes a local file; a corrupt or non-media file is input_invalid. */
 export async function probe(file: string, signal?: AbortSignal): Promise<ProbeResult> {
   const out = JSON.parse(await ffprobe(["-show_format", "-show_streams", file], signal)) as FfprobeOutput;
@@ -103,6 +169,7 @@ export async function probe(file: string, signal?: AbortSignal): Promise<ProbeRe
       pixelFormat: v.pix_fmt ?? "",
       ...(sar > 0 && Math.abs(sar - 1) > 1e-3 ? { sampleAspectRatio: sar } : {}),
       ...(rotation !== undefined ? { rotation } : {}),
+      ...(await colourOf(file, v, signal)),
     };
   }
   if (a) {

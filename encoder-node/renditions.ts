@@ -4,6 +4,7 @@
 import { AUDIO_RULES, CODEC_NAMES, RESOLUTION_LINES, type VideoCodecName } from "../src/codec-rules.js";
 import { EncodingMode, OutputType, type AudioTrack, type OutputSpec, type VideoVariant } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, QualityTier, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
+import { colourFlags, colourPlanOf, svtAv1HdrParams, x265HdrParams, type ColourPlan } from "./hdr.js";
 import { MediaError } from "./media-errors.js";
 import type { ProbeResult } from "./probe.js";
 
@@ -68,6 +69,13 @@ const AUDIO = {
 /** EBU R128 programme loudness; true peak 1 dB below full scale. */
 const LOUDNORM = "loudnorm=I=-23:TP=-1:LRA=7";
 
+/** A variant's starting point: its codec options' CRF, else its tier's. */
+export function defaultCrf(v: VideoVariant): number {
+  const codec = CODEC_NAMES[v.codec as keyof typeof CODEC_NAMES];
+  if (!codec) throw new MediaError("internal", "a variant without a codec; the output specification was not checked");
+  return codecOptions(v)?.crf || TIER_CRF[codec][TIERS[v.quality] ?? "standard"];
+}
+
 // ───────────────────────────── renditions ─────────────────────────────
 
 interface Rate {
@@ -88,6 +96,8 @@ export interface Rendition extends RenditionPlan {
   rate: Rate;
   preset: string;
   pixFmt: string;
+  /** hdr.mode (or an HDR input): conversion steps, colour flags and HDR metadata (hdr.ts); undefined keeps the input's colour as ffmpeg carries it. */
+  colour?: ColourPlan;
   /** Whether scaling is needed (the input's size differs). */
   scale: boolean;
   /** Display aspect to keep when the even size rounds away from it (see sharedAspect); else pixels are square. */
@@ -106,6 +116,15 @@ export interface RenditionContext {
   firstSegmentSeconds?: number;
   /** Whether the video is written into an ISO-BMFF file (mp4, mov, fmp4 segments). */
   isoBmff: boolean;
+  /** content_aware: each variant's rate as the analysis chose it (content-aware.ts), by variant index. */
+  contentAware?: readonly ContentAwareRate[];
+}
+
+/** A variant's rate chosen by the content-aware analysis: a CRF, capped where the output's max_bitrate_kbps says. */
+export interface ContentAwareRate {
+  crf: number;
+  /** VBV cap; 0 or absent for none. */
+  maxKbps?: number;
 }
 
 const even = (n: number) => Math.max(2, Math.round(n / 2) * 2);
@@ -183,7 +202,12 @@ function inputCeilingKbps(input: ProbeResult, codec: VideoCodecName, width: numb
   return Math.max(100, Math.round((videoBps / 1000) * pixelRatio * efficiency));
 }
 
-function rateOf(v: VideoVariant, codec: VideoCodecName, tier: Tier, size: { width: number; height: number }, fps: number, ctx: RenditionContext): Rate {
+function rateOf(v: VideoVariant, codec: VideoCodecName, tier: Tier, size: { width: number; height: number }, fps: number, ctx: RenditionContext, index: number): Rate {
+  const chosen = ctx.contentAware?.[index];
+  if (chosen) {
+    const max = chosen.maxKbps ?? 0;
+    return { mode: "crf", crf: chosen.crf, targetKbps: tierTargetKbps(codec, size.width, size.height, fps, tier), maxKbps: max, bufferKbps: max * 2 };
+  }
   const o = codecOptions(v);
   const requested = o?.bitrateMode ?? BitrateMode.UNSPECIFIED;
   // A target bitrate without a mode means "about this many bits": VBR.
@@ -207,7 +231,9 @@ function rateOf(v: VideoVariant, codec: VideoCodecName, tier: Tier, size: { widt
   return { mode, crf: o?.crf || TIER_CRF[codec][tier], targetKbps: target, maxKbps: max, bufferKbps: max > 0 ? buffer : 0 };
 }
 
-function pixelFormat(v: VideoVariant): string {
+function pixelFormat(v: VideoVariant, colour: ColourPlan | undefined): string {
+  // PQ and HLG are 10-bit; VP9 profile 3 keeps its 4:4:4 (spec-check refuses the 8-bit profiles with them).
+  if (colour?.tenBit) return v.codec === VideoCodec.VP9 && v.vp9?.profile === "3" ? "yuv444p10le" : "yuv420p10le";
   if (v.codec === VideoCodec.H265 && v.h265?.profile === "main10") return "yuv420p10le";
   if (v.codec === VideoCodec.VP9) return { "1": "yuv444p", "2": "yuv420p10le", "3": "yuv444p10le" }[v.vp9?.profile ?? ""] ?? "yuv420p";
   return "yuv420p";
@@ -248,6 +274,7 @@ export function planRenditions(ctx: RenditionContext): Rendition[] {
     const label = v.resolution !== "" && v.width === 0 && v.height === 0 ? v.resolution : `${size.width}x${size.height}`;
     const o = codecOptions(v);
     const dar = sharedAspect(ctx, v, size);
+    const colour = colourPlanOf(v, input);
     return {
       name: label,
       codec,
@@ -259,9 +286,10 @@ export function planRenditions(ctx: RenditionContext): Rendition[] {
       codecId: v.codec,
       ...(fpsFilter !== undefined ? { fpsFilter } : {}),
       keyint: keyintOf(v, fps, ctx.segmentSeconds, ctx.firstSegmentSeconds),
-      rate: rateOf(v, codec, tier, size, fps, ctx),
+      rate: rateOf(v, codec, tier, size, fps, ctx, index),
       preset: o?.encoderPreset || TIER_PRESET[codec][tier],
-      pixFmt: pixelFormat(v),
+      pixFmt: pixelFormat(v, colour),
+      ...(colour ? { colour } : {}),
       scale: size.width !== input.video!.width || size.height !== input.video!.height || (input.video!.sampleAspectRatio ?? 1) !== 1,
       ...(dar !== undefined ? { dar } : {}),
     };
@@ -283,6 +311,8 @@ function videoChain(r: Rendition): string {
   const steps: string[] = [];
   if (r.fpsFilter !== undefined) steps.push(`fps=${r.fpsFilter}`);
   if (r.scale) steps.push(`scale=${r.width}:${r.height}:flags=bicubic`, r.dar ? `setdar=${r.dar}` : "setsar=1");
+  // Colour conversions after the scaler: on the rendition's pixels, not the input's.
+  if (r.colour) steps.push(...r.colour.steps);
   steps.push(`format=${r.pixFmt}`);
   return steps.join(",");
 }
@@ -341,6 +371,7 @@ export function videoArgs(r: Rendition, n: number, ctx: RenditionContext): strin
       if (rate.mode === "crf") push(`-crf${s}`, rate.crf);
       else push(`-b${s}`, `${rate.targetKbps}k`);
       vbv();
+      if (r.colour) params.push(...x265HdrParams(r.colour));
       push(`-x265-params${s}`, params.join(":"));
       // Apple players and browsers want HEVC in ISO-BMFF tagged hvc1 (parameter sets in the sample entry).
       if (ctx.isoBmff) push(`-tag${s}`, "hvc1");
@@ -377,12 +408,14 @@ export function videoArgs(r: Rendition, n: number, ctx: RenditionContext): strin
       // With crf, -maxrate is SVT-AV1's capped CRF.
       if (rate.mode === "crf") vbv();
       push(`-g${s}`, keyint);
+      if (r.colour) params.push(...svtAv1HdrParams(r.colour));
       if (params.length > 0) push(`-svtav1-params${s}`, params.join(":"));
       break;
     }
     default:
       throw new MediaError("internal", `unsupported video codec ${r.codecId}`);
   }
+  if (r.colour) a.push(...colourFlags(r.colour, s));
   if (streaming) push(`-force_key_frames${s}`, keyframesAt(ctx.segmentSeconds!, ctx.firstSegmentSeconds));
   return a;
 }

@@ -90,7 +90,7 @@ describe("checkOutputSpec", () => {
           { codec: VideoCodec.H264, resolution: "720p", width: 1280, height: 720 },
           { codec: VideoCodec.H264, framerate: 241, bitrate: 99 },
           { codec: VideoCodec.H264, bitrate: 240_001 },
-          { codec: VideoCodec.H265, hdr: { mode: HdrMode.HDR10 } },
+          { codec: VideoCodec.H264, hdr: { mode: HdrMode.HDR10 } },
         ],
       }),
     ).toEqual([
@@ -103,7 +103,7 @@ describe("checkOutputSpec", () => {
       "outputs[0].video[5].framerate",
       "outputs[0].video[5].bitrate",
       "outputs[0].video[6].bitrate",
-      "outputs[0].video[7].hdr",
+      "outputs[0].video[7].hdr.mode",
     ]);
   });
 
@@ -477,17 +477,77 @@ describe("checkOutputSpec", () => {
       ]);
     });
 
-    it("checks the quality tier and refuses HDR conversion only when a mode is set", () => {
+    it("checks the quality tier", () => {
       expect(mkv([{ codec: VideoCodec.H264, quality: QualityTier.PREMIUM, hdr: {} }])).toEqual([]);
+      expect(mkv([{ codec: VideoCodec.H264, quality: 9 as QualityTier }])).toEqual(["outputs[0].video[0].quality: must be economy, standard or premium"]);
+    });
+
+    it("takes HDR on h265, vp9 and av1, and tonemap on every codec", () => {
+      const md = "G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1)";
       expect(
         mkv([
-          { codec: VideoCodec.H264, quality: 9 as QualityTier },
-          { codec: VideoCodec.H265, hdr: { mode: HdrMode.HDR10 } },
+          { codec: VideoCodec.H265, hdr: { mode: HdrMode.PASSTHROUGH } },
+          { codec: VideoCodec.H265, h265: { profile: "main10" }, hdr: { mode: HdrMode.HDR10, masterDisplay: md, maxCll: 1000, maxFall: 400 } },
+          { codec: VideoCodec.VP9, vp9: { profile: "2" }, hdr: { mode: HdrMode.HLG } },
+          { codec: VideoCodec.AV1, hdr: { mode: HdrMode.HDR10, maxCll: 0 } },
+          { codec: VideoCodec.H264, hdr: { mode: HdrMode.TONEMAP } },
+          { codec: VideoCodec.H265, h265: { profile: "main" }, hdr: { mode: HdrMode.TONEMAP } },
+        ]),
+      ).toEqual([]);
+    });
+
+    it("refuses HDR on h264 and on 8-bit profiles, and PQ metadata where it does not apply, naming the field", () => {
+      expect(
+        mkv([
+          { codec: VideoCodec.H264, hdr: { mode: HdrMode.PASSTHROUGH } },
+          { codec: VideoCodec.H265, h265: { profile: "main" }, hdr: { mode: HdrMode.HDR10 } },
+          { codec: VideoCodec.VP9, vp9: { profile: "0" }, hdr: { mode: HdrMode.HLG } },
+          { codec: VideoCodec.H265, hdr: { mode: HdrMode.HLG, maxCll: 1000 } },
+          { codec: VideoCodec.H265, hdr: { mode: HdrMode.TONEMAP, masterDisplay: "G(1,2)" } },
+          { codec: VideoCodec.H265, hdr: { mode: 9 as HdrMode } },
         ]),
       ).toEqual([
-        "outputs[0].video[0].quality: must be economy, standard or premium",
-        "outputs[0].video[1].hdr: HDR conversion is not supported in this build",
+        "outputs[0].video[0].hdr.mode: passthrough makes 10-bit HDR, which needs h265, vp9 or av1; h264 variants take tonemap (BT.709 SDR)",
+        "outputs[0].video[1].h265.profile: main is 8-bit; hdr.mode hdr10 is 10-bit: main10, or no profile",
+        "outputs[0].video[2].vp9.profile: 0 is 8-bit; hdr.mode hlg is 10-bit: 2 or 3, or no profile",
+        "outputs[0].video[3].hdr.max_cll: applies with hdr.mode passthrough or hdr10 (PQ's static metadata); hlg carries none",
+        "outputs[0].video[4].hdr.master_display: applies with hdr.mode passthrough or hdr10 (PQ's static metadata); tonemap carries none",
+        "outputs[0].video[5].hdr.mode: must be passthrough, hdr10, hlg or tonemap",
       ]);
+    });
+
+    it("checks the PQ metadata: x265's mastering display notation, light levels", () => {
+      expect(
+        mkv([
+          { codec: VideoCodec.H265, hdr: { mode: HdrMode.HDR10, masterDisplay: "G(0.265,0.69)B(0.15,0.06)R(0.68,0.32)WP(0.3127,0.329)L(1000,0.0001)" } },
+          { codec: VideoCodec.H265, hdr: { mode: HdrMode.HDR10, masterDisplay: "G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,50001)L(10000000,1)" } },
+          { codec: VideoCodec.H265, hdr: { mode: HdrMode.PASSTHROUGH, masterDisplay: "G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(5,10)" } },
+          { codec: VideoCodec.AV1, hdr: { mode: HdrMode.HDR10, maxCll: 10_001, maxFall: -1 } },
+          { codec: VideoCodec.AV1, hdr: { mode: HdrMode.HDR10, maxCll: 400, maxFall: 1000 } },
+        ]).map((v) => v.replace(/:.*/, "")),
+      ).toEqual([
+        "outputs[0].video[0].hdr.master_display",
+        "outputs[0].video[1].hdr.master_display",
+        "outputs[0].video[2].hdr.master_display",
+        "outputs[0].video[3].hdr.max_cll",
+        "outputs[0].video[3].hdr.max_fall",
+        "outputs[0].video[4].hdr.max_fall",
+      ]);
+    });
+
+    it("keeps one hdr mode across a DASH adaptation set; HLS variants may differ", () => {
+      const ladder = [
+        { codec: VideoCodec.H265, hdr: { mode: HdrMode.HDR10 } },
+        { codec: VideoCodec.H265, hdr: { mode: HdrMode.TONEMAP } },
+        { codec: VideoCodec.H265 },
+        { codec: VideoCodec.H265, hdr: { mode: HdrMode.HDR10 } },
+      ];
+      expect(violations({ type: OutputType.DASH, video: ladder }).map((v) => `${v.field}: ${v.description}`)).toEqual([
+        "outputs[0].video[1].hdr.mode: must be video[0]'s (hdr10): a dash output's video is one DASH adaptation set, of one dynamic range",
+        "outputs[0].video[2].hdr.mode: must be video[0]'s (hdr10): a dash output's video is one DASH adaptation set, of one dynamic range",
+      ]);
+      expect(fields({ type: OutputType.ADAPTIVE, video: [ladder[1]!, ladder[2]!] })).toEqual([]);
+      expect(fields({ type: OutputType.HLS, video: ladder })).toEqual([]);
     });
 
     it("takes every codec option at the ends of its range", () => {

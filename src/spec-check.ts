@@ -2,6 +2,7 @@
 // encode never starts on settings ffmpeg would refuse. Violations name the field at fault.
 import { AUDIO_NAMES, AUDIO_RULES, CODEC_NAMES, CODEC_RULES, CONTAINER_CODECS, RESOLUTION_LINES } from "./codec-rules.js";
 import { toWhisperLanguage } from "./asr-languages.js";
+import { LIGHT_LEVEL_MAX, parseMasterDisplay } from "./hdr-metadata.js";
 import type { DrmSystemName } from "./drm/types.js";
 import {
   DrmSystem,
@@ -122,6 +123,12 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
   spec.video.slice(0, OUTPUT_LIMITS.variants).forEach((v, i) => {
     const at = `${path}.video[${i}]`;
     checkVariant(check, at, v);
+    // A DASH adaptation set switches between its representations: one dynamic range for them all.
+    if (i > 0 && (spec.type === OutputType.DASH || spec.type === OutputType.ADAPTIVE)) {
+      const [mode, first] = [effectiveHdrMode(v), effectiveHdrMode(spec.video[0]!)];
+      if (mode !== first && HDR_MODES[mode] && HDR_MODES[first])
+        check.add(`${at}.hdr.mode`, `must be video[0]'s (${HDR_MODES[first]}): a ${TYPE_NAMES[spec.type]} output's video is one DASH adaptation set, of one dynamic range`);
+    }
     if (!holds || !isCodec(v.codec)) return;
     if (!holds.video.includes(v.codec)) check.add(`${at}.codec`, holds.videoWhy);
     else if (hlsTs && v.codec === VideoCodec.AV1) check.add(`${at}.codec`, "av1 in HLS needs fmp4 segments (hls.segment_format fmp4)");
@@ -297,6 +304,53 @@ function checkSubtitleUrl(check: Check, field: string, url: string): void {
   }
 }
 
+const HDR_MODES: Partial<Record<HdrMode, string>> = {
+  [HdrMode.PASSTHROUGH]: "passthrough",
+  [HdrMode.HDR10]: "hdr10",
+  [HdrMode.HLG]: "hlg",
+  [HdrMode.TONEMAP]: "tonemap",
+};
+/** No mode is tonemap over an HDR input and SDR over an SDR one, as tonemap is. */
+const effectiveHdrMode = (v: VideoVariant): HdrMode => v.hdr?.mode || HdrMode.TONEMAP;
+/** Profiles that are 8-bit only: PQ and HLG outputs are 10-bit. */
+const EIGHT_BIT_PROFILES: Partial<Record<string, readonly string[]>> = { h265: ["main"], vp9: ["0", "1"] };
+
+/**
+ * A variant's hdr: passthrough, hdr10 and hlg make 10-bit PQ or HLG (h265, vp9 or av1, no 8-bit
+ * profile); tonemap makes BT.709 SDR on any codec. The static metadata is PQ's: passthrough and hdr10.
+ */
+function checkHdr(check: Check, variant: string, v: VideoVariant): void {
+  const hdr = v.hdr;
+  if (!hdr) return;
+  const at = `${variant}.hdr`;
+  const name = HDR_MODES[hdr.mode];
+  if (hdr.mode !== HdrMode.UNSPECIFIED && !name) check.add(`${at}.mode`, "must be passthrough, hdr10, hlg or tonemap");
+  if (hdr.mode === HdrMode.PASSTHROUGH || hdr.mode === HdrMode.HDR10 || hdr.mode === HdrMode.HLG) {
+    if (v.codec === VideoCodec.H264)
+      check.add(`${at}.mode`, `${name} makes 10-bit HDR, which needs h265, vp9 or av1; h264 variants take tonemap (BT.709 SDR)`);
+    const codec = isCodec(v.codec) ? CODEC_NAMES[v.codec] : undefined;
+    const profile = codec ? (v[codec]?.profile ?? "") : "";
+    if (codec && EIGHT_BIT_PROFILES[codec]?.includes(profile))
+      check.add(`${variant}.${codec}.profile`, `${profile} is 8-bit; hdr.mode ${name} is 10-bit: ${codec === "h265" ? "main10" : "2 or 3"}, or no profile`);
+  }
+  const pq = hdr.mode === HdrMode.PASSTHROUGH || hdr.mode === HdrMode.HDR10;
+  const notPq = `applies with hdr.mode passthrough or hdr10 (PQ's static metadata); ${name ? `${name} carries none` : "no mode is set"}`;
+  if (hdr.masterDisplay !== "") {
+    const parsed = pq ? parseMasterDisplay(hdr.masterDisplay) : notPq;
+    if (typeof parsed === "string") check.add(`${at}.master_display`, parsed);
+  }
+  for (const [field, value] of [
+    ["max_cll", hdr.maxCll],
+    ["max_fall", hdr.maxFall],
+  ] as const) {
+    if (value === undefined) continue;
+    if (!pq) check.add(`${at}.${field}`, notPq);
+    else range(check, `${at}.${field}`, value, [0, LIGHT_LEVEL_MAX]);
+  }
+  if (pq && hdr.maxCll !== undefined && hdr.maxFall !== undefined && hdr.maxFall > hdr.maxCll)
+    check.add(`${at}.max_fall`, "must be at most max_cll: a frame's average light is at most its brightest pixel's");
+}
+
 function checkVariant(check: Check, at: string, v: VideoVariant): void {
   if (v.codec === VideoCodec.UNSPECIFIED) check.add(`${at}.codec`, "is required: h264, h265, vp9 or av1");
   else if (!isCodec(v.codec)) check.add(`${at}.codec`, "must be h264, h265, vp9 or av1");
@@ -315,7 +369,7 @@ function checkVariant(check: Check, at: string, v: VideoVariant): void {
   range(check, `${at}.framerate`, v.framerate, [1, OUTPUT_LIMITS.framerate], "the input's frame rate");
   range(check, `${at}.bitrate`, v.bitrate, OUTPUT_LIMITS.variantKbps, "a rate chosen from resolution and quality");
   if (!(v.quality in QualityTier)) check.add(`${at}.quality`, "must be economy, standard or premium");
-  if (v.hdr && v.hdr.mode !== HdrMode.UNSPECIFIED) check.add(`${at}.hdr`, "HDR conversion is not supported in this build");
+  checkHdr(check, at, v);
 
   const codec = isCodec(v.codec) ? CODEC_NAMES[v.codec] : undefined;
   for (const name of ["h264", "h265", "vp9", "av1"] as const) {

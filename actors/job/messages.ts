@@ -3,6 +3,7 @@
 // and the encoder nodes both speak them, and neither imports the other.
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { DrmScheme, TrackClass } from "../../src/drm/types.js";
+import type { ContentLight, MasteringDisplay } from "../../src/hdr-metadata.js";
 import type { OriginRecord } from "../../src/origins.js";
 import { PROCESSING_FEE_MICROS } from "../../src/pricing.js";
 import { entity, type CommandOf, type CommandUnion } from "../entity.js";
@@ -56,6 +57,11 @@ export interface ProbeResult {
     sampleAspectRatio?: number;
     /** Display rotation in degrees from the stream's display matrix, when rotated. */
     rotation?: number;
+    /** Colour signalling in ffprobe's names (e.g. bt2020, smpte2084 or arib-std-b67, bt2020nc); "" where the stream states none. */
+    color?: { primaries: string; transfer: string; matrix: string };
+    /** HDR static metadata of the stream (its container, else its first frame). */
+    masteringDisplay?: MasteringDisplay;
+    contentLight?: ContentLight;
   };
   audio?: { codec: string; sampleRate: number; channels: number; channelLayout: string; bitRate: number };
   /** Number of audio streams (tracks i of an output come from stream i when there are several). */
