@@ -444,6 +444,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       ...(inputOrigin
         ? { readInputOriginPath: (p: string, to: string) => openOriginBlob(inputOrigin, d.box, d.guard, d.config).getToFile(originKey(inputOrigin, p), to) }
         : {}),
+      origins: { job, open: (origin) => openOriginBlob(origin, d.box, d.guard, d.config) },
       inputFile: file,
       probe: input,
       ...(job.clip ? { clip: job.clip } : {}),

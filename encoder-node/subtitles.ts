@@ -5,7 +5,8 @@
 // for a track that asked for chapters. Transcripts are made once per language per encode attempt.
 import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { BlobError, fetchUrlToFile } from "../src/blob/index.js";
+import { BlobError, fetchUrlToFile, parseStorageUrl, type BlobStore } from "../src/blob/index.js";
+import { jobOriginReading, type JobOrigins, type OriginRecord } from "../src/origins.js";
 import type { NetGuard } from "../src/net-guard.js";
 import { SubtitleFormat, SubtitleKind, SubtitleSource, type OutputSpec, type SubtitleTrack } from "../src/gen/media/v1/job_pb.js";
 import { toWhisperLanguage } from "../src/asr-languages.js";
@@ -36,6 +37,8 @@ export interface SubtitleContext {
   guard: NetGuard;
   /** Reads a path of the job's input origin into a local file; undefined when the job has none. */
   readInputOriginPath?: (p: string, file: string) => Promise<unknown>;
+  /** The job's origins and how to open one: an s3:// or gs:// file is read with the one for its bucket. */
+  origins?: { job: JobOrigins; open: (origin: OriginRecord) => BlobStore };
   inputFile: string;
   probe: ProbeResult;
   clip?: { startSeconds: number; endSeconds: number };
@@ -130,12 +133,21 @@ export function needsTranscription(spec: OutputSpec, transcripts: Transcripts): 
   return spec.subtitleTracks.some((t) => t.source === SubtitleSource.GENERATED && !transcripts.done(toWhisperLanguage(t.language) ?? ""));
 }
 
-/** Fetches a provided track (https through the guard, or a path in the input origin), bounded in size. */
+/** Reads an s3:// or gs:// file with the job's origin for its bucket; the key is the URL's path, as for input URLs. */
+async function readStorageUrl(url: string, file: string, index: number, ctx: SubtitleContext): Promise<void> {
+  const at = parseStorageUrl(url);
+  const origin = ctx.origins && jobOriginReading(ctx.origins.job, at);
+  if (!ctx.origins || !origin) throw new MediaError("subtitle_unreachable", `subtitle track ${index}: no origin of the job reads bucket ${at.bucket}`);
+  await ctx.origins.open(origin).getToFile(at.key, file);
+}
+
+/** Fetches a provided track (https through the guard, s3:// or gs:// with the job's origin, or a path in the input origin), bounded in size. */
 async function fetchProvided(t: SubtitleTrack, index: number, ctx: SubtitleContext): Promise<string> {
   const file = path.join(ctx.workDir, `provided_${index}`);
   await mkdir(ctx.workDir, { recursive: true });
   try {
-    if (t.url.startsWith("https://")) await fetchUrlToFile(t.url, file, ctx.guard);
+    if (/^https:\/\//i.test(t.url)) await fetchUrlToFile(t.url, file, ctx.guard);
+    else if (/^(s3|gs):\/\//.test(t.url)) await readStorageUrl(t.url, file, index, ctx);
     else if (ctx.readInputOriginPath) await ctx.readInputOriginPath(t.url, file);
     else throw new MediaError("subtitle_unreachable", `subtitle track ${index}: ${t.url} is a path, but the job has no input origin`);
   } catch (e) {

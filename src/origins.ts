@@ -4,7 +4,18 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { Config } from "./config.js";
-import { BlobError, GcsBlob, HttpBlob, joinKey, parseServiceAccount, r2Endpoint, S3Blob, type BlobStore, type R2Jurisdiction } from "./blob/index.js";
+import {
+  BlobError,
+  GcsBlob,
+  HttpBlob,
+  joinKey,
+  parseServiceAccount,
+  r2Endpoint,
+  S3Blob,
+  type BlobStore,
+  type R2Jurisdiction,
+  type StorageUrl,
+} from "./blob/index.js";
 import { randomToken } from "./ids.js";
 import type { NetGuard } from "./net-guard.js";
 import type { SecretBox } from "./secrets.js";
@@ -75,6 +86,39 @@ export async function getOrigin(store: Store, id: string): Promise<OriginRecord 
 /** The bucket key of `key` under the origin's base path. */
 export function originKey(origin: Pick<OriginRecord, "basePath">, key: string): string {
   return joinKey(origin.basePath, key);
+}
+
+/** The origin providers whose buckets a storage URL's scheme names: s3:// names R2 buckets too, which speak S3. */
+const URL_PROVIDERS: Readonly<Record<StorageUrl["provider"], readonly OriginProvider[]>> = { s3: ["s3", "r2"], gcs: ["gcs"], r2: ["r2"] };
+
+/**
+ * Whether an origin's credentials may read a storage URL: a provider of its scheme, its bucket, read
+ * permission. The URL names the whole key, so the origin's base path does not apply (as for input URLs).
+ */
+export function readsStorageUrl(origin: Pick<OriginRecord, "provider" | "bucket" | "permissions">, url: Pick<StorageUrl, "provider" | "bucket">): boolean {
+  return URL_PROVIDERS[url.provider].includes(origin.provider) && origin.bucket === url.bucket && origin.permissions.includes("read");
+}
+
+/** The origins a job carries; a storage URL of the job (a subtitle file) is read with one of them. */
+export interface JobOrigins {
+  readonly inputOrigin?: OriginRecord | undefined;
+  readonly inputUrlOrigin?: OriginRecord | undefined;
+  readonly outputOrigin?: OriginRecord | undefined;
+}
+
+const jobOrigins = (job: JobOrigins) => [job.inputOrigin, job.inputUrlOrigin, job.outputOrigin].filter((o) => o !== undefined);
+
+/** The first of the job's origins (input, input URL's, output) that reads a storage URL. */
+export function jobOriginReading(job: JobOrigins, url: Pick<StorageUrl, "provider" | "bucket">): OriginRecord | undefined {
+  return jobOrigins(job).find((o) => readsStorageUrl(o, url));
+}
+
+/** The buckets the job's origins read, as "s3://bucket" and "gs://bucket", for messages. */
+export function jobReadableBuckets(job: JobOrigins): string[] {
+  const buckets = jobOrigins(job)
+    .filter((o) => o.provider !== "http" && o.permissions.includes("read"))
+    .map((o) => `${o.provider === "gcs" ? "gs" : "s3"}://${o.bucket}`);
+  return [...new Set(buckets)];
 }
 
 /** The blob store of an origin, every connection through `guard`. Throws BlobError when it cannot be opened. */

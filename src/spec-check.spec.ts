@@ -834,7 +834,7 @@ describe("checkOutputSpec", () => {
       const fields = (t: Parameters<typeof on>[0]) => on(t).map((x) => `${x.field}: ${x.description}`);
       expect(fields([{}])[0]).toMatch(/^outputs\[0\]\.subtitle_tracks\[0\]\.source: is required/);
       expect(fields([{ source: URL_ }])[0]).toMatch(/^outputs\[0\]\.subtitle_tracks\[0\]\.url: is required/);
-      expect(fields([{ source: URL_, url: "s3://bucket/a.vtt" }])[0]).toMatch(/\.url: must be an https URL/);
+      expect(fields([{ source: URL_, url: "s3://bucket" }])[0]).toMatch(/\.url: must be s3:\/\/bucket\/path\/file\.vtt/);
       expect(fields([{ source: URL_, url: "http://example.com/a.vtt" }])[0]).toMatch(/\.url: must be an https URL/);
       expect(fields([{ source: URL_, url: "../a.vtt" }])[0]).toMatch(/\.url: a path in the input origin is relative/);
       expect(fields([{ source: URL_, url: "/etc/passwd" }])[0]).toMatch(/\.url: a path in the input origin is relative/);
@@ -891,7 +891,7 @@ describe("checkOutputSpec", () => {
 
       it("says what each field needs", () => {
         expect(said([{ source: URL_, kind: SubtitleKind.CAPTIONS, format: SubtitleFormat.VTT, name: "n".repeat(128), url: "a.vtt" }])).toEqual([]);
-        expect(said([{ source: URL_ }])).toEqual([`${at}.url: is required with source url: an https URL, or a path in the job's input origin`]);
+        expect(said([{ source: URL_ }])).toEqual([`${at}.url: is required with source url: an https, s3:// or gs:// URL, or a path in the job's input origin`]);
         expect(said([{ source: URL_, url: "a.vtt", language: "english", name: "n".repeat(129) }])).toEqual([
           `${at}.name: must be at most 128 characters`,
           `${at}.language: must be a BCP 47 tag, e.g. en or pt-BR`,
@@ -942,7 +942,7 @@ describe("checkOutputSpec", () => {
         ).toEqual(["outputs[0].subtitle_tracks[2].is_default: only one track is the default; subtitle_tracks[1] already is"]);
       });
 
-      it("takes https URLs with a host and no credentials, and relative origin paths", () => {
+      it("takes https URLs with a host and no credentials, s3:// and gs:// URLs with a bucket and a key, and relative origin paths", () => {
         const url = (u: string) => said([{ source: URL_, url: u }]);
         for (const ok of ["HTTPS://example.com/a.vtt", "captions/x:y.vtt", "1st:take.vtt", "a.b/c-d.vtt", `https://example.com/${"a".repeat(2048 - 20)}`])
           expect(url(ok)).toEqual([]);
@@ -950,9 +950,21 @@ describe("checkOutputSpec", () => {
         expect(url(`s3://${"a".repeat(2048)}`)).toEqual([`${at}.url: must be at most 2048 characters`]);
         for (const bad of ["/a.vtt", "../a.vtt", "a/../b.vtt", "./a.vtt", "a//b.vtt", "a/", "a/."])
           expect(url(bad)).toEqual([`${at}.url: a path in the input origin is relative, with no empty, . or .. segments`]);
-        for (const bad of ["s3://bucket/a.vtt", "gs://b/a.vtt", "http://example.com/a.vtt", "web+x://a", "file:a.vtt"]) {
+        for (const ok of ["s3://bucket/a.vtt", "gs://b/captions/en.srt", "s3://b/a//b c.vtt"]) expect(url(ok)).toEqual([]);
+        for (const bad of [
+          "s3://bucket",
+          "s3://bucket/",
+          "gs:///a.vtt",
+          "s3://u:p@bucket/a.vtt",
+          "gs://u@b/a.vtt",
+          "s3://b:9000/a.vtt",
+          "S3://bucket/a.vtt",
+          "s3:bucket/a.vtt",
+        ])
+          expect(url(bad), bad).toEqual([`${at}.url: must be s3://bucket/path/file.vtt or gs://bucket/path/file.vtt: a bucket and an object, no credentials`]);
+        for (const bad of ["r2://bucket/a.vtt", "http://example.com/a.vtt", "web+x://a", "file:a.vtt"]) {
           expect(url(bad)).toEqual([
-            `${at}.url: must be an https URL, or a path in the job's input origin (s3:// and gs:// subtitle URLs are not supported in this build)`,
+            `${at}.url: must be an https URL, an s3:// or gs:// URL in a bucket of the job's origins, or a path in the job's input origin`,
           ]);
         }
         for (const bad of ["https://u:p@example.com/a.vtt", "https://u@example.com/a.vtt", "https://:p@example.com/a.vtt"])

@@ -4,6 +4,7 @@ import { AUDIO_NAMES, AUDIO_RULES, CODEC_NAMES, CODEC_RULES, CONTAINER_CODECS, R
 import { toWhisperLanguage } from "./asr-languages.js";
 import { LIGHT_LEVEL_MAX, parseMasterDisplay } from "./hdr-metadata.js";
 import type { DrmSystemName } from "./drm/types.js";
+import { parseStorageUrl } from "./blob/index.js";
 import {
   DrmSystem,
   EncodingMode,
@@ -254,7 +255,7 @@ export function checkSubtitleTracks(check: Check, path: string, spec: Pick<Outpu
     check.length(`${at}.name`, t.name, 0, OUTPUT_LIMITS.trackName);
     if (t.language !== "" && !LANGUAGE.test(t.language)) check.add(`${at}.language`, "must be a BCP 47 tag, e.g. en or pt-BR");
     if (t.source === SubtitleSource.URL) {
-      if (t.url === "") check.add(`${at}.url`, "is required with source url: an https URL, or a path in the job's input origin");
+      if (t.url === "") check.add(`${at}.url`, "is required with source url: an https, s3:// or gs:// URL, or a path in the job's input origin");
       else checkSubtitleUrl(check, `${at}.url`, t.url);
       if (t.generateChapters) check.add(`${at}.generate_chapters`, "applies to generated tracks: chapters come from the transcript");
     }
@@ -278,7 +279,7 @@ export function checkSubtitleTracks(check: Check, path: string, spec: Pick<Outpu
     check.add(`${path}.subtitle_tracks[${defaults[1]}].is_default`, `only one track is the default; subtitle_tracks[${defaults[0]}] already is`);
 }
 
-/** A provided track's location: https, or a relative path in the input origin (no scheme, no "..", no leading "/"). */
+/** A provided track's location: https, s3:// or gs:// (bucket and key), or a relative path in the input origin (no scheme, no "..", no leading "/"). */
 function checkSubtitleUrl(check: Check, field: string, url: string): void {
   if (url.length > OUTPUT_LIMITS.subtitleUrl) {
     check.add(field, `must be at most ${OUTPUT_LIMITS.subtitleUrl} characters`);
@@ -291,8 +292,20 @@ function checkSubtitleUrl(check: Check, field: string, url: string): void {
       check.add(field, "a path in the input origin is relative, with no empty, . or .. segments");
     return;
   }
+  if (scheme === "s3" || scheme === "gs") {
+    // Read with the job's origin for that bucket (the gateway checks there is one); credentials come from the origin only.
+    let bucket: string | undefined;
+    try {
+      bucket = parseStorageUrl(url).bucket;
+    } catch {
+      bucket = undefined;
+    }
+    if (bucket === undefined || /[@:]/.test(bucket))
+      check.add(field, "must be s3://bucket/path/file.vtt or gs://bucket/path/file.vtt: a bucket and an object, no credentials");
+    return;
+  }
   if (scheme !== "https") {
-    check.add(field, "must be an https URL, or a path in the job's input origin (s3:// and gs:// subtitle URLs are not supported in this build)");
+    check.add(field, "must be an https URL, an s3:// or gs:// URL in a bucket of the job's origins, or a path in the job's input origin");
     return;
   }
   try {

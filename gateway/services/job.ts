@@ -28,8 +28,18 @@ import {
 import { QualityTier, QualityTierSchema, VideoCodecSchema } from "../../src/gen/media/v1/preset_pb.js";
 import type { AppRecord } from "../../src/directory.js";
 import { newId, Prefix } from "../../src/ids.js";
-import type { BlobStore } from "../../src/blob/index.js";
-import { ORIGINS, getOrigin, openOriginBlob, PATH_TEMPLATE_VARIABLES, type OriginRecord } from "../../src/origins.js";
+import { parseStorageUrl, type BlobStore, type StorageUrl } from "../../src/blob/index.js";
+import {
+  ORIGINS,
+  getOrigin,
+  jobOriginReading,
+  jobReadableBuckets,
+  openOriginBlob,
+  PATH_TEMPLATE_VARIABLES,
+  readsStorageUrl,
+  type JobOrigins,
+  type OriginRecord,
+} from "../../src/origins.js";
 import { resolveOutputSpec } from "../../src/presets.js";
 import { sha256 } from "../../src/secrets.js";
 import { Check } from "../../src/validation.js";
@@ -89,12 +99,31 @@ async function usableOrigin(
 
 /** The app's origin whose credentials can read an s3:// or gs:// URL of a given bucket. */
 async function originForUrl(d: ServiceDeps, app: AppRecord, url: URL): Promise<OriginRecord | undefined> {
-  const providers = url.protocol === "gs:" ? ["gcs"] : ["s3", "r2"];
+  const at = { provider: url.protocol === "gs:" ? ("gcs" as const) : ("s3" as const), bucket: url.hostname };
   const found = await d.store.scan<OriginRecord>(ORIGINS, app.id, {
     limit: 1,
-    filter: (o) => providers.includes(o.provider) && o.bucket === url.hostname && o.status === "active" && o.permissions.includes("read"),
+    filter: (o) => o.status === "active" && readsStorageUrl(o, at),
   });
   return found.items[0]?.value;
+}
+
+/** A violation when a subtitle file's s3:// or gs:// URL names a bucket none of the job's origins reads. */
+function storageUrlViolation(check: Check, field: string, url: string, origins: JobOrigins): void {
+  if (!/^(s3|gs):\/\//.test(url) || check.violations.some((v) => v.field === field)) return;
+  let parsed: StorageUrl;
+  try {
+    parsed = parseStorageUrl(url);
+  } catch {
+    return; // malformed: checkOutputSpec names it (past the track limit, the limit is the violation)
+  }
+  if (jobOriginReading(origins, parsed)) return;
+  const read = jobReadableBuckets(origins);
+  check.add(
+    field,
+    `no origin of the job reads bucket ${parsed.bucket} (its input origin, input_url's origin and output origin with read permission read ` +
+      `${read.length > 0 ? read.join(", ") : "no bucket"}); put the file in one of those buckets, use an origin for bucket ${parsed.bucket} ` +
+      `as the job's input (input_origin_id, or an input_url there) or as its output origin with read permission, or give an https URL`,
+  );
 }
 
 function templateViolations(check: Check, field: string, template: string): void {
@@ -215,6 +244,13 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
           check.add("input_url", `no active origin of app ${app.id} with read permission covers bucket ${inputUrl.hostname}; create one with its credentials`);
       }
 
+      // The job's origins, once each one asked for is resolved: s3:// and gs:// subtitle files are read with them.
+      const resolved =
+        (req.inputOriginId === "" || inputOrigin) &&
+        (req.outputOriginId === "" || outputOrigin) &&
+        (!inputUrl || inputUrl.protocol === "https:" || inputUrlOrigin);
+      const origins: JobOrigins | undefined = resolved ? { inputOrigin, inputUrlOrigin, outputOrigin } : undefined;
+
       // Outputs: presets resolved first, then every rule of the output specification.
       if (req.outputs.length < 1 || req.outputs.length > JOB_LIMITS.outputs) check.add("outputs", `must have 1 to ${JOB_LIMITS.outputs} outputs`);
       const specs: OutputSpec[] = [];
@@ -228,6 +264,7 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
               `outputs[${i}].subtitle_tracks[${k}].url`,
               "is a path, read from the job's input origin, but the job has no input_origin_id; give an https URL",
             );
+          if (t.source === SubtitleSource.URL && origins) storageUrlViolation(check, `outputs[${i}].subtitle_tracks[${k}].url`, t.url, origins);
         });
         // Clear Key licenses and AES-128 keys come from our key server, behind managed hosting's playback token.
         if (spec.drm && !req.managed) {

@@ -131,7 +131,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     checkSubtitleTracks(local, "request", { subtitleTracks: [...r.subtitleTracks] });
     r.subtitleTracks.forEach((t, k) => {
       if (t.source === SubtitleSource.URL && t.url !== "" && !t.url.startsWith("https://"))
-        local.add(`request.subtitle_tracks[${k}].url`, "must be an https URL (a hosted video has no input origin to read a path from)");
+        local.add(`request.subtitle_tracks[${k}].url`, "must be an https URL (a hosted video has no origins to read a path, an s3:// or a gs:// URL with)");
     });
     for (const v of local.violations) check.add(v.field.replace(/^request\./, ""), v.description);
     const subtitleTracks = r.subtitleTracks.map((t) => toJson(SubtitleTrackSchema, t));
