@@ -22,6 +22,7 @@ import type { ManagedStorage } from "../src/managed-storage.js";
 import {
   isJobErrorCode,
   type ChunkRendition,
+  type ContentAwareResult,
   type DrmKeysData,
   type EncodeTask,
   type Failure,
@@ -39,6 +40,7 @@ import type { Reply } from "../src/replies.js";
 import type { SecretBox } from "../src/secrets.js";
 import { runPlan, writeGrowingHlsMaster, writeHlsMaster, parseMediaPlaylist } from "./ffmpeg.js";
 import { chunkFiles, chunkRenditions, joinChunks, wholeRung } from "./chunks.js";
+import { analyzeContent, measureRungs, ratesOf, type ContentAwareLadder } from "./content-aware.js";
 import { ProgressivePublisher } from "./progressive.js";
 import { MediaError } from "./media-errors.js";
 import { chunkable, chunkSpans, drmSchemeOf, drmSystemsOf, planOutput, segmentSecondsOf, type ChunkSpan, type OutputPlan } from "./plan.js";
@@ -78,6 +80,23 @@ const IDLE_POLL_MS = 1000;
 
 /** Share of an output's progress that its transcription takes, when one has to be made for it. */
 const TRANSCRIPTION_SHARE = 0.3;
+/** Share of a content-aware output's encode progress that its analysis takes (it is planned at about a fifth of the encode). */
+const ANALYSIS_SHARE = 0.2;
+
+/** What a content-aware rendition reports: its rung of the ladder (renditions and variants share their order). */
+function contentAwareResult(ladder: ContentAwareLadder, index: number): ContentAwareResult | undefined {
+  const rung = ladder.rungs[index];
+  if (!rung) return undefined;
+  return {
+    targetVmaf: rung.targetVmaf,
+    crf: rung.crf,
+    maxKbps: rung.maxKbps,
+    predictedVmaf: rung.predictedVmaf,
+    predictedKbps: rung.predictedKbps,
+    ...(rung.measuredVmaf !== undefined ? { measuredVmaf: rung.measuredVmaf } : {}),
+    analysisMs: ladder.analysisMs,
+  };
+}
 
 export interface EncoderNode {
   stop(): Promise<void>;
@@ -467,6 +486,29 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       let publisher: ProgressivePublisher | undefined;
       try {
         const spec = fromJson(OutputSpecSchema, output.spec);
+        // content_aware: trial encodes of samples choose each variant's rate first (a share of the output's progress).
+        const analysisShare = spec.contentAware?.enabled ? ANALYSIS_SHARE : 0;
+        let analysed = 0;
+        const ladder = spec.contentAware?.enabled
+          ? await analyzeContent(
+              spec,
+              { file, probe: input },
+              {
+                workDir: path.join(workDir, `${output.id}.analysis`),
+                ...(job.clip ? { clip: job.clip } : {}),
+                signal,
+                onProgress: (f) => {
+                  analysed = f;
+                  tell(job, { type: "output_progress", attempt, at: Date.now(), outputId: output.id, progress: Math.floor(f * analysisShare * 100) });
+                },
+              },
+            )
+          : undefined;
+        if (ladder)
+          d.log.info(
+            { job_id: job.id, output_id: output.id, analysis_ms: ladder.analysisMs, rungs: ladder.rungs.map(({ trials: _, ...r }) => r) },
+            "content-aware rates chosen",
+          );
         const planWith = (chunked: boolean) =>
           planOutput(
             spec,
@@ -476,6 +518,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
               workDir: path.join(workDir, output.id),
               ...(job.clip ? { clip: job.clip } : {}),
               ...(output === stream ? { progressive: true } : {}),
+              ...(ladder ? { contentAware: ratesOf(ladder) } : {}),
               ...(chunked ? { chunked: true, ...(output === hosted ? { wholeLowestRung: true } : {}) } : {}),
             },
           );
@@ -506,7 +549,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         const share = needsTranscription(spec, transcripts) ? TRANSCRIPTION_SHARE : 0;
         let heard = 0;
         let encoded = 0;
-        const both = () => report(share * heard + (1 - share) * encoded);
+        const both = () => report(share * heard + (1 - share) * (analysisShare * analysed + (1 - analysisShare) * encoded));
         const { provided, generated } = await startTracks(spec, subtitleContext, transcripts, (f) => {
           heard = f;
           both();
@@ -586,6 +629,14 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           }
           plan.hlsMaster!.firstTimestampSeconds = await probeStartSeconds(source, signal);
         }
+        // The final renditions over the analysis's samples: what each rung measured (clear outputs whose renditions have files of their own).
+        if (ladder && !spec.drm && plan.renditions?.every((r) => !r.file.endsWith(".mpd")))
+          await measureRungs(
+            ladder,
+            plan.renditions.map((r) => ({ file: path.join(plan.dir, r.file), width: r.width, height: r.height })),
+            path.join(workDir, `${output.id}.analysis`),
+            signal,
+          );
         const written = await writeTracks(plan, tracks, segmentSecondsOf(spec), signal);
         let stored: { size: number; byFolder: Map<string, number> };
         try {
@@ -594,12 +645,13 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
           throw new OutputWriteError(failureOf(e, "output"));
         }
         // Renditions of a streaming output live in folders named after them (see plan.ts).
-        const renditions = (plan.renditions ?? []).map((r) => ({
+        const renditions = (plan.renditions ?? []).map((r, i) => ({
           name: r.name,
           codec: r.codec,
           width: r.width,
           height: r.height,
           sizeBytes: (stored.byFolder.get(folderOf(r.file)) ?? 0) + (chunkBytes.get(folderOf(r.file)) ?? 0),
+          ...(ladder ? { contentAware: contentAwareResult(ladder, i) } : {}),
         }));
         const { subtitles, chapters } = trackResults(output.id, tracks, written.files, (rel) => ({
           url: blob.url(`${output.keyPrefix}/${rel}`),
@@ -634,6 +686,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       } finally {
         await rm(path.join(workDir, output.id), { recursive: true, force: true });
         await rm(path.join(workDir, `${output.id}.published`), { recursive: true, force: true });
+        await rm(path.join(workDir, `${output.id}.analysis`), { recursive: true, force: true });
       }
     }
     await transcripts.dispose();

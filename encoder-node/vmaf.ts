@@ -18,6 +18,8 @@ export interface VmafRequest {
   /** The part of the reference (seconds) that the distorted file was made from: a sample of the source. */
   referenceSegment?: { start: number; duration: number };
   distorted: string;
+  /** The part of the distorted file to score (seconds from its start), when it is longer than the reference scored. */
+  distortedSegment?: { start: number; duration: number };
   /** The display resolution both are compared at; either is scaled there with bicubic when its size differs (Netflix's practice). */
   width: number;
   height: number;
@@ -74,6 +76,7 @@ export function vmafArgs(r: VmafRequest): string[] {
   const input = (file: string) => `file:${path.resolve(file)}`;
   return [
     ...["-hide_banner", "-nostdin", "-loglevel", "error"],
+    ...(r.distortedSegment ? ["-ss", String(r.distortedSegment.start), "-t", String(r.distortedSegment.duration)] : []),
     ...["-i", input(r.distorted)],
     ...(segment ? ["-ss", String(segment.start), "-t", String(segment.duration)] : []),
     ...["-i", input(r.reference)],

@@ -260,16 +260,50 @@ describe("checkOutputSpec", () => {
     ]);
   });
 
-  it("refuses what this build does not do, on that field, and long path templates", () => {
-    const v = violations({
-      type: OutputType.HLS,
-      video: [h264],
-      contentAware: { enabled: true },
-      pathTemplate: "x".repeat(1025),
-      encodingMode: 5 as EncodingMode,
-    });
-    expect(v.map((x) => x.field)).toEqual(["outputs[0].encoding_mode", "outputs[0].path_template", "outputs[0].content_aware"]);
-    expect(v.find((x) => x.field === "outputs[0].content_aware")!.description).toContain("not supported in this build");
+  it("names the encoding mode and long path templates", () => {
+    const v = violations({ type: OutputType.HLS, video: [h264], pathTemplate: "x".repeat(1025), encodingMode: 5 as EncodingMode });
+    expect(v.map((x) => x.field)).toEqual(["outputs[0].encoding_mode", "outputs[0].path_template"]);
+  });
+
+  it("content_aware: bounds and target, and no rate of a variant's own for it to overrule", () => {
+    const said = (init: Init) => violations(init).map((v) => `${v.field}: ${v.description}`);
+    const at = "outputs[0].content_aware";
+    expect(said({ type: OutputType.HLS, video: [h264, h264], contentAware: { enabled: true, minBitrateKbps: 100, maxBitrateKbps: 240_000, targetVmaf: 50 } })).toEqual([]);
+    expect(said({ type: OutputType.MP4, video: [h264], contentAware: { enabled: true, targetVmaf: 100 } })).toEqual([]);
+    expect(
+      said({ type: OutputType.MP4, video: [h264], contentAware: { enabled: false, minBitrateKbps: 99, maxBitrateKbps: 240_001, targetVmaf: 49.9 } }),
+    ).toEqual([
+      `${at}.min_bitrate_kbps: must be 100 to 240000 (or 0 for no floor)`,
+      `${at}.max_bitrate_kbps: must be 100 to 240000 (or 0 for no ceiling)`,
+      `${at}.target_vmaf: must be 50 to 100 (or 0 for the quality tier's target)`,
+    ]);
+    expect(said({ type: OutputType.MP4, video: [h264], contentAware: { minBitrateKbps: 2000, maxBitrateKbps: 1000, targetVmaf: 100.5 } })).toEqual([
+      `${at}.min_bitrate_kbps: must be at most max_bitrate_kbps`,
+      `${at}.target_vmaf: must be 50 to 100 (or 0 for the quality tier's target)`,
+    ]);
+    expect(said({ type: OutputType.MP4, video: [h264], contentAware: { minBitrateKbps: 1000, maxBitrateKbps: 1000 } })).toEqual([]);
+    expect(said({ type: OutputType.HLS, audio: [{ codec: AudioCodec.AAC }], contentAware: { enabled: true } })).toEqual([
+      `${at}.enabled: applies to outputs with video variants: it chooses their rates`,
+    ]);
+    const why = "is chosen by content_aware: remove it, or disable content_aware";
+    expect(
+      said({
+        type: OutputType.HLS,
+        video: [
+          { ...h264, bitrate: 3000 },
+          { codec: VideoCodec.H265, h265: { crf: 20, maxBitrateKbps: 5000 } },
+          { codec: VideoCodec.VP9, vp9: { bitrateMode: BitrateMode.CRF } },
+          { codec: VideoCodec.AV1, av1: { bitrateMode: BitrateMode.VBR } },
+        ],
+        hls: { segmentFormat: SegmentFormat.FMP4 },
+        contentAware: { enabled: true },
+      }).filter((m) => !m.includes(".codec:")),
+    ).toEqual([
+      `outputs[0].video[0].bitrate: ${why}`,
+      `outputs[0].video[1].h265.crf: ${why}`,
+      "outputs[0].video[1].h265.max_bitrate_kbps: use content_aware.max_bitrate_kbps, which caps every variant",
+      "outputs[0].video[3].av1.bitrate_mode: must be crf or unset with content_aware, which chooses a CRF",
+    ]);
   });
 
   describe("drm", () => {
@@ -394,9 +428,7 @@ describe("checkOutputSpec", () => {
       ]);
       expect(said({ type: OutputType.MP4, video: [h264], encodingMode: EncodingMode.AUTO })).toEqual([]);
       expect(said({ type: OutputType.MP4, video: [h264], encodingMode: 5 as EncodingMode })).toEqual(["outputs[0].encoding_mode: must be fixed or auto"]);
-      expect(said({ type: OutputType.MP4, video: [h264], contentAware: { enabled: true } })).toEqual([
-        "outputs[0].content_aware: content-aware encoding is not supported in this build",
-      ]);
+      expect(said({ type: OutputType.MP4, video: [h264], contentAware: { enabled: true } })).toEqual([]);
       expect(said({ type: OutputType.MP4, video: [h264], contentAware: { enabled: false } })).toEqual([]);
     });
 

@@ -116,8 +116,7 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
   if (!(spec.encodingMode in EncodingMode)) check.add(`${path}.encoding_mode`, "must be fixed or auto");
   check.length(`${path}.path_template`, spec.pathTemplate, 0, OUTPUT_LIMITS.pathTemplate);
 
-  // Out of scope of this build: refused by name rather than silently ignored.
-  if (spec.contentAware?.enabled) check.add(`${path}.content_aware`, "content-aware encoding is not supported in this build");
+  checkContentAware(check, path, spec);
 
   const holds = type ? HOLDS[type] : undefined;
   const hlsTs = spec.type === OutputType.HLS && (spec.hls?.segmentFormat || spec.segments?.segmentFormat) === SegmentFormat.TS;
@@ -143,6 +142,35 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
   checkStreaming(check, path, spec);
   checkSubtitleTracks(check, path, spec);
   checkDrm(check, path, spec);
+}
+
+/**
+ * content_aware: the analysis chooses every video variant's rate (a CRF towards target_vmaf, within
+ * the bitrate bounds), so a variant's own rate settings would be overruled; they are refused on
+ * their fields. Its bounds and target are checked whether or not it is enabled.
+ */
+function checkContentAware(check: Check, path: string, spec: OutputSpec): void {
+  const ca = spec.contentAware;
+  if (!ca) return;
+  const at = `${path}.content_aware`;
+  range(check, `${at}.min_bitrate_kbps`, ca.minBitrateKbps, OUTPUT_LIMITS.variantKbps, "no floor");
+  range(check, `${at}.max_bitrate_kbps`, ca.maxBitrateKbps, OUTPUT_LIMITS.variantKbps, "no ceiling");
+  if (ca.minBitrateKbps > 0 && ca.maxBitrateKbps > 0 && ca.minBitrateKbps > ca.maxBitrateKbps)
+    check.add(`${at}.min_bitrate_kbps`, "must be at most max_bitrate_kbps");
+  if (ca.targetVmaf !== 0 && !(ca.targetVmaf >= 50 && ca.targetVmaf <= 100)) check.add(`${at}.target_vmaf`, "must be 50 to 100 (or 0 for the quality tier's target)");
+  if (!ca.enabled) return;
+  if (spec.video.length === 0) check.add(`${at}.enabled`, "applies to outputs with video variants: it chooses their rates");
+  spec.video.slice(0, OUTPUT_LIMITS.variants).forEach((v, i) => {
+    const variant = `${path}.video[${i}]`;
+    const why = "is chosen by content_aware: remove it, or disable content_aware";
+    if (v.bitrate !== 0) check.add(`${variant}.bitrate`, why);
+    const codec = isCodec(v.codec) ? CODEC_NAMES[v.codec] : undefined;
+    const o = codec ? v[codec] : undefined;
+    if (!o) return;
+    if (o.crf !== 0) check.add(`${variant}.${codec}.crf`, why);
+    if (o.bitrateMode !== BitrateMode.UNSPECIFIED && o.bitrateMode !== BitrateMode.CRF) check.add(`${variant}.${codec}.bitrate_mode`, "must be crf or unset with content_aware, which chooses a CRF");
+    if (o.maxBitrateKbps !== 0) check.add(`${variant}.${codec}.max_bitrate_kbps`, "use content_aware.max_bitrate_kbps, which caps every variant");
+  });
 }
 
 /** HLS segments as they will be written: the request's format, else fmp4 when a codec needs it (h265, av1), else ts. */

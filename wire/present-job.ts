@@ -4,6 +4,7 @@
 import { create, fromJson } from "@bufbuild/protobuf";
 import type { FeeState, JobRecord, OutputState } from "../actors/job/messages.js";
 import {
+  ContentAwareRungSchema,
   CostBreakdownLineSchema,
   CostBreakdownSchema,
   CostLineType,
@@ -18,6 +19,7 @@ import {
   ThumbnailSpecSchema,
   type Job,
   type OriginRef,
+  type OutputSpec,
   SubtitleSource,
 } from "../src/gen/media/v1/job_pb.js";
 import { OriginProvider } from "../src/gen/media/v1/origin_pb.js";
@@ -70,6 +72,33 @@ function originRef(o: OriginRecord | undefined, p: string): OriginRef | undefine
 }
 
 const feeMicros = (f: FeeState) => f.rateMicros * f.quantity;
+
+/**
+ * An output's spec as submitted, with its read-only parts: content_aware's rungs and analysis time
+ * come from what the encoder reported (a caller's own values are never echoed).
+ */
+function outputSpecOf(o: OutputState, durationMs: number | undefined): OutputSpec {
+  const spec = fromJson(OutputSpecSchema, o.spec);
+  if (!spec.contentAware) return spec;
+  const rungs = (o.renditions ?? []).filter((r) => r.contentAware);
+  const seconds = Math.max(0.001, (durationMs ?? 0) / 1000);
+  spec.contentAware.rungs = rungs.map((r) =>
+    create(ContentAwareRungSchema, {
+      name: r.name,
+      width: r.width,
+      height: r.height,
+      targetVmaf: r.contentAware!.targetVmaf,
+      crf: r.contentAware!.crf,
+      maxBitrateKbps: r.contentAware!.maxKbps,
+      predictedVmaf: r.contentAware!.predictedVmaf,
+      predictedBitrateKbps: r.contentAware!.predictedKbps,
+      measuredVmaf: r.contentAware!.measuredVmaf ?? 0,
+      bitrateKbps: durationMs ? Math.round((r.sizeBytes * 8) / 1000 / seconds) : 0,
+    }),
+  );
+  spec.contentAware.analysisSeconds = rungs.length > 0 ? Math.round(rungs[0]!.contentAware!.analysisMs) / 1000 : 0;
+  return spec;
+}
 
 /** `signed` maps thumbnail keys to their time-limited URLs, when the output storage can sign them. */
 export function jobMessage(j: JobRecord, signed?: ReadonlyMap<string, string>): Job {
@@ -126,7 +155,7 @@ export function jobMessage(j: JobRecord, signed?: ReadonlyMap<string, string>): 
     outputs: outputs.map((o) =>
       create(JobOutputSchema, {
         id: o.id,
-        spec: fromJson(OutputSpecSchema, o.spec),
+        spec: outputSpecOf(o, j.inputMetadata?.durationMs),
         status: OUTPUT_STATUS[o.status],
         progress: o.progress,
         outputUrl: o.outputUrl,

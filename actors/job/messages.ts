@@ -113,6 +113,20 @@ export interface RenditionResult {
   readonly width: number;
   readonly height: number;
   readonly sizeBytes: number;
+  /** content_aware: what the analysis chose for this rendition and what the final encode measured. */
+  readonly contentAware?: ContentAwareResult;
+}
+
+/** A rendition of a content-aware output (see encoder-node/content-aware.ts); shown in its spec's content_aware.rungs. */
+export interface ContentAwareResult {
+  readonly targetVmaf: number;
+  readonly crf: number;
+  readonly maxKbps: number;
+  readonly predictedVmaf: number;
+  readonly predictedKbps: number;
+  readonly measuredVmaf?: number;
+  /** The output's analysis time (the same on each of its renditions). */
+  readonly analysisMs: number;
 }
 
 /** A job that writes to managed hosting: its video, and the auto ladder's rungs when no preset was given. */
