@@ -11,7 +11,7 @@
 //             variant's tier CRF, then one step towards the target (the step from the first score
 //             and the codec's usual VMAF-per-CRF slope, doubled above the target, 2 to 10 CRF); then, for a variant whose
 //             target lies beyond its trials (VMAF saturates near 100 on still content, then falls
-//             off), a trial where the line led, twice at most;
+//             off), a third trial where the line led;
 //   score     VMAF (vmaf_v0.6.1) of each trial against the reference scaled to the variant's size:
 //             the quality of the encode at the size it is delivered at;
 //   choice    the CRF where the line through the two trials meets the target (VMAF falls about
@@ -28,7 +28,7 @@ import { QualityTier } from "../src/gen/media/v1/preset_pb.js";
 import { parseMediaPlaylist, runFfmpeg, runPlan } from "./ffmpeg.js";
 import { MediaError } from "./media-errors.js";
 import { FFMPEG_GLOBAL, planOutput, type PlanInput } from "./plan.js";
-import { probe } from "./probe.js";
+import { probe, type ProbeResult } from "./probe.js";
 import { defaultCrf, type ContentAwareRate } from "./renditions.js";
 import { scoreVmaf } from "./vmaf.js";
 
@@ -45,7 +45,9 @@ const MAX_SAMPLES = 6;
 /** Share of the output's duration sampled. */
 const SAMPLED_SHARE = 0.04;
 /** Trial rounds at most: two, then more for a variant whose target lies beyond its trials. */
-const MAX_ROUNDS = 4;
+const MAX_ROUNDS = 3;
+/** Samples up to this size are cut as raw frames, larger ones (long 4K sources) as lossless H.264. */
+const RAW_SAMPLES_MAX_BYTES = 512 * 1024 * 1024;
 /** Every other frame is scored: the trials' scores move by hundredths, their cost halves. */
 const SUBSAMPLE = 2;
 
@@ -83,6 +85,8 @@ export interface ContentAwareRung {
 
 export interface ContentAwareLadder {
   samples: { start: number; duration: number }[];
+  /** The source's frame rate (the samples' size as raw frames). */
+  frameRate: number;
   rungs: ContentAwareRung[];
   analysisMs: number;
   /** The lossless reference of the samples, kept for measuring the final encode. */
@@ -103,24 +107,45 @@ const roundTo = (n: number, grain: number) => Math.round(n / grain) * grain;
 const clamp = (n: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, n));
 
 /**
+ * The trials by CRF, their scores made non-increasing (pool adjacent violators): VMAF falls as CRF
+ * rises, and a score that rises instead is measurement noise (x264 smoothing a noisy picture that
+ * VMAF then prefers), pooled with its neighbours.
+ */
+export function monotone(trials: readonly Trial[]): Trial[] {
+  const blocks: { trials: Trial[]; vmaf: number }[] = [];
+  for (const t of [...trials].sort((x, y) => x.crf - y.crf)) {
+    blocks.push({ trials: [t], vmaf: t.vmaf });
+    while (blocks.length > 1 && blocks.at(-2)!.vmaf < blocks.at(-1)!.vmaf) {
+      const last = blocks.pop()!;
+      const into = blocks.at(-1)!;
+      into.vmaf = (into.vmaf * into.trials.length + last.vmaf * last.trials.length) / (into.trials.length + last.trials.length);
+      into.trials.push(...last.trials);
+    }
+  }
+  return blocks.flatMap((b) => b.trials.map((t) => ({ ...t, vmaf: b.vmaf })));
+}
+
+/**
  * The CRF and predictions for a variant from its trials: on the line through the two trials that
- * bracket the target (else the two nearest it), VMAF and log bitrate linear in CRF.
+ * bracket the target (else the two nearest it, the higher CRF first among equals), VMAF and log bitrate linear in CRF.
+ * `last`: no round follows, so a flat line is not followed past the trials.
  */
 export function chooseRate(
   codec: VideoCodecName,
   trials: readonly Trial[],
   target: number,
   bounds: { minKbps: number; maxKbps: number },
+  last = false,
 ): { crf: number; maxKbps: number; predictedVmaf: number; predictedKbps: number; extrapolated: boolean } {
   const search = CODEC_SEARCH[codec];
-  const sorted = [...trials].sort((x, y) => x.crf - y.crf);
-  if (sorted.length < 2) throw new MediaError("internal", "content-aware rates need two trials");
+  if (trials.length < 2) throw new MediaError("internal", "content-aware rates need two trials");
+  const sorted = monotone(trials);
   const bracket = sorted.findIndex((t, i) => i + 1 < sorted.length && t.vmaf >= target && sorted[i + 1]!.vmaf <= target);
   const [a, b] =
     bracket >= 0
       ? [sorted[bracket]!, sorted[bracket + 1]!]
       : [...sorted]
-          .sort((x, y) => Math.abs(x.vmaf - target) - Math.abs(y.vmaf - target))
+          .sort((x, y) => Math.abs(x.vmaf - target) - Math.abs(y.vmaf - target) || y.crf - x.crf)
           .slice(0, 2)
           .sort((x, y) => x.crf - y.crf);
   const lo = Math.max(search.min, a!.crf - 4);
@@ -130,8 +155,9 @@ export function chooseRate(
   const rateSlope = (Math.log(b!.kbps) - Math.log(a!.kbps)) / (b!.crf - a!.crf);
   const vmafAt = (crf: number) => clamp(a!.vmaf + vmafSlope * (crf - a!.crf), 0, 100);
   const kbpsAt = (crf: number) => Math.exp(Math.log(a!.kbps) + rateSlope * (crf - a!.crf));
-  // Saturated: as far as the trials allow when both reach the target, else the lowest CRF.
-  const unbounded = vmafSlope < 0 ? a!.crf + (target - a!.vmaf) / vmafSlope : b!.vmaf >= target ? hi + 1 : lo - 1;
+  // Saturated (flat): past the trials when both reach the target, for the next round to try; with no
+  // round left, the highest CRF tried, whose score is measured rather than guessed. Else the lowest.
+  const unbounded = vmafSlope < 0 ? a!.crf + (target - a!.vmaf) / vmafSlope : b!.vmaf < target ? lo - 1 : last ? b!.crf : hi + 1;
   let crf = clamp(unbounded, lo, hi);
   // Bitrate bounds: the CRF where the predicted bitrate meets them.
   if (rateSlope < 0) {
@@ -169,6 +195,17 @@ export interface AnalysisOptions {
   onProgress?: (fraction: number) => void;
 }
 
+/** Bytes of the samples as raw frames of this size: 4:2:0, two bytes a sample above 8 bits. */
+function rawSize(
+  v: { width: number; height: number; frameRate: number; pixelFormat?: string } | ProbeResult,
+  windows: readonly { duration: number }[],
+): number {
+  const video = "format" in v ? v.video : v;
+  if (!video) return Infinity;
+  const bytesPerSample = /1[026]/.test(video.pixelFormat ?? "") ? 2 : 1;
+  return windows.reduce((sum, w) => sum + w.duration, 0) * (video.frameRate || 30) * video.width * video.height * 1.5 * bytesPerSample;
+}
+
 /** Cuts the windows from the source into one lossless file (timeline: the windows one after another). */
 async function cutSamples(
   input: string,
@@ -176,12 +213,16 @@ async function cutSamples(
   offset: number,
   to: string,
   signal: AbortSignal,
+  rawBytes: number,
 ): Promise<void> {
   const sources = await Promise.all(windows.map((w, i) => windowSource(input, offset + w.start, `${to}.${i}`)));
   try {
     const inputs = sources.flatMap((src, i) => ["-ss", src.start.toFixed(3), "-t", windows[i]!.duration.toFixed(3), "-i", src.file]);
     const graph = `${windows.map((_, i) => `[${i}:v:0]`).join("")}concat=n=${windows.length}:v=1:a=0[v]`;
-    await runFfmpeg([...FFMPEG_GLOBAL, ...inputs, "-filter_complex", graph, "-map", "[v]", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-an", to], {
+    // Raw frames where they fit (nothing to decode in each trial and score), else lossless H.264.
+    const codec =
+      rawBytes <= RAW_SAMPLES_MAX_BYTES ? ["-c:v", "rawvideo", "-f", "nut"] : ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-f", "matroska"];
+    await runFfmpeg([...FFMPEG_GLOBAL, ...inputs, "-filter_complex", graph, "-map", "[v]", ...codec, "-an", to], {
       signal,
       durationMs: windows.reduce((sum, w) => sum + w.duration, 0) * 1000,
     });
@@ -234,8 +275,8 @@ export async function analyzeContent(spec: OutputSpec, input: PlanInput, opts: A
   const duration = Math.max(0, (opts.clip ? Math.min(opts.clip.endSeconds, total) : total) - clipStart);
   const samples = sampleWindows(duration);
   await mkdir(opts.workDir, { recursive: true });
-  const reference = path.join(opts.workDir, "reference.mkv");
-  await cutSamples(input.file, samples, clipStart, reference, opts.signal);
+  const reference = path.join(opts.workDir, "reference.samples");
+  await cutSamples(input.file, samples, clipStart, reference, opts.signal, rawSize(input.probe, samples));
   const referenceProbe = await probe(reference, opts.signal);
   const seconds = referenceProbe.durationMs / 1000;
   const codecs = spec.video.map((v) => CODEC_NAMES[v.codec as keyof typeof CODEC_NAMES]!);
@@ -303,11 +344,12 @@ export async function analyzeContent(spec: OutputSpec, input: PlanInput, opts: A
     more.trials.forEach((t, i) => t && trials[i]!.push(t));
     chosen = trials.map((t, i) => chooseRate(codecs[i]!, t, targets[i]!, bounds));
   }
+  chosen = trials.map((t, i) => chooseRate(codecs[i]!, t, targets[i]!, bounds, true));
   const rungs = spec.video.map((__, i): ContentAwareRung => {
     const { extrapolated: _, ...rate } = chosen[i]!;
     return { index: i, ...first.sizes[i]!, targetVmaf: targets[i]!, ...rate, trials: trials[i]! };
   });
-  return { samples, rungs, analysisMs: Date.now() - started, reference };
+  return { samples, frameRate: input.probe.video?.frameRate || 30, rungs, analysisMs: Date.now() - started, reference };
 }
 
 /** The rates planOutput takes, by variant index. */
@@ -327,8 +369,8 @@ export async function measureRungs(
   for (const rung of ladder.rungs) {
     const r = files[rung.index];
     if (!r) continue;
-    const cut = path.join(workDir, `final_${rung.index}.mkv`);
-    await cutSamples(r.file, ladder.samples, 0, cut, signal);
+    const cut = path.join(workDir, `final_${rung.index}.samples`);
+    await cutSamples(r.file, ladder.samples, 0, cut, signal, rawSize({ width: r.width, height: r.height, frameRate: ladder.frameRate }, ladder.samples));
     const score = await scoreVmaf({ reference: ladder.reference, distorted: cut, width: r.width, height: r.height, subsample: SUBSAMPLE, signal });
     rung.measuredVmaf = Math.round(score.mean * 100) / 100;
     await rm(cut, { force: true });

@@ -4,7 +4,7 @@
 // the rates the analysis chose (content-aware). Reported per source: the analysis time against the
 // content-aware encode it planned (the mark: at most 30%), each rung's bitrate both ways,
 // and its VMAF (vmaf_v0.6.1, at its size, every other frame) over the whole output against its target.
-// Writes test/bench/results/content-aware-<date>.json.
+// BENCH_SOURCES=talking (or motion) runs one. Writes test/bench/results/content-aware-<date>.json.
 import { create } from "@bufbuild/protobuf";
 import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
@@ -100,7 +100,11 @@ const results = {
   date: new Date().toISOString(),
   machine: { cores: availableParallelism() },
   seconds: SECONDS,
-  sources: [await bench("talking"), await bench("motion")],
+  sources: await (async () => {
+    const out = [];
+    for (const kind of (process.env.BENCH_SOURCES ?? "talking,motion").split(",") as SourceKind[]) out.push(await bench(kind));
+    return out;
+  })(),
 };
 const dir = path.join(import.meta.dirname, "results");
 mkdirSync(dir, { recursive: true });

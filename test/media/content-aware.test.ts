@@ -9,7 +9,16 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { analyzeContent, chooseRate, measureRungs, nextTrialCrf, ratesOf, sampleWindows, type ContentAwareLadder } from "../../encoder-node/content-aware.js";
+import {
+  analyzeContent,
+  chooseRate,
+  measureRungs,
+  monotone,
+  nextTrialCrf,
+  ratesOf,
+  sampleWindows,
+  type ContentAwareLadder,
+} from "../../encoder-node/content-aware.js";
 import { runPlan } from "../../encoder-node/ffmpeg.js";
 import { planOutput, type OutputPlan } from "../../encoder-node/plan.js";
 import { probe } from "../../encoder-node/probe.js";
@@ -128,7 +137,24 @@ describe("the choice from trials", () => {
       93,
       bounds,
     );
-    expect([flat.crf, flat.predictedVmaf, flat.extrapolated]).toEqual([40, 97, true]);
+    expect([flat.crf, flat.predictedVmaf, flat.extrapolated]).toEqual([40, 97.1, true]);
+  });
+
+  it("reads scores as non-increasing in CRF: a rise is noise, pooled with its neighbours", () => {
+    const t = (crf: number, vmaf: number) => ({ crf, kbps: 100, vmaf });
+    expect(monotone([t(33.5, 95), t(23, 96.6), t(29, 93.2), t(29.5, 94.2)]).map((x) => [x.crf, Math.round(x.vmaf * 100) / 100])).toEqual([
+      [23, 96.6],
+      [29, 94.13],
+      [29.5, 94.13],
+      [33.5, 94.13],
+    ]);
+    expect(monotone([t(20, 97), t(25, 94), t(30, 90)]).map((x) => x.vmaf)).toEqual([97, 94, 90]);
+    // Flat after pooling: every trial above the target, so as far as the trials allow.
+    const c = chooseRate("h264", [t(23, 96.6), t(29, 93.2), t(29.5, 94.2), t(33.5, 95)], 93, bounds);
+    expect([c.crf, c.extrapolated]).toEqual([37.5, true]);
+    // With no round left, the highest CRF tried: its score is a measurement.
+    const last = chooseRate("h264", [t(23, 96.6), t(29, 93.2), t(29.5, 94.2), t(33.5, 95)], 93, bounds, true);
+    expect([last.crf, Math.round(last.predictedVmaf * 100) / 100]).toEqual([33.5, 94.13]);
   });
 
   it("moves to where the predicted bitrate meets max_bitrate_kbps or min_bitrate_kbps, and caps at the maximum", () => {
