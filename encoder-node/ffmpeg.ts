@@ -290,8 +290,7 @@ export async function runPlan(
     }
     if (plan.aes128 && aes128Key && plan.hlsMaster)
       await probeAes128Codecs(plan.dir, plan.hlsMaster, aes128Key, path.dirname(plan.aes128.keyInfoFile), stop.signal);
-    if (plan.dashManifest)
-      await finishMpd(path.join(plan.dir, plan.dashManifest.file), plan.dashManifest.minBufferTimeSeconds, plan.dashManifest.colour);
+    if (plan.dashManifest) await finishMpd(path.join(plan.dir, plan.dashManifest.file), plan.dashManifest.minBufferTimeSeconds, plan.dashManifest.colour);
     // A chunked ladder's master waits for the join (encoder-node/chunks.ts).
     if (plan.hlsMaster && !plan.chunked) await writeHlsMaster(plan.dir, plan.hlsMaster, stop.signal);
   } finally {

@@ -202,7 +202,15 @@ function inputCeilingKbps(input: ProbeResult, codec: VideoCodecName, width: numb
   return Math.max(100, Math.round((videoBps / 1000) * pixelRatio * efficiency));
 }
 
-function rateOf(v: VideoVariant, codec: VideoCodecName, tier: Tier, size: { width: number; height: number }, fps: number, ctx: RenditionContext, index: number): Rate {
+function rateOf(
+  v: VideoVariant,
+  codec: VideoCodecName,
+  tier: Tier,
+  size: { width: number; height: number },
+  fps: number,
+  ctx: RenditionContext,
+  index: number,
+): Rate {
   const chosen = ctx.contentAware?.[index];
   if (chosen) {
     const max = chosen.maxKbps ?? 0;

@@ -268,7 +268,9 @@ describe("checkOutputSpec", () => {
   it("content_aware: bounds and target, and no rate of a variant's own for it to overrule", () => {
     const said = (init: Init) => violations(init).map((v) => `${v.field}: ${v.description}`);
     const at = "outputs[0].content_aware";
-    expect(said({ type: OutputType.HLS, video: [h264, h264], contentAware: { enabled: true, minBitrateKbps: 100, maxBitrateKbps: 240_000, targetVmaf: 50 } })).toEqual([]);
+    expect(
+      said({ type: OutputType.HLS, video: [h264, h264], contentAware: { enabled: true, minBitrateKbps: 100, maxBitrateKbps: 240_000, targetVmaf: 50 } }),
+    ).toEqual([]);
     expect(said({ type: OutputType.MP4, video: [h264], contentAware: { enabled: true, targetVmaf: 100 } })).toEqual([]);
     expect(
       said({ type: OutputType.MP4, video: [h264], contentAware: { enabled: false, minBitrateKbps: 99, maxBitrateKbps: 240_001, targetVmaf: 49.9 } }),

@@ -127,7 +127,10 @@ export function checkOutputSpec(check: Check, path: string, spec: OutputSpec): v
     if (i > 0 && (spec.type === OutputType.DASH || spec.type === OutputType.ADAPTIVE)) {
       const [mode, first] = [effectiveHdrMode(v), effectiveHdrMode(spec.video[0]!)];
       if (mode !== first && HDR_MODES[mode] && HDR_MODES[first])
-        check.add(`${at}.hdr.mode`, `must be video[0]'s (${HDR_MODES[first]}): a ${TYPE_NAMES[spec.type]} output's video is one DASH adaptation set, of one dynamic range`);
+        check.add(
+          `${at}.hdr.mode`,
+          `must be video[0]'s (${HDR_MODES[first]}): a ${TYPE_NAMES[spec.type]} output's video is one DASH adaptation set, of one dynamic range`,
+        );
     }
     if (!holds || !isCodec(v.codec)) return;
     if (!holds.video.includes(v.codec)) check.add(`${at}.codec`, holds.videoWhy);
@@ -157,7 +160,8 @@ function checkContentAware(check: Check, path: string, spec: OutputSpec): void {
   range(check, `${at}.max_bitrate_kbps`, ca.maxBitrateKbps, OUTPUT_LIMITS.variantKbps, "no ceiling");
   if (ca.minBitrateKbps > 0 && ca.maxBitrateKbps > 0 && ca.minBitrateKbps > ca.maxBitrateKbps)
     check.add(`${at}.min_bitrate_kbps`, "must be at most max_bitrate_kbps");
-  if (ca.targetVmaf !== 0 && !(ca.targetVmaf >= 50 && ca.targetVmaf <= 100)) check.add(`${at}.target_vmaf`, "must be 50 to 100 (or 0 for the quality tier's target)");
+  if (ca.targetVmaf !== 0 && !(ca.targetVmaf >= 50 && ca.targetVmaf <= 100))
+    check.add(`${at}.target_vmaf`, "must be 50 to 100 (or 0 for the quality tier's target)");
   if (!ca.enabled) return;
   if (spec.video.length === 0) check.add(`${at}.enabled`, "applies to outputs with video variants: it chooses their rates");
   spec.video.slice(0, OUTPUT_LIMITS.variants).forEach((v, i) => {
@@ -168,7 +172,8 @@ function checkContentAware(check: Check, path: string, spec: OutputSpec): void {
     const o = codec ? v[codec] : undefined;
     if (!o) return;
     if (o.crf !== 0) check.add(`${variant}.${codec}.crf`, why);
-    if (o.bitrateMode !== BitrateMode.UNSPECIFIED && o.bitrateMode !== BitrateMode.CRF) check.add(`${variant}.${codec}.bitrate_mode`, "must be crf or unset with content_aware, which chooses a CRF");
+    if (o.bitrateMode !== BitrateMode.UNSPECIFIED && o.bitrateMode !== BitrateMode.CRF)
+      check.add(`${variant}.${codec}.bitrate_mode`, "must be crf or unset with content_aware, which chooses a CRF");
     if (o.maxBitrateKbps !== 0) check.add(`${variant}.${codec}.max_bitrate_kbps`, "use content_aware.max_bitrate_kbps, which caps every variant");
   });
 }
@@ -367,8 +372,7 @@ function checkHdr(check: Check, variant: string, v: VideoVariant): void {
   const name = HDR_MODES[hdr.mode];
   if (hdr.mode !== HdrMode.UNSPECIFIED && !name) check.add(`${at}.mode`, "must be passthrough, hdr10, hlg or tonemap");
   if (hdr.mode === HdrMode.PASSTHROUGH || hdr.mode === HdrMode.HDR10 || hdr.mode === HdrMode.HLG) {
-    if (v.codec === VideoCodec.H264)
-      check.add(`${at}.mode`, `${name} makes 10-bit HDR, which needs h265, vp9 or av1; h264 variants take tonemap (BT.709 SDR)`);
+    if (v.codec === VideoCodec.H264) check.add(`${at}.mode`, `${name} makes 10-bit HDR, which needs h265, vp9 or av1; h264 variants take tonemap (BT.709 SDR)`);
     const codec = isCodec(v.codec) ? CODEC_NAMES[v.codec] : undefined;
     const profile = codec ? (v[codec]?.profile ?? "") : "";
     if (codec && EIGHT_BIT_PROFILES[codec]?.includes(profile))
