@@ -6,7 +6,8 @@
 //
 // Method, per variant (its size, codec, preset and options as the output will encode it):
 //   samples   up to 6 windows of 2 s spread over the output's timeline (about 4% of it), cut from
-//             the source once into a lossless reference;
+//             the source once into a lossless reference, each with a second before it that is
+//             encoded but not scored (x264 starting cold scores lower than inside a whole encode);
 //   trials    two rounds of every variant from that reference, in one ffmpeg each: first at the
 //             variant's tier CRF, then one step towards the target (the step from the first score
 //             and the codec's usual VMAF-per-CRF slope, doubled above the target, 2 to 10 CRF); then, for a variant whose
@@ -44,6 +45,8 @@ const SAMPLE_SECONDS = 2;
 const MAX_SAMPLES = 6;
 /** Share of the output's duration sampled. */
 const SAMPLED_SHARE = 0.04;
+/** Encoded before each sample window and not scored, so the encoder is warm where it is scored. */
+const WARM_UP_SECONDS = 1;
 /** Trial rounds at most: two, then more for a variant whose target lies beyond its trials. */
 const MAX_ROUNDS = 3;
 /** Samples up to this size are cut as raw frames, larger ones (long 4K sources) as lossless H.264. */
@@ -85,6 +88,9 @@ export interface ContentAwareRung {
 
 export interface ContentAwareLadder {
   samples: { start: number; duration: number }[];
+  /** The windows as cut, each with its warm-up second, and where the scored part of each lies in the cut. */
+  cuts: { start: number; duration: number }[];
+  scored: { start: number; duration: number }[];
   /** The source's frame rate (the samples' size as raw frames). */
   frameRate: number;
   rungs: ContentAwareRung[];
@@ -148,17 +154,20 @@ export function chooseRate(
           .sort((x, y) => Math.abs(x.vmaf - target) - Math.abs(y.vmaf - target) || y.crf - x.crf)
           .slice(0, 2)
           .sort((x, y) => x.crf - y.crf);
-  const lo = Math.max(search.min, a!.crf - 4);
-  const hi = Math.min(search.max, b!.crf + 4);
   // A flat or rising VMAF (a saturated score) is read as flat.
   const vmafSlope = Math.min(0, (b!.vmaf - a!.vmaf) / (b!.crf - a!.crf));
+  // 4 CRF past the trials, 8 on a nearly flat line far above the target (a still picture, whose score falls late).
+  const reach = vmafSlope > -search.slope / 5 && b!.vmaf > target + 2 ? 8 : 4;
+  const lo = Math.max(search.min, a!.crf - 4);
+  const hi = Math.min(search.max, b!.crf + reach);
   const rateSlope = (Math.log(b!.kbps) - Math.log(a!.kbps)) / (b!.crf - a!.crf);
   const vmafAt = (crf: number) => clamp(a!.vmaf + vmafSlope * (crf - a!.crf), 0, 100);
   const kbpsAt = (crf: number) => Math.exp(Math.log(a!.kbps) + rateSlope * (crf - a!.crf));
-  // Saturated (flat): past the trials when both reach the target, for the next round to try; with no
-  // round left, the highest CRF tried, whose score is measured rather than guessed. Else the lowest.
-  const unbounded = vmafSlope < 0 ? a!.crf + (target - a!.vmaf) / vmafSlope : b!.vmaf < target ? lo - 1 : last ? b!.crf : hi + 1;
-  let crf = clamp(unbounded, lo, hi);
+  // Saturated (flat): past the trials when both reach the target, for the next round to try, else the lowest.
+  const unbounded = vmafSlope < 0 ? a!.crf + (target - a!.vmaf) / vmafSlope : b!.vmaf < target ? lo - 1 : hi + 1;
+  // With no round left and the target not between two trials, the trial nearest it on the safe side:
+  // a score measured, not a line followed past what was measured (VMAF can fall off a cliff there).
+  let crf = last && bracket < 0 ? (b!.vmaf >= target ? b!.crf : a!.crf) : clamp(unbounded, lo, hi);
   // Bitrate bounds: the CRF where the predicted bitrate meets them.
   if (rateSlope < 0) {
     if (bounds.maxKbps > 0 && kbpsAt(crf) > bounds.maxKbps) crf = clamp(a!.crf + (Math.log(bounds.maxKbps) - Math.log(a!.kbps)) / rateSlope, lo, hi);
@@ -215,7 +224,7 @@ async function cutSamples(
   signal: AbortSignal,
   rawBytes: number,
 ): Promise<void> {
-  const sources = await Promise.all(windows.map((w, i) => windowSource(input, offset + w.start, `${to}.${i}`)));
+  const sources = await Promise.all(windows.map((w, i) => windowSource(input, offset + w.start, w.duration, `${to}.${i}`)));
   try {
     const inputs = sources.flatMap((src, i) => ["-ss", src.start.toFixed(3), "-t", windows[i]!.duration.toFixed(3), "-i", src.file]);
     const graph = `${windows.map((_, i) => `[${i}:v:0]`).join("")}concat=n=${windows.length}:v=1:a=0[v]`;
@@ -236,7 +245,7 @@ async function cutSamples(
  * the window joined into one file (after the init segment), since ffmpeg 5.1 cannot seek an fMP4
  * playlist. Byte-range playlists are read from their start.
  */
-async function windowSource(file: string, start: number, scratch: string): Promise<{ file: string; start: number }> {
+async function windowSource(file: string, start: number, duration: number, scratch: string): Promise<{ file: string; start: number }> {
   if (!file.endsWith(".m3u8")) return { file, start };
   const media = parseMediaPlaylist(await readFile(file, "utf8"));
   if (media.segments.some((seg) => seg.bytes !== undefined)) return { file, start };
@@ -246,7 +255,7 @@ async function windowSource(file: string, start: number, scratch: string): Promi
   let first: number | undefined;
   for (const seg of media.segments) {
     // The segment before the window's too: a window may begin before the first key frame of its segment's timestamps.
-    if (at + seg.duration > start - 0.5 && at < start + SAMPLE_SECONDS + 0.5) {
+    if (at + seg.duration > start - 0.5 && at < start + duration + 0.5) {
       first ??= at;
       parts.push(path.join(base, seg.uri));
     }
@@ -274,9 +283,21 @@ export async function analyzeContent(spec: OutputSpec, input: PlanInput, opts: A
   const total = input.probe.durationMs / 1000;
   const duration = Math.max(0, (opts.clip ? Math.min(opts.clip.endSeconds, total) : total) - clipStart);
   const samples = sampleWindows(duration);
+  // Each window is cut with a second before it, encoded but not scored: x264 starting cold on a
+  // short clip scored up to 1.7 lower than the same frames inside a whole encode.
+  const cuts = samples.map((w) => {
+    const warm = Math.min(WARM_UP_SECONDS, w.start);
+    return { start: w.start - warm, duration: w.duration + warm };
+  });
+  let at = 0;
+  const scored = samples.map((w, i) => {
+    const span = { start: at + (cuts[i]!.duration - w.duration), duration: w.duration };
+    at += cuts[i]!.duration;
+    return span;
+  });
   await mkdir(opts.workDir, { recursive: true });
   const reference = path.join(opts.workDir, "reference.samples");
-  await cutSamples(input.file, samples, clipStart, reference, opts.signal, rawSize(input.probe, samples));
+  await cutSamples(input.file, cuts, clipStart, reference, opts.signal, rawSize(input.probe, cuts));
   const referenceProbe = await probe(reference, opts.signal);
   const seconds = referenceProbe.durationMs / 1000;
   const codecs = spec.video.map((v) => CODEC_NAMES[v.codec as keyof typeof CODEC_NAMES]!);
@@ -310,7 +331,16 @@ export async function analyzeContent(spec: OutputSpec, input: PlanInput, opts: A
     await Promise.all(
       plan.renditions!.map(async (r, k) => {
         const file = path.join(dir, r.file);
-        const score = await scoreVmaf({ reference, distorted: file, width: r.width, height: r.height, subsample: SUBSAMPLE, threads: 1, signal: opts.signal });
+        const score = await scoreVmaf({
+          reference,
+          distorted: file,
+          width: r.width,
+          height: r.height,
+          subsample: SUBSAMPLE,
+          threads: 1,
+          select: scored,
+          signal: opts.signal,
+        });
         trials[chosen[k]!.i] = {
           crf: chosen[k]!.crf,
           kbps: Math.max(1, Math.round(((await stat(file)).size * 8) / 1000 / Math.max(seconds, 0.001))),
@@ -349,7 +379,7 @@ export async function analyzeContent(spec: OutputSpec, input: PlanInput, opts: A
     const { extrapolated: _, ...rate } = chosen[i]!;
     return { index: i, ...first.sizes[i]!, targetVmaf: targets[i]!, ...rate, trials: trials[i]! };
   });
-  return { samples, frameRate: input.probe.video?.frameRate || 30, rungs, analysisMs: Date.now() - started, reference };
+  return { samples, cuts, scored, frameRate: input.probe.video?.frameRate || 30, rungs, analysisMs: Date.now() - started, reference };
 }
 
 /** The rates planOutput takes, by variant index. */
@@ -370,8 +400,16 @@ export async function measureRungs(
     const r = files[rung.index];
     if (!r) continue;
     const cut = path.join(workDir, `final_${rung.index}.samples`);
-    await cutSamples(r.file, ladder.samples, 0, cut, signal, rawSize({ width: r.width, height: r.height, frameRate: ladder.frameRate }, ladder.samples));
-    const score = await scoreVmaf({ reference: ladder.reference, distorted: cut, width: r.width, height: r.height, subsample: SUBSAMPLE, signal });
+    await cutSamples(r.file, ladder.cuts, 0, cut, signal, rawSize({ width: r.width, height: r.height, frameRate: ladder.frameRate }, ladder.cuts));
+    const score = await scoreVmaf({
+      reference: ladder.reference,
+      distorted: cut,
+      width: r.width,
+      height: r.height,
+      subsample: SUBSAMPLE,
+      select: ladder.scored,
+      signal,
+    });
     rung.measuredVmaf = Math.round(score.mean * 100) / 100;
     await rm(cut, { force: true });
   }

@@ -18,6 +18,8 @@ export interface VmafRequest {
   /** The part of the reference (seconds) that the distorted file was made from: a sample of the source. */
   referenceSegment?: { start: number; duration: number };
   distorted: string;
+  /** Only the frames in these spans are scored (seconds from each input's first frame, after any segment): samples with a warm-up before each. */
+  select?: readonly { start: number; duration: number }[];
   /** The part of the distorted file to score (seconds from its start), when it is longer than the reference scored. */
   distortedSegment?: { start: number; duration: number };
   /** The display resolution both are compared at; either is scaled there with bicubic when its size differs (Netflix's practice). */
@@ -70,7 +72,8 @@ export function vmafArgs(r: VmafRequest): string[] {
   // At the same size and format both chains pass frames through untouched. Frames pair by time, from
   // each input's first (Netflix's practice): a distorted file at a lower frame rate is scored with
   // its frames repeated, and an input that ends early has its last frame repeated (ffmpeg's framesync).
-  const prepare = `scale=${r.width}:${r.height}:flags=bicubic,format=yuv420p,setpts=PTS-STARTPTS`;
+  const only = r.select?.length ? `,select='${r.select.map((w) => `gte(t,${w.start.toFixed(3)})*lt(t,${(w.start + w.duration).toFixed(3)})`).join("+")}'` : "";
+  const prepare = `scale=${r.width}:${r.height}:flags=bicubic,format=yuv420p,setpts=PTS-STARTPTS${only}`;
   const vmaf = `libvmaf=model=version=${model}:log_fmt=json:log_path=vmaf.json:n_threads=${threads}:n_subsample=${subsample}`;
   // file: keeps a name with a colon from being read as a protocol; the scratch folder is the cwd.
   const input = (file: string) => `file:${path.resolve(file)}`;

@@ -117,7 +117,7 @@ describe("the choice from trials", () => {
     expect(c).toEqual({ crf: 25, maxKbps: 0, predictedVmaf: 93, predictedKbps: 707, extrapolated: false });
   });
 
-  it("extrapolates at most 4 CRF past the trials, and says so; a saturated score goes as far as allowed", () => {
+  it("extrapolates at most 4 CRF past the trials (8 on a flat line far above the target), and says so; a saturated score goes as far as allowed", () => {
     const far = chooseRate(
       "h264",
       [
@@ -127,7 +127,18 @@ describe("the choice from trials", () => {
       93,
       bounds,
     );
-    expect([far.crf, far.extrapolated]).toEqual([29, true]);
+    expect([far.crf, far.extrapolated]).toEqual([33, true]);
+    // Close to the target, the usual 4.
+    const near = chooseRate(
+      "h264",
+      [
+        { crf: 23, kbps: 1000, vmaf: 94.5 },
+        { crf: 25, kbps: 800, vmaf: 94.4 },
+      ],
+      93,
+      bounds,
+    );
+    expect([near.crf, near.extrapolated]).toEqual([29, true]);
     const flat = chooseRate(
       "vp9",
       [
@@ -137,7 +148,7 @@ describe("the choice from trials", () => {
       93,
       bounds,
     );
-    expect([flat.crf, flat.predictedVmaf, flat.extrapolated]).toEqual([40, 97.1, true]);
+    expect([flat.crf, flat.predictedVmaf, flat.extrapolated]).toEqual([44, 97.1, true]);
   });
 
   it("reads scores as non-increasing in CRF: a rise is noise, pooled with its neighbours", () => {
@@ -155,6 +166,11 @@ describe("the choice from trials", () => {
     // With no round left, the highest CRF tried: its score is a measurement.
     const last = chooseRate("h264", [t(23, 96.6), t(29, 93.2), t(29.5, 94.2), t(33.5, 95)], 93, bounds, true);
     expect([last.crf, Math.round(last.predictedVmaf * 100) / 100]).toEqual([33.5, 94.13]);
+    // Nor is a falling line followed past the trials: the highest CRF tried above the target, or the lowest below it.
+    expect(chooseRate("h264", [t(23, 96.5), t(29, 96.3), t(37, 95.7)], 93, bounds, true).crf).toBe(37);
+    expect(chooseRate("h264", [t(23, 80), t(15, 90)], 93, bounds, true).crf).toBe(15);
+    // Between two trials it interpolates, as in any round.
+    expect(chooseRate("h264", [t(23, 95), t(27, 91)], 93, bounds, true).crf).toBe(25);
   });
 
   it("moves to where the predicted bitrate meets max_bitrate_kbps or min_bitrate_kbps, and caps at the maximum", () => {
