@@ -226,8 +226,17 @@ async function cutSamples(
 ): Promise<void> {
   const sources = await Promise.all(windows.map((w, i) => windowSource(input, offset + w.start, w.duration, `${to}.${i}`)));
   try {
-    const inputs = sources.flatMap((src, i) => ["-ss", src.start.toFixed(3), "-t", windows[i]!.duration.toFixed(3), "-i", src.file]);
-    const graph = `${windows.map((_, i) => `[${i}:v:0]`).join("")}concat=n=${windows.length}:v=1:a=0[v]`;
+    // A file is seeked (ffmpeg decodes from the key frame before); segments joined from a playlist are
+    // decoded from their first frame and trimmed, since seeking a ts segment may start mid-GOP.
+    const inputs = sources.flatMap((src, i) =>
+      src.joined ? ["-i", src.file] : ["-ss", src.start.toFixed(3), "-t", windows[i]!.duration.toFixed(3), "-i", src.file],
+    );
+    const trims = sources.map((src, i) =>
+      src.joined
+        ? `[${i}:v:0]setpts=PTS-STARTPTS,trim=start=${src.start.toFixed(3)}:duration=${windows[i]!.duration.toFixed(3)},setpts=PTS-STARTPTS[w${i}]`
+        : `[${i}:v:0]setpts=PTS-STARTPTS[w${i}]`,
+    );
+    const graph = `${trims.join(";")};${windows.map((_, i) => `[w${i}]`).join("")}concat=n=${windows.length}:v=1:a=0[v]`;
     // Raw frames where they fit (nothing to decode in each trial and score), else lossless H.264.
     const codec =
       rawBytes <= RAW_SAMPLES_MAX_BYTES ? ["-c:v", "rawvideo", "-f", "nut"] : ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-f", "matroska"];
@@ -245,7 +254,7 @@ async function cutSamples(
  * the window joined into one file (after the init segment), since ffmpeg 5.1 cannot seek an fMP4
  * playlist. Byte-range playlists are read from their start.
  */
-async function windowSource(file: string, start: number, duration: number, scratch: string): Promise<{ file: string; start: number }> {
+async function windowSource(file: string, start: number, duration: number, scratch: string): Promise<{ file: string; start: number; joined?: boolean }> {
   if (!file.endsWith(".m3u8")) return { file, start };
   const media = parseMediaPlaylist(await readFile(file, "utf8"));
   if (media.segments.some((seg) => seg.bytes !== undefined)) return { file, start };
@@ -263,7 +272,7 @@ async function windowSource(file: string, start: number, duration: number, scrat
   }
   if (first === undefined) return { file, start };
   await writeFile(scratch, Buffer.concat(await Promise.all(parts.map((part) => readFile(part)))));
-  return { file: scratch, start: start - first };
+  return { file: scratch, start: start - first, joined: true };
 }
 
 /** The spec of one trial round: those of the output's variants, as a file each (their rates come as PlanOptions.contentAware). */
