@@ -8,7 +8,7 @@ import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { edgeErrorResponse, edgeRequest, type EdgeResponse } from "./edge.js";
 import { front, type Routes } from "./front.js";
 import type { HostOptions, HostServer } from "./uws.js";
-import { urgentOf } from "../src/urgent-body.js";
+import { pushOf, urgentOf } from "../src/urgent-body.js";
 
 export async function listenNodeHttp(routes: Routes, options: HostOptions): Promise<HostServer> {
   let inFlight = 0;
@@ -155,7 +155,24 @@ async function writeUrgent(out: UniversalServerResponse, res: ServerResponse): P
           void urgent.then(done);
         });
     }
+    if (res.destroyed) return;
     if (!res.headersSent) res.writeHead(out.status, header);
+    const push = pushOf(out.body);
+    if (push) {
+      const left = new AbortController();
+      const close = () => left.abort();
+      res.once("close", close);
+      const pushed = push(
+        {
+          write: (chunk) => !res.destroyed && res.write(chunk),
+          drained: (then) => void res.once("drain", then),
+          end: (last) => void res.end(last),
+        },
+        left.signal,
+      );
+      if (pushed) return await pushed.finally(() => res.off("close", close));
+      res.off("close", close);
+    }
     res.end();
   } finally {
     await iterator.return?.();

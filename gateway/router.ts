@@ -159,8 +159,9 @@ export function createHandlers(routerDeps: RouterDeps): Map<string, UniversalHan
   return new Map(
     router.handlers.map((h) => {
       const spec = unary.get(h.requestPath);
-      const handler = withRpcMetrics(withSpecJson(h, limits, spec && { spec, interceptors }));
-      return [h.requestPath, WATCH_METHODS.has(h.requestPath) ? withSharedFrames(handler) : handler];
+      const bridged = withSpecJson(h, limits, spec && { spec, interceptors });
+      // A Watch is counted around its shared frames: Connect's part of it ends at the snapshot.
+      return [h.requestPath, withRpcMetrics(WATCH_METHODS.has(h.requestPath) ? withSharedFrames(bridged) : bridged)];
     }),
   );
 }

@@ -7,14 +7,29 @@ import { codeFromHttpStatus, codeFromString, codeToString, endStreamFlag, endStr
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { gunzipSync } from "node:zlib";
 import { recordRpc } from "../src/metrics.js";
+import { pushOf, type PushBody } from "../src/urgent-body.js";
 import { endsWithoutError, once } from "./wire-errors.js";
 import { wrapHandler } from "./handler.js";
 
 const COMPRESSED = 0b1;
 
-/** The code an enveloped stream ended with, from its last frame (the bridge and the error shaping yield one frame per chunk). */
-function endCode(last: Uint8Array | undefined, grpcWeb: boolean): string {
-  if (!last || last.length < 5 || new DataView(last.buffer, last.byteOffset).getUint32(1) !== last.length - 5) return "unknown";
+/** The last frame of a chunk of whole frames (the bridge and the error shaping yield one per chunk, a Watch its last message and end in one). */
+function lastFrame(chunk: Uint8Array): Uint8Array | undefined {
+  const view = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  let at = 0;
+  for (;;) {
+    if (chunk.length - at < 5) return undefined;
+    const next = at + 5 + view.getUint32(at + 1);
+    if (next === chunk.length) return chunk.subarray(at);
+    if (next > chunk.length) return undefined;
+    at = next;
+  }
+}
+
+/** The code an enveloped stream ended with, from its last frame. */
+function endCode(chunk: Uint8Array | undefined, grpcWeb: boolean): string {
+  const last = chunk && lastFrame(chunk);
+  if (!last) return "unknown";
   const flags = last[0]!;
   if (!(flags & (grpcWeb ? trailerFlag : endStreamFlag))) return "unknown";
   try {
@@ -59,6 +74,43 @@ async function* observed(body: AsyncIterable<Uint8Array>, grpcWeb: boolean, done
   }
 }
 
+/** A pushing body (a Watch), counted when it ends: by its last chunk, pushed or iterated; canceled when the client left. */
+function observedPush(body: PushBody, grpcWeb: boolean, done: (code: string) => void): PushBody {
+  let last: Uint8Array | undefined;
+  let counted = false;
+  const count = (code: string) => {
+    if (!counted) ((counted = true), done(code));
+  };
+  async function* iterated(): AsyncGenerator<Uint8Array> {
+    let read = false;
+    try {
+      for await (const chunk of body) {
+        last = chunk;
+        yield chunk;
+      }
+      read = true;
+    } catch (e) {
+      count(codeToString(ConnectError.from(e).code));
+      throw e;
+    } finally {
+      if (!read) count("canceled"); // the host stopped reading: the client went away
+    }
+  }
+  return {
+    urgent: body.urgent,
+    [Symbol.asyncIterator]: () => iterated(),
+    push(sink, signal) {
+      const settle = () => count(signal.aborted ? "canceled" : endCode(last, grpcWeb));
+      const pushed = body.push({ write: sink.write, drained: sink.drained, end: (chunk) => ((last = chunk), sink.end(chunk)) }, signal);
+      if (!pushed) {
+        settle();
+        return undefined;
+      }
+      return pushed.finally(settle);
+    },
+  };
+}
+
 /** The handler, counted: a unary answer when it is ready, a stream (Connect or gRPC-web framing) when its body ends. */
 export function withRpcMetrics(handler: UniversalHandler): UniversalHandler {
   const method = `${handler.service.name}/${handler.method.name}`;
@@ -74,8 +126,11 @@ export function withRpcMetrics(handler: UniversalHandler): UniversalHandler {
     }
     const contentType = res.header?.get("content-type") ?? "";
     const body = res.body as AsyncIterable<Uint8Array> | undefined;
-    if (body && /^application\/(connect\+|grpc-web)/.test(contentType))
-      return { ...res, body: observed(body, contentType.startsWith("application/grpc-web"), done) };
+    if (body && /^application\/(connect\+|grpc-web)/.test(contentType)) {
+      const grpcWeb = contentType.startsWith("application/grpc-web");
+      const push = pushOf(body) && (body as PushBody);
+      return { ...res, body: push ? observedPush(push, grpcWeb, done) : observed(body, grpcWeb, done) };
+    }
     if (res.status === 200) {
       done("ok");
       return res;

@@ -9,7 +9,7 @@ import type { ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { Logger } from "../src/log.js";
 import type { DirectBody, TakeChunk } from "../src/direct-body.js";
-import { urgentOf } from "../src/urgent-body.js";
+import { pushOf, urgentOf, type PushBody } from "../src/urgent-body.js";
 import { edgeErrorResponse, edgeRequest, type EdgeResponse } from "./edge.js";
 import { front, type CorsPolicy, type Routes } from "./front.js";
 
@@ -299,7 +299,7 @@ async function write(
     return;
   }
   // A stream: headers go out with the first message, then each message as soon as it is produced.
-  await writeChunked(res, iterator, writeHead, signal, () => body.release(), urgentOf(out.body));
+  await writeChunked(res, iterator, writeHead, signal, () => body.release(), urgentOf(out.body), pushOf(out.body));
 }
 
 /**
@@ -314,23 +314,42 @@ async function writeChunked(
   signal: AbortSignal,
   beforeEnd = () => undefined as void,
   urgent?: Promise<void>,
+  push?: PushBody["push"],
 ): Promise<void> {
   let headSent = false;
   let hurry = false;
   void urgent?.then(() => (hurry = true));
+  const write = (chunk: Uint8Array) => {
+    let ok = true;
+    res.cork(() => {
+      if (!headSent) ((headSent = true), writeHead());
+      ok = res.write(chunk);
+    });
+    return ok;
+  };
   try {
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
       if (signal.aborted) return;
-      const chunk = next.value;
-      let ok = true;
-      res.cork(() => {
-        if (!headSent) ((headSent = true), writeHead());
-        ok = res.write(chunk);
-      });
       // An urgent body's end goes out without waiting: uWS holds it until the client reads.
-      if (!ok && !hurry) await (urgent ? Promise.race([writable(res, signal), urgent]) : writable(res, signal));
+      if (!write(next.value) && !hurry) await (urgent ? Promise.race([writable(res, signal), urgent]) : writable(res, signal));
     }
     if (signal.aborted) return;
+    const pushed = push?.(
+      {
+        write: (chunk) => !signal.aborted && write(chunk),
+        drained: (then) => void writable(res, signal).then(() => signal.aborted || then()),
+        end: (last) => {
+          if (signal.aborted) return;
+          beforeEnd();
+          res.cork(() => {
+            if (!headSent) ((headSent = true), writeHead());
+            res.end(last);
+          });
+        },
+      },
+      signal,
+    );
+    if (pushed) return await pushed;
     beforeEnd();
     res.cork(() => {
       if (!headSent) writeHead();

@@ -20,7 +20,7 @@ import * as preset from "../src/gen/media/v1/preset_pb.js";
 import * as user from "../src/gen/media/v1/user_pb.js";
 import * as video from "../src/gen/media/v1/video_pb.js";
 import * as webhook from "../src/gen/media/v1/webhook_pb.js";
-import { enumWireName, isNullWhenUnset, isOmittedWhenUnset, readJson, writeJson } from "./codec.js";
+import { enumWireName, isNullWhenUnset, isOmittedWhenUnset, messageToJson, readJson, writeJson } from "./codec.js";
 
 const services: DescService[] = [
   apiKey.APIKeyService,
@@ -586,5 +586,41 @@ describe("writing", () => {
       total_estimated_cost: null,
       total_actual_cost: 0,
     });
+  });
+});
+
+// writeJson writes text from a plan per message type; messageToJson (the webhooks' objects) builds
+// the same JSON as objects. The text must be JSON.stringify of the object, byte for byte.
+describe("the text writer and the object writer agree", () => {
+  const same = (desc: DescMessage, message: Message) => expect(writeJson(desc, message)).toBe(JSON.stringify(messageToJson(desc, message)));
+
+  for (const desc of [...responses, ...requests]) {
+    it(`${desc.typeName}, empty and with every field set`, () => {
+      same(desc, create(desc));
+      same(desc, create(desc, populated(desc) as never));
+    });
+  }
+
+  it("on values JSON must escape or cannot hold: quotes, controls, lone surrogates, NaN, -0, infinities, 64-bit extremes, unknown enums", () => {
+    const nasty = ['"\\\n\t\u0000\u2028', "\ud800", "a\udfffb", "\ud83d\ude00", "é"];
+    for (const s of nasty) {
+      same(
+        All,
+        create(All, { s, tags: [s, s], inners: [{ name: s }], counts: { [s]: 1 }, inner_map: { [s]: { name: s } }, pick: { case: "a", value: s } } as never),
+      );
+    }
+    for (const d of [NaN, -0, Infinity, -Infinity, 1e21, 5e-324, 0.1 + 0.2]) same(All, create(All, { d, f: d, i32: d, u32: d } as never));
+    for (const i64 of [2n ** 63n - 1n, -(2n ** 63n), 2n ** 53n + 1n])
+      same(All, create(All, { i64, si64: i64, sf64: i64, pick: { case: "n", value: -7 } } as never));
+    same(All, create(All, { u64: 2n ** 64n - 1n, u32: 4294967295, by: new Uint8Array([0, 255, 128]) } as never));
+    same(All, create(All, { color: 99, colors: [0, 1, 2, 42], color_map: { x: 77 }, optColor: 5 } as never));
+    same(All, create(All, { at: { seconds: -1n, nanos: 999_999_999 }, took: { seconds: 3n, nanos: 5 }, maybe: "", optInner: {} } as never));
+  });
+
+  it("on map keys JSON.stringify reorders or drops: integer-like keys first, __proto__ never", () => {
+    const counts = JSON.parse('{"b":1,"10":2,"a":3,"2":4,"__proto__":5,"-1":6,"01":7}') as Record<string, number>;
+    const message = create(All, { counts } as never);
+    (message as unknown as { counts: Record<string, number> }).counts = counts; // as parsed: __proto__ an own key
+    same(All, message);
   });
 });

@@ -45,8 +45,111 @@ function enumNumber(e: DescEnum, text: string): number | undefined {
 
 // ───────────────────────────── writing ─────────────────────────────
 
+/**
+ * The message's spec JSON text: JSON.stringify(messageToJson(desc, message)), byte for byte, written
+ * by a plan made once per message type (a Watch update goes out as JSON thousands of times a second).
+ */
 export function writeJson(desc: DescMessage, message: Message): string {
-  return JSON.stringify(messageToJson(desc, message));
+  return messageText(desc, message);
+}
+
+// ─────────────────── writing text: one plan per message type ───────────────────
+
+type Writer = (value: unknown) => string;
+const plans = new WeakMap<DescMessage, Writer>();
+
+function messageText(desc: DescMessage, message: unknown): string {
+  let write = plans.get(desc);
+  if (write === undefined) plans.set(desc, (write = messagePlan(desc)));
+  return write(message);
+}
+
+function messagePlan(desc: DescMessage): Writer {
+  if (desc.typeName === TIMESTAMP) return (m) => `"${timestampToJson(m as { seconds: bigint; nanos: number })}"`;
+  if (desc.typeName.startsWith("google.protobuf.")) return (m) => JSON.stringify(toJson(desc, m as Message));
+  const fields = desc.fields.map((field) => ({
+    key: `${JSON.stringify(field.name)}:`,
+    oneof: field.oneof?.localName,
+    localName: field.localName,
+    omitted: isOmittedWhenUnset(field),
+    nullWhenUnset: isNullWhenUnset(field),
+    write: fieldPlan(field),
+  }));
+  return (message) => {
+    const m = message as Record<string, unknown>;
+    let text = "{";
+    let sep = "";
+    for (const f of fields) {
+      let value: unknown;
+      if (f.oneof !== undefined) {
+        const o = m[f.oneof] as { case?: string; value?: unknown } | undefined;
+        if (o?.case !== f.localName) continue;
+        value = o.value;
+      } else value = m[f.localName];
+      if (value === undefined && f.omitted) {
+        if (f.nullWhenUnset) ((text += `${sep}${f.key}null`), (sep = ","));
+        continue;
+      }
+      text += sep + f.key + f.write(value);
+      sep = ",";
+    }
+    return `${text}}`;
+  };
+}
+
+function fieldPlan(field: DescField): Writer {
+  switch (field.fieldKind) {
+    case "scalar":
+      return scalarPlan(field.scalar);
+    case "enum":
+      return enumPlan(field.enum);
+    case "message": {
+      const desc = field.message;
+      return (v) => (v === undefined ? "null" : messageText(desc, v));
+    }
+    case "list": {
+      const item = field.listKind === "scalar" ? scalarPlan(field.scalar) : field.listKind === "enum" ? enumPlan(field.enum) : messagePlanOf(field.message);
+      return (v) => `[${((v as unknown[] | undefined) ?? []).map((x) => item(x)).join(",")}]`;
+    }
+    case "map": {
+      const item = field.mapKind === "scalar" ? scalarPlan(field.scalar) : field.mapKind === "enum" ? enumPlan(field.enum) : messagePlanOf(field.message);
+      return (v) => {
+        const parts: string[] = [];
+        for (const [k, x] of Object.entries((v as Record<string, unknown> | undefined) ?? {})) {
+          if (k === "__proto__") continue; // assigning it to an object sets no key, so JSON.stringify has none
+          parts.push(`${JSON.stringify(k)}:${item(x)}`);
+        }
+        return `{${parts.join(",")}}`;
+      };
+    }
+  }
+}
+
+const messagePlanOf =
+  (desc: DescMessage): Writer =>
+  (v) =>
+    messageText(desc, v);
+
+function enumPlan(e: DescEnum): Writer {
+  const names = new Map(e.values.map((v) => [v.number, JSON.stringify(stripPrefix(e, v.name))]));
+  return (v) => names.get((v as number | undefined) ?? 0) ?? JSON.stringify(enumWireName(e, v as number));
+}
+
+function scalarPlan(type: ScalarType): Writer {
+  switch (type) {
+    case ScalarType.STRING:
+    case ScalarType.BOOL:
+    case ScalarType.BYTES:
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      return (v) => JSON.stringify(scalarToJson(type, v));
+    default:
+      // Integers: JSON.stringify of a number is its String(), and null when not finite.
+      return (v) => {
+        const n = v === undefined ? 0 : Number(v as number | bigint | string);
+        return Number.isFinite(n) ? String(n) : "null";
+      };
+  }
 }
 
 /** `optional` in the proto means "omitted when unset" on the wire: scalars, and the timestamps

@@ -1,7 +1,8 @@
 // JobService.Watch and VideoService.Watch: one path. Subscribe (one subscription per entity per
 // gateway, shared), read the snapshot, answer it through Connect; then hand the stream to the
-// shared-frame writer (gateway/watch/route.ts) and wait for its end: the terminal message taken,
-// the client gone, or the stream stalled (an error, answered in the stream's end frame).
+// shared-frame writer (gateway/watch/route.ts) and return: Connect's part of the call ends, and the
+// stream's end (the terminal message taken, the client gone, the stream stalled or past its
+// deadline) releases the subscription.
 import { Code, type HandlerContext } from "@connectrpc/connect";
 import type { Message } from "@bufbuild/protobuf";
 import { apiError } from "../../src/errors.js";
@@ -23,8 +24,10 @@ export async function* watchEntity<R extends { readonly version: number }, M ext
   // Subscribe before reading the snapshot, so no change falls between the two.
   const leave = hub.join(topic, id, stream);
   const closed = watchOpened(resource);
+  const over = () => (leave(), closed());
   const abort = () => stream.end();
   ctx.signal.addEventListener("abort", abort, { once: true });
+  let handedOver = false;
   try {
     const record = await read();
     yield await topic.message("snapshot", record);
@@ -35,12 +38,17 @@ export async function* watchEntity<R extends { readonly version: number }, M ext
       return;
     }
     if (ctx.signal.aborted) return;
+    // The stream outlives this call: its deadline, if the caller set one, goes with it.
+    const timeoutMs = ctx.timeoutMs();
+    if (timeoutMs !== undefined) stream.deadline(timeoutMs, apiError(Code.DeadlineExceeded, "the operation timed out"));
     stream.start(record.version);
-    await stream.finished;
+    handedOver = true;
+    void stream.finished.then(over, over);
   } finally {
     ctx.signal.removeEventListener("abort", abort);
-    stream.end();
-    leave();
-    closed();
+    if (!handedOver) {
+      stream.end();
+      over();
+    }
   }
 }

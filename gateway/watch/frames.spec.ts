@@ -1,7 +1,7 @@
 // A shared frame is byte for byte the frame Connect's per-stream path writes for the same message,
 // in each protocol and codec the gateway serves (through the JSON bridge, as the router mounts it).
 import { create } from "@bufbuild/protobuf";
-import { createConnectRouter, createContextValues } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { describe, expect, it } from "vitest";
 import { JobSchema, JobService, JobStatus, OutputStatus, WatchJobRequestSchema, WatchJobResponseSchema } from "../../src/gen/media/v1/job_pb.js";
@@ -9,21 +9,29 @@ import { toBinary } from "@bufbuild/protobuf";
 import { boundedGzip } from "../compression.js";
 import { withSpecJson } from "../json-bridge.js";
 import { envelope, frames } from "../wire-errors.js";
-import { COMPRESS_MIN_BYTES, SharedMessage, wireFormatOf } from "./frames.js";
+import { apiError } from "../../src/errors.js";
+import { COMPRESS_MIN_BYTES, failedEnd, isEndFrame, isGrpcWeb, SharedMessage, wireFormatOf } from "./frames.js";
 
 const job = (metadataBytes: number) =>
   create(JobSchema, { id: "job_1", status: JobStatus.PENDING, progress: 42, metadata: { note: "n".repeat(metadataBytes), ü: "é" } });
 
-/** Connect's own handler, behind the JSON bridge, streaming `message` once. */
-function connectHandler(message: ReturnType<typeof create<typeof WatchJobResponseSchema>>) {
+/** Connect's own handler, behind the JSON bridge, streaming `message` once (then failing with `error`, when given). */
+function connectHandler(message: ReturnType<typeof create<typeof WatchJobResponseSchema>>, error?: ConnectError) {
   const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false, acceptCompression: [boundedGzip] });
   router.service(JobService, {
     async *watch() {
       yield message;
+      if (error) throw error;
     },
   });
   const h = router.handlers.find((x) => x.method.name === "Watch")!;
   return withSpecJson(h, { readMaxBytes: 1 << 20, maxTimeoutMs: 60_000 });
+}
+
+async function allFrames(res: UniversalServerResponse): Promise<Uint8Array[]> {
+  const out: Uint8Array[] = [];
+  for await (const f of frames(res.body as AsyncIterable<Uint8Array>)) out.push(envelope(f.flags, f.data));
+  return out;
 }
 
 async function firstFrame(res: UniversalServerResponse): Promise<Uint8Array> {
@@ -79,24 +87,64 @@ const MESSAGES: { name: string; job: () => ReturnType<typeof job> }[] = [
   { name: "lone surrogates", job: () => create(JobSchema, { id: "job_\ud800", metadata: { "\udfff": "a\ud83d", b: "\\ud800 is not one" } }) },
 ];
 
+/** One Watch call of `c`'s protocol and codec to Connect's handler. */
+function callWatch(c: (typeof CALLS)[number], message: ReturnType<typeof create<typeof WatchJobResponseSchema>>, error?: ConnectError) {
+  const request = toBinary(WatchJobRequestSchema, create(WatchJobRequestSchema, { id: "job_1" }));
+  const body = c.json ? new TextEncoder().encode(JSON.stringify({ id: "job_1" })) : request;
+  return connectHandler(
+    message,
+    error,
+  )({
+    httpVersion: "1.1",
+    method: "POST",
+    url: "http://localhost/media.v1.JobService/Watch",
+    header: new Headers(c.header),
+    body: (async function* () {
+      yield envelope(0, body);
+    })(),
+    signal: new AbortController().signal,
+    contextValues: createContextValues(),
+  });
+}
+
+const ERRORS: { name: string; error: () => ConnectError }[] = [
+  {
+    name: "a stalled stream",
+    error: () =>
+      apiError(Code.ResourceExhausted, "the stream was ended: its client read nothing for 60 s while updates waited; watch again for the latest state"),
+  },
+  { name: "an update not presented", error: () => apiError(Code.Unavailable, "an update of this stream could not be read; watch again for the latest state") },
+  { name: "the deadline", error: () => apiError(Code.DeadlineExceeded, "the operation timed out") },
+  { name: "an error past the compression threshold", error: () => apiError(Code.Unavailable, "é".repeat(COMPRESS_MIN_BYTES)) },
+  { name: "an error not in the API's shape", error: () => new ConnectError("plain", Code.Unavailable) },
+];
+
+describe("the end of a stream that failed after the hand-over", () => {
+  for (const e of ERRORS) {
+    for (const c of CALLS) {
+      it(`${c.name}, ${e.name}: the end frame Connect and the error shaping write`, async () => {
+        const message = create(WatchJobResponseSchema, { eventType: "updated", job: job(10) });
+        const ok = await callWatch(c, message);
+        const failed = await callWatch(c, message, e.error());
+        const okFrames = await allFrames(ok);
+        const expected = (await allFrames(failed)).at(-1)!;
+        const grpcWeb = isGrpcWeb(new Headers(ok.header));
+        expect(grpcWeb).toBe(c.name.startsWith("gRPC-web"));
+        expect(isEndFrame(okFrames.at(-1)!, grpcWeb)).toBe(true);
+        expect(isEndFrame(okFrames[0]!, grpcWeb)).toBe(false);
+        const built = failedEnd(okFrames.at(-1)!, e.error(), grpcWeb, wireFormatOf(new Headers(ok.header))!);
+        expect(Buffer.from(built).toString("latin1")).toBe(Buffer.from(expected).toString("latin1"));
+      });
+    }
+  }
+});
+
 describe("shared frames", () => {
   for (const m of MESSAGES) {
     for (const c of CALLS) {
       it(`${c.name}, ${m.name}: the same bytes as Connect's`, async () => {
         const message = create(WatchJobResponseSchema, { eventType: "updated", job: m.job() });
-        const request = toBinary(WatchJobRequestSchema, create(WatchJobRequestSchema, { id: "job_1" }));
-        const body = c.json ? new TextEncoder().encode(JSON.stringify({ id: "job_1" })) : request;
-        const res = await connectHandler(message)({
-          httpVersion: "1.1",
-          method: "POST",
-          url: "http://localhost/media.v1.JobService/Watch",
-          header: new Headers(c.header),
-          body: (async function* () {
-            yield envelope(0, body);
-          })(),
-          signal: new AbortController().signal,
-          contextValues: createContextValues(),
-        });
+        const res = await callWatch(c, message);
         expect(res.status).toBe(200);
         const format = wireFormatOf(new Headers(res.header));
         expect(format).toBe(c.json ? "json" : c.name.includes("gzip") ? "proto-gzip" : "proto");

@@ -2,10 +2,13 @@
 // speaks the format is written the same bytes. The bytes are those Connect's per-stream path
 // writes (its binary serialization, its gzip above compressMinBytes; the JSON bridge's spec JSON).
 import { fromBinary, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
-import { gzipSync } from "node:zlib";
+import type { ConnectError } from "@connectrpc/connect";
+import { endStreamFlag, endStreamFromJson, endStreamToJson } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus, trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { writeJson } from "../../wire/codec.js";
 import { boundedGzip } from "../compression.js";
-import { envelope } from "../wire-errors.js";
+import { envelope, lastFrameShaped } from "../wire-errors.js";
 
 /** What a stream's messages look like on its wire: spec JSON (Connect or gRPC-web), binary, or binary gzipped when large. */
 export type WireFormat = "json" | "proto" | "proto-gzip";
@@ -26,6 +29,37 @@ export function wireFormatOf(header: Headers | undefined): WireFormat | undefine
   const encoding = header?.get(contentType.toLowerCase().startsWith("application/grpc-web") ? "grpc-encoding" : "connect-content-encoding");
   return encoding === boundedGzip.name ? "proto-gzip" : "proto";
 }
+
+/** Whether a stream's answer is gRPC-web (trailers end it) rather than Connect (an end-of-stream message). */
+export const isGrpcWeb = (header: Headers | undefined): boolean => /^application\/grpc-web/i.test(header?.get("content-type") ?? "");
+
+/** Whether a frame (one envelope) ends its call: Connect's end of stream, gRPC-web's trailers. */
+export const isEndFrame = (frame: Uint8Array, grpcWeb: boolean): boolean =>
+  frame.byteLength >= 5 && (frame[0]! & (grpcWeb ? trailerFlag : endStreamFlag)) !== 0;
+
+/**
+ * The end of a call whose stream failed after Connect's part of it ended well (`end`, its end frame):
+ * the frame Connect's handler and the gateway's error shaping write when the service throws `error`,
+ * with the trailers (the end-of-stream metadata) the call ended with.
+ */
+export function failedEnd(end: Uint8Array, error: ConnectError, grpcWeb: boolean, format: WireFormat): Uint8Array {
+  const data = end.subarray(5);
+  const plain = end[0]! & COMPRESSED ? gunzipSync(data) : data;
+  let bytes: Uint8Array;
+  if (grpcWeb) {
+    const trailer = trailerParse(plain);
+    setTrailerStatus(trailer, error);
+    bytes = trailerSerialize(trailer);
+  } else {
+    bytes = new TextEncoder().encode(JSON.stringify(endStreamToJson(endStreamFromJson(plain).metadata, error, {})));
+  }
+  const flags = grpcWeb ? trailerFlag : endStreamFlag;
+  const compressed = format === "proto-gzip" && bytes.byteLength >= COMPRESS_MIN_BYTES;
+  const frame = compressed ? envelope(flags | COMPRESSED, gzipSync(bytes)) : envelope(flags, bytes);
+  return lastFrameShaped(grpcWeb, frame[0]!, frame.subarray(5));
+}
+
+const COMPRESSED = 0b1;
 
 /** A message for many streams: its frames made on first use, once per format. */
 export class SharedMessage<M extends Message = Message> {

@@ -1,13 +1,15 @@
 // The Watch methods' handler: Connect's own (through the JSON bridge) reads the request, runs the
-// interceptors and the service, and writes the snapshot and the end of the stream; between them,
-// once the service hands its stream over, the updates go out as shared frames in the answer's
-// format, taken one at a time as the host asks for the next chunk (so as the socket has room).
+// interceptors and the service, and writes the snapshot. The service then hands its stream over
+// and returns, so Connect's part of the call ends there; its end frame is held back while the
+// updates go out as shared frames in the answer's format, pushed to the host's sink each as the
+// socket has room (src/urgent-body.ts). The held end goes out with the terminal message, or as the
+// error the stream failed with (stalled, unreadable update, deadline).
 import { createContextKey } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import type { UrgentBody } from "../../src/urgent-body.js";
+import type { PushBody, PushSink } from "../../src/urgent-body.js";
 import { wrapHandler } from "../handler.js";
-import { wireFormatOf, type WireFormat } from "./frames.js";
-import { WatchStream } from "./stream.js";
+import { failedEnd, isEndFrame, isGrpcWeb, wireFormatOf, type WireFormat } from "./frames.js";
+import { WatchStream, type StreamUpdate } from "./stream.js";
 
 /** The call's stream, for the service (absent when the call did not come through this handler). */
 export const WATCH_STREAM = createContextKey<WatchStream | undefined>(undefined, { description: "the Watch call's shared-frame stream" });
@@ -16,6 +18,13 @@ export function withSharedFrames(inner: UniversalHandler): UniversalHandler {
   const fn = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const stream = new WatchStream();
     req.contextValues?.set(WATCH_STREAM, stream);
+    // The client going away ends the stream, also once Connect's part of the call is over.
+    const gone = () => stream.end();
+    req.signal.addEventListener("abort", gone, { once: true });
+    void stream.finished.then(
+      () => req.signal.removeEventListener("abort", gone),
+      () => req.signal.removeEventListener("abort", gone),
+    );
     let res: UniversalServerResponse;
     try {
       res = await inner(req);
@@ -29,38 +38,64 @@ export function withSharedFrames(inner: UniversalHandler): UniversalHandler {
       stream.end();
       return res;
     }
-    const merged: UrgentBody = { urgent: stream.urgent, [Symbol.asyncIterator]: () => frames(body, stream, format) };
+    const grpcWeb = isGrpcWeb(res.header);
+    const end: Uint8Array[] = [];
+    const merged: PushBody = {
+      urgent: stream.urgent,
+      [Symbol.asyncIterator]: () => connectFrames(body, stream, grpcWeb, end),
+      push: (sink, signal) => (stream.handedOver && end.length > 0 ? pushFrames(stream, format, grpcWeb, end, sink, signal) : (stream.end(), undefined)),
+    };
     return { ...res, body: merged };
   };
   return wrapHandler(inner, fn);
 }
 
-const ATTACHED = Symbol("attached");
-
-/** Connect's frames until the service hands its stream over, then the stream's shared frames, then the rest of Connect's (the end). */
-async function* frames(body: AsyncIterable<Uint8Array>, stream: WatchStream, format: WireFormat): AsyncGenerator<Uint8Array> {
+/** Connect's frames: the snapshot (or the whole call, when it ended before any update); its end held (into `end`) once the stream is handed over. */
+async function* connectFrames(body: AsyncIterable<Uint8Array>, stream: WatchStream, grpcWeb: boolean, end: Uint8Array[]): AsyncGenerator<Uint8Array> {
   const inner = body[Symbol.asyncIterator]();
-  const attached: Promise<typeof ATTACHED> = stream.attached.then(() => ATTACHED);
-  let handedOver = false;
-  let next: Promise<IteratorResult<Uint8Array>> | undefined;
   try {
-    for (;;) {
-      next ??= inner.next();
-      const step: IteratorResult<Uint8Array> | typeof ATTACHED = handedOver ? await next : await Promise.race([next, attached]);
-      if (step === ATTACHED) {
-        handedOver = true;
-        // The service waits for the stream's end: nothing comes from Connect meanwhile.
-        for (let u = await stream.next(); u; u = await stream.next()) yield u.shared.frame(format);
-        continue;
-      }
-      next = undefined;
-      if (step.done) return;
-      yield step.value;
+    // Each chunk is one frame (the bridge and the error shaping yield them so).
+    for (let step = await inner.next(); !step.done; step = await inner.next()) {
+      if (stream.handedOver && isEndFrame(step.value, grpcWeb)) end.push(step.value);
+      else yield step.value;
     }
   } finally {
-    stream.end();
-    next?.catch(() => undefined);
-    // Lets Connect's pipeline (and the service's cleanup) finish; it may be waiting on the service.
+    // Lets Connect's pipeline (and the service's cleanup) finish when the client left before the hand-over.
     void inner.return?.().catch(() => undefined);
   }
+}
+
+/**
+ * The stream's shared frames, each written as the socket has room, then the held end: with the
+ * terminal message in one write, or as the error the stream failed with (at once, though the
+ * client reads nothing). Resolves when the answer ended or the client left.
+ */
+function pushFrames(stream: WatchStream, format: WireFormat, grpcWeb: boolean, end: Uint8Array[], sink: PushSink, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (last: Uint8Array | undefined) => {
+      if (done) return;
+      done = true;
+      signal.removeEventListener("abort", gone);
+      stream.end();
+      if (last && !signal.aborted) sink.end(last);
+      resolve();
+    };
+    const gone = () => finish(undefined);
+    const take = (u: StreamUpdate | undefined): void => {
+      if (done) return;
+      if (!u) {
+        const failure = stream.failed;
+        return finish(failure ? failedEnd(end[end.length - 1]!, failure, grpcWeb, format) : Buffer.concat(end));
+      }
+      const frame = u.shared.frame(format);
+      if (u.terminal) return finish(Buffer.concat([frame, ...end]));
+      if (sink.write(frame)) stream.nextThen(take);
+      else sink.drained(() => stream.nextThen(take));
+    };
+    if (signal.aborted) return finish(undefined);
+    signal.addEventListener("abort", gone, { once: true });
+    void stream.urgent.then(() => take(undefined));
+    stream.nextThen(take);
+  });
 }

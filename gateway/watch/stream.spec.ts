@@ -108,4 +108,41 @@ describe("WatchStream", () => {
     s.end(); // once
     expect(s.failed).toBe(error);
   });
+
+  it("hands a writer the waiting update at once, else the next one as it is offered, with no promise in between", () => {
+    const s = new WatchStream();
+    s.start(1);
+    const got: (number | undefined)[] = [];
+    const take = (u: StreamUpdate | undefined) => got.push(u?.version);
+    s.offer(update(2));
+    s.nextThen(take);
+    expect(got).toEqual([2]); // synchronously
+    s.nextThen(take);
+    expect(got).toEqual([2]);
+    s.offer(update(3));
+    expect(got).toEqual([2, 3]); // inside offer
+    s.nextThen(take);
+    s.offer(update(4, true));
+    expect(got).toEqual([2, 3, 4]);
+    s.nextThen(take);
+    expect(got).toEqual([2, 3, 4, undefined]); // the terminal message was the last
+  });
+
+  it("ends with the deadline's error when its deadline passes first, and not after it ended", async () => {
+    const late = new WatchStream();
+    late.start(1);
+    const error = new ConnectError("the operation timed out", Code.DeadlineExceeded);
+    late.deadline(20, error);
+    await expect(late.finished).rejects.toBe(error);
+    expect(late.failed).toBe(error);
+
+    const done = new WatchStream();
+    done.start(1);
+    done.deadline(20, error);
+    done.offer(update(2, true));
+    expect((await done.next())?.version).toBe(2);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(done.failed).toBeUndefined();
+    await expect(done.finished).resolves.toBeUndefined();
+  });
 });

@@ -22,6 +22,7 @@ export class WatchStream {
   private ended = false;
   private failure: ConnectError | undefined;
   private waiting: ((u: StreamUpdate | undefined) => void) | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
   private resolveFinished!: () => void;
   private rejectFinished!: (e: ConnectError) => void;
   private resolveStarted!: () => void;
@@ -54,6 +55,19 @@ export class WatchStream {
     return replaced;
   }
 
+  /** True once the snapshot went out and the call handed its stream over (start). */
+  get handedOver(): boolean {
+    return this.started;
+  }
+
+  /** Ends the stream with `error` in `ms` unless it is over before (the call's deadline, which outlives Connect's call). */
+  deadline(ms: number, error: ConnectError): void {
+    if (this.ended) return;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = setTimeout(() => this.end(error), Math.max(0, ms));
+    this.deadlineTimer.unref?.();
+  }
+
   /** The snapshot showed `version`: later updates go out from now on. */
   start(version: number): void {
     if (this.ended || this.started) return;
@@ -65,20 +79,26 @@ export class WatchStream {
     this.resolveStarted();
   }
 
-  /** The next update to write, when the writer has room for it; undefined once the stream is over. */
+  /**
+   * Hands `then` the next update once the writer has room for it: at once when one waits, else when
+   * one comes; undefined once the stream is over. One writer waits at a time.
+   */
+  nextThen(then: (u: StreamUpdate | undefined) => void): void {
+    if (this.ended) return then(undefined);
+    if (this.updated || this.terminal) return then(this.take());
+    this.waiting = then;
+  }
+
+  /** The next update to write, as a promise (nextThen). */
   next(): Promise<StreamUpdate | undefined> {
-    if (this.ended) return Promise.resolve(undefined);
-    if (this.updated || this.terminal) {
-      const u = this.take();
-      return Promise.resolve(u);
-    }
-    return new Promise((resolve) => (this.waiting = resolve));
+    return new Promise((resolve) => this.nextThen(resolve));
   }
 
   /** Ends the stream: with `error`, a failure its handler answers; without, the client left or the handler ended. */
   end(error?: ConnectError): void {
     if (this.ended) return;
     this.ended = true;
+    clearTimeout(this.deadlineTimer);
     this.updated = this.terminal = undefined;
     this.waitingSince = undefined;
     this.failure = error;
@@ -109,6 +129,7 @@ export class WatchStream {
       this.terminal = undefined;
       // The last message is handed over: the stream is over once it is written.
       this.ended = true;
+      clearTimeout(this.deadlineTimer);
       this.resolveFinished();
     }
     this.shown = u.version;

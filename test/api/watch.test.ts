@@ -174,6 +174,20 @@ describe("Watch at scale", () => {
     reader.close();
   });
 
+  it("a stream with a deadline (connect-timeout-ms) gets its updates until then, and then deadline_exceeded", async () => {
+    const id = await newVideo();
+    const started = Date.now();
+    const timed = new RawStream(h.bases[0]!, "/media.v1.VideoService/Watch", { ...headers, "connect-timeout-ms": "1500" }, enveloped({ id }));
+    await timed.until("snapshot", hasSnapshot);
+    await update(h.base, id, 1);
+    await timed.until("the update", (r) => messages(r.frames).some((m) => stepOf(m) === 1));
+    const ended = await timed.until("end of stream", (r) => r.ended);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+    expect(endOf(ended.frames)?.error?.code).toBe("deadline_exceeded");
+    checkOrder(ended.frames);
+    timed.close();
+  });
+
   it(`a stream that never reads is ended with resource_exhausted after ${STALL_SECONDS} s of back-pressure`, async () => {
     const id = await newVideo();
     const base = h.bases[0]!;
