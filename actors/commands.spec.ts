@@ -10,7 +10,7 @@ import { topicsFor } from "../src/bus/topics.js";
 import { createLogger } from "../src/log.js";
 import { FileStore } from "../src/store/file-store.js";
 import type { Batch } from "../src/store/port.js";
-import { CommandClient, serveCommands, tell } from "./commands.js";
+import { CommandClient, publishUpdate, serveCommands, tell, UpdatesHub } from "./commands.js";
 import { ActorHost, type EntityBehavior } from "./host.js";
 
 const Counter: EntityBehavior<{ n: number }, { type: "add" }, { type: "added" }> = {
@@ -73,6 +73,34 @@ describe("commands over the bus", () => {
     await client.stop();
     await consumer.stop();
     host.stop();
+    await bus.close();
+  });
+});
+
+describe("the updates hub", () => {
+  it("decodes only the updates of entities someone here follows, and hands each to its listeners", async () => {
+    const bus = new MemoryBus();
+    await bus.start();
+    const topics = topicsFor("u");
+    await bus.ensureTopics([{ topic: topics.updates, partitions: 2 }]);
+    const warned: unknown[] = [];
+    const log = createLogger("silent");
+    log.warn = ((o: unknown) => void warned.push(o)) as typeof log.warn;
+    const hub = new UpdatesHub(bus, topics, log);
+    await hub.start();
+    const seen: number[] = [];
+    const leave = hub.subscribe("job", "job_1", (u) => seen.push(u.version));
+    // Bytes that do not parse: under a key nobody follows they are not even read; under a followed one, skipped with a warning.
+    await bus.publish(topics.updates, [{ key: "job:job_2", value: new TextEncoder().encode("not json") }]);
+    await publishUpdate(bus, topics, { type: "job", id: "job_2", version: 1, state: {} });
+    await publishUpdate(bus, topics, { type: "job", id: "job_1", version: 7, state: {} });
+    await bus.publish(topics.updates, [{ key: "job:job_1", value: new TextEncoder().encode("not json") }]);
+    await publishUpdate(bus, topics, { type: "job", id: "job_1", version: 8, state: {} });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen).toEqual([7, 8]);
+    expect(warned).toHaveLength(1);
+    leave();
+    await hub.stop();
     await bus.close();
   });
 });

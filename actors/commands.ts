@@ -211,6 +211,8 @@ export class UpdatesHub {
         if (partitions.length > 0) ready();
       },
       handler: async (m) => {
+        // The key names the entity (publishUpdate): an update nobody here follows is not decoded.
+        if (!this.listeners.has(m.key)) return;
         let update: EntityUpdate;
         try {
           update = decode<EntityUpdate>(m.value);
