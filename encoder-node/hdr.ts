@@ -77,6 +77,15 @@ export const DEFAULT_MASTERING_DISPLAY: MasteringDisplay = {
 };
 
 /**
+ * Filter steps that bring a PQ or HLG input to BT.709 SDR, as a variant without an hdr mode is
+ * (tonemap): for the pictures made of the input (thumbnails); none for an SDR input.
+ */
+export function sdrStepsOf(input: ProbeResult): string[] {
+  if (inputRange(input.video) === "SDR") return [];
+  return colourPlanOf({ hdr: undefined } as VideoVariant, input)?.steps ?? [];
+}
+
+/**
  * The colour plan of a variant over an input; undefined leaves its colour as ffmpeg carries it
  * (no mode over an SDR input). No mode over a PQ or HLG input is tonemap, so an H.264 ladder of an
  * HDR source is not washed out. passthrough over an SDR input is SDR, its colour kept.

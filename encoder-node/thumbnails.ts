@@ -12,6 +12,7 @@ import {
   type ThumbnailModeName as Mode,
 } from "../src/thumbnail-spec.js";
 import { formatVttTime } from "./captions.js";
+import { sdrStepsOf } from "./hdr.js";
 import { runFfmpeg } from "./ffmpeg.js";
 import { MediaError } from "./media-errors.js";
 import type { PlanInput } from "./plan.js";
@@ -51,7 +52,14 @@ function sizeOf(spec: ThumbnailSpec, input: PlanInput, fallbackWidth?: number, e
   return { width: round(width), height: round(height) };
 }
 
-const scale = (s: { width: number; height: number }) => `scale=${s.width}:${s.height}:flags=bicubic,setsar=1`;
+/**
+ * The scaler to a thumbnail's size, then, for a PQ or HLG input, the tone-map to BT.709 that its
+ * SDR renditions get (a thumbnail of an HDR video is not washed out); on the small picture, so cheap.
+ */
+const scaleFor = (input: PlanInput) => {
+  const sdr = sdrStepsOf(input.probe);
+  return (s: { width: number; height: number }) => [`scale=${s.width}:${s.height}:flags=bicubic,setsar=1`, ...sdr].join(",");
+};
 
 const QUALITY: Record<Format, string[]> = {
   jpg: ["-q:v", "3"],
@@ -74,6 +82,7 @@ async function renderOne(spec: ThumbnailSpec, t: number, input: PlanInput, opts:
   const format: Format = FORMATS[spec.format as keyof typeof FORMATS] ?? (mode === "animated" ? "webp" : "jpg");
   const duration = input.probe.durationMs / 1000;
   const fps = input.probe.video!.frameRate || 25;
+  const scale = scaleFor(input);
   // The last frame starts one frame before the end: seeking past it yields nothing.
   const latest = Math.max(0, duration - 2 / fps);
   const run = (args: string[]) =>

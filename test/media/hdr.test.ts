@@ -14,10 +14,12 @@ import { promisify } from "node:util";
 import * as HLS from "hls-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runPlan } from "../../encoder-node/ffmpeg.js";
+import { sdrStepsOf } from "../../encoder-node/hdr.js";
 import { planOutput, type OutputPlan } from "../../encoder-node/plan.js";
 import { probe, type ProbeResult } from "../../encoder-node/probe.js";
+import { renderThumbnails } from "../../encoder-node/thumbnails.js";
 import type { ContentKey, TrackClass } from "../../src/drm/types.js";
-import { DrmSystem, HdrMode, OutputSpecSchema, OutputType } from "../../src/gen/media/v1/job_pb.js";
+import { DrmSystem, HdrMode, OutputSpecSchema, OutputType, ThumbnailFormat, ThumbnailMode, ThumbnailSpecSchema } from "../../src/gen/media/v1/job_pb.js";
 import { SegmentFormat, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
 import { makeTestInput } from "../media.js";
 
@@ -123,9 +125,11 @@ function expectClose(actual: unknown, expected: unknown, what: string): void {
 }
 
 /** Mean YAVG (signalstats) over every frame of a file, after the filter steps given. */
-async function meanLuma(file: string, filters = ""): Promise<number> {
+async function meanLuma(file: string, filters = "", at?: number): Promise<number> {
   const vf = `${filters ? `${filters},` : ""}signalstats,metadata=print:key=lavfi.signalstats.YAVG:file=-`;
-  const { stdout } = await exec("ffmpeg", ["-hide_banner", "-nostdin", "-loglevel", "error", "-i", file, "-vf", vf, "-f", "null", "-"], {
+  const one = at === undefined ? [] : ["-ss", at.toFixed(3)];
+  const frames = at === undefined ? [] : ["-frames:v", "1"];
+  const { stdout } = await exec("ffmpeg", ["-hide_banner", "-nostdin", "-loglevel", "error", ...one, "-i", file, "-vf", vf, ...frames, "-f", "null", "-"], {
     maxBuffer: 8 * 1024 * 1024,
   });
   const values = [...stdout.matchAll(/YAVG=([\d.]+)/g)].map((m) => Number(m[1]));
@@ -323,5 +327,32 @@ describe("HDR", { timeout: 120_000 }, () => {
     expect(Math.abs(ours - reference)).toBeLessThanOrEqual(LUMA_BAND);
     // And it is a tone-map, not the PQ signal read as SDR (which is much darker here: ~PQ code values).
     expect(Math.abs(ours - (await meanLuma(pq.file, "format=yuv420p")))).toBeGreaterThan(10);
+  });
+
+  it(`thumbnails of an HDR input are tone-mapped as its SDR renditions are: within ±${LUMA_BAND} of the reference tone-map's mean luma`, async () => {
+    const dir = mkdtempSync(path.join(root, "thumbs-"));
+    const specs = [
+      create(ThumbnailSpecSchema, { mode: ThumbnailMode.SINGLE, format: ThumbnailFormat.PNG, timeSeconds: 1 }),
+      create(ThumbnailSpecSchema, { mode: ThumbnailMode.SPRITE, format: ThumbnailFormat.PNG, count: 4 }),
+    ];
+    const [single, sprite] = await renderThumbnails(specs, pq, { dir });
+    const toneMap = "zscale=t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p";
+    const asTv = "scale=out_range=tv,format=yuv420p";
+    // The single picture against the reference tone-map of the same frame.
+    const reference = await meanLuma(pq.file, toneMap, 1);
+    const luma = await meanLuma(path.join(dir, single!.file), asTv);
+    console.log(`single thumbnail mean luma: ${luma.toFixed(2)}, reference ${reference.toFixed(2)}`);
+    expect(Math.abs(luma - reference)).toBeLessThanOrEqual(LUMA_BAND);
+    // The sprite's tiles (other frames) against the clip: near its tone-map, far from the PQ signal read as SDR (the thumbnails before).
+    const [toneMapped, raw, tiles] = await Promise.all([
+      meanLuma(pq.file, toneMap),
+      meanLuma(pq.file, "format=yuv420p"),
+      meanLuma(path.join(dir, sprite!.file), asTv),
+    ]);
+    console.log(`sprite mean luma: ${tiles.toFixed(2)}, clip tone-mapped ${toneMapped.toFixed(2)}, read as SDR ${raw.toFixed(2)}`);
+    expect(Math.abs(tiles - toneMapped)).toBeLessThan(Math.abs(tiles - raw) / 2);
+    // An SDR input's thumbnail has no colour step.
+    expect(sdrStepsOf(sdr.probe)).toEqual([]);
+    expect(sdrStepsOf(pq.probe).join(",")).toContain("tonemap=hable");
   });
 });
