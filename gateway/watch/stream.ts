@@ -25,15 +25,12 @@ export class WatchStream {
   private deadlineTimer: NodeJS.Timeout | undefined;
   private resolveFinished!: () => void;
   private rejectFinished!: (e: ConnectError) => void;
-  private resolveStarted!: () => void;
   private resolveUrgent!: () => void;
   /** When a message began to wait for a writer that did not come (Date.now()); undefined while none waits. */
   waitingSince: number | undefined;
 
   /** Settles when the stream is over: the terminal message was taken, or the stream ended; rejects when it failed. */
   readonly finished = new Promise<void>((resolve, reject) => ((this.resolveFinished = resolve), (this.rejectFinished = reject)));
-  /** Resolves once the snapshot went out and shared messages follow. */
-  readonly attached = new Promise<void>((resolve) => (this.resolveStarted = resolve));
   /** Resolves when the stream failed: what is left to write (the error) must go out although the client reads nothing. */
   readonly urgent = new Promise<void>((resolve) => (this.resolveUrgent = resolve));
 
@@ -76,7 +73,6 @@ export class WatchStream {
     if (this.terminal && this.terminal.version <= version) this.terminal = undefined;
     this.started = true;
     if (this.updated || this.terminal) this.waitingSince = this.now();
-    this.resolveStarted();
   }
 
   /**
