@@ -7,11 +7,9 @@ import { codeFromHttpStatus, codeFromString, codeToString, endStreamFlag, endStr
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { gunzipSync } from "node:zlib";
 import { recordRpc } from "../src/metrics.js";
-import { pushOf, type PushBody } from "../src/urgent-body.js";
-import { endsWithoutError, once } from "./wire-errors.js";
+import { isPushBody, type PushBody } from "../src/urgent-body.js";
+import { COMPRESSED, endsWithoutError, once } from "./wire-errors.js";
 import { wrapHandler } from "./handler.js";
-
-const COMPRESSED = 0b1;
 
 /** The last frame of a chunk of whole frames (the bridge and the error shaping yield one per chunk, a Watch its last message and end in one). */
 function lastFrame(chunk: Uint8Array): Uint8Array | undefined {
@@ -128,8 +126,7 @@ export function withRpcMetrics(handler: UniversalHandler): UniversalHandler {
     const body = res.body as AsyncIterable<Uint8Array> | undefined;
     if (body && /^application\/(connect\+|grpc-web)/.test(contentType)) {
       const grpcWeb = contentType.startsWith("application/grpc-web");
-      const push = pushOf(body) && (body as PushBody);
-      return { ...res, body: push ? observedPush(push, grpcWeb, done) : observed(body, grpcWeb, done) };
+      return { ...res, body: isPushBody(body) ? observedPush(body, grpcWeb, done) : observed(body, grpcWeb, done) };
     }
     if (res.status === 200) {
       done("ok");

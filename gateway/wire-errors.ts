@@ -17,7 +17,8 @@ import { setTrailerStatus, trailerFlag, trailerParse, trailerSerialize } from "@
 import { gunzipSync } from "node:zlib";
 import { apiError } from "../src/errors.js";
 
-const COMPRESSED = 0b1;
+/** The envelope flag of a compressed frame. */
+export const COMPRESSED = 0b1;
 const decoder = new TextDecoder();
 
 /**

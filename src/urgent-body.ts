@@ -32,7 +32,7 @@ export interface PushBody extends UrgentBody {
 export const urgentOf = (body: AsyncIterable<Uint8Array> | undefined): Promise<void> | undefined =>
   body && (body as Partial<UrgentBody>).urgent instanceof Promise ? (body as UrgentBody).urgent : undefined;
 
-export const pushOf = (body: AsyncIterable<Uint8Array> | undefined): PushBody["push"] | undefined => {
-  const push = (body as Partial<PushBody> | undefined)?.push;
-  return typeof push === "function" ? push.bind(body) : undefined;
-};
+export const isPushBody = (body: AsyncIterable<Uint8Array> | undefined): body is PushBody =>
+  typeof (body as Partial<PushBody> | undefined)?.push === "function";
+
+export const pushOf = (body: AsyncIterable<Uint8Array> | undefined): PushBody["push"] | undefined => (isPushBody(body) ? body.push.bind(body) : undefined);

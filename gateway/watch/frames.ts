@@ -8,7 +8,7 @@ import { setTrailerStatus, trailerFlag, trailerParse, trailerSerialize } from "@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { writeJson } from "../../wire/codec.js";
 import { boundedGzip } from "../compression.js";
-import { envelope, lastFrameShaped } from "../wire-errors.js";
+import { COMPRESSED, envelope, lastFrameShaped } from "../wire-errors.js";
 
 /** What a stream's messages look like on its wire: spec JSON (Connect or gRPC-web), binary, or binary gzipped when large. */
 export type WireFormat = "json" | "proto" | "proto-gzip";
@@ -58,8 +58,6 @@ export function failedEnd(end: Uint8Array, error: ConnectError, grpcWeb: boolean
   const frame = compressed ? envelope(flags | COMPRESSED, gzipSync(bytes)) : envelope(flags, bytes);
   return lastFrameShaped(grpcWeb, frame[0]!, frame.subarray(5));
 }
-
-const COMPRESSED = 0b1;
 
 /** A message for many streams: its frames made on first use, once per format. */
 export class SharedMessage<M extends Message = Message> {
