@@ -19,7 +19,9 @@ const job = (metadataBytes: number) =>
 function connectHandler(message: ReturnType<typeof create<typeof WatchJobResponseSchema>>, error?: ConnectError) {
   const router = createConnectRouter({ connect: true, grpcWeb: true, grpc: false, acceptCompression: [boundedGzip] });
   router.service(JobService, {
-    async *watch() {
+    async *watch(_req, ctx) {
+      // Trailers, as the gateway's interceptors set them (request id, rate limits): a failed end keeps them.
+      ctx.responseTrailer.set("x-request-id", "req_1");
       yield message;
       if (error) throw error;
     },
