@@ -331,15 +331,16 @@ async function writeChunked(
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
       if (signal.aborted) return;
       // An urgent body's end goes out without waiting: uWS holds it until the client reads.
-      if (!write(next.value) && !hurry) await (urgent ? Promise.race([writable(res, signal), urgent]) : writable(res, signal));
+      if (!write(next.value) && !hurry) await (urgent ? Promise.race([writable(res, signal, true), urgent]) : writable(res, signal));
     }
     if (signal.aborted) return;
     const pushed = push?.(
       {
         write: (chunk) => !signal.aborted && write(chunk),
-        drained: (then) => void writable(res, signal).then(() => signal.aborted || then()),
+        drained: (then) => void writable(res, signal, true).then(() => signal.aborted || then()),
         end: (last) => {
           if (signal.aborted) return;
+          heldOpen.release(res);
           beforeEnd();
           res.cork(() => {
             if (!headSent) ((headSent = true), writeHead());
@@ -350,27 +351,72 @@ async function writeChunked(
       signal,
     );
     if (pushed) return await pushed;
+    heldOpen.release(res);
     beforeEnd();
     res.cork(() => {
       if (!headSent) writeHead();
       res.end();
     });
   } finally {
+    heldOpen.release(res);
     if (signal.aborted) await iterator.return?.(); // let the producer finish its cleanup
   }
 }
 
-/** Waits until uWS can take more of the response, or the client went away. */
-function writable(res: uWS.HttpResponse, signal: AbortSignal, retry: (offset: number) => boolean = () => true): Promise<void> {
+/**
+ * Waits until uWS can take more of the response, or the client went away. `holdOpen` for a body
+ * with its own limit on a client that reads nothing (an urgent body: a Watch, ended after
+ * MEDIA_WATCH_STALL_SECONDS with its error): uWS closes a socket that takes nothing for 10 s
+ * (HTTP_TIMEOUT_S, armed by the failed write), which would cut such a stream first, silently.
+ */
+function writable(res: uWS.HttpResponse, signal: AbortSignal, holdOpen = false, retry: (offset: number) => boolean = () => true): Promise<void> {
   return new Promise<void>((resolve) => {
+    const release = holdOpen ? heldOpen.hold(res, signal) : undefined;
+    // Removed on drain: a long stream waits for room many times on one signal.
+    const gone = () => {
+      release?.();
+      resolve();
+    };
     res.onWritable((offset) => {
       const done = retry(offset);
-      if (done) resolve();
+      if (done) {
+        signal.removeEventListener("abort", gone);
+        gone();
+      }
       return done;
     });
-    signal.addEventListener("abort", () => resolve(), { once: true });
+    signal.addEventListener("abort", gone, { once: true });
   });
 }
+
+/**
+ * Responses waiting for room past uWS's timeout: every 3 s, one empty cork each. uWS re-arms its
+ * 10 s timeout when an uncork finds the socket still backed up (HttpResponse::cork; its timer
+ * ticks by 4 s), and tries its buffered bytes once more. One timer for all of them.
+ */
+const heldOpen = new (class {
+  private readonly waiting = new Map<uWS.HttpResponse, AbortSignal>();
+  private timer: NodeJS.Timeout | undefined;
+
+  hold(res: uWS.HttpResponse, signal: AbortSignal): () => void {
+    this.waiting.set(res, signal);
+    this.timer ??= setInterval(() => this.rearm(), 3000).unref();
+    return () => this.release(res);
+  }
+
+  /** Before the response ends (uWS's response is not to be touched after). */
+  release(res: uWS.HttpResponse): void {
+    this.waiting.delete(res);
+    if (this.waiting.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private rearm(): void {
+    for (const [res, signal] of this.waiting) if (!signal.aborted) res.cork(() => undefined);
+  }
+})();
 
 /**
  * An edge answer: a body of known length goes out with tryEnd (uWS writes the Content-Length), one
@@ -431,7 +477,7 @@ async function writeEdge(
         // Part of the chunk is queued: send the rest from where uWS stopped, as the socket drains.
         // When that rest completes the body, the response is over: uWS refuses any access after it.
         let ended = false;
-        await writable(res, signal, (at) => {
+        await writable(res, signal, false, (at) => {
           const [ok, done] = res.tryEnd(chunk.subarray(at - offset), total);
           ended = done;
           return ok || done;

@@ -12,6 +12,7 @@ import { launchCluster } from "../main/launcher.js";
 import { startServer, type Bootstrap } from "../main/server.js";
 import type { Store } from "../src/store/port.js";
 import { cassandraContactPoint, kafkaBrokers } from "./cluster/endpoints.js";
+import { collectGarbageHere, collectGarbageIn } from "./gc.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");
 
@@ -32,6 +33,8 @@ export interface Harness {
   readonly bases: readonly string[];
   readonly boot: Bootstrap;
   token(email: string): Promise<string>;
+  /** A full garbage collection in the process serving `base` (test/gc.ts), before measuring its memory. */
+  collectGarbage(base: string): Promise<void>;
 }
 
 /** Which deployment the API suites run against: MEDIA_TEST_TARGET=cluster for Kafka and Cassandra. */
@@ -52,6 +55,7 @@ export async function startHarness(extra: Record<string, string> = {}, dataDir =
     bases: [base],
     boot: server.bootstrap!,
     token: (email) => mintDevToken(config, email),
+    collectGarbage: () => collectGarbageHere(),
   };
 }
 
@@ -66,6 +70,8 @@ export function clusterEnv(dataDir: string, keyspace: string, extra: Record<stri
     MEDIA_CASSANDRA_CONTACT_POINTS: cassandraContactPoint(),
     MEDIA_CASSANDRA_KEYSPACE: keyspace,
     MEDIA_COMMAND_PARTITIONS: "4",
+    // The inspector, when a test opens it (SIGUSR1, test/gc.ts), on a free port.
+    NODE_OPTIONS: [process.env.NODE_OPTIONS, "--inspect-port=0"].filter(Boolean).join(" "),
     ...extra,
   };
 }
@@ -90,7 +96,7 @@ async function startClusterHarness(extra: Record<string, string>, dataDir: strin
   const config = loadConfig(env);
   const basePort = freePort();
   nextPort += 4;
-  const cluster = await launchCluster({ gateways: 2, actorHosts: 2, encoderNodes: 1, basePort, env });
+  const cluster = await launchCluster({ gateways: 2, actorHosts: 2, encoderNodes: 1, basePort, env, inheritOutput: !!process.env.DBG_OUT });
   const bases = cluster.gateways.map((g) => `http://127.0.0.1:${g.port}`);
   let turn = 0;
   return {
@@ -103,6 +109,11 @@ async function startClusterHarness(extra: Record<string, string>, dataDir: strin
     bases,
     boot: readBootstrap(dataDir),
     token: (email) => mintDevToken(config, email),
+    collectGarbage: async (base) => {
+      const gateway = cluster.gateways[bases.indexOf(base)];
+      if (!gateway) throw new Error(`no gateway of this cluster serves ${base}`);
+      await collectGarbageIn(gateway.child.pid!, gateway.output);
+    },
   };
 }
 

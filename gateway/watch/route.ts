@@ -32,22 +32,37 @@ export function withSharedFrames(inner: UniversalHandler): UniversalHandler {
       stream.end();
       throw e;
     }
-    const format = wireFormatOf(res.header);
-    const body = res.body as AsyncIterable<Uint8Array> | undefined;
-    if (!body || format === undefined) {
-      stream.end();
-      return res;
-    }
-    const grpcWeb = isGrpcWeb(res.header);
-    const end: Uint8Array[] = [];
-    const merged: PushBody = {
-      urgent: stream.urgent,
-      [Symbol.asyncIterator]: () => connectFrames(body, stream, grpcWeb, end),
-      push: (sink, signal) => (stream.handedOver && end.length > 0 ? pushFrames(stream, format, grpcWeb, end, sink, signal) : (stream.end(), undefined)),
-    };
-    return { ...res, body: merged };
+    return sharedFrames(res, stream);
   };
   return wrapHandler(inner, fn);
+}
+
+/**
+ * Connect's answer with the stream's shared frames after its own. Its own scope, apart from the
+ * abort listener's: a closure's context holds every variable its function's closures capture, so
+ * the listener, kept for the whole stream, would otherwise keep Connect's finished pipeline (tens
+ * of KiB a stream). For the same reason Connect's body is let go once iterated.
+ */
+function sharedFrames(res: UniversalServerResponse, stream: WatchStream): UniversalServerResponse {
+  const format = wireFormatOf(res.header);
+  let body = res.body as AsyncIterable<Uint8Array> | undefined;
+  if (!body || format === undefined) {
+    stream.end();
+    return res;
+  }
+  const grpcWeb = isGrpcWeb(res.header);
+  const end: Uint8Array[] = [];
+  const merged: PushBody = {
+    urgent: stream.urgent,
+    [Symbol.asyncIterator]: () => {
+      if (!body) throw new Error("a Watch answer's body is read once");
+      const frames = connectFrames(body, stream, grpcWeb, end);
+      body = undefined;
+      return frames;
+    },
+    push: (sink, signal) => (stream.handedOver && end.length > 0 ? pushFrames(stream, format, grpcWeb, end, sink, signal) : (stream.end(), undefined)),
+  };
+  return { ...res, body: merged };
 }
 
 /** Connect's frames: the snapshot (or the whole call, when it ended before any update); its end held (into `end`) once the stream is handed over. */
