@@ -55,6 +55,16 @@ interface ConsumerHandle {
 }
 
 const BROKERS_SETTING = "MEDIA_KAFKA_BROKERS";
+/** How long ensureTopics waits for the topics' partitions to have leaders. */
+const LEADERS_TIMEOUT_MS = 60_000;
+/** What a broker answers while its metadata has not caught up with a topic yet. */
+const LAGGING_METADATA = new Set(["UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION"]);
+
+/** A kafkajs protocol error's type, also under kafkajs's "retries exceeded" wrapper. */
+const kafkaErrorType = (e: unknown): string | undefined => {
+  const err = e as { type?: string; originalError?: { type?: string }; cause?: { type?: string } };
+  return err.type ?? err.originalError?.type ?? err.cause?.type;
+};
 
 export class KafkaBus implements Bus {
   private readonly kafka: KafkaClient;
@@ -159,17 +169,43 @@ export class KafkaBus implements Bus {
     }
     const existing = new Set(await this.admin.listTopics());
     const missing = [...wanted].filter(([topic]) => !existing.has(topic));
-    if (missing.length === 0) return;
-    try {
-      // Resolves false when every topic already exists (another process won the race).
-      await this.admin.createTopics({
-        topics: missing.map(([topic, numPartitions]) => ({ topic, numPartitions })),
-        waitForLeaders: true,
-      });
-    } catch (e) {
-      // Some existed, some did not: the aggregate error lists each; only "already exists" is fine.
-      const errors = (e as { errors?: Array<{ type?: string }> }).errors;
-      if (!errors || !errors.every((err) => err.type === "TOPIC_ALREADY_EXISTS")) throw e;
+    if (missing.length > 0) {
+      try {
+        // Resolves false when every topic already exists (another process won the race).
+        await this.admin.createTopics({ topics: missing.map(([topic, numPartitions]) => ({ topic, numPartitions })), waitForLeaders: false });
+      } catch (e) {
+        // Some existed, some did not: the aggregate error lists each; only "already exists" is fine.
+        const errors = (e as { errors?: Array<{ type?: string }> }).errors;
+        if (!errors || !errors.every((err) => err.type === "TOPIC_ALREADY_EXISTS")) throw e;
+      }
+    }
+    await this.leadersOf([...wanted.keys()]);
+  }
+
+  /**
+   * Waits until every partition of `topics` has a leader. A broker's metadata lags a topic's
+   * creation, and a restart, by a moment, during which it answers UNKNOWN_TOPIC_OR_PARTITION;
+   * kafkajs's own wait (createTopics' waitForLeaders) retries only LEADER_NOT_AVAILABLE and throws
+   * on it (tulios/kafkajs#1222, #815): a process starting just after Kafka restarted exited so.
+   */
+  private async leadersOf(topics: readonly string[], timeoutMs = LEADERS_TIMEOUT_MS): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+      let why: string;
+      try {
+        const { topics: found } = await this.admin.fetchTopicMetadata({ topics: [...topics] });
+        const waiting = topics.filter((t) => {
+          const partitions = found.find((f) => f.name === t)?.partitions ?? [];
+          return partitions.length === 0 || partitions.some((p) => p.leader < 0);
+        });
+        if (waiting.length === 0) return;
+        why = `no leader yet for ${waiting.join(", ")}`;
+      } catch (e) {
+        if (!LAGGING_METADATA.has(kafkaErrorType(e) ?? "")) throw e;
+        why = message(e);
+      }
+      if (Date.now() + delay > until) throw new Error(`Kafka topics not ready after ${timeoutMs / 1000} s (${topics.join(", ")}): ${why}`);
+      await new Promise((r) => setTimeout(r, delay));
     }
   }
 
