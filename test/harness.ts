@@ -96,7 +96,7 @@ async function startClusterHarness(extra: Record<string, string>, dataDir: strin
   const config = loadConfig(env);
   const basePort = freePort();
   nextPort += 4;
-  const cluster = await launchCluster({ gateways: 2, actorHosts: 2, encoderNodes: 1, basePort, env});
+  const cluster = await launchCluster({ gateways: 2, actorHosts: 2, encoderNodes: 1, basePort, env });
   const bases = cluster.gateways.map((g) => `http://127.0.0.1:${g.port}`);
   let turn = 0;
   return {
