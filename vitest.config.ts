@@ -6,7 +6,8 @@ import { defineConfig } from "vitest/config";
 // infrastructure.
 // A test's time limit catches a hang, not slowness: with two lanes side by side (scripts/test.sh) a
 // test that encodes or transcribes gets half the cores, so the limits are twice what one lane needs.
-const slow = { testTimeout: 240_000, hookTimeout: 300_000, pool: "forks" as const };
+// MEDIA_TEST_CPUFLAGS=0 runs every ffmpeg without its CPU-specific code (test/cpuflags.ts).
+const slow = { testTimeout: 240_000, hookTimeout: 300_000, pool: "forks" as const, setupFiles: ["test/cpuflags.ts"] };
 const cluster = { ...slow, globalSetup: ["test/cluster/infra.setup.ts"] };
 
 export default defineConfig({

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suites need on a fresh machine, idempotently (silent and quick once done),
-# and says how long each step took. Debian packages first; then three independent chains run side
-# by side, so the network-bound installs overlap the CPU-bound Go builds:
+# and says how long each step took. Independent chains run side by side, so the network-bound
+# installs overlap the CPU-bound Go builds:
+#   apt        the Debian packages the machine lacks (the chains that need one wait for it)
 #   npm        the project's packages (npm install)
 #   go         storage peers (MinIO, mc, fake-gcs-server), the Connect conformance runner, the
 #              fuzzer's OpenAPI generator (with its schemathesis venv)
@@ -18,6 +19,9 @@ t0=$(now)
 # fetch and run Kafka and Cassandra from Maven Central), ffmpeg and ffprobe (the encoder), chromium
 # (the player tests), espeak-ng (speech for the caption tests), Python's venv (tools above). Go
 # comes with the machine (Debian's is too old for MinIO); infra/peers.sh says so when it is missing.
+# apt runs as a chain of its own, beside the npm install and the Go builds, which need none of it;
+# the chains that do (the jars need Java and Maven, the Python tools a venv) wait for it only when
+# the machine lacks what they need.
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
@@ -26,11 +30,24 @@ command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng)
-python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
-if ((${#missing[@]})); then
+venv=""
+python3 -c 'import ensurepip' >/dev/null 2>&1 || { missing+=(python3-venv); venv=after_apt; }
+apt_packages() {
   echo "setup: installing ${missing[*]}" >&2
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
-fi
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+}
+apt_chain() {
+  if apt_packages; then echo ok >"$apt_done"; else echo failed >"$apt_done"; return 1; fi
+}
+# after_apt <command...>: waits for the apt chain first when it runs and the command needs it.
+apt_done="$(mktemp -u)"
+after_apt() {
+  if ((${#missing[@]})); then
+    while [[ ! -e "$apt_done" ]]; do sleep 1; done
+    [[ "$(<"$apt_done")" == ok ]] || { echo "the Debian packages did not install"; return 1; }
+  fi
+  "$@"
+}
 
 logs="$(mktemp -d)"
 # chain <name> <command...>: runs in the background, output kept for a failure, duration reported.
@@ -50,7 +67,7 @@ chain() {
 go_tools() {
   bash infra/peers.sh build
   bash test/conformance/setup.sh >/dev/null
-  bash test/fuzz/setup.sh
+  $venv bash test/fuzz/setup.sh # its schemathesis venv needs Python's venv
 }
 # && as chain runs this in an if, where set -e does not stop at a failed first step.
 python_tools() {
@@ -60,12 +77,15 @@ jars() {
   bash infra/kafka.sh fetch
   bash infra/cassandra.sh fetch
 }
+if ((${#missing[@]})); then
+  chain apt apt_chain
+fi
 chain npm npm install --no-audit --no-fund --loglevel=error
 chain go go_tools
-chain python python_tools
-chain jars jars
+if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then chain jars jars; else chain jars after_apt jars; fi
+chain python $venv python_tools
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done
-rm -rf "$logs"
+rm -rf "$logs" "$apt_done"
 (($(now) - t0 < 2)) || echo "setup: done in $(($(now) - t0)) s" >&2
 exit "$status"
