@@ -1,47 +1,70 @@
-// Which uWebSockets.js build serves, if any: the newest build that loads on this Node and this C
-// library, then the older one, else node:http. The repackaged 20.57 (Node 20 to 25) needs glibc
-// 2.38 (Debian 13, Ubuntu 24.04); the 20.30 build loads on older systems but has binaries for
-// Node 20 only. A build is tried by loading its binary, so a missing ABI or a too-old glibc is
-// found here, with its reason, and not at the first request.
-import { existsSync } from "node:fs";
+// Which uWebSockets.js build serves, if any: the published build where it loads, else the one
+// scripts/uws-build.sh built at install for this Node and this C library, else node:http. The
+// published 20.57 (Node 20 to 25) needs glibc 2.38 (Debian 13, Ubuntu 24.04); on older systems
+// npm's postinstall builds uWebSockets 20.58 from registry sources into .cache/uws/. A build is
+// tried by loading its binary, so a missing ABI or a too-old glibc is found here, with its reason,
+// and not at the first request.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type uWS from "uWebSockets.js";
 
 export type UwsModule = typeof uWS;
 
 export interface UwsBuild {
-  /** The package alias in package.json. */
-  readonly alias: string;
   readonly label: string;
-  /** Where its binaries sit, relative to its resolved main file. */
-  readonly binaries: string;
+  /** Its main file (uws.js), or why there is none. */
+  readonly main: () => string | { readonly missing: string };
 }
-
-/** In order of preference. */
-export const UWS_BUILDS: readonly UwsBuild[] = [
-  { alias: "uws-next", label: "uWebSockets.js 20.57 (@btc-vision build)", binaries: "." },
-  { alias: "uWebSockets.js", label: "uWebSockets.js 20.30 (@trufflesuite build)", binaries: "../binaries" },
-];
 
 export type UwsChoice =
   { readonly uws: UwsModule; readonly label: string; readonly refused: readonly string[] } | { readonly uws?: undefined; readonly refused: readonly string[] };
 
 const require = createRequire(import.meta.url);
+const LOCAL = fileURLToPath(new URL("../.cache/uws/", import.meta.url));
+
+const published: UwsBuild = {
+  label: "uWebSockets.js 20.57 (@btc-vision build)",
+  main: () => {
+    try {
+      return require.resolve("uWebSockets.js");
+    } catch {
+      return { missing: "not installed" };
+    }
+  },
+};
+
+/** The build of scripts/uws-build.sh, one folder a version; why it is missing when the build failed. */
+export function localBuild(dir = LOCAL): UwsBuild {
+  const versions = existsSync(dir) ? readdirSync(dir).filter((v) => existsSync(path.join(dir, v, "uws.js"))) : [];
+  const version = versions.sort().at(-1);
+  return {
+    label: `uWebSockets${version ? ` ${version}` : ""} (built here by scripts/uws-build.sh)`,
+    main: () => {
+      if (version) return path.join(dir, version, "uws.js");
+      const why = existsSync(path.join(dir, "why-not"))
+        ? readFileSync(path.join(dir, "why-not"), "utf8").trim()
+        : "not built (npm install runs scripts/uws-build.sh)";
+      return { missing: why };
+    },
+  };
+}
+
+/** In order of preference. */
+export const UWS_BUILDS: readonly UwsBuild[] = [published, localBuild()];
 
 /** The first build whose binary loads here, and why each one before it did not. */
 export function loadUws(builds: readonly UwsBuild[] = UWS_BUILDS, load: (file: string) => unknown = require, abi = process.versions.modules): UwsChoice {
   const refused: string[] = [];
   const binary = `uws_${process.platform}_${process.arch}_${abi}.node`;
   for (const b of builds) {
-    let main: string;
-    try {
-      main = require.resolve(b.alias);
-    } catch {
-      refused.push(`${b.label}: not installed`);
+    const main = b.main();
+    if (typeof main !== "string") {
+      refused.push(`${b.label}: ${main.missing}`);
       continue;
     }
-    const file = path.join(path.dirname(main), b.binaries, binary);
+    const file = path.join(path.dirname(main), binary);
     if (!existsSync(file)) {
       refused.push(`${b.label}: no build for this Node (${binary})`);
       continue;
@@ -50,7 +73,7 @@ export function loadUws(builds: readonly UwsBuild[] = UWS_BUILDS, load: (file: s
       load(file);
       return { uws: load(main) as UwsModule, label: b.label, refused };
     } catch (e) {
-      // e.g. "version `GLIBC_2.38' not found": the first line says which.
+      // e.g. "version `GLIBC_2.38' not found": the last line says which.
       refused.push(`${b.label}: ${(e instanceof Error ? e.message : String(e)).split("\n").at(-1)!.slice(0, 200)}`);
     }
   }

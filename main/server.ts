@@ -67,6 +67,8 @@ export interface RunningServer {
   readonly bootstrap: Bootstrap | undefined;
   /** Whether this start created the bootstrap credentials (they are printed only then). */
   readonly bootstrapCreated: boolean;
+  /** What serves HTTP: the uWebSockets build's label, or node:http; empty without a gateway. */
+  readonly httpServer: string;
   close(): Promise<void>;
 }
 
@@ -345,6 +347,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
       store,
       bootstrap: undefined,
       bootstrapCreated: false,
+      httpServer: "",
       async close() {
         await stopClients();
         await stopActors();
@@ -399,11 +402,12 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
   // Upload ETags are hashed on a worker thread: started now rather than by the first upload.
   startHashWorker();
   const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), metricsRoute()]);
-  const { server: http, host } = await listenHost(config.httpServer, { rpc: handlers, edge }, hostOptions, log);
+  const { server: http, host, label } = await listenHost(config.httpServer, { rpc: handlers, edge }, hostOptions, log);
   address.listening(http.port);
-  log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host }, "media API listening");
+  log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host, node: process.version }, "media API listening");
   return {
     port: http.port,
+    httpServer: label,
     store,
     bootstrap,
     bootstrapCreated,
@@ -428,18 +432,18 @@ async function listenHost(
   handlers: Parameters<typeof listenNodeHttp>[0],
   options: HostOptions,
   log: Logger,
-): Promise<{ server: HostServer; host: string }> {
+): Promise<{ server: HostServer; host: string; label: string }> {
   if (choice === "uws") {
     const found = loadUws();
     if (found.uws) {
       const { listenUws } = await import("../gateway/uws.js");
       const server = await listenUws(handlers, options, found.uws);
       log.info({ node: process.version, ...(found.refused.length > 0 ? { not_loaded: found.refused } : {}) }, `serving with ${found.label}`);
-      return { server, host: "uws" };
+      return { server, host: "uws", label: found.label };
     }
     log.warn({ node: process.version, not_loaded: found.refused }, "no uWebSockets.js build loads here; serving with node:http");
   } else {
     log.info({ node: process.version }, "serving with node:http (MEDIA_HTTP_SERVER=node)");
   }
-  return { server: await listenNodeHttp(handlers, options), host: "node" };
+  return { server: await listenNodeHttp(handlers, options), host: "node", label: "node:http" };
 }

@@ -10,6 +10,10 @@ if [[ $# -eq 0 && "${MUTATION_GATE:-1}" != 0 ]]; then node test/mutation/baselin
 
 bash scripts/setup.sh # Debian packages, npm packages, Go tools, Python venvs, jars: silent once done
 
+# The Node every suite runs on (the registry's `node` package of package.json, first on PATH) and
+# the uWebSockets build the gateways load: said first and again on the last line.
+runtime="Node $(node -v), $(npx tsx -e 'import("./gateway/uws-loader.ts").then(({ loadUws }) => { const f = loadUws(); console.log(f.label ?? `node:http (${f.refused.join("; ")})`); })')"
+echo "tests: on $runtime"
 npx tsc --noEmit -p .
 npm run -s lint
 
@@ -97,6 +101,6 @@ node -e '
     failed++;
     console.log("FAILED the mutation gate: see the [gate] lines (a module under its floor, or Stryker failed)");
   }
-  console.log(`tests: ${passed} passed, ${failed} failed`);
-' "$out" || true
+  console.log(`tests: ${passed} passed, ${failed} failed (on ${process.argv[2]})`);
+' "$out" "$runtime" || true
 exit "$status"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Smoke test of `media serve` under the pinned Node.js LTS from the npm registry's `node` package
-# (no system install): starts the embedded service on a free port with a temp data folder, waits
+# Smoke test of `media serve` under the other supported Node.js LTS line (22; every suite runs on 24,
+# package.json's `node`), from the npm registry's `node` package (no system install): starts the embedded service on a free port with a temp data folder, waits
 # for HealthService/Check, lists API keys with the bootstrap key, then stops it with SIGTERM and
 # expects a clean exit. The Node binary is installed once into .cache/node-lts/<version>/.
 #
@@ -10,9 +10,10 @@
 # Other MEDIA_* variables (e.g. MEDIA_HTTP_SERVER=node) pass through to the server.
 set -euo pipefail
 
-# Node 24 "Krypton": the newest LTS-labelled build on the registry (process.release.lts is set).
-# Node 26 became Active LTS on 2026-10-28, but the registry's newest 26.x (26.10.0) predates that.
-VERSION="${NODE_LTS_VERSION:-24.21.0}"
+# Node 22 "Jod", maintenance LTS until 2027-04-30: the newest 22.x on the registry. No uWS build
+# loads on it on Debian 12 (the local build is made for the Node of package.json), so it serves with
+# node:http and says why in one line.
+VERSION="${NODE_LTS_VERSION:-22.23.3}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 CACHE="$ROOT/.cache/node-lts/$VERSION"
 NODE="$CACHE/node_modules/node/bin/node"

@@ -1,4 +1,4 @@
-// Runs test/runtime/node-lts-smoke.sh: `media serve` under the pinned Node.js LTS from the npm
+// Runs test/runtime/node-lts-smoke.sh: `media serve` under Node 22, the other supported LTS line, from the npm
 // registry's `node` package (installed once into .cache/node-lts/), health, an authenticated call
 // with the bootstrap key, graceful stop. NODE_LTS_VERSION overrides the pinned version.
 import { execFile } from "node:child_process";
