@@ -117,13 +117,12 @@ async function serve(config: Config, roles?: Roles): Promise<void> {
       "the gateway, actor-host and encoder-node roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster",
     );
   }
-  // The first line, whatever the log level: which Node runs it (the one package.json brings, under npx).
-  process.stdout.write(`media ${config.mode} on Node ${process.version} (pid ${process.pid})\n`);
   const { startServer } = await import("./server.js");
   const server = await startServer(config, log, roles);
   // One plain line on stdout whatever the log level: launchers and operators wait for it.
   if (roles?.actorHost) process.stdout.write(`media actor host ready (pid ${process.pid})\n`);
   if (roles?.encoderNode) process.stdout.write(`media encoder node ready (pid ${process.pid})\n`);
+  // Which Node runs it (the one package.json brings, under npx) and what serves HTTP.
   if (server.port > 0) process.stdout.write(`media is running on http://localhost:${server.port} (Node ${process.version}, ${server.httpServer})\n`);
   if (server.bootstrapCreated && server.bootstrap) {
     process.stdout.write(`bootstrap credentials (also in ${config.dataDir}/bootstrap.json):\n${JSON.stringify(server.bootstrap, null, 2)}\n\n`);

@@ -64,10 +64,15 @@ chain() {
     fi
   ) &
 }
+# The five Go builds side by side (each alone leaves a core idle while it downloads and links).
 go_tools() {
-  bash infra/peers.sh build
-  bash test/conformance/setup.sh >/dev/null
+  bash infra/peers.sh build & local peers=$!
+  bash test/conformance/setup.sh >/dev/null & local conformance=$!
   $venv bash test/fuzz/setup.sh # its schemathesis venv needs Python's venv
+  local status=0
+  wait "$peers" || status=1
+  wait "$conformance" || status=1
+  return "$status"
 }
 # && as chain runs this in an if, where set -e does not stop at a failed first step.
 python_tools() {

@@ -10,6 +10,10 @@ if [[ $# -eq 0 && "${MUTATION_GATE:-1}" != 0 ]]; then node test/mutation/baselin
 
 bash scripts/setup.sh # Debian packages, npm packages, Go tools, Python venvs, jars: silent once done
 
+# npm put node_modules/.bin first on PATH, but on a fresh clone this shell had already found the
+# machine's node for the check above, and bash remembers where it found a command.
+export PATH="$PWD/node_modules/.bin:$PATH"
+hash -r
 # The Node every suite runs on (the registry's `node` package of package.json, first on PATH) and
 # the uWebSockets build the gateways load: said first and again on the last line.
 runtime="Node $(node -v), $(npx tsx -e 'import("./gateway/uws-loader.ts").then(({ loadUws }) => { const f = loadUws(); console.log(f.label ?? `node:http (${f.refused.join("; ")})`); })')"
