@@ -7,7 +7,7 @@ import { DrmSystem, EncryptionScheme, OutputType, type OutputSpec } from "../src
 import { AudioCodec, HlsPlaylistType, SegmentFormat } from "../src/gen/media/v1/preset_pb.js";
 import { DRM_SYSTEM_NAMES, drmSchemeOf as checkedSchemeOf, hlsSegmentFormat } from "../src/spec-check.js";
 import { dashColourOf, type CicpColour, type VideoRange } from "./hdr.js";
-import { iframePlaylistOf, type IFrameRates } from "./iframes.js";
+import { iframePlaylistOf } from "./iframes.js";
 import { MediaError } from "./media-errors.js";
 import type { ProbeResult } from "./probe.js";
 import {
@@ -38,32 +38,29 @@ export interface PlanInput {
 
 export type LadderStrategy = "split" | "per-rendition";
 
-/** The multivariant playlist runPlan writes once the media playlists and segments exist. */
+/** The multivariant playlist the manifests write (manifests/hls-master.ts) once the media playlists and segments exist, with the facts they report (manifests/hls-facts.ts). */
 export interface HlsMasterPlan {
   /** Relative to dir. */
-  file: string;
-  /** `codecs` (RFC 6381) is set when the segments cannot be probed (aes_128), else probed from them. */
-  variants: {
-    playlist: string;
-    width: number;
-    height: number;
-    frameRate: number;
-    audioGroup?: string;
-    codecs?: string;
-    /** hls.iframe_playlists: the variant's I-frame playlist (iframes.ts), written with the master; its rates kept once measured. */
-    iframes?: { playlist: string; rates?: IFrameRates };
+  readonly file: string;
+  readonly variants: readonly {
+    readonly playlist: string;
+    readonly width: number;
+    readonly height: number;
+    readonly frameRate: number;
+    readonly audioGroup?: string;
+    /** hls.iframe_playlists: the variant's I-frame playlist (iframes.ts), written with the master. */
+    readonly iframes?: { readonly playlist: string };
     /** VIDEO-RANGE of a variant with a colour plan (hdr.mode, or an HDR input); absent means SDR. */
-    videoRange?: VideoRange;
+    readonly videoRange?: VideoRange;
   }[];
-  audio: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; channels: number; codecs?: string }[];
-  /** Subtitle renditions (WebVTT media playlists), added by the encoder node when the output has subtitle tracks. */
-  subtitles?: { playlist: string; groupId: string; name: string; language: string; isDefault: boolean; forced: boolean; captions: boolean }[];
-  /** aes_128: the first media timestamp (seconds), read when the first segment was decrypted, since the subtitles' timestamp map cannot probe it later. */
-  firstTimestampSeconds?: number;
-  /** Sizes of segments that are stored but not in the local folder (a chunked ladder's), by path relative to dir: measured from these. */
-  storedBytes?: Record<string, number>;
-  /** EXT-X-SESSION-DATA entries (chapters: Apple's com.apple.hls.chapters JSON). */
-  sessionData?: { id: string; uri: string; language: string }[];
+  readonly audio: readonly {
+    readonly playlist: string;
+    readonly groupId: string;
+    readonly name: string;
+    readonly language: string;
+    readonly isDefault: boolean;
+    readonly channels: number;
+  }[];
 }
 
 export interface OutputPlan {
@@ -916,4 +913,10 @@ export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions
     );
   if (type === OutputType.DASH || type === OutputType.ADAPTIVE) return dashPlan(ctx, input, renditions, audio, base, clip, type === OutputType.ADAPTIVE);
   throw new MediaError("internal", `output type ${type} cannot be planned; the output specification was not checked`);
+}
+
+/** The rung a chunked plan encodes whole (the one rendition the chunks do not), if any. */
+export function wholeRung(plan: OutputPlan): string | undefined {
+  const rest = new Set(plan.chunked!.rest.map((r) => r.file));
+  return (plan.renditions ?? []).find((r) => !rest.has(r.file))?.file;
 }

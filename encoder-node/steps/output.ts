@@ -10,10 +10,13 @@ import type { BlobStore } from "../../src/blob/index.js";
 import { contentTypeOf } from "../../src/content-types.js";
 import type { ContentKey } from "../../src/drm/types.js";
 import { OutputSpecSchema, type OutputSpec } from "../../src/gen/media/v1/job_pb.js";
-import { wholeRung, joinChunks } from "../chunks.js";
+import { joinChunks } from "../manifests/chunk-join.js";
+import { hlsFactsOf } from "../manifests/hls-facts.js";
+import { writeGrowingHlsMaster, writeHlsMaster } from "../manifests/hls-master.js";
+import { parseMediaPlaylist } from "../manifests/media-playlist.js";
+import { writePlanManifests } from "../manifests/plan-manifests.js";
 import { ratesOf, type ContentAwareLadder } from "../content-aware.js";
-import { parseMediaPlaylist, writeGrowingHlsMaster, writeHlsMaster } from "../ffmpeg.js";
-import { chunkable, chunkSpans, planOutput, segmentSecondsOf, type ChunkSpan, type OutputPlan } from "../plan.js";
+import { chunkable, chunkSpans, planOutput, segmentSecondsOf, wholeRung, type ChunkSpan, type OutputPlan } from "../plan.js";
 import { ProgressivePublisher } from "../progressive.js";
 import { failureOf, ReportError, writing } from "../reports.js";
 import { needsTranscription, trackResults, type PreparedTrack, type SubtitleContext, type Transcripts } from "../subtitles.js";
@@ -133,7 +136,8 @@ async function joined(r: EncodeRun, output: OutputState, plan: OutputPlan, own: 
   const whole = wholeRung(plan);
   if (whole) {
     const first = parseMediaPlaylist(await readFile(path.join(plan.dir, whole), "utf8")).segments[0];
-    if (first) plan.hlsMaster!.firstTimestampSeconds ??= await r.c.exec.probeStartSeconds(path.join(plan.dir, path.dirname(whole), first.uri), r.signal);
+    const facts = hlsFactsOf(plan.hlsMaster!);
+    if (first) facts.firstTimestampSeconds ??= await r.c.exec.probeStartSeconds(path.join(plan.dir, path.dirname(whole), first.uri), r.signal);
   } else {
     const rung = plan.chunked!.rest[0]!;
     const first = chunks[0]!.find((x) => x.playlist === rung.file)?.segments[0];
@@ -154,7 +158,7 @@ async function firstTimestampFromStorage(r: EncodeRun, output: OutputState, plan
     await r.blob.getToFile(`${output.keyPrefix}/${folder}/init.mp4`, path.join(local, "init.mp4"));
     source = `concat:${path.join(local, "init.mp4")}|${source}`;
   }
-  plan.hlsMaster!.firstTimestampSeconds = await r.c.exec.probeStartSeconds(source, r.signal);
+  hlsFactsOf(plan.hlsMaster!).firstTimestampSeconds = await r.c.exec.probeStartSeconds(source, r.signal);
 }
 
 /** The job's record of a completed output: its renditions (with what they stored) and tracks. */
@@ -225,11 +229,14 @@ export async function runOutput(r: EncodeRun, output: OutputState, split: boolea
       ...(keys ? { keys } : {}),
       ...(grower ? { whileRunning: () => grower.sync() } : {}),
       onProgress: (fraction) => progress.encoding(own * fraction),
+      manifests: false,
     });
+    // The manifests from the plan and what the encode produced: their one owner is manifests/.
+    await writePlanManifests(plan, keys?.[0], signal);
     await publisher?.finish();
     const { chunkBytes, firstChunkSegment } = plan.chunked ? await joined(r, output, plan, own, progress) : { chunkBytes: new Map<string, number>() };
     const tracks = [...provided, ...(await generated)].sort((a, b) => a.index - b.index);
-    if (tracks.length > 0 && firstChunkSegment && plan.hlsMaster!.firstTimestampSeconds === undefined)
+    if (tracks.length > 0 && firstChunkSegment && hlsFactsOf(plan.hlsMaster!).firstTimestampSeconds === undefined)
       await firstTimestampFromStorage(r, output, plan, firstChunkSegment);
     // The final renditions over the analysis's samples: what each rung measured (clear outputs whose renditions have files of their own).
     if (ladder && !spec.drm && plan.renditions?.every((x) => !x.file.endsWith(".mpd")))
