@@ -105,7 +105,7 @@ function failureCode(reason: string): MediaErrorCode {
  * Runs one ffmpeg. Rejects with MediaError("canceled") on abort (the process group is gone by
  * then) and MediaError("encode_failed", last stderr lines) on a non-zero exit.
  */
-export function runFfmpeg(args: string[], opts: RunOptions): Promise<RunResult> {
+export function runFfmpeg(args: readonly string[], opts: RunOptions): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     if (opts.signal?.aborted) return reject(new MediaError("canceled", "encode canceled"));
     const started = Date.now();

@@ -25,11 +25,11 @@ const plan = (s: OutputSpec, p: ProbeResult = probe(), opts: Partial<Parameters<
   planOutput(s, { file: "/in/input", probe: p }, { outputId: "out_1", workDir: "/work/out_1", ...opts });
 
 /** Value following a flag in a command, e.g. after("-crf:v:0"). */
-const after = (cmd: string[], flag: string): string | undefined => {
+const after = (cmd: readonly string[], flag: string): string | undefined => {
   const i = cmd.indexOf(flag);
   return i >= 0 ? cmd[i + 1] : undefined;
 };
-const graph = (cmd: string[]) => after(cmd, "-filter_complex") ?? "";
+const graph = (cmd: readonly string[]) => after(cmd, "-filter_complex") ?? "";
 
 describe("planOutput: sizes and names", () => {
   it("names files by resolution, scales by height keeping the aspect, and picks the largest as main", () => {
