@@ -20,7 +20,7 @@ import { askForLease, endLease, holdLease, type LeaseChannel } from "./lease.js"
 import { recogniserPaths, startRecogniser, type Recogniser } from "./recogniser.js";
 import { checkPrerequisites, standing } from "./prerequisites.js";
 import { reportsTo } from "./reports.js";
-import { nodeExecutors, type Executors, type TaskContext } from "./tasks/context.js";
+import { nodeExecutors, type Executors, type TaskContext } from "./steps/context.js";
 import { runTask } from "./tasks/index.js";
 
 export { withoutPaths } from "./reports.js";

@@ -1,7 +1,7 @@
 // What an HLS output's manifests are written from besides its plan: the facts its executors, the
 // chunks' join and its subtitle tracks reported. A plan is never written to after planning; its
 // facts gather here, one record per master plan, until the last manifest is written from both.
-import type { IFrameRates } from "../iframes.js";
+import type { IFrameRates } from "./iframes.js";
 import type { HlsMasterPlan } from "../plan.js";
 
 /** A subtitle rendition the master lists beside the audio. */

@@ -6,7 +6,7 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ContentKey } from "../../src/drm/types.js";
 import { peakSegmentBitRate, type MeasuredSegment } from "../bandwidth.js";
-import { writeIFramePlaylist } from "../iframes.js";
+import { writeIFramePlaylist } from "./iframes.js";
 import { MediaError } from "../media-errors.js";
 import type { HlsMasterPlan, OutputPlan } from "../plan.js";
 import { readAes128Codecs } from "./aes128-codecs.js";

@@ -1,7 +1,9 @@
 // The HLS multivariant playlist's plan: variants and audio renditions, named for players.
-import { iframePlaylistOf } from "../iframes.js";
 import type { AudioPlan, Rendition } from "../renditions.js";
 import type { HlsMasterPlan } from "./types.js";
+
+/** The I-frame playlist beside a media playlist: `v0/index.m3u8` → `v0/index_iframes.m3u8`. */
+export const iframePlaylistOf = (playlist: string) => playlist.replace(/\.m3u8$/, "") + "_iframes.m3u8";
 
 export const AUDIO_GROUP = "audio";
 

@@ -20,8 +20,8 @@ import { chunkable, chunkSpans, planOutput, segmentSecondsOf, wholeRung, type Ch
 import { ProgressivePublisher } from "../progressive.js";
 import { failureOf, ReportError, writing } from "../reports.js";
 import { needsTranscription, trackResults, type PreparedTrack, type SubtitleContext, type Transcripts } from "../subtitles.js";
-import { chunksOf } from "../tasks/chunk.js";
-import type { TaskContext } from "../tasks/context.js";
+import { chunksOf } from "./chunk.js";
+import type { TaskContext } from "./context.js";
 import type { ProbeResult } from "../probe.js";
 import { drmKeysData } from "./drm-keys.js";
 import { OutputProgress, ownShareOf } from "./progress.js";

@@ -8,7 +8,7 @@ import type { BlobStore } from "../../src/blob/index.js";
 import { contentTypeOf } from "../../src/content-types.js";
 import { ThumbnailSpecSchema } from "../../src/gen/media/v1/job_pb.js";
 import type { ProbeResult } from "../probe.js";
-import type { Executors } from "../tasks/context.js";
+import type { Executors } from "./context.js";
 
 /** Renders and stores the job's thumbnails; what the job records of them. */
 export async function storeThumbnails(

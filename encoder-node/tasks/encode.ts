@@ -11,7 +11,7 @@ import { failureOf, ReportError } from "../reports.js";
 import { startTranscripts, Transcripts, type SubtitleContext } from "../subtitles.js";
 import { runOutput, type EncodeRun } from "../steps/output.js";
 import { storeThumbnails } from "../steps/thumbnails.js";
-import { hostedStream, type TaskContext } from "./context.js";
+import { hostedStream, type TaskContext } from "../steps/context.js";
 
 /** What the subtitle tracks of an attempt read: the recogniser, the job's origins, the input. */
 function subtitleContext(c: TaskContext, job: JobRecord, input: EncodeRun["input"], workDir: string, signal: AbortSignal): SubtitleContext {

@@ -2,7 +2,7 @@
 // handler does not compile.
 import type { EncodeTask } from "../../actors/job/messages.js";
 import { runChunkTask } from "./chunk.js";
-import type { TaskContext } from "./context.js";
+import type { TaskContext } from "../steps/context.js";
 import { runEncode } from "./encode.js";
 import { runProbe } from "./probe.js";
 

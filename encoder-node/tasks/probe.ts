@@ -3,7 +3,7 @@ import type { EncodeTask } from "../../actors/job/messages.js";
 import { randomToken } from "../../src/ids.js";
 import { MediaError } from "../media-errors.js";
 import { failureOf, ReportError } from "../reports.js";
-import type { TaskContext } from "./context.js";
+import type { TaskContext } from "../steps/context.js";
 
 export async function runProbe(c: TaskContext, task: EncodeTask, signal: AbortSignal): Promise<void> {
   const { ask } = c.reports;

@@ -16,8 +16,8 @@ import type { LeaseChannel } from "../lease.js";
 import { probe, probeStartSeconds } from "../probe.js";
 import type { Recogniser } from "../recogniser.js";
 import type { Reports } from "../reports.js";
-import { contentKeys } from "../steps/drm-keys.js";
-import { fetchInput, inputFileOf } from "../steps/input.js";
+import { contentKeys } from "./drm-keys.js";
+import { fetchInput, inputFileOf } from "./input.js";
 import { startTracks, writeTracks } from "../subtitles.js";
 import { renderThumbnails } from "../thumbnails.js";
 
