@@ -55,6 +55,83 @@ const ENTITY_BOUNDARIES = ENTITIES.map((e) => ({
 // local/no-import-cycle gets the same list, so it follows no import into them.
 const IGNORES = ["node_modules/**", "src/gen/**", "test/conformance/gen/**", "data/**", ".*/**"];
 
+// ── encoder-node/ (issue #42): the rooms of the encoder and the way their imports point ──────────
+// planners (plan.ts, planners/, renditions.ts, hdr.ts: pure) ← executors (ffmpeg.ts, packager.ts,
+// probe.ts, ...) and manifests/ ← steps/ ← tasks/ ← node.ts (the lease loop). Planners import no
+// file system, no process and no executor (types excepted: a plan names a ProbeResult); plans and
+// facts are readonly in their types, and encoder-node/pipeline.spec.ts deep-freezes every plan.
+const ENCODER_PLANNERS = ["encoder-node/plan.ts", "encoder-node/planners/**/*.ts", "encoder-node/renditions.ts", "encoder-node/hdr.ts"];
+const ENCODER_EXECUTORS = [
+  "ffmpeg",
+  "packager",
+  "probe",
+  "progressive",
+  "vmaf",
+  "content-aware",
+  "thumbnails",
+  "subtitles",
+  "recogniser",
+  "chunks",
+  "codec-sniff",
+  "prerequisites",
+];
+const ENCODER_ABOVE_PLANNERS = [...ENCODER_EXECUTORS, "node", "lease", "reports"];
+const encoderRoom = (target, from, message) => zone(target, from, `encoder-node/: ${message}`);
+const ENCODER_ROOMS = [
+  encoderRoom(
+    "./encoder-node/manifests",
+    ["./encoder-node/steps", "./encoder-node/tasks", "./encoder-node/node.ts", "./encoder-node/lease.ts", "./encoder-node/reports.ts"],
+    "manifests/ write from plan and facts; they know no step, task or loop",
+  ),
+  encoderRoom("./encoder-node/steps", ["./encoder-node/tasks", "./encoder-node/node.ts"], "an output's steps know no task and no loop"),
+  encoderRoom("./encoder-node/tasks", ["./encoder-node/node.ts"], "a task knows nothing of the lease loop that runs it"),
+  encoderRoom(
+    ENCODER_EXECUTORS.map((e) => `./encoder-node/${e}.ts`),
+    ["./encoder-node/steps", "./encoder-node/tasks", "./encoder-node/node.ts"],
+    "an executor reports facts; it knows no step, task or loop",
+  ),
+];
+const ENCODER_FILES = ["encoder-node/**/*.ts"];
+const ENCODER_SPECS = ["**/*.spec.ts", "**/*.fixtures.ts"];
+const encoderBlocks = [
+  // Specs too: no file in encoder-node/ passes 500 lines.
+  { files: ENCODER_SPECS.map((g) => `encoder-node/${g}`), rules: { "max-lines": ["error", { max: 500 }] } },
+  {
+    files: ENCODER_FILES,
+    ignores: ENCODER_SPECS,
+    rules: {
+      "import-x/no-restricted-paths": ["error", { zones: [...LAYERS, ...PROTOCOLS, ...ENTITY_BOUNDARIES, ...ENCODER_ROOMS] }],
+      // A file that passes 500 lines is asking to be split along a real seam (docs/STYLE.md); a
+      // function over 250 is one the next feature should split (planners/hls.ts hlsPlan is the longest).
+      "max-lines": ["error", { max: 500 }],
+      "max-lines-per-function": ["error", { max: 250, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  {
+    files: ENCODER_PLANNERS,
+    ignores: ENCODER_SPECS,
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          paths: ["node:fs", "node:fs/promises", "node:child_process", "fs", "fs/promises", "child_process"].map((name) => ({
+            name,
+            message: "planners are pure: no file system, no processes",
+          })),
+          patterns: [
+            {
+              regex: `(^|/)(${ENCODER_ABOVE_PLANNERS.join("|")})\\.js$`,
+              allowTypeImports: true,
+              message: "planners import no executor: executors take plans, planners never call them",
+            },
+            { regex: "(^|/)(manifests|steps|tasks)/", message: "planners import nothing above them" },
+          ],
+        },
+      ],
+    },
+  },
+];
+
 export default defineConfig(
   { ignores: IGNORES },
   {
@@ -87,4 +164,5 @@ export default defineConfig(
     languageOptions: { ecmaVersion: 2017, sourceType: "script", globals: { ...globals.browser } },
     rules: { ...js.configs.recommended.rules, strict: ["error", "global"], "no-var": "off" },
   },
+  ...encoderBlocks,
 );

@@ -2,36 +2,16 @@
 // segment, then its media playlist, goes to storage as ffmpeg writes them; once the first rung and
 // the audio have a segment each, a master listing only them makes the video playable; once every
 // other rung is complete, the master lists them too. A player that starts before the end sees a
-// growing EVENT playlist that begins at 0 (EXT-X-START) and ends with EXT-X-ENDLIST.
+// growing EVENT playlist that begins at 0 (EXT-X-START) and ends with EXT-X-ENDLIST. The playlists'
+// text, as published, and the growing master come from manifests/; this file stores them.
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { parseMediaPlaylist } from "./ffmpeg.js";
+import { ended, withStartAtZero } from "./manifests/growing-playlists.js";
+import { parseMediaPlaylist } from "./manifests/media-playlist.js";
+
+export { START_AT_ZERO } from "./manifests/growing-playlists.js";
 import type { RenditionResult } from "../actors/job/messages.js";
 import type { OutputPlan, ProgressivePlan } from "./plan.js";
-
-/**
- * Where a growing playlist starts: at its beginning, not at its "live edge". A millisecond, not 0:
- * Shaka Player 5.2 takes an offset of 0 for none (it tests the value's truth) and starts 3 target
- * durations from the end; hls.js honours either. A finished playlist starts there anyway.
- */
-export const START_AT_ZERO = "#EXT-X-START:TIME-OFFSET=0.001,PRECISE=YES";
-
-/** A media playlist as published: EXT-X-START after the header lines, once. */
-export function withStartAtZero(text: string): string {
-  if (text.includes("#EXT-X-START:")) return text;
-  const lines = text.split("\n");
-  // After #EXTM3U and the playlist's own tags, before the first segment's lines.
-  const at = lines.findIndex(
-    (l) => l.startsWith("#EXTINF:") || l.startsWith("#EXT-X-MAP:") || l.startsWith("#EXT-X-KEY:") || l.startsWith("#EXT-X-DISCONTINUITY"),
-  );
-  lines.splice(at < 0 ? lines.length : at, 0, START_AT_ZERO);
-  return lines.join("\n");
-}
-
-/** A media playlist ended by the publisher after a failure: what was published plays to its end. */
-export function ended(text: string): string {
-  return text.includes("#EXT-X-ENDLIST") ? text : `${text.trimEnd()}\n#EXT-X-ENDLIST\n`;
-}
 
 /** How often a publisher looks for the first segments: a wait here is a wait for the first frame. */
 const UNTIL_PLAYABLE_MS = 40;

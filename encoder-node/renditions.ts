@@ -10,14 +10,16 @@ import type { ProbeResult } from "./probe.js";
 
 /** One rendition as planned: what runPlan and the uploader may report about it. */
 export interface RenditionPlan {
-  name: string;
-  codec: "h264" | "h265" | "vp9" | "av1";
-  width: number;
-  height: number;
-  frameRate: number;
+  readonly name: string;
+  readonly codec: "h264" | "h265" | "vp9" | "av1";
+  readonly width: number;
+  readonly height: number;
+  readonly frameRate: number;
   /** Main file or media playlist of the rendition, relative to dir. */
-  file: string;
+  readonly file: string;
 }
+
+type Working<T> = { -readonly [K in keyof T]: T[K] };
 
 // ───────────────────────────── tables ─────────────────────────────
 
@@ -87,7 +89,8 @@ interface Rate {
 }
 
 /** Everything decided about one video variant, before it is written as arguments. */
-export interface Rendition extends RenditionPlan {
+/** A rendition while the planners lay it out (its file and name are settled there); the plan keeps its RenditionPlan summary, readonly. */
+export interface Rendition extends Working<RenditionPlan> {
   variant: VideoVariant;
   codecId: VideoCodec;
   /** Frame rate the fps filter brings the input down to; undefined keeps the input's. */

@@ -12,11 +12,9 @@ import { SubtitleFormat, SubtitleKind, SubtitleSource, type OutputSpec, type Sub
 import { toWhisperLanguage } from "../src/asr-languages.js";
 import type { ChapterResultData, SubtitleResultData } from "../actors/job/messages.js";
 import {
-  addTextTracksToMpd,
   CAPTION_LIMITS,
   CaptionError,
   cuesFromTranscript,
-  hlsSubtitleRendition,
   parseSubtitles,
   writeChaptersVtt,
   writeWebVtt,
@@ -26,9 +24,11 @@ import {
   type TranscriptWord,
 } from "./captions.js";
 import { FFMPEG_GLOBAL, languageName, type OutputPlan } from "./plan.js";
-import { parseMediaPlaylist, runFfmpeg, writeHlsMaster } from "./ffmpeg.js";
+import { runFfmpeg } from "./ffmpeg.js";
+import { writeHlsSubtitles } from "./manifests/hls-subtitles.js";
+import { addMpdTextTracks } from "./manifests/mpd.js";
 import { MediaError } from "./media-errors.js";
-import { probeStartSeconds, type ProbeResult } from "./probe.js";
+import type { ProbeResult } from "./probe.js";
 import type { Recogniser, Transcript } from "./recogniser.js";
 
 /** What an encode attempt knows for its subtitle tracks. */
@@ -312,42 +312,6 @@ export function appleChapters(chapters: readonly Chapter[], language: string): s
     })),
   );
 }
-const hlsPlaylist = (index: number) => `subtitles/track_${index}/index.m3u8`;
-const SUBTITLE_GROUP = "subs";
-
-/** The HLS master lists the tracks as subtitle renditions. */
-function planTracks(plan: OutputPlan, tracks: readonly PreparedTrack[]): void {
-  if (!plan.hlsMaster || tracks.length === 0) return;
-  plan.hlsMaster.subtitles = tracks.map((t) => ({
-    playlist: hlsPlaylist(t.index),
-    groupId: SUBTITLE_GROUP,
-    name: t.name,
-    language: t.language,
-    isDefault: t.track.isDefault,
-    forced: t.track.forced,
-    captions: t.track.kind === SubtitleKind.CAPTIONS,
-  }));
-  const chaptered = tracks.filter((t) => t.chapters && t.chapters.length > 0);
-  if (chaptered.length > 0)
-    plan.hlsMaster.sessionData = chaptered.map((t) => ({ id: "com.apple.hls.chapters", uri: chaptersJsonFile(t.index), language: t.language }));
-}
-
-/**
- * The MPEG-TS time (90 kHz) at which the HLS media starts: a WebVTT segment's X-TIMESTAMP-MAP maps
- * its local 0 there, so cues line up with the video however the muxer offset its timestamps.
- */
-async function mediaStartMpegTs(plan: OutputPlan, signal: AbortSignal): Promise<number> {
-  if (plan.hlsMaster!.firstTimestampSeconds !== undefined) return Math.round(plan.hlsMaster!.firstTimestampSeconds * 90_000);
-  const playlist = plan.hlsMaster!.variants[0]?.playlist ?? plan.hlsMaster!.audio[0]?.playlist;
-  if (!playlist) return 0;
-  const base = path.dirname(path.join(plan.dir, playlist));
-  const media = parseMediaPlaylist(await readFile(path.join(plan.dir, playlist), "utf8"));
-  const first = media.segments[0];
-  if (!first) return 0;
-  const source = media.init ? `concat:${path.join(base, media.init)}|${path.join(base, first.uri)}` : path.join(base, first.uri);
-  return Math.round((await probeStartSeconds(source, signal)) * 90_000);
-}
-
 /** After the encode: writes every track's files into the plan's folder and says where they are. */
 export async function writeTracks(
   plan: OutputPlan,
@@ -368,25 +332,27 @@ export async function writeTracks(
     }
     files.push(entry);
   }
-  planTracks(plan, tracks);
-  if (plan.hlsMaster?.subtitles && segmentSeconds !== undefined) {
-    // The master was written by the encode; it is written again with the subtitle renditions.
-    await writeHlsMaster(plan.dir, plan.hlsMaster, signal);
-    const mpegts = await mediaStartMpegTs(plan, signal);
-    const durationSeconds = plan.durationMs / 1000;
-    for (const t of tracks) {
-      const rendition = hlsSubtitleRendition(t.cues, { segmentSeconds, durationSeconds, mpegts });
-      const dir = path.dirname(path.join(plan.dir, hlsPlaylist(t.index)));
-      await mkdir(dir, { recursive: true });
-      await writeFile(path.join(plan.dir, hlsPlaylist(t.index)), rendition.playlist);
-      for (const s of rendition.segments) await writeFile(path.join(dir, s.name), s.text);
-    }
-  }
-  if (plan.dashManifest) {
-    const mpd = path.join(plan.dir, plan.dashManifest.file);
-    const text = await readFile(mpd, "utf8");
-    const withText = addTextTracksToMpd(
-      text,
+  // The manifests list them (manifests/): HLS subtitle renditions in the master, text adaptation sets in the MPD.
+  if (plan.hlsMaster && segmentSeconds !== undefined)
+    await writeHlsSubtitles(
+      plan,
+      tracks.map((t) => ({
+        index: t.index,
+        name: t.name,
+        language: t.language,
+        cues: t.cues,
+        isDefault: t.track.isDefault,
+        forced: t.track.forced,
+        captions: t.track.kind === SubtitleKind.CAPTIONS,
+        ...(t.chapters && t.chapters.length > 0 ? { chaptersJson: chaptersJsonFile(t.index) } : {}),
+      })),
+      segmentSeconds,
+      signal,
+    );
+  if (plan.dashManifest)
+    await addMpdTextTracks(
+      plan.dir,
+      plan.dashManifest,
       tracks.map((t) => ({
         id: `subtitle_${t.index}`,
         language: t.language || "und",
@@ -395,8 +361,6 @@ export async function writeTracks(
         role: t.track.kind === SubtitleKind.CAPTIONS || t.source === "generated" ? ("caption" as const) : ("subtitle" as const),
       })),
     );
-    await writeFile(mpd, withText);
-  }
   return { files };
 }
 

@@ -11,7 +11,8 @@
 // the specification check refuses I-frame playlists with it.
 import { open, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { MediaError } from "./media-errors.js";
+import { MediaError } from "../media-errors.js";
+import { iframePlaylistOf } from "../planners/master.js";
 
 const TS_PACKET = 188;
 /** PES stream types of video the ts muxer writes: H.264, HEVC. */
@@ -44,9 +45,6 @@ interface Media {
   mapRange?: { offset: number; length: number };
   segments: Segment[];
 }
-
-/** The I-frame playlist beside a media playlist: `v0/index.m3u8` → `v0/index_iframes.m3u8`. */
-export const iframePlaylistOf = (playlist: string) => playlist.replace(/\.m3u8$/, "") + "_iframes.m3u8";
 
 function parseByteRange(value: string, next: number): { offset: number; length: number } {
   const [length, offset] = value.split("@");

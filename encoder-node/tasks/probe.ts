@@ -1,0 +1,29 @@
+// The probe task: the job's input fetched and read by ffprobe; the job learns its streams.
+import type { EncodeTask } from "../../actors/job/messages.js";
+import { randomToken } from "../../src/ids.js";
+import { MediaError } from "../media-errors.js";
+import { failureOf, ReportError } from "../reports.js";
+import type { TaskContext } from "../steps/context.js";
+
+export async function runProbe(c: TaskContext, task: EncodeTask, signal: AbortSignal): Promise<void> {
+  const { ask } = c.reports;
+  const attempt = randomToken(12);
+  const started = Date.now();
+  const job = await ask({ id: task.jobId }, { type: "probe_started", attempt, at: started });
+  if (!job || job.status !== "probing" || job.attempt !== attempt) return;
+  let file: string;
+  try {
+    file = await c.exec.fetchInput(job, signal);
+  } catch (e) {
+    if (!signal.aborted) await ask(job, { type: "probe_failed", attempt, at: Date.now(), failure: failureOf(e, "input") });
+    return;
+  }
+  try {
+    const result = await c.exec.probe(file, signal);
+    if (!result.video && !result.audio) throw new MediaError("input_unsupported", "the input has neither a video nor an audio stream");
+    await ask(job, { type: "probed", attempt, at: Date.now(), metadata: result, durationMs: Date.now() - started });
+  } catch (e) {
+    if (e instanceof ReportError) throw e;
+    if (!signal.aborted) await ask(job, { type: "probe_failed", attempt, at: Date.now(), failure: failureOf(e, "encode") });
+  }
+}
