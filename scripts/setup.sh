@@ -17,15 +17,17 @@ t0=$(now)
 
 # Debian packages the suites need: curl (front-door test), a JDK and Maven (the infra/ scripts
 # fetch and run Kafka and Cassandra from Maven Central), ffmpeg and ffprobe (the encoder), chromium
-# (the player tests), espeak-ng (speech for the caption tests), Python's venv (tools above). Go
+# (the player tests), espeak-ng (speech for the caption tests), Python's venv (the Python tools). Go
 # comes with the machine (Debian's is too old for MinIO); infra/peers.sh says so when it is missing.
 # apt runs as a chain of its own, beside the npm install and the Go builds, which need none of it;
 # the chains that do (the jars need Java and Maven, the Python tools a venv) wait for it only when
 # the machine lacks what they need.
 missing=()
 command -v curl >/dev/null 2>&1 || missing+=(curl)
-command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
-command -v mvn >/dev/null 2>&1 || missing+=(maven)
+# $jdk and $venv are after_apt where the chain that needs them must wait for apt, else nothing.
+jdk=""
+command -v java >/dev/null 2>&1 || { missing+=(openjdk-17-jre-headless); jdk=after_apt; }
+command -v mvn >/dev/null 2>&1 || { missing+=(maven); jdk=after_apt; }
 command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
@@ -87,7 +89,7 @@ if ((${#missing[@]})); then
 fi
 chain npm npm install --no-audit --no-fund --loglevel=error
 chain go go_tools
-if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then chain jars jars; else chain jars after_apt jars; fi
+chain jars $jdk jars
 chain python $venv python_tools
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done
