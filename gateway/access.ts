@@ -5,13 +5,24 @@ import { Code, ConnectError, createContextKey, type Interceptor } from "@connect
 import { API_KEYS, API_KEY_HASHES, type ApiKeyRecord, type KeyByHash } from "../actors/api-key/messages.js";
 import { apiError, invalid, permissionDenied, unauthenticated } from "../src/errors.js";
 import { atLeast, type AppRecord, type Directory, type OrganizationRecord, type Role, type UserRecord } from "../src/directory.js";
-import type { SessionVerifier } from "../src/identity.js";
+import { TokenRefused, type SessionVerifier } from "../src/identity.js";
+import type { Logger } from "../src/log.js";
+import { SESSION_COOKIE, type Sessions } from "../src/sessions.js";
 import type { SecretBox } from "../src/secrets.js";
 import type { Store } from "../src/store/port.js";
+import { CLIENT_ADDRESS } from "./front.js";
 
 export type Caller =
   | { readonly kind: "key"; readonly key: ApiKeyRecord; readonly app: AppRecord; readonly org: OrganizationRecord }
-  | { readonly kind: "session"; readonly user: UserRecord; readonly staff: boolean; readonly org?: OrganizationRecord; readonly role?: Role };
+  | {
+      readonly kind: "session";
+      readonly user: UserRecord;
+      readonly staff: boolean;
+      readonly org?: OrganizationRecord;
+      readonly role?: Role;
+      /** Set when a session cookie (not a bearer token) authenticated the call. */
+      readonly sessionId?: string;
+    };
 
 export const CALLER = createContextKey<Caller | undefined>(undefined, { description: "authenticated caller" });
 /** The id of the request being served (x-request-id), for records that say what caused them. */
@@ -48,6 +59,7 @@ export const RULES: Readonly<Record<string, Rule>> = {
   "media.v1.OrganizationService/Get": read("organizations"),
   "media.v1.OrganizationService/Update": portal("admin", true, true),
   "media.v1.OrganizationService/List": read("organizations"),
+  "media.v1.OrganizationService/SetStatus": portal("staff", false, true),
 
   "media.v1.AppService/Create": portal("admin", true, true),
   "media.v1.AppService/Get": read("apps"),
@@ -86,6 +98,10 @@ export interface AccessDeps {
   readonly directory: Directory;
   readonly box: SecretBox;
   readonly sessions: SessionVerifier;
+  readonly signIns: Sessions;
+  readonly log: Logger;
+  /** The origin of MEDIA_PUBLIC_URL, accepted as a cookie call's Origin besides the Host's. */
+  readonly publicOrigin: () => string | undefined;
   readonly staffEmails: readonly string[];
   readonly onKeyUsed: (key: ApiKeyRecord) => void;
   readonly ruleOf: (typeName: string, method: string) => Rule | undefined;
@@ -98,22 +114,79 @@ export function accessInterceptor(deps: AccessDeps): Interceptor {
     const rule = deps.ruleOf(req.service.typeName, req.method.name);
     if (!rule) throw apiError(Code.Internal, `no access rule for ${req.service.typeName}/${req.method.name}`);
     if (rule.public) return next(req);
-    const caller = await authorize(deps, rule, await authenticate(deps, req.header.get("authorization")), req.header.get(ORG_HEADER));
+    const caller = await authorize(deps, rule, await authenticate(deps, req.header, req.contextValues.get(CLIENT_ADDRESS)), req.header.get(ORG_HEADER));
     req.contextValues.set(CALLER, caller);
     return next(req);
   };
 }
 
-async function authenticate(deps: AccessDeps, authorization: string | null): Promise<Caller> {
+/** The header a cookie-authenticated call must carry: a cross-site form cannot send it. */
+export const CLIENT_HEADER = "x-media-client";
+
+/** The value of one cookie of a Cookie header. */
+export function cookieValue(header: string | null, name: string): string | undefined {
+  for (const part of (header ?? "").split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/** Operator staff: a staff email, verified by the provider (or vouched for by the operator). */
+export const isStaff = (deps: Pick<AccessDeps, "staffEmails">, user: UserRecord): boolean => user.emailVerified && deps.staffEmails.includes(user.email);
+
+async function authenticate(deps: AccessDeps, header: Headers, address: string): Promise<Caller> {
+  const authorization = header.get("authorization");
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
-  if (!match) throw unauthenticated("missing credentials: send Authorization: Bearer <API key or session token>");
+  if (!match) {
+    const cookie = authorization === null ? cookieValue(header.get("cookie"), SESSION_COOKIE) : undefined;
+    if (cookie !== undefined) return authenticateCookie(deps, cookie, header, address);
+    throw unauthenticated("missing credentials: send Authorization: Bearer <API key or session token>");
+  }
   const token = match[1]!;
   if (token.startsWith("ak_")) return authenticateKey(deps, token);
-  const claims = await deps.sessions.verify(token);
-  if (!claims) throw unauthenticated("invalid or expired session token");
-  const staff = deps.staffEmails.includes(claims.email.toLowerCase());
-  const user = await deps.directory.provision(claims, staff);
-  return { kind: "session", user, staff };
+  let claims;
+  try {
+    claims = await deps.sessions.verify(token);
+  } catch (e) {
+    if (!(e instanceof TokenRefused)) throw e;
+    deps.log.info({ address, reason: e.reason }, "session token refused");
+    throw unauthenticated("invalid or expired session token");
+  }
+  const user = await deps.directory.provision(claims, claims.emailVerified && deps.staffEmails.includes(claims.email.toLowerCase()));
+  return { kind: "session", user, staff: isStaff(deps, user) };
+}
+
+/**
+ * A session cookie: only with the client header and an Origin of this service (a page elsewhere
+ * can neither send the header in a form nor fake its Origin), and only while the session, its
+ * user and the user's sessions are live.
+ */
+async function authenticateCookie(deps: AccessDeps, token: string, header: Headers, address: string): Promise<Caller> {
+  const origin = header.get("origin");
+  const host = header.get("host");
+  if (!header.get(CLIENT_HEADER) || !origin || !(origin === deps.publicOrigin() || (host !== null && sameSite(origin, host)))) {
+    deps.log.info({ address, origin }, "cookie call refused: not from this service's pages");
+    throw permissionDenied(`a session cookie is accepted only from this service's pages (Origin of this host and the ${CLIENT_HEADER} header)`);
+  }
+  const session = await deps.signIns.resolve(token);
+  if (session === "ended") throw unauthenticated("the session has ended; sign in again");
+  const user = await deps.directory.user(session.record.userId);
+  if (!user || user.status !== "active" || session.record.createdAt <= (user.sessionsValidAfter ?? 0)) {
+    await deps.signIns.end(session.id);
+    deps.log.info({ user_id: session.record.userId, address, session: session.id.slice(0, 12) }, "session ended: account not active or signed out everywhere");
+    throw unauthenticated("the session has ended; sign in again");
+  }
+  return { kind: "session", user, staff: isStaff(deps, user), sessionId: session.id };
+}
+
+/** Whether an Origin names the host the request came to. */
+function sameSite(origin: string, host: string): boolean {
+  try {
+    return new URL(origin).host === host.toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 // Secret → hash, bounded: the HMAC is the same every call, and revocation and expiry are checked

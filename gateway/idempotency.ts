@@ -1,11 +1,13 @@
 // The Idempotency-Key header: a mutating call retried with the same key, by the same caller,
 // replays the first successful answer for 24 hours; the same key with another body is refused.
 // The key is claimed in the store before the call runs, so concurrent retries through different
-// gateways still run the call once.
+// gateways still run the call once. The remembered answer is sealed with the server key: answers
+// that carry a secret shown once (an API key, a webhook signing secret) keep it encrypted at rest,
+// and a replay still gives the caller who lost the first answer its secret.
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createContextKey, type Interceptor } from "@connectrpc/connect";
 import { alreadyExists, invalid, VersionConflict } from "../src/errors.js";
-import { sha256 } from "../src/secrets.js";
+import { sha256, type SecretBox } from "../src/secrets.js";
 import type { Store, StoredRecord } from "../src/store/port.js";
 import { LIMITS } from "../src/validation.js";
 import { CALLER, type Rule } from "./access.js";
@@ -25,7 +27,7 @@ const TABLE = "idempotency";
 
 interface Remembered {
   readonly bodyHash: string;
-  /** base64 of the binary response message; absent while the first call is still running. */
+  /** The binary response message sealed with the server key; absent while the first call is still running. */
   readonly response?: string;
   readonly claimedAt: number;
 }
@@ -33,7 +35,7 @@ interface Remembered {
 /** The stored claim of a key: per caller (an API key's id, a user in an organization) and method. */
 export const idempotencyRecordId = (principal: string, method: string, key: string): string => sha256(`${principal}\0${method}\0${key}`);
 
-export function idempotencyInterceptor(store: Store, ruleOf: (service: string, method: string) => Rule | undefined): Interceptor {
+export function idempotencyInterceptor(store: Store, box: SecretBox, ruleOf: (service: string, method: string) => Rule | undefined): Interceptor {
   return (next) => async (req) => {
     const key = req.header.get("idempotency-key");
     if (key === null || req.stream || !ruleOf(req.service.typeName, req.method.name)?.mutating) return next(req);
@@ -55,7 +57,8 @@ export function idempotencyInterceptor(store: Store, ruleOf: (service: string, m
         method: req.method,
         header,
         trailer: new Headers(),
-        message: fromBinary(req.method.output, Buffer.from(r.response!, "base64")),
+        // An answer remembered before answers were sealed is plain base64 (no "."), for its last day.
+        message: fromBinary(req.method.output, Buffer.from(r.response!.includes(".") ? box.decrypt(r.response!) : r.response!, "base64")),
       } as never;
     };
 
@@ -84,7 +87,7 @@ export function idempotencyInterceptor(store: Store, ruleOf: (service: string, m
         const value: Remembered = {
           bodyHash,
           claimedAt: Date.now(),
-          response: Buffer.from(toBinary(req.method.output, res.message as never)).toString("base64"),
+          response: box.encrypt(Buffer.from(toBinary(req.method.output, res.message as never)).toString("base64")),
         };
         await store.commit({ writes: [{ table: TABLE, id, value, expectedVersion: claimed, expiresAt: Date.now() + IDEMPOTENCY_TTL_MS }] });
       }

@@ -165,7 +165,7 @@ function addressKeyOf(address: string): string {
 }
 
 export interface RateLimitOptions {
-  readonly limits: Config["rateLimits"];
+  readonly limits: Pick<Config["rateLimits"], "key" | "anonymous" | "health">;
   /** Methods that need no credentials (health): limited per address by the health policy. */
   readonly isPublic: (service: string, method: string) => boolean;
   readonly now?: () => number;

@@ -17,6 +17,7 @@ import { VideoService } from "../src/gen/media/v1/video_pb.js";
 import { WebhookService } from "../src/gen/media/v1/webhook_pb.js";
 import { newId, Prefix } from "../src/ids.js";
 import type { SessionVerifier } from "../src/identity.js";
+import type { Sessions } from "../src/sessions.js";
 import { accessInterceptor, defaultRule, REQUEST_ID, RULES, SCOPE_RESOURCES, type Rule } from "./access.js";
 import { idempotencyInterceptor } from "./idempotency.js";
 import { withSpecJson } from "./json-bridge.js";
@@ -67,9 +68,18 @@ export function ruleOf(service: string, method: string): Rule | undefined {
   return resource && defaultRule(resource, !READ_METHOD.test(method));
 }
 
+function publicOrigin(hosting: Hosting): string | undefined {
+  try {
+    return new URL(hosting.publicUrl()).origin;
+  } catch {
+    return undefined;
+  }
+}
+
 export interface RouterDeps extends ServiceDeps {
   readonly hosting: Hosting;
   readonly sessions: SessionVerifier;
+  readonly signIns: Sessions;
   readonly onKeyUsed: (key: ApiKeyRecord) => void;
 }
 
@@ -116,9 +126,9 @@ export function createHandlers(routerDeps: RouterDeps): Map<string, UniversalHan
   const interceptors = [
     outermost(deps),
     rateLimits.byAddress,
-    accessInterceptor({ ...deps, staffEmails: deps.config.staffEmails, ruleOf }),
+    accessInterceptor({ ...deps, staffEmails: deps.config.staffEmails, ruleOf, publicOrigin: () => publicOrigin(deps.hosting) }),
     rateLimits.byCaller,
-    idempotencyInterceptor(deps.store, ruleOf),
+    idempotencyInterceptor(deps.store, deps.box, ruleOf),
   ];
   const router = createConnectRouter({
     connect: true,

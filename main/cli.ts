@@ -27,7 +27,16 @@ const COMMANDS = {
     about: ["cluster mode on one machine: N gateways (ports P, P+1, ...), M actor hosts, E encoder nodes"],
     options: { gateways: { type: "string" }, "actor-hosts": { type: "string" }, "encoder-nodes": { type: "string" }, port: { type: "string" } },
   },
-  token: { synopsis: "token --email <addr>", about: ["mint a session token from the embedded development issuer"], options: { email: { type: "string" } } },
+  token: {
+    synopsis: "token --email <addr>",
+    about: ["mint a session token from the embedded development issuer (tests and scripts; embedded only)"],
+    options: { email: { type: "string" } },
+  },
+  "login-link": {
+    synopsis: "login-link --email <addr>",
+    about: ["print a one-time sign-in link (15 minutes, single use) for the user with this email"],
+    options: { email: { type: "string" } },
+  },
   upload: {
     synopsis: "upload FILE [--title T] [--visibility public|unlisted|private]",
     about: ["upload a video (resumable), wait until it is ready, print its playback and embed URLs"],
@@ -124,6 +133,11 @@ async function serve(config: Config, roles?: Roles): Promise<void> {
   if (roles?.encoderNode) process.stdout.write(`media encoder node ready (pid ${process.pid})\n`);
   // Which Node runs it (the one package.json brings, under npx) and what serves HTTP.
   if (server.port > 0) process.stdout.write(`media is running on http://localhost:${server.port} (Node ${process.version}, ${server.httpServer})\n`);
+  // The embedded default needs no identity provider: the owner signs in through a one-time link.
+  if (server.port > 0 && roles === undefined && config.mode === "embedded") {
+    const link = await loginLink(config, config.bootstrapEmail, `http://localhost:${server.port}`);
+    process.stdout.write(`sign in as ${config.bootstrapEmail} (once, within 15 minutes; media login-link makes another): ${link}\n`);
+  }
   if (server.bootstrapCreated && server.bootstrap) {
     process.stdout.write(`bootstrap credentials (also in ${config.dataDir}/bootstrap.json):\n${JSON.stringify(server.bootstrap, null, 2)}\n\n`);
   }
@@ -131,6 +145,17 @@ async function serve(config: Config, roles?: Roles): Promise<void> {
     log.info({ signal }, "shutting down");
     await server.close();
   });
+}
+
+/** A one-time sign-in link, signed with the server key: no store is opened, so it works beside a running server. */
+async function loginLink(config: Config, email: string, fallbackBase: string): Promise<string> {
+  const [{ ensureServerSecret }, { SecretBox }, { mintSignInLink }] = await Promise.all([
+    import("./server.js"),
+    import("../src/secrets.js"),
+    import("../src/sessions.js"),
+  ]);
+  const token = mintSignInLink(new SecretBox(ensureServerSecret(config)), email);
+  return `${config.publicUrl ?? fallbackBase}/auth/link/${token}`;
 }
 
 function flag(values: Record<string, string | boolean | undefined>, name: string, fallback: number): number {
@@ -193,6 +218,15 @@ async function main(argv: string[]): Promise<void> {
       }
       const { mintDevToken } = await import("../src/identity.js");
       process.stdout.write((await mintDevToken(config, email)) + "\n");
+      return;
+    }
+    case "login-link": {
+      const email = values.email;
+      if (typeof email !== "string" || !/^[^@\s]+@[^@\s]+$/.test(email)) {
+        process.stderr.write("media login-link: --email <address> is required\n");
+        process.exit(2);
+      }
+      process.stdout.write((await loginLink(config, email, `http://localhost:${config.httpPort}`)) + "\n");
       return;
     }
     case "upload": {

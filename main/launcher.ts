@@ -7,7 +7,6 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../src/config.js";
-import { ensureDevIssuer } from "../src/identity.js";
 import { ensureServerSecret } from "./server.js";
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../bin/media.js");
@@ -98,8 +97,8 @@ export async function launchCluster(options: LaunchOptions): Promise<LocalCluste
   const env = { ...process.env, ...options.env, MEDIA_MODE: "cluster" };
   const config = loadConfig(env);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  // The processes share the server secret through the data folder; a cluster has no development issuer.
   ensureServerSecret(config);
-  await ensureDevIssuer(config.dataDir);
 
   const all: ClusterProcess[] = [];
   let nextPort = options.basePort;

@@ -39,6 +39,8 @@ import { newHosting } from "../src/hosting.js";
 import { openManagedStorage } from "../src/managed-storage.js";
 import { newId, Prefix, randomToken } from "../src/ids.js";
 import { SessionVerifier } from "../src/identity.js";
+import { Sessions } from "../src/sessions.js";
+import { authRoutes } from "../gateway/auth-edge.js";
 import { createLogger, type Logger } from "../src/log.js";
 import { Paginator } from "../src/pagination.js";
 import { SecretBox } from "../src/secrets.js";
@@ -81,6 +83,9 @@ export function ensureServerSecret(config: Config): string {
   return readFileSync(file, "utf8").trim();
 }
 
+/** The pseudo-issuer of the bootstrap owner's first identity: no token names it. */
+const BOOTSTRAP_ISSUER = "media-bootstrap";
+
 const BOOTSTRAP_MARK = { table: "meta", id: "bootstrap" } as const;
 
 /**
@@ -105,7 +110,8 @@ async function bootstrapIfEmpty(
     throw e;
   }
   const email = config.bootstrapEmail;
-  const user = await directory.provision({ email, emailVerified: true, firstName: "Owner", lastName: "" }, true);
+  // The owner is known by email until a sign-in links an identity to it (a one-time link, or a provider's verified email).
+  const user = await directory.provision({ issuer: BOOTSTRAP_ISSUER, subject: email, email, emailVerified: true, firstName: "Owner", lastName: "" }, true);
   const org = await directory.createOrganization(user, { name: "Default organization", slug: `default-${randomToken(6).toLowerCase()}` });
   const app = await directory.createApp(org.id, { name: "Default app", hosting: newHosting(box) });
   const secret = `ak_${randomToken(KEY_SECRET_LENGTH)}`;
@@ -360,7 +366,15 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
 
   const directory = new Directory(store);
   const paginator = new Paginator(store, box);
-  const sessions = await SessionVerifier.create(config);
+  // The provider the operator named is reachable even on a private address: it alone, not its network.
+  const identityGuard = config.identity.oidc
+    ? new NetGuard({
+        ...config,
+        net: { ...config.net, allow: [...config.net.allow, new URL(config.identity.oidc.issuer).hostname.replace(/^\[(.*)\]$/, "$1")] },
+      })
+    : guard;
+  const sessions = await SessionVerifier.create(config, identityGuard);
+  const signIns = new Sessions(store, box, config.identity.sessionIdleSeconds * 1000, config.identity.sessionAbsoluteSeconds * 1000);
   const { bootstrap, created: bootstrapCreated } = await bootstrapIfEmpty(config, store, directory, commands!, box, log);
 
   // last_used_at is kept to the minute: one journal write per key per minute at most.
@@ -387,6 +401,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     guard,
     log,
     sessions,
+    signIns,
     onKeyUsed,
     updates: updates!,
     hosting,
@@ -401,7 +416,17 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
   };
   // Upload ETags are hashed on a worker thread: started now rather than by the first upload.
   startHashWorker();
-  const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), metricsRoute()]);
+  const auth = authRoutes({
+    directory,
+    sessions: signIns,
+    oidc: sessions.oidc,
+    staffEmails: config.staffEmails,
+    publicUrl: () => address.get(),
+    sessionAbsoluteSeconds: config.identity.sessionAbsoluteSeconds,
+    log,
+    limits: { perAddress: config.rateLimits.signIn, perAccount: config.rateLimits.signInAccount },
+  });
+  const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), ...auth, metricsRoute()]);
   const { server: http, host, label } = await listenHost(config.httpServer, { rpc: handlers, edge }, hostOptions, log);
   address.listening(http.port);
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host, node: process.version }, "media API listening");
@@ -413,6 +438,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     bootstrapCreated,
     async close() {
       await http.close();
+      if (identityGuard !== guard) identityGuard.destroy();
       await stopClients();
       await stopActors();
       await bus.close();

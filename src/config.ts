@@ -39,13 +39,8 @@ export interface Config {
   readonly corsOrigins: readonly string[];
   /** Secret that signs cursors and encrypts secrets at rest; generated into the data folder when unset. */
   readonly serverSecret: string | undefined;
-  readonly jwt: {
-    readonly issuer: string;
-    readonly audience: string;
-    /** PEM (SPKI) public key of an external issuer; unset means the embedded development issuer. */
-    readonly publicKeyPem: string | undefined;
-    readonly algorithm: string;
-  };
+  /** Who signs people in (docs/identity.md). */
+  readonly identity: IdentitySettings;
   /** Email of the owner the first start creates. */
   readonly bootstrapEmail: string;
   /** Emails of operator staff: they approve sign-ups and suspend accounts. */
@@ -103,6 +98,10 @@ export interface Config {
     readonly anonymous: RatePolicy | undefined;
     /** Per client address: methods that need no credentials, i.e. HealthService/Check (MEDIA_RATE_LIMIT_HEALTH). */
     readonly health: RatePolicy | undefined;
+    /** Sign-in attempts per client address (MEDIA_RATE_LIMIT_SIGN_IN). */
+    readonly signIn: RatePolicy | undefined;
+    /** Sign-ins per account (MEDIA_RATE_LIMIT_SIGN_IN_ACCOUNT). */
+    readonly signInAccount: RatePolicy | undefined;
   };
 }
 
@@ -172,6 +171,84 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+export interface OidcSettings {
+  /** The provider's issuer URL, as its discovery document names it. */
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** Audiences a bearer token of the provider may name (the client id and MEDIA_OIDC_AUDIENCES). */
+  readonly audiences: readonly string[];
+  readonly scopes: string;
+  /** Refuse tokens whose email the provider does not say is verified (MEDIA_OIDC_REQUIRE_VERIFIED_EMAIL). */
+  readonly requireVerifiedEmail: boolean;
+}
+
+export interface IdentitySettings {
+  /** The development issuer of `media token`: embedded only (MEDIA_DEV_ISSUER). */
+  readonly devIssuer: { readonly issuer: string; readonly audience: string } | undefined;
+  /** An OpenID Connect provider for sign-in and bearer tokens (MEDIA_OIDC_*). */
+  readonly oidc: OidcSettings | undefined;
+  /** Tolerance of token times (exp, nbf, iat). */
+  readonly clockSkewSeconds: number;
+  /** A session ends after this long unused, and this long after sign-in in any case. */
+  readonly sessionIdleSeconds: number;
+  readonly sessionAbsoluteSeconds: number;
+}
+
+function identitySettings(env: NodeJS.ProcessEnv, mode: "embedded" | "cluster"): IdentitySettings {
+  if (env.MEDIA_JWT_PUBLIC_KEY) {
+    throw new ConfigError(
+      "MEDIA_JWT_PUBLIC_KEY",
+      "is replaced by MEDIA_OIDC_ISSUER, MEDIA_OIDC_CLIENT_ID and MEDIA_OIDC_CLIENT_SECRET (discovery and key sets)",
+    );
+  }
+  const dev = env.MEDIA_DEV_ISSUER || (mode === "embedded" ? "on" : "off");
+  if (dev !== "on" && dev !== "off") throw new ConfigError("MEDIA_DEV_ISSUER", `must be on or off, got "${dev}"`);
+  if (dev === "on" && mode === "cluster")
+    throw new ConfigError("MEDIA_DEV_ISSUER", "the development issuer is for the embedded mode only; a cluster signs in with MEDIA_OIDC_ISSUER");
+  let oidc: OidcSettings | undefined;
+  const issuer = env.MEDIA_OIDC_ISSUER;
+  if (issuer) {
+    let url: URL;
+    try {
+      url = new URL(issuer);
+    } catch {
+      throw new ConfigError("MEDIA_OIDC_ISSUER", `"${issuer}" is not a URL`);
+    }
+    const loopback = url.hostname === "127.0.0.1" || url.hostname === "[::1]" || url.hostname === "localhost";
+    if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
+      throw new ConfigError("MEDIA_OIDC_ISSUER", `must be an https:// URL (http:// only on a loopback address), got "${issuer}"`);
+    }
+    const clientId = env.MEDIA_OIDC_CLIENT_ID;
+    if (!clientId) throw new ConfigError("MEDIA_OIDC_CLIENT_ID", "is required with MEDIA_OIDC_ISSUER");
+    const clientSecret = env.MEDIA_OIDC_CLIENT_SECRET;
+    if (!clientSecret) throw new ConfigError("MEDIA_OIDC_CLIENT_SECRET", "is required with MEDIA_OIDC_ISSUER");
+    const extra = (env.MEDIA_OIDC_AUDIENCES ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+    const verified = env.MEDIA_OIDC_REQUIRE_VERIFIED_EMAIL || "true";
+    if (verified !== "true" && verified !== "false") throw new ConfigError("MEDIA_OIDC_REQUIRE_VERIFIED_EMAIL", `must be true or false, got "${verified}"`);
+    oidc = {
+      issuer,
+      clientId,
+      clientSecret,
+      audiences: [clientId, ...extra],
+      scopes: env.MEDIA_OIDC_SCOPES || "openid email profile",
+      requireVerifiedEmail: verified === "true",
+    };
+  } else if (env.MEDIA_OIDC_CLIENT_ID || env.MEDIA_OIDC_CLIENT_SECRET) {
+    throw new ConfigError("MEDIA_OIDC_ISSUER", "is required with MEDIA_OIDC_CLIENT_ID and MEDIA_OIDC_CLIENT_SECRET");
+  }
+  return {
+    devIssuer: dev === "on" ? { issuer: env.MEDIA_JWT_ISSUER ?? "media-dev", audience: env.MEDIA_JWT_AUDIENCE ?? "media" } : undefined,
+    oidc,
+    clockSkewSeconds: integer(env, "MEDIA_OIDC_CLOCK_SKEW_SECONDS", 60, 0, 600),
+    sessionIdleSeconds: integer(env, "MEDIA_SESSION_IDLE_SECONDS", 8 * 3600, 60, 30 * 86400),
+    sessionAbsoluteSeconds: integer(env, "MEDIA_SESSION_ABSOLUTE_SECONDS", 7 * 86400, 60, 365 * 86400),
+  };
 }
 
 /** MEDIA_PUBLIC_URL: an http(s) URL, a path prefix allowed, kept without a trailing slash. */
@@ -361,12 +438,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     watchStallMs: integer(env, "MEDIA_WATCH_STALL_SECONDS", 60, 1, 3600) * 1000,
     corsOrigins: corsOrigins(env),
     serverSecret: secret,
-    jwt: {
-      issuer: env.MEDIA_JWT_ISSUER ?? "media-dev",
-      audience: env.MEDIA_JWT_AUDIENCE ?? "media",
-      publicKeyPem: env.MEDIA_JWT_PUBLIC_KEY,
-      algorithm: env.MEDIA_JWT_ALGORITHM ?? "ES256",
-    },
+    identity: identitySettings(env, mode),
     bootstrapEmail,
     // Staff default to the bootstrap owner, so an embedded install can approve its first sign-ups.
     staffEmails: (env.MEDIA_STAFF_EMAILS ?? bootstrapEmail)
@@ -386,6 +458,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       key: ratePolicy(env, "MEDIA_RATE_LIMIT_KEY", "200/s,burst=400"),
       anonymous: ratePolicy(env, "MEDIA_RATE_LIMIT_ANONYMOUS", "20/s,burst=60"),
       health: ratePolicy(env, "MEDIA_RATE_LIMIT_HEALTH", "50/s,burst=100"),
+      signIn: ratePolicy(env, "MEDIA_RATE_LIMIT_SIGN_IN", "30/m,burst=30"),
+      signInAccount: ratePolicy(env, "MEDIA_RATE_LIMIT_SIGN_IN_ACCOUNT", "10/m,burst=10"),
     }),
   };
   return Object.freeze(config);

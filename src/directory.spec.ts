@@ -9,7 +9,16 @@ import { CLAIM_GRACE_MS } from "./claims.js";
 import { Directory, T, type IdentityClaims } from "./directory.js";
 import { FileStore } from "./store/file-store.js";
 
-const identity = (email: string): IdentityClaims => ({ email, emailVerified: true, firstName: "Ada", lastName: "L" });
+const ISSUER = "https://id.example.com";
+const identity = (email: string, more: Partial<IdentityClaims> = {}): IdentityClaims => ({
+  issuer: ISSUER,
+  subject: `sub-${email.toLowerCase()}`,
+  email,
+  emailVerified: true,
+  firstName: "Ada",
+  lastName: "L",
+  ...more,
+});
 const codeOf = (e: unknown) => (e instanceof ConnectError ? Code[e.code] : String(e));
 const rejection = (p: Promise<unknown>) => p.then(() => "ok", codeOf);
 
@@ -58,11 +67,53 @@ describe("directory claims", () => {
     expect((await directory.provision(identity("old@example.com"), false)).id).toBe(user.id);
   });
 
-  it("a fresh orphan email claim blocks a first login, which asks for a retry", async () => {
-    await orphan(T.userEmails, "new@example.com", { userId: "usr_writing", createdAt: Date.now() });
-    expect(await directory.userByEmail("new@example.com")).toBeUndefined();
+  it("a fresh orphan identity link blocks a first sign-in, which asks for a retry", async () => {
+    await orphan(T.userIdentities, `${ISSUER} sub-new@example.com`, { userId: "usr_writing", createdAt: Date.now() });
     expect(await rejection(directory.provision(identity("new@example.com"), true))).toBe("Aborted");
+    expect(await store.get(T.userIdentities, `${ISSUER} sub-new@example.com`)).toMatchObject({ version: 1, value: { userId: "usr_writing" } });
+  });
+
+  it("a fresh orphan email claim leaves the email unclaimed: the new user is not verified by it", async () => {
+    await orphan(T.userEmails, "new@example.com", { userId: "usr_writing", createdAt: Date.now() });
+    const user = await directory.provision(identity("new@example.com"), false);
+    expect(user).toMatchObject({ email: "new@example.com", emailVerified: false });
     expect(await store.get(T.userEmails, "new@example.com")).toMatchObject({ version: 1, value: { userId: "usr_writing" } });
+  });
+
+  it("an unverified email never joins the user holding it; a verified one joins a user without this issuer once", async () => {
+    const owner = await directory.provision(identity("owner@example.com", { issuer: "media-bootstrap", subject: "owner@example.com" }), true);
+    const impostor = await directory.provision(identity("owner@example.com", { subject: "attacker", emailVerified: false }), false);
+    expect(impostor.id).not.toBe(owner.id);
+    expect(impostor).toMatchObject({ approvalStatus: "pending", emailVerified: false });
+    expect((await directory.userByEmail("owner@example.com"))?.id).toBe(owner.id);
+
+    const linked = await directory.provision(identity("owner@example.com", { subject: "the-owner" }), false);
+    expect(linked.id).toBe(owner.id);
+    expect(linked.issuers).toEqual(["media-bootstrap", ISSUER]);
+    // A second subject of the same issuer with the same verified email is someone else.
+    const other = await directory.provision(identity("owner@example.com", { subject: "recycled-address" }), false);
+    expect(other.id).not.toBe(owner.id);
+  });
+
+  it("a changed email at the provider keeps the identity and moves the claim when verified and free", async () => {
+    const user = await directory.provision(identity("before@example.com", { subject: "s1" }), true);
+    const later = await directory.provision(identity("after@example.com", { subject: "s1" }), true);
+    expect(later).toMatchObject({ id: user.id, email: "after@example.com" });
+    expect((await directory.userByEmail("after@example.com"))?.id).toBe(user.id);
+    expect(await directory.userByEmail("before@example.com")).toBeUndefined();
+    const unverified = await directory.provision(identity("third@example.com", { subject: "s1", emailVerified: false }), true);
+    expect(unverified).toMatchObject({ id: user.id, email: "after@example.com" });
+  });
+
+  it("deletion releases the email and identities: the same person signing in again is a new user", async () => {
+    const user = await directory.provision(identity("gone@example.com"), true);
+    const deleted = await directory.deleteUser(user.id);
+    expect(deleted).toMatchObject({ status: "deleted", firstName: "", lastName: "" });
+    expect(deleted.sessionsValidAfter).toBeGreaterThan(0);
+    expect(await directory.userByEmail("gone@example.com")).toBeUndefined();
+    const again = await directory.provision(identity("gone@example.com"), false);
+    expect(again.id).not.toBe(user.id);
+    expect(again.status).toBe("active");
   });
 
   it("lists an organization only while the membership itself is active, whatever its link says", async () => {

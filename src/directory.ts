@@ -63,6 +63,10 @@ export interface UserRecord {
   readonly approvalStatus: "pending" | "approved" | "rejected";
   readonly approvalDecidedAt?: number;
   readonly approvalDecidedBy?: string;
+  /** Issuers this user has signed in through, one subject each (the links live in user_identities). */
+  readonly issuers?: readonly string[];
+  /** Sessions that began before this instant are over (sign-out everywhere, suspension, deletion). */
+  readonly sessionsValidAfter?: number;
 }
 
 export interface MembershipRecord {
@@ -81,6 +85,7 @@ export const T = {
   apps: "apps",
   users: "users",
   userEmails: "user_emails",
+  userIdentities: "user_identities",
   memberships: "memberships",
   userMemberships: "user_memberships",
 } as const;
@@ -91,8 +96,11 @@ export interface UserMembershipLink {
   readonly isActive: boolean;
 }
 
-/** Claims of a verified session token. */
+/** Claims of a verified session token: the person is (issuer, subject); the rest are attributes. */
 export interface IdentityClaims {
+  readonly issuer: string;
+  readonly subject: string;
+  /** Empty when the provider gave none. */
   readonly email: string;
   readonly emailVerified: boolean;
   readonly firstName: string;
@@ -111,6 +119,11 @@ interface SlugClaim extends ClaimStamp {
 interface EmailClaim extends ClaimStamp {
   readonly userId: string;
 }
+interface IdentityLink extends ClaimStamp {
+  readonly userId: string;
+}
+/** The key of an (issuer, subject) link: the issuer's URL cannot hold a space. */
+const identityKey = (issuer: string, subject: string) => `${issuer} ${subject}`;
 
 export class Directory {
   constructor(private readonly store: Store) {}
@@ -192,6 +205,10 @@ export class Directory {
     return (await this.store.get<OrganizationRecord>(T.organizations, id))?.value;
   }
 
+  changeOrganization(id: string, fn: (o: OrganizationRecord) => OrganizationRecord): Promise<OrganizationRecord> {
+    return this.change<OrganizationRecord>(T.organizations, id, "organization", (o) => ({ ...fn(o), updatedAt: Date.now() }));
+  }
+
   updateOrganization(id: string, patch: { name?: string; billingEmail?: string }): Promise<OrganizationRecord> {
     return this.change<OrganizationRecord>(T.organizations, id, "organization", (o) => ({ ...o, ...patch, updatedAt: Date.now() }));
   }
@@ -244,46 +261,101 @@ export class Directory {
     return claim && this.user(claim.value.userId);
   }
 
-  /** First login creates the user (pending unless pre-approved); later logins sync the identity. */
+  /**
+   * The user an identity names. A known (issuer, subject) is its user, whatever email it now has.
+   * A new one joins the user holding its email only when the provider says the email is verified
+   * and that user has no other subject at this issuer (the bootstrap owner, a one-time-link user,
+   * the same person through a second provider); otherwise it is a new user, pending unless
+   * pre-approved, who claims the email only if verified and free.
+   */
   async provision(claims: IdentityClaims, approved: boolean): Promise<UserRecord> {
+    const key = identityKey(claims.issuer, claims.subject);
     const email = claims.email.toLowerCase();
     for (let attempt = 1; ; attempt++) {
-      const claim = await this.store.get<EmailClaim>(T.userEmails, email);
-      const existing = claim && (await this.user(claim.value.userId));
-      if (existing) return this.syncLogin(existing, claims, approved);
-      if (!claim || !inGrace(claim)) {
+      const link = await this.store.get<IdentityLink>(T.userIdentities, key);
+      const linked = link && (await this.user(link.value.userId));
+      if (linked) return this.syncLogin(linked, claims, approved);
+      if (!link || !inGrace(link)) {
         try {
-          return await this.createUser(email, claims, approved, claim?.version ?? 0);
+          const byEmail = claims.emailVerified ? await this.userByEmail(email) : undefined;
+          if (byEmail && !byEmail.issuers?.includes(claims.issuer) && byEmail.status !== "deleted") {
+            return await this.linkIdentity(byEmail, claims, approved, link?.version ?? 0);
+          }
+          return await this.createUser(claims, approved, link?.version ?? 0);
         } catch (e) {
           if (!(e instanceof VersionConflict)) throw e;
         }
       }
-      // A concurrent first login holds the email and is writing its user.
-      if (attempt >= PROVISION_ATTEMPTS) throw apiError(Code.Aborted, "another sign-in with this email is in progress; retry");
+      // A concurrent first sign-in holds the identity and is writing its user.
+      if (attempt >= PROVISION_ATTEMPTS) throw apiError(Code.Aborted, "another sign-in of this account is in progress; retry");
       await sleep(25 * attempt);
     }
   }
 
+  /** Links a new (issuer, subject) to an existing user whose verified email it carries. */
+  private async linkIdentity(user: UserRecord, claims: IdentityClaims, approved: boolean, linkVersion: number): Promise<UserRecord> {
+    const now = Date.now();
+    const current = await this.store.get<UserRecord>(T.users, user.id);
+    if (!current) throw new VersionConflict(`${T.users}/${user.id}`, 1, 0);
+    const next: UserRecord = {
+      ...current.value,
+      issuers: [...(current.value.issuers ?? []), claims.issuer],
+      emailVerified: true,
+      lastLoginAt: now,
+      updatedAt: now,
+      ...(approved && current.value.approvalStatus === "pending"
+        ? { approvalStatus: "approved" as const, approvalDecidedAt: now, approvalDecidedBy: user.id }
+        : {}),
+    };
+    await this.store.commit({
+      writes: [this.linkWrite(user.id, claims, now, linkVersion), { table: T.users, id: user.id, value: next, expectedVersion: current.version }],
+    });
+    return next;
+  }
+
+  /** A later sign-in: the email follows the provider's when verified and free; nothing else of identity changes. */
   private async syncLogin(existing: UserRecord, claims: IdentityClaims, approved: boolean): Promise<UserRecord> {
     const now = Date.now();
+    const email = claims.email.toLowerCase();
     const lastLoginStale = existing.lastLoginAt === undefined || now - existing.lastLoginAt > 60_000;
-    const synced = existing.emailVerified === claims.emailVerified && !lastLoginStale && !(approved && existing.approvalStatus === "pending");
-    if (synced) return existing;
+    const emailMoves = claims.emailVerified && email !== "" && email !== existing.email;
+    const synced = !emailMoves && !lastLoginStale && !(approved && existing.approvalStatus === "pending");
+    if (synced || existing.status === "deleted") return existing;
+    if (emailMoves) {
+      const claim = await this.store.get<EmailClaim>(T.userEmails, email);
+      const holder = claim && (await this.user(claim.value.userId));
+      if (!holder) {
+        const current = await this.store.get<UserRecord>(T.users, existing.id);
+        if (current) {
+          const next: UserRecord = { ...current.value, email, emailVerified: true, lastLoginAt: now, updatedAt: now };
+          await this.store.commit({
+            writes: [
+              { table: T.userEmails, id: email, value: { userId: existing.id, createdAt: now } satisfies EmailClaim, expectedVersion: claim?.version ?? 0 },
+              { table: T.users, id: existing.id, value: next, expectedVersion: current.version },
+              ...(current.value.emailVerified && current.value.email ? [{ table: T.userEmails, id: current.value.email, value: null }] : []),
+            ],
+          });
+          return next;
+        }
+      }
+    }
     return this.changeUser(existing.id, (u) => ({
       ...u,
-      emailVerified: claims.emailVerified,
       lastLoginAt: now,
       ...(approved && u.approvalStatus === "pending" ? { approvalStatus: "approved" as const, approvalDecidedAt: now, approvalDecidedBy: u.id } : {}),
     }));
   }
 
-  /** Claims the email (replacing an orphan claim at claimVersion), then writes the user. */
-  private async createUser(email: string, claims: IdentityClaims, approved: boolean, claimVersion: number): Promise<UserRecord> {
+  /** Links the identity, claims the email when verified and free, then writes the user. */
+  private async createUser(claims: IdentityClaims, approved: boolean, linkVersion: number): Promise<UserRecord> {
     const now = Date.now();
+    const email = claims.email.toLowerCase();
+    const emailClaim = claims.emailVerified && email !== "" ? await this.store.get<EmailClaim>(T.userEmails, email) : undefined;
+    const claimEmail = claims.emailVerified && email !== "" && !(emailClaim && (inGrace(emailClaim) || (await this.user(emailClaim.value.userId))));
     const user: UserRecord = {
       id: newId(Prefix.user),
       email,
-      emailVerified: claims.emailVerified,
+      emailVerified: claimEmail,
       firstName: claims.firstName,
       lastName: claims.lastName,
       status: "active",
@@ -291,16 +363,62 @@ export class Directory {
       createdAt: now,
       updatedAt: now,
       approvalStatus: approved ? "approved" : "pending",
+      issuers: [claims.issuer],
       ...(claims.pictureUrl ? { pictureUrl: claims.pictureUrl } : {}),
     };
     const approvedUser: UserRecord = approved ? { ...user, approvalDecidedAt: now, approvalDecidedBy: user.id } : user;
     await this.store.commit({
       writes: [
-        { table: T.userEmails, id: email, value: { userId: user.id, createdAt: now } satisfies EmailClaim, expectedVersion: claimVersion },
+        this.linkWrite(user.id, claims, now, linkVersion),
+        ...(claimEmail
+          ? [{ table: T.userEmails, id: email, value: { userId: user.id, createdAt: now } satisfies EmailClaim, expectedVersion: emailClaim?.version ?? 0 }]
+          : []),
         { table: T.users, id: user.id, value: approvedUser, expectedVersion: 0 },
       ],
     });
     return approvedUser;
+  }
+
+  /**
+   * Deletion: the user keeps its id (memberships and records name it) with status deleted; its
+   * names go, and its email and identities are released, so the same person signing in again is
+   * a new user. Its sessions end with it.
+   */
+  async deleteUser(id: string): Promise<UserRecord> {
+    const current = await this.store.get<UserRecord>(T.users, id);
+    if (!current) throw notFound("user", id);
+    const u = current.value;
+    const now = Date.now();
+    const links = await this.identitiesOf(u);
+    const next: UserRecord = { ...u, status: "deleted", firstName: "", lastName: "", issuers: [], sessionsValidAfter: now, updatedAt: now };
+    delete (next as { pictureUrl?: string }).pictureUrl;
+    const emailClaim = u.email ? await this.store.get<EmailClaim>(T.userEmails, u.email) : undefined;
+    await this.store.commit({
+      writes: [
+        { table: T.users, id, value: next, expectedVersion: current.version },
+        ...(emailClaim?.value.userId === id ? [{ table: T.userEmails, id: u.email, value: null }] : []),
+        ...links.map((key) => ({ table: T.userIdentities, id: key, value: null })),
+      ],
+    });
+    return next;
+  }
+
+  /** An (issuer, subject) link, kept in its user's partition so deletion finds them all. */
+  private linkWrite(userId: string, claims: IdentityClaims, now: number, expectedVersion: number): RecordWrite {
+    const id = identityKey(claims.issuer, claims.subject);
+    return {
+      table: T.userIdentities,
+      id,
+      value: { userId, createdAt: now } satisfies IdentityLink,
+      partition: userId,
+      sort: sortKey(now, id),
+      expectedVersion,
+    };
+  }
+
+  private async identitiesOf(u: UserRecord): Promise<string[]> {
+    const links = await this.store.scan<IdentityLink>(T.userIdentities, u.id, { limit: 1000 });
+    return links.items.map((l) => l.id);
   }
 
   changeUser(id: string, fn: (u: UserRecord) => UserRecord): Promise<UserRecord> {

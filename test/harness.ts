@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { loadConfig, type Config } from "../src/config.js";
 import { mintDevToken } from "../src/identity.js";
+import { testIssuer } from "./issuer.js";
 import { createLogger } from "../src/log.js";
 import { launchCluster } from "../main/launcher.js";
 import { startServer, type Bootstrap } from "../main/server.js";
@@ -92,7 +93,9 @@ export async function dropKeyspace(keyspace: string, contactPoint = cassandraCon
 
 /** 2 gateways and 2 actor hosts as processes, on the Kafka and Cassandra the cluster setup started. */
 async function startClusterHarness(extra: Record<string, string>, dataDir: string): Promise<Harness> {
-  const env = clusterEnv(dataDir, freshKeyspace(), extra);
+  // A cluster refuses the development issuer: its people sign in through an issuer of the test's.
+  const issuer = await testIssuer();
+  const env = clusterEnv(dataDir, freshKeyspace(), { ...issuer.env, ...extra });
   const config = loadConfig(env);
   const basePort = freePort();
   nextPort += 4;
@@ -108,7 +111,7 @@ async function startClusterHarness(extra: Record<string, string>, dataDir: strin
     },
     bases,
     boot: readBootstrap(dataDir),
-    token: (email) => mintDevToken(config, email),
+    token: (email) => issuer.token(email),
     collectGarbage: async (base) => {
       const gateway = cluster.gateways[bases.indexOf(base)];
       if (!gateway) throw new Error(`no gateway of this cluster serves ${base}`);

@@ -2,7 +2,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { notFound, permissionDenied } from "../../src/errors.js";
 import { T, type UserMembershipLink } from "../../src/directory.js";
-import type { OrganizationService } from "../../src/gen/media/v1/organization_pb.js";
+import { OrganizationStatus, type OrganizationService } from "../../src/gen/media/v1/organization_pb.js";
+import { Prefix } from "../../src/ids.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf, type Caller } from "../access.js";
 import { organizationMessage } from "../../wire/present.js";
@@ -68,6 +69,17 @@ export function organizationService(d: ServiceDeps): ServiceImpl<typeof Organiza
         if (org) orgs.push(organizationMessage(org));
       }
       return { organizations: orgs, pagination: page.pagination };
+    },
+    async setStatus(req, ctx) {
+      const staff = callerOf(ctx.values);
+      const check = new Check().id("organization_id", req.organizationId, Prefix.organization);
+      if (req.status !== OrganizationStatus.ACTIVE && req.status !== OrganizationStatus.SUSPENDED) check.add("status", "must be active or suspended");
+      check.done();
+      if (!(await d.directory.organization(req.organizationId))) throw notFound("organization", req.organizationId);
+      const status = req.status === OrganizationStatus.ACTIVE ? "active" : "suspended";
+      const org = await d.directory.changeOrganization(req.organizationId, (o) => ({ ...o, status }));
+      d.log.info({ organization_id: org.id, status, by: staff.kind === "session" ? staff.user.id : undefined }, "organization status set");
+      return { organization: organizationMessage(org) };
     },
   };
 }

@@ -143,11 +143,21 @@ export function userService(d: ServiceDeps): ServiceImpl<typeof UserService> {
     async setStatus(req, ctx) {
       const staff = sessionOnly(callerOf(ctx.values));
       const check = new Check().id("user_id", req.userId, Prefix.user);
-      if (req.status !== UserStatus.ACTIVE && req.status !== UserStatus.SUSPENDED) check.add("status", "must be active or suspended");
+      const status = ({ [UserStatus.ACTIVE]: "active", [UserStatus.SUSPENDED]: "suspended", [UserStatus.DELETED]: "deleted" } as const)[
+        req.status as 1 | 2 | 3
+      ];
+      if (!status) check.add("status", "must be active, suspended or deleted");
       check.done();
       if (req.userId === staff.user.id) throw failedPrecondition("staff cannot change their own status");
-      if (!(await d.directory.user(req.userId))) throw notFound("user", req.userId);
-      const user = await d.directory.changeUser(req.userId, (u) => ({ ...u, status: req.status === UserStatus.ACTIVE ? "active" : "suspended" }));
+      const current = await d.directory.user(req.userId);
+      if (!current) throw notFound("user", req.userId);
+      if (current.status === "deleted" && status !== "deleted") throw failedPrecondition("a deleted user stays deleted");
+      // Suspension and deletion end every session of the user at once; API keys belong to apps and stay.
+      const user =
+        status === "deleted"
+          ? await d.directory.deleteUser(req.userId)
+          : await d.directory.changeUser(req.userId, (u) => ({ ...u, status, ...(status === "suspended" ? { sessionsValidAfter: Date.now() } : {}) }));
+      d.log.info({ user_id: user.id, status, by: staff.user.id }, "user status set");
       return { user: userMessage(user) };
     },
   };

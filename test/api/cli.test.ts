@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { freePort, ROOT, TARGET } from "../harness.js";
+import { freePort, ROOT, spawnServer, TARGET } from "../harness.js";
 
 const run = promisify(execFile);
 const work = mkdtempSync(path.join(tmpdir(), "cli-"));
@@ -61,5 +61,26 @@ describe.skipIf(TARGET === "cluster")("media CLI errors", () => {
     );
     const listed = await media(["videos"], { MEDIA_HTTP_PORT: String(port) });
     expect(listed.stderr).toContain(`cannot reach the media server at http://localhost:${port} (ECONNREFUSED)`);
+  }, 60_000);
+});
+
+describe.skipIf(TARGET === "cluster")("sign-in links from the CLI", () => {
+  it("serve prints the owner's one-time link, which signs in once; login-link needs an email", async () => {
+    const port = freePort();
+    const server = await spawnServer(mkdtempSync(path.join(tmpdir(), "cli-serve-")), port);
+    try {
+      await expect.poll(() => server.output(), { timeout: 10_000 }).toMatch(/sign in as owner@media\.local \(once, within 15 minutes/);
+      const link = new URL(/(http:\/\/localhost:\d+\/auth\/link\/\S+)/.exec(server.output())![1]!);
+      expect(link.port).toBe(String(port));
+      const spend = () => fetch(`${server.base}${link.pathname}`, { method: "POST", headers: { origin: server.base }, redirect: "manual" });
+      const first = await spend();
+      expect(first.status).toBe(303);
+      expect(first.headers.get("set-cookie")).toMatch(/^media_session=[A-Za-z0-9]{43}; Path=\/; HttpOnly; SameSite=Lax/);
+      expect((await spend()).status).toBe(400);
+    } finally {
+      await server.stop();
+    }
+    const missing = await media(["login-link"]);
+    expect(missing).toMatchObject({ code: 2, stderr: "media login-link: --email <address> is required\n" });
   }, 60_000);
 });

@@ -241,6 +241,12 @@ const ATTEMPTS: Attempt[] = [
     who: ["A key, A header", "A key, B header", "A admin (not staff), A header", "A admin (not staff), B header"],
   },
   {
+    route: "OrganizationService/SetStatus",
+    what: "B's organization",
+    body: (w) => ({ organization_id: w.b.org, status: "suspended" }),
+    who: ["A key, A header", "A key, B header", "A admin (not staff), A header", "A admin (not staff), B header"],
+  },
+  {
     route: "UserService/SetStatus",
     what: "B's owner",
     body: (w) => ({ user_id: w.b.userId, status: "suspended" }),
@@ -346,6 +352,7 @@ const ROWS: Row[] = [
   { route: "OrganizationService/Get", kind: "record", sibling: "own", body: (t) => ({ id: t.org }) },
   { route: "OrganizationService/Update", kind: "portal", body: (t) => ({ id: t.org, name: "pwned" }) },
   { route: "OrganizationService/List", kind: "own", body: none },
+  { route: "OrganizationService/SetStatus", kind: "portal", body: (t) => ({ organization_id: t.org, status: "suspended" }) },
   { route: "AppService/Create", kind: "portal", body: () => ({ name: "Intruder app" }) },
   { route: "AppService/Get", kind: "record", body: (t) => ({ id: t.app }) },
   { route: "AppService/Update", kind: "portal", body: (t) => ({ id: t.app, name: "pwned" }) },

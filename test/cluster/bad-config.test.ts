@@ -167,6 +167,20 @@ const CASES: Case[] = [
   { name: "unknown mode", setting: "MEDIA_MODE", env: () => ({ MEDIA_MODE: "bogus" }), says: /bogus/ },
   { name: "a role outside cluster mode", setting: "MEDIA_MODE", env: () => ({ MEDIA_MODE: "embedded" }), roles: ["gateway", "actor-host"] },
   { name: "partitions not a number", setting: "MEDIA_COMMAND_PARTITIONS", env: () => ({ MEDIA_COMMAND_PARTITIONS: "abc" }), says: /abc/ },
+  { name: "the development issuer in a cluster", setting: "MEDIA_DEV_ISSUER", env: () => ({ MEDIA_DEV_ISSUER: "on" }), says: /embedded mode only/ },
+  {
+    name: "the static key of old",
+    setting: "MEDIA_JWT_PUBLIC_KEY",
+    env: () => ({ MEDIA_JWT_PUBLIC_KEY: "-----BEGIN PUBLIC KEY-----" }),
+    says: /MEDIA_OIDC_ISSUER/,
+  },
+  {
+    name: "a provider over plain http elsewhere than loopback",
+    setting: "MEDIA_OIDC_ISSUER",
+    env: () => ({ MEDIA_OIDC_ISSUER: "http://id.example.com", MEDIA_OIDC_CLIENT_ID: "media", MEDIA_OIDC_CLIENT_SECRET: "s" }),
+    says: /https/,
+  },
+  { name: "a client id without a provider", setting: "MEDIA_OIDC_ISSUER", env: () => ({ MEDIA_OIDC_CLIENT_ID: "media" }) },
 ];
 
 describe("bad configuration stops the process with one line naming the setting", () => {

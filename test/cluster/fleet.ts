@@ -11,7 +11,7 @@ import https from "node:https";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { loadConfig } from "../../src/config.js";
-import { mintDevToken } from "../../src/identity.js";
+import { testIssuer } from "../issuer.js";
 import { call, clusterEnv, createS3Origin, dropKeyspace, freePort, freshKeyspace, ok, readBootstrap, tempDataDir, type Auth } from "../harness.js";
 import { ffprobeJson, makeTestInput } from "../media.js";
 import { makeTestCa, serveFile, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
@@ -63,7 +63,9 @@ export async function startFleet(options: {
     peers.push(peer);
     inputs[name] = `${peer.url}/${name}.mp4`;
   }
+  const issuer = await testIssuer();
   const env = clusterEnv(dataDir, keyspace, {
+    ...issuer.env,
     MEDIA_NET_ALLOW: "127.0.0.1/32",
     MEDIA_TLS_CA_FILE: ca.caFile,
     MEDIA_S3_ENDPOINT: minio.endpoint,
@@ -75,7 +77,7 @@ export async function startFleet(options: {
   const cluster = await launchCluster({ gateways: 1, actorHosts: 1, encoderNodes: options.encoderNodes, basePort: freePort(), env });
   const base = `http://127.0.0.1:${cluster.gateways[0]!.port}`;
   const boot = readBootstrap(dataDir);
-  const portal: Auth = { bearer: await mintDevToken(loadConfig(env), boot.user_email), org: boot.organization_id };
+  const portal: Auth = { bearer: await issuer.token(boot.user_email), org: boot.organization_id };
   const a = { bearer: boot.api_key, org: boot.organization_id, app: boot.app_id };
   const appB = (await ok(call(base, "AppService/Create", { name: "Second app" }, portal))).app.id as string;
   const keyB = (await ok(call(base, "APIKeyService/Create", { name: "second", app_id: appB }, portal))).secret as string;

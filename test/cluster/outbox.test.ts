@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { topicsFor } from "../../actors/commands.js";
 import { launchCluster, type ClusterProcess, type LocalCluster } from "../../main/launcher.js";
 import { loadConfig } from "../../src/config.js";
-import { mintDevToken } from "../../src/identity.js";
+import { testIssuer } from "../issuer.js";
 import { call, clusterEnv, dropKeyspace, freePort, freshKeyspace, ok, readBootstrap, tempDataDir, until, type Auth } from "../harness.js";
 import { makeTestInput } from "../media.js";
 import { makeTestCa, serveFile, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
@@ -63,7 +63,9 @@ async function killed(p: ClusterProcess, what: string): Promise<void> {
 
 describe("outbox across kill -9 of the actor host", () => {
   it("runs every intent of the entries a crash left behind: the next task, the Watch update, ledger deliveries and legacy posts, once each", async () => {
+    const issuer = await testIssuer();
     const env = clusterEnv(dataDir, keyspace, {
+      ...issuer.env,
       MEDIA_COMMAND_PARTITIONS: "2",
       MEDIA_NET_ALLOW: "127.0.0.1/32",
       MEDIA_TLS_CA_FILE: ca.caFile,
@@ -77,7 +79,7 @@ describe("outbox across kill -9 of the actor host", () => {
     const base = `http://127.0.0.1:${cluster.gateways[0]!.port}`;
     const boot = readBootstrap(dataDir);
     const key: Auth = { bearer: boot.api_key, org: boot.organization_id };
-    const portal: Auth = { bearer: await mintDevToken(loadConfig(env), boot.user_email), org: boot.organization_id };
+    const portal: Auth = { bearer: await issuer.token(boot.user_email), org: boot.organization_id };
 
     // Every update and task of the deployment, from the start, read straight from Kafka.
     const topics = topicsFor(loadConfig(env).cluster.topicPrefix);

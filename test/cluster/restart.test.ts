@@ -5,14 +5,14 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
-import { mintDevToken } from "../../src/identity.js";
+import { testIssuer } from "../issuer.js";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { call, freePort, freshKeyspace, readBootstrap, tempDataDir, type Auth, type Reply, clusterEnv, dropKeyspace } from "../harness.js";
 
 const keyspace = freshKeyspace();
 const dataDir = tempDataDir();
-const env = clusterEnv(dataDir, keyspace, { MEDIA_COMMAND_PARTITIONS: "4" });
+const issuer = await testIssuer();
+const env = clusterEnv(dataDir, keyspace, { ...issuer.env, MEDIA_COMMAND_PARTITIONS: "4" });
 const clusters: LocalCluster[] = [];
 
 async function launch(): Promise<{ cluster: LocalCluster; bases: string[] }> {
@@ -56,9 +56,8 @@ describe("cluster restart", () => {
     const boot = readBootstrap(dataDir);
     const bootstrapFile = readFileSync(path.join(dataDir, "bootstrap.json"), "utf8");
     const serverSecret = readFileSync(path.join(dataDir, "server-secret"), "utf8");
-    const config = loadConfig({ ...env });
     const key: Auth = { bearer: boot.api_key, org: boot.organization_id };
-    const owner: Auth = { bearer: await mintDevToken(config, boot.user_email), org: boot.organization_id };
+    const owner: Auth = { bearer: await issuer.token(boot.user_email), org: boot.organization_id };
 
     // State, made through both gateways.
     const idem = { ...key, headers: { "idempotency-key": "restart-kept-1" } };
@@ -79,7 +78,7 @@ describe("cluster restart", () => {
     const old = ok(await call(b, "AppService/Create", { name: "old-app" }, owner), "create old-app").app;
     expect(ok(await call(a, "AppService/Archive", { id: old.id }, owner), "archive").app.status).toBe("archived");
     const appKey = ok(await call(b, "APIKeyService/Create", { name: "app-key", app_id: app.id }, owner), "create app key");
-    const dana = await mintDevToken(config, "dana@restart.test");
+    const dana = await issuer.token("dana@restart.test");
     const me = ok(await call(a, "UserService/GetMe", {}, { bearer: dana }), "dana GetMe");
     ok(await call(b, "UserService/DecideApproval", { user_id: me.user.user.id, decision: "approved" }, { bearer: owner.bearer! }), "approve dana");
     ok(await call(a, "UserService/AddMember", { email: "dana@restart.test", role: "admin" }, owner), "add dana");

@@ -594,7 +594,7 @@ export type SetUserStatusRequest = Message<"media.v1.SetUserStatusRequest"> & {
   userId: string;
 
   /**
-   * active or suspended
+   * active, suspended or deleted
    *
    * @generated from field: media.v1.UserStatus status = 2;
    */
@@ -802,7 +802,7 @@ export const UserService: GenService<{
     output: typeof DecideApprovalResponseSchema;
   },
   /**
-   * Staff only: suspend or reactivate an account.
+   * Staff only: suspend or reactivate an account, or delete it (for good). Its sessions end at once.
    *
    * @generated from rpc media.v1.UserService.SetStatus
    */
