@@ -65,7 +65,7 @@ const redirect = (location: string, extra: [string, string][] = []): EdgeRespons
 
 /** A return path of this site only: "/x", never "//host" or a URL. */
 function safeReturn(raw: string | null): string {
-  return raw && /^\/(?![/\\])[\x21-\x7e]*$/.test(raw) ? raw : "/account";
+  return raw && /^\/(?![/\\])[\x21-\x7e]*$/.test(raw) ? raw : "/";
 }
 
 function sessionCookie(deps: AuthEdgeDeps, token: string, maxAge: number): [string, string] {
@@ -225,7 +225,7 @@ export function authRoutes(deps: AuthEdgeDeps): EdgeRoute[] {
           deps.log.info({ address: req.clientAddress, email: spent.email }, "sign-in refused: no user with the link's email");
           return page(400, "Sign-in failed", '<p class="error">No account has this email.</p>');
         }
-        return signIn(req, user, "link", "/account");
+        return signIn(req, user, "link", "/");
       },
     },
     {
@@ -235,7 +235,7 @@ export function authRoutes(deps: AuthEdgeDeps): EdgeRoute[] {
         const me = await current(req);
         if (!me) {
           const how = deps.oidc
-            ? '<p><a class="button" href="/auth/login">Sign in</a></p>'
+            ? '<p><a class="button" href="/auth/login?return_to=/account">Sign in</a></p>'
             : "<p>Ask the operator for a one-time sign-in link (<code>media login-link --email you@example.com</code>).</p>";
           return page(200, "Not signed in", `<p>You are not signed in.</p>${how}`);
         }
@@ -246,6 +246,7 @@ export function authRoutes(deps: AuthEdgeDeps): EdgeRoute[] {
           "Your account",
           `<p>Signed in as <strong>${escapeHtml(u.email || u.id)}</strong>.</p>
 <dl><dt>Name</dt><dd>${escapeHtml(name || "—")}</dd><dt>User id</dt><dd>${escapeHtml(u.id)}</dd><dt>Approval</dt><dd>${escapeHtml(u.approvalStatus)}</dd>${isStaff(deps, u) ? "<dt>Role</dt><dd>operator staff</dd>" : ""}</dl>
+<p><a class="button" href="/">Open the console</a></p>
 <form method="post" action="/auth/logout"><button type="submit">Sign out</button></form>
 <form method="post" action="/auth/logout-all"><button type="submit" class="secondary">Sign out everywhere</button></form>`,
         );

@@ -41,6 +41,7 @@ import { newId, Prefix, randomToken } from "../src/ids.js";
 import { SessionVerifier } from "../src/identity.js";
 import { Sessions } from "../src/sessions.js";
 import { authRoutes } from "../gateway/auth-edge.js";
+import { consoleRoutes } from "../gateway/console-edge.js";
 import { createLogger, type Logger } from "../src/log.js";
 import { Paginator } from "../src/pagination.js";
 import { SecretBox } from "../src/secrets.js";
@@ -426,7 +427,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     log,
     limits: { perAddress: config.rateLimits.signIn, perAccount: config.rateLimits.signInAccount },
   });
-  const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), ...auth, metricsRoute()]);
+  const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), ...auth, ...consoleRoutes(), metricsRoute()]);
   const { server: http, host, label } = await listenHost(config.httpServer, { rpc: handlers, edge }, hostOptions, log);
   address.listening(http.port);
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host, node: process.version }, "media API listening");

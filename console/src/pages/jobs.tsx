@@ -1,0 +1,11 @@
+// Not built yet: the page says so.
+import type { PageProps } from "../main.js";
+
+export function JobsPage(_props: PageProps) {
+  return (
+    <>
+      <h1>Jobs</h1>
+      <p class="empty">This page is not built yet.</p>
+    </>
+  );
+}
