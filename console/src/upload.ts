@@ -19,6 +19,8 @@ interface Saved {
   readonly uploadId: string;
 }
 
+const PART_BYTES = 8 * 1024 * 1024;
+
 const keyOf = (f: File) => `media-upload:${f.name}:${f.size}:${f.lastModified}`;
 
 export class Upload {
@@ -85,6 +87,8 @@ export class Upload {
       filename: this.file.name,
       contentType: this.file.type || "video/mp4",
       sizeBytes: BigInt(this.file.size),
+      // Parts of 8 MiB (more for files past 80 GB, at most 10,000 parts): a resume after a reload resends little.
+      partSizeBytes: BigInt(Math.max(PART_BYTES, Math.ceil(this.file.size / 10_000))),
       title: this.file.name.replace(/\.[^.]+$/, ""),
     });
     this.videoId = created.video!.id;

@@ -375,17 +375,23 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       const visibility = req.visibility === 0 ? undefined : VISIBILITY_NAMES[req.visibility];
       if (req.visibility !== 0 && !visibility) check.add("visibility", "must be public, unlisted or private");
       if (req.appId !== "") check.id("app_id", req.appId, Prefix.app);
+      check.length("title_query", req.titleQuery, 0, VIDEO_LIMITS.title).length("tag", req.tag, 0, VIDEO_LIMITS.tag);
       check.done();
       const app = await requireActingApp(d.directory, caller, req.appId);
       if (!app.hosting) throw failedPrecondition(`hosting is not enabled for app ${app.id}; call AppService/EnableHosting first`);
+      const query = req.titleQuery.toLowerCase();
       let page;
       try {
         page = await d.paginator.page<VideoRecord>(
           VIDEOS,
           app.id,
-          `videos:${app.id}:${status ?? ""}:${visibility ?? ""}`,
+          `videos:${app.id}:${status ?? ""}:${visibility ?? ""}:${query}:${req.tag}`,
           create(PaginationRequestSchema, { limit: req.pageSize ?? 20, cursor: req.pageToken }),
-          (v) => (!status || v.status === status) && (!visibility || v.visibility === visibility),
+          (v) =>
+            (!status || v.status === status) &&
+            (!visibility || v.visibility === visibility) &&
+            (!query || (v.title ?? "").toLowerCase().includes(query)) &&
+            (!req.tag || v.tags.includes(req.tag)),
         );
       } catch (e) {
         // The paginator names its own request's field; the video list's is page_token.

@@ -8,6 +8,8 @@ import type { PageProps } from "../main.js";
 import { Upload, type Progress } from "../upload.js";
 
 const PAGE = 50;
+/** Watch streams at once (each holds one of the browser's six connections to the host). */
+const WATCHES = 3;
 const STATUS: Record<VideoStatus, string> = {
   [VideoStatus.UNSPECIFIED]: "unknown",
   [VideoStatus.UPLOADING]: "uploading",
@@ -36,6 +38,7 @@ export function VideosPage({ workspace }: PageProps) {
   const [problem, setProblem] = useState("");
   const [rows, setRows] = useState<Row[]>([]);
   const [dragging, setDragging] = useState(false);
+  const [filters, setFilters] = useState({ titleQuery: "", status: VideoStatus.UNSPECIFIED, tag: "" });
   const picker = useRef<HTMLInputElement>(null);
   const watching = useRef(new Map<string, AbortController>());
 
@@ -49,9 +52,19 @@ export function VideosPage({ workspace }: PageProps) {
       return copy;
     });
 
-  /** Follows a video until it settles: its snapshot, then each update, as the server sends them. */
-  const follow = (id: string) => {
-    if (watching.current.has(id)) return;
+  /**
+   * Follows a video until it settles: its snapshot, then each update, as the server sends them.
+   * A browser holds six connections to a host and each stream keeps one, so at most WATCHES run
+   * at once; the others wait their turn, the videos uploaded here first.
+   */
+  const waiting = useRef<string[]>([]);
+  const follow = (id: string, first = false) => {
+    if (watching.current.has(id) || waiting.current.includes(id)) return;
+    if (watching.current.size >= WATCHES) {
+      if (first) waiting.current.unshift(id);
+      else waiting.current.push(id);
+      return;
+    }
     const stop = new AbortController();
     watching.current.set(id, stop);
     void (async () => {
@@ -71,13 +84,15 @@ export function VideosPage({ workspace }: PageProps) {
         /* ended or left the page */
       } finally {
         watching.current.delete(id);
+        const next = waiting.current.shift();
+        if (next && !stop.signal.aborted) follow(next);
       }
     })();
   };
 
-  const loadPage = async (token: string) => {
+  const loadPage = async (token: string, f = filters) => {
     try {
-      const page = await api.videos.list({ appId: workspace.appId, pageSize: PAGE, pageToken: token });
+      const page = await api.videos.list({ appId: workspace.appId, pageSize: PAGE, pageToken: token, titleQuery: f.titleQuery, status: f.status, tag: f.tag });
       setVideos((list) => (token ? [...list, ...page.videos] : page.videos));
       setNext(page.nextPageToken);
       for (const v of page.videos) if (!settled(v)) follow(v.id);
@@ -87,10 +102,22 @@ export function VideosPage({ workspace }: PageProps) {
   };
 
   useEffect(() => {
-    void loadPage("");
     const live = watching.current;
     return () => live.forEach((c) => c.abort());
   }, []);
+  // A new search or filter starts from the first page; typing waits for a pause, the first load does not.
+  const mounted = useRef(false);
+  useEffect(() => {
+    const t = setTimeout(
+      () => {
+        setProblem("");
+        void loadPage("", filters);
+      },
+      mounted.current ? 250 : 0,
+    );
+    mounted.current = true;
+    return () => clearTimeout(t);
+  }, [filters]);
 
   const add = (files: FileList | File[]) => {
     for (const file of Array.from(files)) {
@@ -98,7 +125,7 @@ export function VideosPage({ workspace }: PageProps) {
         setRows((rs) =>
           rs.map((r) => (r.upload === upload ? { ...r, progress, ...(progress.state === "done" && !r.uploadedAt ? { uploadedAt: Date.now() } : {}) } : r)),
         );
-        if (progress.videoId) follow(progress.videoId);
+        if (progress.videoId) follow(progress.videoId, true);
       });
       setRows((rs) => [...rs, { upload, progress: { sent: 0, total: file.size, speed: 0, state: "uploading", videoId: "" } }]);
       void upload.start();
@@ -161,9 +188,32 @@ export function VideosPage({ workspace }: PageProps) {
           })}
         </ul>
       )}
+      <form class="toolbar" role="search" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Search titles
+          <input type="search" value={filters.titleQuery} onInput={(e) => setFilters({ ...filters, titleQuery: e.currentTarget.value })} />
+        </label>
+        <label>
+          Status
+          <select value={filters.status} onChange={(e) => setFilters({ ...filters, status: Number(e.currentTarget.value) as VideoStatus })}>
+            <option value={VideoStatus.UNSPECIFIED}>any</option>
+            {[VideoStatus.UPLOADING, VideoStatus.PROCESSING, VideoStatus.READY, VideoStatus.ERROR, VideoStatus.ARCHIVED].map((st) => (
+              <option value={st}>{STATUS[st]}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Tag
+          <input value={filters.tag} onInput={(e) => setFilters({ ...filters, tag: e.currentTarget.value.trim() })} />
+        </label>
+      </form>
       {problem && <p role="alert">{problem}</p>}
       {videos.length === 0 && !problem ? (
-        <p class="empty">No videos yet: drop a file above to upload your first one.</p>
+        <p class="empty">
+          {filters.titleQuery || filters.tag || filters.status
+            ? "No video matches these filters."
+            : "No videos yet: drop a file above to upload your first one."}
+        </p>
       ) : (
         <table class="library">
           <caption class="visually-hidden">Your videos, newest first</caption>
