@@ -96,7 +96,9 @@ export function renderPlayerPage(p: PlayerPageInput): string {
     ...(p.drm ? { drm: p.drm, shakaScript: `${base}/shaka-player.compiled.js?v=${v.shaka}` } : {}),
     serverNow: Date.now(),
   };
-  const media = ["'self'", "blob:", ...(playbackOrigin ? [playbackOrigin] : [])].join(" ");
+  // data: for the empty WebVTT (`data:,WEBVTT`) of the <track> element hls.js makes per subtitle
+  // track (it adds the cues itself); without it the page logs a CSP violation per track.
+  const media = ["'self'", "blob:", "data:", ...(playbackOrigin ? [playbackOrigin] : [])].join(" ");
   const csp = [
     "default-src 'none'",
     "script-src 'self'",

@@ -2,6 +2,7 @@
 // (its ETag kept), CompleteUpload at the end. The upload's ids live in localStorage under the
 // file's name, size and date, so after a reload the same file picked again asks ListUploadParts
 // which parts the store holds and sends only the rest.
+import { SubtitleSource } from "../../src/gen/media/v1/job_pb.js";
 import { api } from "./api.js";
 
 export interface Progress {
@@ -35,6 +36,8 @@ export class Upload {
     readonly file: File,
     private readonly appId: string,
     private readonly onProgress: (p: Progress) => void,
+    /** Captions generated from the video's speech, in its spoken language. */
+    private readonly captions = false,
   ) {}
 
   pause(): void {
@@ -90,6 +93,7 @@ export class Upload {
       // Parts of 8 MiB (more for files past 80 GB, at most 10,000 parts): a resume after a reload resends little.
       partSizeBytes: BigInt(Math.max(PART_BYTES, Math.ceil(this.file.size / 10_000))),
       title: this.file.name.replace(/\.[^.]+$/, ""),
+      subtitleTracks: this.captions ? [{ source: SubtitleSource.GENERATED, name: "Captions", isDefault: true }] : [],
     });
     this.videoId = created.video!.id;
     localStorage.setItem(keyOf(this.file), JSON.stringify({ videoId: this.videoId, uploadId: created.uploadId } satisfies Saved));

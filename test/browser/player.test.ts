@@ -76,7 +76,7 @@ describe("player page", () => {
       "default-src": "'none'",
       "script-src": "'self'",
       "worker-src": "'self'",
-      "media-src": "'self' blob: https://cdn.example.com",
+      "media-src": "'self' blob: data: https://cdn.example.com",
       "connect-src": "'self' https://cdn.example.com",
       "img-src": "'self' data: https://img.example.com",
       "base-uri": "'none'",
@@ -90,7 +90,7 @@ describe("player page", () => {
     expect(html).toMatch(/<script src="\/assets\/player\/player\.js\?v=[0-9a-f]{12}" defer><\/script>/);
     // A same-origin playback path adds no origin.
     const local = renderPlayerPage(input({ playbackUrl: "/tok1/play/vid_x/index.m3u8" }));
-    expect(local).toContain("media-src 'self' blob:; connect-src 'self';");
+    expect(local).toContain("media-src 'self' blob: data:; connect-src 'self';");
   });
 
   it.each([

@@ -38,6 +38,7 @@ export function VideosPage({ workspace }: PageProps) {
   const [problem, setProblem] = useState("");
   const [rows, setRows] = useState<Row[]>([]);
   const [dragging, setDragging] = useState(false);
+  const [captions, setCaptions] = useState(false);
   const [filters, setFilters] = useState({ titleQuery: "", status: VideoStatus.UNSPECIFIED, tag: "" });
   const picker = useRef<HTMLInputElement>(null);
   const watching = useRef(new Map<string, AbortController>());
@@ -121,12 +122,17 @@ export function VideosPage({ workspace }: PageProps) {
 
   const add = (files: FileList | File[]) => {
     for (const file of Array.from(files)) {
-      const upload: Upload = new Upload(file, workspace.appId, (progress) => {
-        setRows((rs) =>
-          rs.map((r) => (r.upload === upload ? { ...r, progress, ...(progress.state === "done" && !r.uploadedAt ? { uploadedAt: Date.now() } : {}) } : r)),
-        );
-        if (progress.videoId) follow(progress.videoId, true);
-      });
+      const upload: Upload = new Upload(
+        file,
+        workspace.appId,
+        (progress) => {
+          setRows((rs) =>
+            rs.map((r) => (r.upload === upload ? { ...r, progress, ...(progress.state === "done" && !r.uploadedAt ? { uploadedAt: Date.now() } : {}) } : r)),
+          );
+          if (progress.videoId) follow(progress.videoId, true);
+        },
+        captions,
+      );
       setRows((rs) => [...rs, { upload, progress: { sent: 0, total: file.size, speed: 0, state: "uploading", videoId: "" } }]);
       void upload.start();
     }
@@ -153,6 +159,11 @@ export function VideosPage({ workspace }: PageProps) {
         <button type="button" onClick={() => picker.current?.click()}>
           Choose files
         </button>
+        <p>
+          <label>
+            <input type="checkbox" checked={captions} onChange={(e) => setCaptions(e.currentTarget.checked)} /> Generate captions from speech
+          </label>
+        </p>
         <input ref={picker} type="file" accept="video/*" multiple hidden onChange={(e) => e.currentTarget.files && add(e.currentTarget.files)} />
       </section>
       {rows.length > 0 && (
