@@ -33,6 +33,9 @@ const LAYERS = [
     message:
       "encoder-node/ speaks the job's and the encode queue's messages (actors/job/messages.ts, actors/scheduler/messages.ts), nothing else of the actors",
   },
+  // The web console runs in browsers and speaks to the service only through the generated clients.
+  zone("./console", ["./main", "./gateway", "./delivery", "./wire", "./actors", "./encoder-node"], "console/ calls the API; it imports only src/gen"),
+  { target: "./console", from: "./src", except: ["./gen"], message: "console/ imports only the generated clients and messages of src/gen" },
 ];
 /** The entities: one folder each under actors/, its protocol in messages.ts. */
 const ENTITIES = ["api-key", "job", "scheduler", "video", "webhook-endpoint"];
@@ -135,10 +138,10 @@ const encoderBlocks = [
 export default defineConfig(
   { ignores: IGNORES },
   {
-    files: ["**/*.ts"],
+    files: ["**/*.ts", "console/src/**/*.tsx"],
     languageOptions: {
       parser: tseslint.parser,
-      parserOptions: { projectService: { allowDefaultProject: ["vitest.config.ts"] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ["vitest.config.ts"] }, tsconfigRootDir: import.meta.dirname, ecmaFeatures: { jsx: true } },
     },
     plugins: { "@typescript-eslint": tseslint.plugin, "import-x": importX, local: { rules: { "no-import-cycle": noImportCycle } } },
     settings: {

@@ -19,6 +19,7 @@ hash -r
 runtime="Node $(node -v), $(npx tsx -e 'import("./gateway/uws-loader.ts").then(({ loadUws }) => { const f = loadUws(); console.log(f.label ?? `node:http (${f.refused.join("; ")})`); })')"
 echo "tests: on $runtime"
 npx tsc --noEmit -p .
+npx tsc -p console # the web console: its own settings (browser, JSX), checked the same way
 npm run -s lint
 
 out="$(mktemp -d)"

@@ -14,22 +14,7 @@ import { UsagePage } from "./pages/usage.js";
 import { VideoPage } from "./pages/video.js";
 import { VideosPage } from "./pages/videos.js";
 import { WebhooksPage } from "./pages/webhooks.js";
-
-export interface Workspace {
-  readonly email: string;
-  readonly userId: string;
-  readonly organizationId: string;
-  readonly organizationName: string;
-  /** The caller's role in the organization: owner, admin, member or viewer. */
-  readonly role: string;
-  readonly appId: string;
-}
-
-/** What every page gets: the workspace, and the rest of the hash after its prefix ("#/jobs/job_x" → "job_x"). */
-export interface PageProps {
-  readonly workspace: Workspace;
-  readonly rest: string;
-}
+import type { PageProps, Workspace } from "./workspace.js";
 
 type Loaded = { kind: "loading" } | { kind: "signed-out" } | { kind: "problem"; message: string } | { kind: "ready"; workspace: Workspace };
 

@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CostLineType, JobStatus, type CostBreakdownLine, type Job } from "../../../src/gen/media/v1/job_pb.js";
 import { api, problemOf } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 import { bytes, describeInput, describeOutput, JOB_STATUS, jobStatusData, money, OUTPUT_STATUS, outputStatusData, TERMINAL, when } from "./jobs-shared.js";
 
 const LINE: Record<CostLineType, string> = {

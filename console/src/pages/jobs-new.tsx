@@ -9,7 +9,7 @@ import { QualityTier, VideoCodec } from "../../../src/gen/media/v1/preset_pb.js"
 import { VideoStatus, type Video } from "../../../src/gen/media/v1/video_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { api, problemOf, type Problem } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 
 type Source = "video" | "url" | "origin";
 type Destination = "managed" | "origin";

@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { JobStatus, type Job } from "../../../src/gen/media/v1/job_pb.js";
 import { api, problemOf } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 import { JobPage } from "./jobs-detail.js";
 import { NewJobPage } from "./jobs-new.js";
 import { describeInput, describeOutput, JOB_STATUS, jobStatusData, when } from "./jobs-shared.js";

@@ -2,7 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import type { ApiKey } from "../../../src/gen/media/v1/api_key_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 
 export function KeysPage({ workspace }: PageProps) {
   const [keys, setKeys] = useState<ApiKey[]>([]);

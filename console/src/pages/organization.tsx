@@ -7,7 +7,7 @@ import type { App } from "../../../src/gen/media/v1/app_pb.js";
 import type { Organization } from "../../../src/gen/media/v1/organization_pb.js";
 import { ApprovalStatus, Role, type Membership } from "../../../src/gen/media/v1/user_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 
 const ROLES = [Role.OWNER, Role.ADMIN, Role.MEMBER, Role.VIEWER] as const;
 const roleName = (r: Role) => Role[r].toLowerCase();

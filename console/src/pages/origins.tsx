@@ -7,7 +7,7 @@ import { useEffect, useState } from "preact/hooks";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { OriginPermission, OriginProvider, OriginStatus, type Origin, type ValidationResult } from "../../../src/gen/media/v1/origin_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 import { Field } from "./presets.js";
 
 const PAGE = 20;

@@ -15,7 +15,7 @@ import {
   type VideoSettings,
 } from "../../../src/gen/media/v1/preset_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 
 const PAGE = 20;
 const CONTAINERS: [Container, string][] = [

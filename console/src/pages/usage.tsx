@@ -4,7 +4,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { useEffect, useState } from "preact/hooks";
 import { JobStatus, type Job } from "../../../src/gen/media/v1/job_pb.js";
 import { api, problemOf } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 
 /** At most this many pages of 100 jobs are read; beyond, the page says the sums are partial. */
 const MAX_PAGES = 200;

@@ -9,7 +9,7 @@ import type { Job } from "../../../src/gen/media/v1/job_pb.js";
 import { VideoCodec } from "../../../src/gen/media/v1/preset_pb.js";
 import { VideoStatus, VideoVisibility, type Video } from "../../../src/gen/media/v1/video_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 
 const STATUS: Record<VideoStatus, string> = {
   [VideoStatus.UNSPECIFIED]: "unknown",

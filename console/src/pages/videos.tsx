@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { VideoStatus, type Video } from "../../../src/gen/media/v1/video_pb.js";
 import { api, problemOf } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 import { Upload, type Progress } from "../upload.js";
 
 const PAGE = 50;

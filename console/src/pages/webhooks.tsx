@@ -15,7 +15,7 @@ import {
   type WebhookEndpoint,
 } from "../../../src/gen/media/v1/webhook_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../workspace.js";
 
 /** The event catalog (actors/ledger.ts EVENT_TYPES); `*` is every type, present and future. */
 const EVENT_TYPES = [
