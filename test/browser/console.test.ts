@@ -97,6 +97,8 @@ describe("the console", () => {
     // plays it with its captions showing.
     await row.getByRole("link", { name: "first clip" }).click();
     await page.getByRole("heading", { name: "Captions" }).waitFor({ timeout: 180_000 });
+    await page.getByText("Transcript", { exact: true }).click();
+    expect((await page.locator("[data-transcript]").first().textContent())!.trim().length).toBeGreaterThan(10);
     await page.getByRole("link", { name: "Back to videos" }).click();
     await row.getByRole("link", { name: "first clip" }).click();
     const frame = page.frameLocator("iframe");

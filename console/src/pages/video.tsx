@@ -287,6 +287,22 @@ export function VideoPage({ rest }: PageProps) {
             </ul>
           </>
         )}
+        {captions.some((c) => c.transcript.length > 0) && (
+          <details>
+            <summary>Transcript</summary>
+            {captions
+              .filter((c) => c.transcript.length > 0)
+              .map((c) => (
+                <p key={`t-${c.outputId}-${c.trackIndex}`} data-transcript>
+                  {c.transcript.map((t) => (
+                    <span key={t.startSeconds}>
+                      <span class="muted">{clock(t.startSeconds)}</span> {t.text}{" "}
+                    </span>
+                  ))}
+                </p>
+              ))}
+          </details>
+        )}
         {chapters.length > 0 && (
           <>
             <h3>Chapters</h3>
