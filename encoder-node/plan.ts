@@ -22,13 +22,21 @@ import type { LadderStrategy, OutputPlan, PlanInput, PlanOptions } from "./plann
 export { CODEC_NAMES, RESOLUTION_LINES } from "../src/codec-rules.js";
 export { tierTargetKbps, type RenditionPlan } from "./renditions.js";
 export type {
+  ChunkPlan,
   ChunkSpan,
+  DashManifestPlan,
+  DashPlan,
+  FilePlan,
   HlsMasterPlan,
+  HlsPlan,
   LadderStrategy,
   OutputPlan,
+  PackagedPlan,
   PackagedStream,
   PackagingPlan,
   PlanInput,
+  PlanKind,
+  PlanOf,
   PlanOptions,
   ProgressivePlan,
 } from "./planners/types.js";

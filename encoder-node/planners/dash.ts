@@ -5,7 +5,7 @@ import { type CicpColour, dashColourOf } from "../hdr.js";
 import { type AudioPlan, type Rendition, type RenditionContext, audioArgs, splitGraph, videoArgs } from "../renditions.js";
 import { type Clip, FFMPEG_GLOBAL, audioMaps, inputArgs, summary } from "./commands.js";
 import { hlsMasterOf } from "./master.js";
-import type { OutputPlan, PlanInput } from "./types.js";
+import type { DashPlan, PlanBase, PlanInput } from "./types.js";
 
 /** DASH, and adaptive (CMAF): the dash muxer writes fmp4 segments and the MPD; adaptive adds HLS playlists over the same segments. */
 export function dashPlan(
@@ -13,10 +13,10 @@ export function dashPlan(
   input: PlanInput,
   renditions: Rendition[],
   audio: AudioPlan[],
-  base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">,
+  base: PlanBase,
   clip: Clip | undefined,
   adaptive: boolean,
-): OutputPlan {
+): DashPlan {
   const spec = ctx.spec;
   const mpd = `${spec.dash?.manifestName || "manifest"}.mpd`;
   const master = `${spec.hls?.manifestName || "index"}.m3u8`;
@@ -58,6 +58,7 @@ export function dashPlan(
   // The dash muxer numbers representations (and media_N.m3u8) by output stream: video first, then audio.
   renditions.forEach((r, i) => (r.file = adaptive ? `media_${i}.m3u8` : mpd));
   return {
+    kind: "dash",
     ...base,
     main: adaptive ? master : mpd,
     commands: [cmd],

@@ -3,7 +3,7 @@ import path from "node:path";
 import { OutputType } from "../../src/gen/media/v1/job_pb.js";
 import { type AudioPlan, type Rendition, type RenditionContext, audioArgs, renditionWeight, splitGraph, videoArgs } from "../renditions.js";
 import { type Clip, FFMPEG_GLOBAL, audioMaps, inputArgs, summary } from "./commands.js";
-import type { LadderStrategy, OutputPlan, PlanInput } from "./types.js";
+import type { FilePlan, LadderStrategy, PlanBase, PlanInput } from "./types.js";
 
 interface Container {
   ext: string;
@@ -23,16 +23,16 @@ export function progressivePlan(
   renditions: Rendition[],
   audio: AudioPlan[],
   container: Container,
-  base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">,
+  base: PlanBase,
   clip: Clip | undefined,
   strategy: LadderStrategy,
-): OutputPlan {
+): FilePlan {
   const mux = (file: string) => [...(container.movflags ? ["-movflags", "+faststart"] : []), "-max_muxing_queue_size", "4096", "-f", container.format, file];
   const audioOut = audio.flatMap((p, j) => audioArgs(p, j, ctx.input));
   if (renditions.length === 0) {
     const file = `audio.${container.ext}`;
     const cmd = [...FFMPEG_GLOBAL, ...inputArgs(input, clip), ...audioMaps(audio), "-vn", ...audioOut, ...mux(path.join(base.dir, file))];
-    return { ...base, main: file, commands: [cmd], parallel: false, strategy };
+    return { kind: "file", ...base, main: file, commands: [cmd], parallel: false, strategy };
   }
   for (const r of renditions) r.file = `${r.name}.${container.ext}`;
   const output = (r: Rendition, label: string) => [
@@ -47,8 +47,8 @@ export function progressivePlan(
   const renditionPlans = renditions.map(summary);
   if (strategy === "split" || renditions.length === 1) {
     const cmd = [...FFMPEG_GLOBAL, ...inputArgs(input, clip), "-filter_complex", splitGraph(renditions), ...renditions.flatMap((r, i) => output(r, `[v${i}]`))];
-    return { ...base, main, commands: [cmd], parallel: false, strategy, renditions: renditionPlans };
+    return { kind: "file", ...base, main, commands: [cmd], parallel: false, strategy, renditions: renditionPlans };
   }
   const commands = renditions.map((r) => [...FFMPEG_GLOBAL, ...inputArgs(input, clip), "-filter_complex", splitGraph([r]), ...output(r, "[v0]")]);
-  return { ...base, main, commands, parallel: true, strategy, weights: renditions.map(renditionWeight), renditions: renditionPlans };
+  return { kind: "file", ...base, main, commands, parallel: true, strategy, weights: renditions.map(renditionWeight), renditions: renditionPlans };
 }

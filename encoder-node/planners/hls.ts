@@ -9,7 +9,7 @@ import { chunkInputArgs, chunkOffset } from "./chunking.js";
 import { type Clip, FFMPEG_GLOBAL, audioMaps, inputArgs, summary } from "./commands.js";
 import { AUDIO_GROUP, hlsMasterOf } from "./master.js";
 import { segmentFormatOf } from "./segments.js";
-import type { ChunkSpan, LadderStrategy, OutputPlan, PlanInput, PlanOptions, ProgressivePlan } from "./types.js";
+import type { ChunkPlan, ChunkSpan, HlsPlan, LadderStrategy, PlanBase, PlanInput, PlanOptions, ProgressivePlan } from "./types.js";
 
 /** Niceness of the later rungs of a progressive plan: the first rung gets the cores it can use, they the rest. */
 export const PROGRESSIVE_NICE = 10;
@@ -19,12 +19,12 @@ export function hlsPlan(
   input: PlanInput,
   renditions: Rendition[],
   audio: AudioPlan[],
-  base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">,
+  base: PlanBase,
   clip: Clip | undefined,
   strategy: LadderStrategy,
   keyInfoFile: string | undefined,
   opts: PlanOptions,
-): OutputPlan {
+): HlsPlan | ChunkPlan {
   const spec = ctx.spec;
   const fmp4 = segmentFormatOf(spec, OutputType.HLS) === SegmentFormat.FMP4;
   const ext = fmp4 ? "m4s" : "ts";
@@ -83,6 +83,7 @@ export function hlsPlan(
       // One chunk: the chunked rungs over its span, no audio, segments and playlists as the whole's.
       const chunk = opts.chunk;
       return {
+        kind: "chunk",
         ...base,
         durationMs: Math.round(((chunk.end ?? base.durationMs / 1000) - chunk.start) * 1000),
         main: rest[0]!.file,
@@ -116,6 +117,7 @@ export function hlsPlan(
     if (allChunked) {
       // The encode's own command: the audio, whole; every rung comes from the chunks.
       return {
+        kind: "hls",
         ...base,
         main: master,
         commands: [audioCommand()],
@@ -149,6 +151,7 @@ export function hlsPlan(
     if (split) {
       // The other rungs are chunks: the master lists them once the encoder node has joined them.
       return {
+        kind: "hls",
         ...base,
         main: master,
         commands,
@@ -177,6 +180,7 @@ export function hlsPlan(
       rest: rest.map((r) => r.file),
     };
     return {
+      kind: "hls",
       ...base,
       main: master,
       commands,
@@ -204,7 +208,7 @@ export function hlsPlan(
       ...audio.flatMap((p, j) => audioArgs(p, j, ctx.input)),
       ...muxer(streams),
     ];
-    return { ...base, main: master, commands: [cmd], parallel: false, strategy: "split", renditions: renditionPlans, hlsMaster, ...aes128 };
+    return { kind: "hls", ...base, main: master, commands: [cmd], parallel: false, strategy: "split", renditions: renditionPlans, hlsMaster, ...aes128 };
   }
   // One process per video rendition, and one for every audio track together.
   const commands = renditions.map((r) => [
@@ -228,5 +232,5 @@ export function hlsPlan(
     ]);
     weights.push(AUDIO_TRACK_WEIGHT * audio.length);
   }
-  return { ...base, main: master, commands, parallel: true, strategy, weights, renditions: renditionPlans, hlsMaster, ...aes128 };
+  return { kind: "hls", ...base, main: master, commands, parallel: true, strategy, weights, renditions: renditionPlans, hlsMaster, ...aes128 };
 }

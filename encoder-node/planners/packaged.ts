@@ -8,7 +8,7 @@ import { type Clip, FFMPEG_GLOBAL, inputArgs, summary } from "./commands.js";
 import { mpdColour } from "./dash.js";
 import { drmSystemsOf, secretsDirOf } from "./drm.js";
 import { hlsMasterOf } from "./master.js";
-import type { LadderStrategy, OutputPlan, PackagedStream, PackagingPlan, PlanInput } from "./types.js";
+import type { LadderStrategy, PackagedPlan, PackagedStream, PackagingPlan, PlanBase, PlanInput } from "./types.js";
 
 /** Folder of a packaged output's clear intermediates, inside its dir. */
 const CLEAR_DIR = "_clear";
@@ -25,12 +25,12 @@ export function packagedPlan(
   input: PlanInput,
   renditions: Rendition[],
   audio: AudioPlan[],
-  base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">,
+  base: PlanBase,
   clip: Clip | undefined,
   strategy: LadderStrategy,
   scheme: "cbcs" | "cenc",
   segmentSeconds: number,
-): OutputPlan {
+): PackagedPlan {
   const spec = ctx.spec;
   const type = spec.type;
   const hls = type !== OutputType.DASH;
@@ -78,6 +78,7 @@ export function packagedPlan(
     ...(hls ? { hls: { master, playlistType: spec.hls?.playlistType === HlsPlaylistType.EVENT ? ("EVENT" as const) : ("VOD" as const) } } : {}),
   };
   const layout = {
+    kind: "packaged" as const,
     ...base,
     main: hls ? master : mpd,
     renditions: renditions.map(summary),
