@@ -62,7 +62,7 @@ const IGNORES = ["node_modules/**", "src/gen/**", "test/conformance/gen/**", "da
 // facts are readonly in their types, and encoder-node/pipeline.spec.ts deep-freezes every plan.
 const ENCODER_PLANNERS = ["encoder-node/plan.ts", "encoder-node/planners/**/*.ts", "encoder-node/renditions.ts", "encoder-node/hdr.ts"];
 const ENCODER_EXECUTORS = [
-  "ffmpeg",
+  "executor",
   "packager",
   "probe",
   "progressive",
@@ -75,7 +75,8 @@ const ENCODER_EXECUTORS = [
   "codec-sniff",
   "prerequisites",
 ];
-const ENCODER_ABOVE_PLANNERS = [...ENCODER_EXECUTORS, "node", "lease", "reports"];
+// ffmpeg.ts runs a plan whole for callers outside the pipeline: the executor, then manifests/.
+const ENCODER_ABOVE_PLANNERS = [...ENCODER_EXECUTORS, "ffmpeg", "node", "lease", "reports"];
 const encoderRoom = (target, from, message) => zone(target, from, `encoder-node/: ${message}`);
 const ENCODER_ROOMS = [
   encoderRoom(
@@ -89,6 +90,11 @@ const ENCODER_ROOMS = [
     ENCODER_EXECUTORS.map((e) => `./encoder-node/${e}.ts`),
     ["./encoder-node/steps", "./encoder-node/tasks", "./encoder-node/node.ts"],
     "an executor reports facts; it knows no step, task or loop",
+  ),
+  encoderRoom(
+    [...ENCODER_EXECUTORS.map((e) => `./encoder-node/${e}.ts`), "./encoder-node/manifests"],
+    ["./encoder-node/ffmpeg.ts"],
+    "ffmpeg.ts runs the executor and then the manifests, for callers outside the pipeline; neither side imports it",
   ),
 ];
 const ENCODER_FILES = ["encoder-node/**/*.ts"];

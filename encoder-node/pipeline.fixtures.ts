@@ -15,7 +15,6 @@ import type { ManagedStorage } from "../src/managed-storage.js";
 import { SecretBox } from "../src/secrets.js";
 import type { ContentAwareLadder } from "./content-aware.js";
 import { hlsFactsOf } from "./manifests/hls-facts.js";
-import { writePlanManifests } from "./manifests/plan-manifests.js";
 import type { OutputPlan } from "./plan.js";
 import type { ProbeResult } from "./probe.js";
 import { ReportError, type Reports } from "./reports.js";
@@ -235,14 +234,14 @@ export function harness(root: string, job: JobRecord, o: { env?: Record<string, 
       failing("measure");
       for (const r of ladder.rungs) r.measuredVmaf = 94;
     },
-    async runPlan(plan, opts) {
+    async encodePlan(plan, opts) {
       plans.push(deepFreeze(plan));
       failing("encode");
       writeOutputs(plan, o.growing !== true);
       await opts.whileRunning?.();
       if (o.growing) throw new Error("ffmpeg died");
       opts.onProgress?.(1);
-      if (opts.manifests !== false) await writePlanManifests(plan, opts.keys?.[0], new AbortController().signal);
+      await opts.finish?.(new AbortController().signal);
       return { wallMs: 1 };
     },
     async startTracks(spec) {

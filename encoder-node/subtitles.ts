@@ -24,7 +24,7 @@ import {
   type TranscriptWord,
 } from "./captions.js";
 import { FFMPEG_GLOBAL, languageName, type OutputPlan } from "./plan.js";
-import { runFfmpeg } from "./ffmpeg.js";
+import { runFfmpeg } from "./executor.js";
 import { writeHlsSubtitles } from "./manifests/hls-subtitles.js";
 import { addMpdTextTracks } from "./manifests/mpd.js";
 import { MediaError } from "./media-errors.js";

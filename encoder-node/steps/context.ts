@@ -11,7 +11,7 @@ import type { NetGuard } from "../../src/net-guard.js";
 import { openOriginBlob } from "../../src/origins.js";
 import type { SecretBox } from "../../src/secrets.js";
 import { analyzeContent, measureRungs } from "../content-aware.js";
-import { runPlan } from "../ffmpeg.js";
+import { encodePlan } from "../executor.js";
 import type { LeaseChannel } from "../lease.js";
 import { probe, probeStartSeconds } from "../probe.js";
 import type { Recogniser } from "../recogniser.js";
@@ -28,7 +28,7 @@ export interface Executors {
   readonly probeStartSeconds: typeof probeStartSeconds;
   readonly analyzeContent: typeof analyzeContent;
   readonly measureRungs: typeof measureRungs;
-  readonly runPlan: typeof runPlan;
+  readonly encodePlan: typeof encodePlan;
   readonly startTracks: typeof startTracks;
   readonly writeTracks: typeof writeTracks;
   readonly renderThumbnails: typeof renderThumbnails;
@@ -63,7 +63,7 @@ export function nodeExecutors(d: TaskDeps, workRoot: string): Executors {
     probeStartSeconds,
     analyzeContent,
     measureRungs,
-    runPlan,
+    encodePlan,
     startTracks,
     writeTracks,
     renderThumbnails,

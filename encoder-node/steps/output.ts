@@ -224,12 +224,11 @@ export async function runOutput(r: EncodeRun, output: OutputState, split: boolea
     const keys = spec.drm ? await c.exec.contentKeys(spec, output.id, plan, signal) : undefined;
     publisher = publisherOf(r, output, spec, plan, keys);
     const grower = publisher;
-    await c.exec.runPlan(plan, {
+    await c.exec.encodePlan(plan, {
       signal,
       ...(keys ? { keys } : {}),
       ...(grower ? { whileRunning: () => grower.sync() } : {}),
       onProgress: (fraction) => progress.encoding(own * fraction),
-      manifests: false,
     });
     // The manifests from the plan and what the encode produced: their one owner is manifests/.
     await writePlanManifests(plan, keys?.[0], signal);
