@@ -69,14 +69,15 @@ const ENCODER_EXECUTORS = [
   "vmaf",
   "content-aware",
   "thumbnails",
-  "subtitles",
+  "subtitle-tracks",
   "recogniser",
   "chunks",
   "codec-sniff",
   "prerequisites",
 ];
-// ffmpeg.ts runs a plan whole for callers outside the pipeline: the executor, then manifests/.
-const ENCODER_ABOVE_PLANNERS = [...ENCODER_EXECUTORS, "ffmpeg", "node", "lease", "reports"];
+// ffmpeg.ts and subtitles.ts serve callers outside the pipeline: an executor, then manifests/.
+const ENCODER_FACADES = ["./encoder-node/ffmpeg.ts", "./encoder-node/subtitles.ts"];
+const ENCODER_ABOVE_PLANNERS = [...ENCODER_EXECUTORS, "ffmpeg", "subtitles", "node", "lease", "reports"];
 const encoderRoom = (target, from, message) => zone(target, from, `encoder-node/: ${message}`);
 const ENCODER_ROOMS = [
   encoderRoom(
@@ -93,8 +94,8 @@ const ENCODER_ROOMS = [
   ),
   encoderRoom(
     [...ENCODER_EXECUTORS.map((e) => `./encoder-node/${e}.ts`), "./encoder-node/manifests"],
-    ["./encoder-node/ffmpeg.ts"],
-    "ffmpeg.ts runs the executor and then the manifests, for callers outside the pipeline; neither side imports it",
+    ENCODER_FACADES,
+    "ffmpeg.ts and subtitles.ts run an executor and then the manifests, for callers outside the pipeline; neither side imports them",
   ),
 ];
 const ENCODER_FILES = ["encoder-node/**/*.ts"];

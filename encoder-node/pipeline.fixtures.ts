@@ -19,7 +19,7 @@ import type { OutputPlan } from "./plan.js";
 import type { ProbeResult } from "./probe.js";
 import { ReportError, type Reports } from "./reports.js";
 import type { Executors, TaskContext } from "./steps/context.js";
-import { writeTracks } from "./subtitles.js";
+import { writeTrackFiles } from "./subtitle-tracks.js";
 
 export const PROBE: ProbeResult = {
   format: "mov,mp4,m4a,3gp,3g2,mj2",
@@ -256,7 +256,7 @@ export function harness(root: string, job: JobRecord, o: { env?: Record<string, 
       }));
       return { provided, generated: Promise.resolve([]) };
     },
-    writeTracks,
+    writeTrackFiles,
     async renderThumbnails(_specs, _input, opts) {
       failing("thumbnails");
       mkdirSync(opts.dir, { recursive: true });

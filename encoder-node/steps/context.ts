@@ -18,7 +18,7 @@ import type { Recogniser } from "../recogniser.js";
 import type { Reports } from "../reports.js";
 import { contentKeys } from "./drm-keys.js";
 import { fetchInput, inputFileOf } from "./input.js";
-import { startTracks, writeTracks } from "../subtitles.js";
+import { startTracks, writeTrackFiles } from "../subtitle-tracks.js";
 import { renderThumbnails } from "../thumbnails.js";
 
 /** The effects a task runs; each reports what it produced. Faked whole in encoder-node/pipeline.spec.ts. */
@@ -30,7 +30,7 @@ export interface Executors {
   readonly measureRungs: typeof measureRungs;
   readonly encodePlan: typeof encodePlan;
   readonly startTracks: typeof startTracks;
-  readonly writeTracks: typeof writeTracks;
+  readonly writeTrackFiles: typeof writeTrackFiles;
   readonly renderThumbnails: typeof renderThumbnails;
   readonly contentKeys: (...a: Parameters<typeof contentKeys> extends [unknown, ...infer R] ? R : never) => ReturnType<typeof contentKeys>;
   /** Where the job's outputs go: managed storage for a hosted video, else its output origin. */
@@ -65,7 +65,7 @@ export function nodeExecutors(d: TaskDeps, workRoot: string): Executors {
     measureRungs,
     encodePlan,
     startTracks,
-    writeTracks,
+    writeTrackFiles,
     renderThumbnails,
     contentKeys: (...a) => contentKeys(d, ...a),
     outputBlob: (job) => (job.managed ? d.managed.blob : openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config)),
