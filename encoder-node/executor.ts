@@ -8,16 +8,17 @@ import { MediaError, type MediaErrorCode } from "./media-errors.js";
 import { checkPackagingKeys, removeAes128KeyInfo, runPackager, writeAes128KeyInfo } from "./packager.js";
 import type { OutputPlan } from "./plan.js";
 
+/** Facts the executor reports: what ffmpeg said while it ran, and what a run cost. */
 export interface RunProgress {
-  fraction: number;
-  outTimeMs: number;
-  speed?: number;
+  readonly fraction: number;
+  readonly outTimeMs: number;
+  readonly speed?: number;
 }
 
 export interface RunResult {
   /** User plus system CPU seconds of the ffmpeg process(es), from ffmpeg's -benchmark report. */
-  cpuSeconds?: number;
-  wallMs: number;
+  readonly cpuSeconds?: number;
+  readonly wallMs: number;
 }
 
 export interface RunOptions {
