@@ -26,7 +26,8 @@ import { create } from "@bufbuild/protobuf";
 import { CODEC_NAMES, type VideoCodecName } from "../src/codec-rules.js";
 import { EncodingMode, OutputSpecSchema, OutputType, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
 import { QualityTier } from "../src/gen/media/v1/preset_pb.js";
-import { parseMediaPlaylist, runFfmpeg, runPlan } from "./ffmpeg.js";
+import { encodePlan, runFfmpeg } from "./executor.js";
+import { parseMediaPlaylist } from "./manifests/media-playlist.js";
 import { MediaError } from "./media-errors.js";
 import { FFMPEG_GLOBAL, planOutput, type PlanInput } from "./plan.js";
 import { probe, type ProbeResult } from "./probe.js";
@@ -332,7 +333,7 @@ export async function analyzeContent(spec: OutputSpec, input: PlanInput, opts: A
       { file: reference, probe: referenceProbe },
       { outputId: `trial_${n}`, workDir: dir, contentAware: chosen.map(({ crf }) => ({ crf })) },
     );
-    await runPlan(plan, { signal: opts.signal });
+    await encodePlan(plan, { signal: opts.signal });
     tick();
     const trials: (Trial | undefined)[] = crfs.map(() => undefined);
     const sizes: { name: string; width: number; height: number }[] = [];

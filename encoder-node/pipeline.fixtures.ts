@@ -15,12 +15,11 @@ import type { ManagedStorage } from "../src/managed-storage.js";
 import { SecretBox } from "../src/secrets.js";
 import type { ContentAwareLadder } from "./content-aware.js";
 import { hlsFactsOf } from "./manifests/hls-facts.js";
-import { writePlanManifests } from "./manifests/plan-manifests.js";
 import type { OutputPlan } from "./plan.js";
 import type { ProbeResult } from "./probe.js";
 import { ReportError, type Reports } from "./reports.js";
 import type { Executors, TaskContext } from "./steps/context.js";
-import { writeTracks } from "./subtitles.js";
+import { writeTrackFiles } from "./subtitle-tracks.js";
 
 export const PROBE: ProbeResult = {
   format: "mov,mp4,m4a,3gp,3g2,mj2",
@@ -235,14 +234,14 @@ export function harness(root: string, job: JobRecord, o: { env?: Record<string, 
       failing("measure");
       for (const r of ladder.rungs) r.measuredVmaf = 94;
     },
-    async runPlan(plan, opts) {
+    async encodePlan(plan, opts) {
       plans.push(deepFreeze(plan));
       failing("encode");
       writeOutputs(plan, o.growing !== true);
       await opts.whileRunning?.();
       if (o.growing) throw new Error("ffmpeg died");
       opts.onProgress?.(1);
-      if (opts.manifests !== false) await writePlanManifests(plan, opts.keys?.[0], new AbortController().signal);
+      await opts.finish?.(new AbortController().signal);
       return { wallMs: 1 };
     },
     async startTracks(spec) {
@@ -257,7 +256,7 @@ export function harness(root: string, job: JobRecord, o: { env?: Record<string, 
       }));
       return { provided, generated: Promise.resolve([]) };
     },
-    writeTracks,
+    writeTrackFiles,
     async renderThumbnails(_specs, _input, opts) {
       failing("thumbnails");
       mkdirSync(opts.dir, { recursive: true });

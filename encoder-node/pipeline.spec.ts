@@ -1,19 +1,27 @@
 // The encode pipeline end to end with its executors faked (pipeline.fixtures.ts): the tasks, the
 // output steps, the planners and the manifests are the real ones; ffmpeg, ffprobe, libvmaf, the key
 // provider and storage are not. Runs in milliseconds. Asserts the reports the job hears and the
-// manifests stored; every plan is deep-frozen before the executors see it.
+// manifests stored. Every plan is deep-frozen as planOutput returns it: a step or executor that
+// assigned into one after planning would throw here.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import type { JobCommand, JobCommandOf } from "../actors/job/messages.js";
 import { BlobError } from "../src/blob/index.js";
 import { EncryptionScheme, OutputType, SubtitleKind, SubtitleSource } from "../src/gen/media/v1/job_pb.js";
 import { SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { MediaError } from "./media-errors.js";
-import { harness, jobOf, outputOf, type Step } from "./pipeline.fixtures.js";
+import { deepFreeze, harness, jobOf, outputOf, type Step } from "./pipeline.fixtures.js";
+import type { OutputPlan } from "./plan.js";
 import { ReportError } from "./reports.js";
 import { runTask } from "./tasks/index.js";
+
+const frozen = vi.hoisted(() => [] as OutputPlan[]);
+vi.mock("./plan.js", async (original) => {
+  const plan = await original<typeof import("./plan.js")>();
+  return { ...plan, planOutput: (...args: Parameters<typeof plan.planOutput>) => frozen[frozen.push(deepFreeze(plan.planOutput(...args))) - 1]! };
+});
 
 const root = mkdtempSync(path.join(tmpdir(), "pipeline-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -208,5 +216,10 @@ describe("the encode pipeline, executors faked", () => {
       const h = harness(dir(), jobOf([hls()]), { fail: "report" });
       await expect(runTask(h.context, encode, signal())).rejects.toBeInstanceOf(ReportError);
     });
+  });
+
+  it("plans are frozen from their making: every kind the paths above planned, none assigned into", () => {
+    expect(frozen.every((p) => Object.isFrozen(p) && Object.isFrozen(p.commands) && p.commands.every(Object.isFrozen))).toBe(true);
+    expect(new Set(frozen.map((p) => p.kind ?? "file"))).toEqual(new Set(["hls", "dash", "packaged"]));
   });
 });

@@ -11,7 +11,7 @@ describe("planOutput: protected outputs", () => {
     { codec: VideoCodec.H264, resolution: "720p" },
     { codec: VideoCodec.H264, resolution: "480p" },
   ];
-  const outputs = (cmd: string[]) => cmd.filter((a) => a.endsWith(".mp4"));
+  const outputs = (cmd: readonly string[]) => cmd.filter((a) => a.endsWith(".mp4"));
 
   it("drmSchemeOf: the scheme asked, else aes128 on ts HLS and cbcs on CMAF; undefined when clear", () => {
     expect(drmSchemeOf(spec({ type: OutputType.HLS, video: ladder }))).toBeUndefined();

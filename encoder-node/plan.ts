@@ -13,6 +13,7 @@ import { drmSchemeOf, secretsDirOf } from "./planners/drm.js";
 import { dashPlan } from "./planners/dash.js";
 import { PROGRESSIVE, progressivePlan } from "./planners/files.js";
 import { hlsPlan } from "./planners/hls.js";
+import type { Layout } from "./planners/layout.js";
 import { packagedPlan } from "./planners/packaged.js";
 import { FIRST_SEGMENT_SECONDS, segmentFormatOf, segmentSecondsOf } from "./planners/segments.js";
 import type { LadderStrategy, OutputPlan, PlanInput, PlanOptions } from "./planners/types.js";
@@ -22,13 +23,21 @@ import type { LadderStrategy, OutputPlan, PlanInput, PlanOptions } from "./plann
 export { CODEC_NAMES, RESOLUTION_LINES } from "../src/codec-rules.js";
 export { tierTargetKbps, type RenditionPlan } from "./renditions.js";
 export type {
+  ChunkPlan,
   ChunkSpan,
+  DashManifestPlan,
+  DashPlan,
+  FilePlan,
   HlsMasterPlan,
+  HlsPlan,
   LadderStrategy,
   OutputPlan,
+  PackagedPlan,
   PackagedStream,
   PackagingPlan,
   PlanInput,
+  PlanKind,
+  PlanOf,
   PlanOptions,
   ProgressivePlan,
 } from "./planners/types.js";
@@ -86,26 +95,20 @@ export function planOutput(spec: OutputSpec, input: PlanInput, opts: PlanOptions
       type === OutputType.ADAPTIVE ||
       (type === OutputType.HLS && segmentFormatOf(spec, type) === SegmentFormat.FMP4),
   };
-  const renditions = planRenditions(ctx);
-  const audio = planAudio(spec, probe, type === OutputType.WEBM ? AudioCodec.OPUS : AudioCodec.AAC);
-  const base = { outputId: opts.outputId, dir: opts.workDir, durationMs };
-  const strategy = opts.strategy ?? DEFAULT_STRATEGY;
-  if (container) return progressivePlan(ctx, input, renditions, audio, container, base, clip, strategy);
+  const layout: Layout = {
+    ctx,
+    input,
+    renditions: planRenditions(ctx),
+    audio: planAudio(spec, probe, type === OutputType.WEBM ? AudioCodec.OPUS : AudioCodec.AAC),
+    base: { outputId: opts.outputId, dir: opts.workDir, durationMs },
+    clip,
+    strategy: opts.strategy ?? DEFAULT_STRATEGY,
+  };
+  if (container) return progressivePlan(layout, container);
   const scheme = drmSchemeOf(spec);
-  if ((scheme === "cbcs" || scheme === "cenc") && segmentSeconds !== undefined)
-    return packagedPlan(ctx, input, renditions, audio, base, clip, strategy, scheme, segmentSeconds);
+  if ((scheme === "cbcs" || scheme === "cenc") && segmentSeconds !== undefined) return packagedPlan(layout, scheme, segmentSeconds);
   if (type === OutputType.HLS)
-    return hlsPlan(
-      ctx,
-      input,
-      renditions,
-      audio,
-      base,
-      clip,
-      strategy,
-      scheme === "aes128" ? path.join(secretsDirOf(base.dir), "aes128.keyinfo") : undefined,
-      opts,
-    );
-  if (type === OutputType.DASH || type === OutputType.ADAPTIVE) return dashPlan(ctx, input, renditions, audio, base, clip, type === OutputType.ADAPTIVE);
+    return hlsPlan({ ...layout, keyInfoFile: scheme === "aes128" ? path.join(secretsDirOf(opts.workDir), "aes128.keyinfo") : undefined, opts });
+  if (type === OutputType.DASH || type === OutputType.ADAPTIVE) return dashPlan(layout, type === OutputType.ADAPTIVE);
   throw new MediaError("internal", `output type ${type} cannot be planned; the output specification was not checked`);
 }

@@ -329,7 +329,7 @@ function videoChain(r: Rendition): string {
 }
 
 /** -filter_complex graph: one decode split into every rendition's chain, outputs [v0]..[vN]. */
-export function splitGraph(renditions: Rendition[]): string {
+export function splitGraph(renditions: readonly Rendition[]): string {
   if (renditions.length === 1) return `[0:v:0]${videoChain(renditions[0]!)}[v0]`;
   const taps = renditions.map((_, i) => `[s${i}]`).join("");
   return [`[0:v:0]split=${renditions.length}${taps}`, ...renditions.map((r, i) => `[s${i}]${videoChain(r)}[v${i}]`)].join(";");

@@ -13,7 +13,7 @@ import {
 } from "../src/thumbnail-spec.js";
 import { formatVttTime } from "./captions.js";
 import { sdrStepsOf } from "./hdr.js";
-import { runFfmpeg } from "./ffmpeg.js";
+import { runFfmpeg } from "./executor.js";
 import { MediaError } from "./media-errors.js";
 import type { PlanInput } from "./plan.js";
 

@@ -47,7 +47,7 @@ export function resolveClip(opts: PlanOptions, input: ProbeResult): { clip?: Cli
   return { clip: { start, ...(end !== undefined ? { end } : {}) }, durationMs: Math.max(0, Math.round((stop - start) * 1000)) };
 }
 
-export const audioMaps = (audio: AudioPlan[]) => audio.flatMap((p) => ["-map", `0:a:${p.source}`]);
+export const audioMaps = (audio: readonly AudioPlan[]) => audio.flatMap((p) => ["-map", `0:a:${p.source}`]);
 
 export const summary = (r: Rendition): RenditionPlan => ({
   name: r.name,

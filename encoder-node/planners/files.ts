@@ -1,14 +1,15 @@
 // Progressive files (MP4, WebM, MKV, MOV): one command, one file.
 import path from "node:path";
 import { OutputType } from "../../src/gen/media/v1/job_pb.js";
-import { type AudioPlan, type Rendition, type RenditionContext, audioArgs, renditionWeight, splitGraph, videoArgs } from "../renditions.js";
-import { type Clip, FFMPEG_GLOBAL, audioMaps, inputArgs, summary } from "./commands.js";
-import type { LadderStrategy, OutputPlan, PlanInput } from "./types.js";
+import { type Rendition, audioArgs, renditionWeight, videoArgs } from "../renditions.js";
+import { audioMaps, summary } from "./commands.js";
+import { type Layout, ladderInput, plainInput, withFiles } from "./layout.js";
+import type { FilePlan } from "./types.js";
 
-interface Container {
-  ext: string;
-  format: string;
-  movflags: boolean;
+export interface Container {
+  readonly ext: string;
+  readonly format: string;
+  readonly movflags: boolean;
 }
 export const PROGRESSIVE: Partial<Record<OutputType, Container>> = {
   [OutputType.MP4]: { ext: "mp4", format: "mp4", movflags: true },
@@ -17,24 +18,16 @@ export const PROGRESSIVE: Partial<Record<OutputType, Container>> = {
   [OutputType.MOV]: { ext: "mov", format: "mov", movflags: true },
 };
 
-export function progressivePlan(
-  ctx: RenditionContext,
-  input: PlanInput,
-  renditions: Rendition[],
-  audio: AudioPlan[],
-  container: Container,
-  base: Omit<OutputPlan, "main" | "commands" | "parallel" | "strategy">,
-  clip: Clip | undefined,
-  strategy: LadderStrategy,
-): OutputPlan {
+export function progressivePlan(l: Layout, container: Container): FilePlan {
+  const { ctx, audio, base, strategy } = l;
   const mux = (file: string) => [...(container.movflags ? ["-movflags", "+faststart"] : []), "-max_muxing_queue_size", "4096", "-f", container.format, file];
   const audioOut = audio.flatMap((p, j) => audioArgs(p, j, ctx.input));
-  if (renditions.length === 0) {
+  if (l.renditions.length === 0) {
     const file = `audio.${container.ext}`;
-    const cmd = [...FFMPEG_GLOBAL, ...inputArgs(input, clip), ...audioMaps(audio), "-vn", ...audioOut, ...mux(path.join(base.dir, file))];
-    return { ...base, main: file, commands: [cmd], parallel: false, strategy };
+    const cmd = [...plainInput(l), ...audioMaps(audio), "-vn", ...audioOut, ...mux(path.join(base.dir, file))];
+    return { kind: "file", ...base, main: file, commands: [cmd], parallel: false, strategy };
   }
-  for (const r of renditions) r.file = `${r.name}.${container.ext}`;
+  const renditions = withFiles(l.renditions, (r) => `${r.name}.${container.ext}`);
   const output = (r: Rendition, label: string) => [
     "-map",
     label,
@@ -46,9 +39,9 @@ export function progressivePlan(
   const main = [...renditions].sort((x, y) => y.width * y.height - x.width * x.height)[0]!.file;
   const renditionPlans = renditions.map(summary);
   if (strategy === "split" || renditions.length === 1) {
-    const cmd = [...FFMPEG_GLOBAL, ...inputArgs(input, clip), "-filter_complex", splitGraph(renditions), ...renditions.flatMap((r, i) => output(r, `[v${i}]`))];
-    return { ...base, main, commands: [cmd], parallel: false, strategy, renditions: renditionPlans };
+    const cmd = [...ladderInput(l, renditions), ...renditions.flatMap((r, i) => output(r, `[v${i}]`))];
+    return { kind: "file", ...base, main, commands: [cmd], parallel: false, strategy, renditions: renditionPlans };
   }
-  const commands = renditions.map((r) => [...FFMPEG_GLOBAL, ...inputArgs(input, clip), "-filter_complex", splitGraph([r]), ...output(r, "[v0]")]);
-  return { ...base, main, commands, parallel: true, strategy, weights: renditions.map(renditionWeight), renditions: renditionPlans };
+  const commands = renditions.map((r) => [...ladderInput(l, [r]), ...output(r, "[v0]")]);
+  return { kind: "file", ...base, main, commands, parallel: true, strategy, weights: renditions.map(renditionWeight), renditions: renditionPlans };
 }

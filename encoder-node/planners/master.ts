@@ -19,8 +19,8 @@ export function languageName(tag: string): string {
 
 export function hlsMasterOf(
   file: string,
-  renditions: Rendition[],
-  audio: AudioPlan[],
+  renditions: readonly Rendition[],
+  audio: readonly AudioPlan[],
   playlistOf: (name: string, index: number, kind: "v" | "a") => string,
   iframes = false,
 ): HlsMasterPlan {

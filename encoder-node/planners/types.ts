@@ -37,15 +37,15 @@ export interface HlsMasterPlan {
   }[];
 }
 
-export interface OutputPlan {
+/** What every plan has: the commands the executors run and what progress is measured against. */
+interface PlanCore {
   readonly outputId: string;
   /** Local folder holding every file this output produces (manifests, segments, files). */
   readonly dir: string;
   /** Path of the main file or manifest, relative to dir. */
   readonly main: string;
   /** ffmpeg invocations (argument vectors without the "ffmpeg" binary), run in order or in parallel per `parallel`. */
-  // Each command's own array stays mutable in type only: test/bench/drm.bench.ts hands one to a string[] parameter.
-  readonly commands: readonly string[][];
+  readonly commands: readonly (readonly string[])[];
   readonly parallel: boolean;
   /** Duration the encode covers (after clip), for progress. */
   readonly durationMs: number;
@@ -54,29 +54,81 @@ export interface OutputPlan {
   /** Share of the total work of each command, for progress; equal when absent. */
   readonly weights?: readonly number[];
   readonly renditions?: readonly RenditionPlan[];
-  /** Written by runPlan after the commands: ffmpeg's own master lacks measured bandwidths and AV1 codec strings. */
-  readonly hlsMaster?: HlsMasterPlan;
-  /** MPD whose minBufferTime runPlan sets after the commands (the dash muxer has no option for it). */
-  readonly dashManifest?: { file: string; minBufferTimeSeconds: number; colour?: CicpColour };
+  /** Niceness of each command (progressive plans run the later rungs below the first). */
+  readonly nice?: readonly number[];
+}
+
+/** The MPD whose minBufferTime the manifests set after the commands (the dash muxer has no option for it). */
+export interface DashManifestPlan {
+  readonly file: string;
+  readonly minBufferTimeSeconds: number;
+  readonly colour?: CicpColour;
+}
+
+/** What the planners know of an output before its kind's planner lays it out. */
+export type PlanBase = Pick<PlanCore, "outputId" | "dir" | "durationMs">;
+
+/** The parts only some kinds of plan have. */
+interface KindParts {
+  /** Written by the manifests after the commands: ffmpeg's own master lacks measured bandwidths and AV1 codec strings. */
+  readonly hlsMaster: HlsMasterPlan;
+  readonly dashManifest: DashManifestPlan;
   /** cbcs and cenc: the commands write clear intermediates, and runPlan packages them with these settings. */
-  readonly packaging?: PackagingPlan;
+  readonly packaging: PackagingPlan;
   /** aes_128: the HLS muxer encrypts with the key info file runPlan writes before the commands (outside dir). */
-  readonly aes128?: { keyInfoFile: string };
+  readonly aes128: { readonly keyInfoFile: string };
   /**
    * Progressive HLS (a hosted video's stream): the first command writes the lowest rung and the
    * audio, the second (niced, beside it) the other rungs; every media playlist is an EVENT
    * playlist that grows segment by segment, so the encoder node can publish them while they run.
    */
-  readonly progressive?: ProgressivePlan;
-  /** Niceness of each command (progressive plans run the later rungs below the first). */
-  readonly nice?: readonly number[];
+  readonly progressive: ProgressivePlan;
   /**
    * A chunked ladder: the commands write the lowest rung and the audio; these rungs come from
    * chunk plans (PlanOptions.chunk) run anywhere, and the encoder node joins their playlists and
    * writes the master (runPlan does not).
    */
-  readonly chunked?: { readonly rest: readonly RenditionPlan[]; readonly segmentSeconds: number };
+  readonly chunked: { readonly rest: readonly RenditionPlan[]; readonly segmentSeconds: number };
 }
+/** Parts a kind does not have: absent from its type, so a caller holding any plan may still ask. */
+type Absent<K extends keyof KindParts> = { readonly [P in K]?: never };
+
+/**
+ * A progressive file (MP4, WebM, MKV, MOV): the commands alone, nothing written after them. Its
+ * kind may be left out: plans built by hand around runPlan (test/media/ffmpeg.test.ts) are such.
+ */
+export interface FilePlan extends PlanCore, Absent<keyof KindParts> {
+  readonly kind?: "file";
+}
+
+/** Clear or aes_128 HLS: whole, growing (a hosted stream), or a split ladder's own part. */
+export interface HlsPlan extends PlanCore, Absent<"dashManifest" | "packaging">, Partial<Pick<KindParts, "aes128" | "progressive" | "chunked">> {
+  readonly kind: "hls";
+  readonly hlsMaster: HlsMasterPlan;
+}
+
+/** One chunk of a split ladder: its rungs over the span; the encode that split it joins the playlists. */
+export interface ChunkPlan extends PlanCore, Absent<keyof KindParts> {
+  readonly kind: "chunk";
+}
+
+/** DASH by ffmpeg's dash muxer, and adaptive (CMAF), which adds HLS playlists over the same segments. */
+export interface DashPlan extends PlanCore, Absent<"packaging" | "aes128" | "progressive" | "chunked">, Partial<Pick<KindParts, "hlsMaster">> {
+  readonly kind: "dash";
+  readonly dashManifest: DashManifestPlan;
+}
+
+/** cbcs and cenc: clear intermediates the packager encrypts into HLS, DASH or both. */
+export interface PackagedPlan extends PlanCore, Absent<"aes128" | "progressive" | "chunked">, Partial<Pick<KindParts, "hlsMaster" | "dashManifest">> {
+  readonly kind: "packaged";
+  readonly packaging: PackagingPlan;
+}
+
+/** The plan of one output, keyed by its kind; a table over PlanKind (manifests/plan-manifests.ts) handles each. */
+export type OutputPlan = FilePlan | HlsPlan | ChunkPlan | DashPlan | PackagedPlan;
+export type PlanKind = NonNullable<OutputPlan["kind"]>;
+/** The plan of one kind. */
+export type PlanOf<K extends PlanKind> = Extract<OutputPlan, { readonly kind?: K }>;
 
 /** Media playlists of a progressive plan, relative to its dir. */
 export interface ProgressivePlan {
@@ -121,13 +173,13 @@ export interface PackagingPlan {
   /** MPD, relative to dir (dash and adaptive). */
   readonly mpd?: string;
   /** HLS (hls and adaptive): the packager writes media playlists only beside a master; runPlan writes the master again from hlsMaster. */
-  readonly hls?: { master: string; playlistType: "VOD" | "EVENT" };
+  readonly hls?: { readonly master: string; readonly playlistType: "VOD" | "EVENT" };
 }
 
 export interface PlanOptions {
   readonly outputId: string;
   readonly workDir: string;
-  readonly clip?: { startSeconds: number; endSeconds: number };
+  readonly clip?: { readonly startSeconds: number; readonly endSeconds: number };
   readonly strategy?: LadderStrategy;
   /** Plan a clear or aes_128 HLS output progressively (see OutputPlan.progressive): what a hosted video's stream gets. */
   readonly progressive?: boolean;

@@ -39,7 +39,7 @@ async function encodeChunk(c: TaskContext, job: JobRecord, part: number, signal:
     },
   );
   try {
-    await c.exec.runPlan(plan, { signal });
+    await c.exec.encodePlan(plan, { signal });
     const renditions = await chunkRenditions(plan, signal);
     const blob = c.exec.outputBlob(job);
     for (const rel of await chunkFiles(plan)) await writing(() => blob.put(`${output.keyPrefix}/${rel}`, path.join(plan.dir, rel), contentTypeOf(rel)));

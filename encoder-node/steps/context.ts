@@ -11,14 +11,14 @@ import type { NetGuard } from "../../src/net-guard.js";
 import { openOriginBlob } from "../../src/origins.js";
 import type { SecretBox } from "../../src/secrets.js";
 import { analyzeContent, measureRungs } from "../content-aware.js";
-import { runPlan } from "../ffmpeg.js";
+import { encodePlan } from "../executor.js";
 import type { LeaseChannel } from "../lease.js";
 import { probe, probeStartSeconds } from "../probe.js";
 import type { Recogniser } from "../recogniser.js";
 import type { Reports } from "../reports.js";
 import { contentKeys } from "./drm-keys.js";
 import { fetchInput, inputFileOf } from "./input.js";
-import { startTracks, writeTracks } from "../subtitles.js";
+import { startTracks, writeTrackFiles } from "../subtitle-tracks.js";
 import { renderThumbnails } from "../thumbnails.js";
 
 /** The effects a task runs; each reports what it produced. Faked whole in encoder-node/pipeline.spec.ts. */
@@ -28,9 +28,9 @@ export interface Executors {
   readonly probeStartSeconds: typeof probeStartSeconds;
   readonly analyzeContent: typeof analyzeContent;
   readonly measureRungs: typeof measureRungs;
-  readonly runPlan: typeof runPlan;
+  readonly encodePlan: typeof encodePlan;
   readonly startTracks: typeof startTracks;
-  readonly writeTracks: typeof writeTracks;
+  readonly writeTrackFiles: typeof writeTrackFiles;
   readonly renderThumbnails: typeof renderThumbnails;
   readonly contentKeys: (...a: Parameters<typeof contentKeys> extends [unknown, ...infer R] ? R : never) => ReturnType<typeof contentKeys>;
   /** Where the job's outputs go: managed storage for a hosted video, else its output origin. */
@@ -63,9 +63,9 @@ export function nodeExecutors(d: TaskDeps, workRoot: string): Executors {
     probeStartSeconds,
     analyzeContent,
     measureRungs,
-    runPlan,
+    encodePlan,
     startTracks,
-    writeTracks,
+    writeTrackFiles,
     renderThumbnails,
     contentKeys: (...a) => contentKeys(d, ...a),
     outputBlob: (job) => (job.managed ? d.managed.blob : openOriginBlob(job.outputOrigin!, d.box, d.guard, d.config)),

@@ -15,11 +15,12 @@ import { hlsFactsOf } from "../manifests/hls-facts.js";
 import { writeGrowingHlsMaster, writeHlsMaster } from "../manifests/hls-master.js";
 import { parseMediaPlaylist } from "../manifests/media-playlist.js";
 import { writePlanManifests } from "../manifests/plan-manifests.js";
+import { writeTrackManifests } from "../manifests/text-tracks.js";
 import { ratesOf, type ContentAwareLadder } from "../content-aware.js";
 import { chunkable, chunkSpans, planOutput, segmentSecondsOf, wholeRung, type ChunkSpan, type OutputPlan } from "../plan.js";
 import { ProgressivePublisher } from "../progressive.js";
 import { failureOf, ReportError, writing } from "../reports.js";
-import { needsTranscription, trackResults, type PreparedTrack, type SubtitleContext, type Transcripts } from "../subtitles.js";
+import { needsTranscription, trackResults, type PreparedTrack, type SubtitleContext, type Transcripts } from "../subtitle-tracks.js";
 import { chunksOf } from "./chunk.js";
 import type { TaskContext } from "./context.js";
 import type { ProbeResult } from "../probe.js";
@@ -224,12 +225,11 @@ export async function runOutput(r: EncodeRun, output: OutputState, split: boolea
     const keys = spec.drm ? await c.exec.contentKeys(spec, output.id, plan, signal) : undefined;
     publisher = publisherOf(r, output, spec, plan, keys);
     const grower = publisher;
-    await c.exec.runPlan(plan, {
+    await c.exec.encodePlan(plan, {
       signal,
       ...(keys ? { keys } : {}),
       ...(grower ? { whileRunning: () => grower.sync() } : {}),
       onProgress: (fraction) => progress.encoding(own * fraction),
-      manifests: false,
     });
     // The manifests from the plan and what the encode produced: their one owner is manifests/.
     await writePlanManifests(plan, keys?.[0], signal);
@@ -246,7 +246,8 @@ export async function runOutput(r: EncodeRun, output: OutputState, split: boolea
         path.join(r.workDir, `${output.id}.analysis`),
         signal,
       );
-    const written = await c.exec.writeTracks(plan, tracks, segmentSecondsOf(spec), signal);
+    const written = await c.exec.writeTrackFiles(plan, tracks);
+    await writeTrackManifests(plan, written, segmentSecondsOf(spec), signal);
     const stored = await writing(() => upload(r.blob, plan.dir, output.keyPrefix, plan.main, publisher?.stored));
     await c.reports.ask(job, completed(r, output, spec, plan, { stored, chunkBytes, ladder, tracks, files: written.files, keys }));
     return didSplit ? { split: true } : {};

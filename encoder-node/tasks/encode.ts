@@ -8,7 +8,7 @@ import { randomToken } from "../../src/ids.js";
 import { openOriginBlob, originKey } from "../../src/origins.js";
 import type { ProbeResult } from "../probe.js";
 import { failureOf, ReportError } from "../reports.js";
-import { startTranscripts, Transcripts, type SubtitleContext } from "../subtitles.js";
+import { startTranscripts, Transcripts, type SubtitleContext } from "../subtitle-tracks.js";
 import { runOutput, type EncodeRun } from "../steps/output.js";
 import { storeThumbnails } from "../steps/thumbnails.js";
 import { hostedStream, type TaskContext } from "../steps/context.js";
