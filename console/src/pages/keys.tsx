@@ -2,13 +2,13 @@
 import { useEffect, useState } from "preact/hooks";
 import type { ApiKey } from "../../../src/gen/media/v1/api_key_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
+import { SecretOnce } from "../ui.js";
 import type { PageProps } from "../workspace.js";
 
 export function KeysPage({ workspace }: PageProps) {
   const [keys, setKeys] = useState<ApiKey[]>([]);
   const [name, setName] = useState("");
   const [secret, setSecret] = useState("");
-  const [copied, setCopied] = useState(false);
   const [problem, setProblem] = useState<Problem | undefined>();
 
   const refresh = async () => setKeys((await api.keys.list({ appId: workspace.appId, pagination: { limit: 100 } })).apiKeys);
@@ -22,7 +22,6 @@ export function KeysPage({ workspace }: PageProps) {
     try {
       const created = await api.keys.create({ appId: workspace.appId, name });
       setSecret(created.secret);
-      setCopied(false);
       setName("");
       await refresh();
     } catch (err) {
@@ -61,23 +60,7 @@ export function KeysPage({ workspace }: PageProps) {
         )}
       </form>
       {problem && !problem.fields.name && <p role="alert">{problem.message}</p>}
-      {secret && (
-        <div class="secret" role="status">
-          <p>Copy this key now: it is shown only once.</p>
-          <code data-secret>{secret}</code>
-          <button
-            type="button"
-            onClick={() =>
-              void navigator.clipboard.writeText(secret).then(
-                () => setCopied(true),
-                () => setCopied(false),
-              )
-            }
-          >
-            {copied ? "Copied" : "Copy"}
-          </button>
-        </div>
-      )}
+      {secret && <SecretOnce secret={secret} lead="Copy this key now: it is shown only once." />}
       {keys.length === 0 ? (
         <p class="empty">No keys yet: create one to call the API from your code.</p>
       ) : (

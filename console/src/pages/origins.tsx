@@ -8,7 +8,7 @@ import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { OriginPermission, OriginProvider, OriginStatus, type Origin, type ValidationResult } from "../../../src/gen/media/v1/origin_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
 import type { PageProps } from "../workspace.js";
-import { Field } from "./presets.js";
+import { Field } from "../ui.js";
 
 const PAGE = 20;
 type Kind = "s3" | "r2" | "gcs" | "http";

@@ -15,6 +15,7 @@ import {
   type VideoSettings,
 } from "../../../src/gen/media/v1/preset_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
+import { Field } from "../ui.js";
 import type { PageProps } from "../workspace.js";
 
 const PAGE = 20;
@@ -66,41 +67,6 @@ const audioSummary = (p: Preset) =>
     ? `${label(AUDIO_CODECS, p.audio.codec)} ${p.audio.bitrateKbps || ""} kb/s`.replace("  ", " ")
     : "no audio";
 const cost = (p: Preset) => (p.estimatedCostPerMinute === undefined ? "—" : `€${p.estimatedCostPerMinute.toFixed(3)}/min`);
-
-/** A labelled input with the server's message for `field` (the first of several that has one) beside it. */
-export function Field(props: {
-  id: string;
-  label: string;
-  field: string | readonly string[];
-  problem?: Problem;
-  hint?: string;
-  children: (a: Record<string, string | undefined>) => ComponentChildren;
-}) {
-  const error = (typeof props.field === "string" ? [props.field] : props.field).map((k) => props.problem?.fields[k]).find(Boolean);
-  const errorId = `${props.id}-error`;
-  const hintId = `${props.id}-hint`;
-  return (
-    <label for={props.id}>
-      <span id={`${props.id}-label`}>{props.label}</span>
-      {props.children({
-        id: props.id,
-        "aria-labelledby": `${props.id}-label`,
-        "aria-invalid": error ? "true" : undefined,
-        "aria-describedby": [error ? errorId : "", props.hint ? hintId : ""].filter(Boolean).join(" ") || undefined,
-      })}
-      {props.hint && (
-        <span id={hintId} class="muted">
-          {props.hint}
-        </span>
-      )}
-      {error && (
-        <span id={errorId} class="field-error">
-          {error}
-        </span>
-      )}
-    </label>
-  );
-}
 
 export function PresetsPage({ workspace, rest }: PageProps) {
   if (rest === "") return <PresetList appId={workspace.appId} />;

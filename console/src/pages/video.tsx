@@ -9,6 +9,7 @@ import type { Job } from "../../../src/gen/media/v1/job_pb.js";
 import { VideoCodec } from "../../../src/gen/media/v1/preset_pb.js";
 import { VideoStatus, VideoVisibility, type Video } from "../../../src/gen/media/v1/video_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
+import { CopyButton } from "../ui.js";
 import type { PageProps } from "../workspace.js";
 
 const STATUS: Record<VideoStatus, string> = {
@@ -534,25 +535,11 @@ export function VideoPage({ rest }: PageProps) {
 
 /** A link to copy: its label, the text, and a Copy button that says when it is done. */
 function Copyable({ label, text }: { label: string; text: string }) {
-  const [copied, setCopied] = useState<"" | "Copied" | "Copy failed">("");
   return (
     <>
       <dt>{label}</dt>
       <dd>
-        <code>{text}</code>{" "}
-        <button
-          type="button"
-          class="secondary"
-          onClick={() =>
-            void navigator.clipboard.writeText(text).then(
-              () => setCopied("Copied"),
-              () => setCopied("Copy failed"),
-            )
-          }
-        >
-          {copied || "Copy"}
-          <span class="visually-hidden"> the {label.toLowerCase()}</span>
-        </button>
+        <code>{text}</code> <CopyButton text={text} what={label.toLowerCase()} secondary />
       </dd>
     </>
   );

@@ -15,6 +15,7 @@ import {
   type WebhookEndpoint,
 } from "../../../src/gen/media/v1/webhook_pb.js";
 import { api, problemOf, type Problem } from "../api.js";
+import { SecretOnce } from "../ui.js";
 import type { PageProps } from "../workspace.js";
 
 /** The event catalog (actors/ledger.ts EVENT_TYPES); `*` is every type, present and future. */
@@ -72,24 +73,7 @@ export function WebhooksPage(props: PageProps) {
 
 /** A signing secret shown once, with Copy. */
 function Secret({ secret, what }: { secret: string; what: string }) {
-  const [copied, setCopied] = useState(false);
-  return (
-    <div class="secret" role="status">
-      <p>Copy {what} now: it is shown only once. Receivers check Media-Signature with it.</p>
-      <code data-secret>{secret}</code>
-      <button
-        type="button"
-        onClick={() =>
-          void navigator.clipboard.writeText(secret).then(
-            () => setCopied(true),
-            () => setCopied(false),
-          )
-        }
-      >
-        {copied ? "Copied" : "Copy"}
-      </button>
-    </div>
-  );
+  return <SecretOnce secret={secret} lead={`Copy ${what} now: it is shown only once. Receivers check Media-Signature with it.`} />;
 }
 
 /** Checkboxes of the event types, "All events" first (which makes the others moot). */
