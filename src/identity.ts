@@ -19,6 +19,7 @@ import {
   type JWK,
   type JWTPayload,
 } from "jose";
+import { readBounded } from "./bounded-body.js";
 import type { Config, OidcSettings } from "./config.js";
 import type { IdentityClaims } from "./directory.js";
 import type { NetGuard } from "./net-guard.js";
@@ -89,20 +90,12 @@ async function guardedJson(
   init: { method?: string; headers?: Record<string, string>; body?: Buffer } = {},
 ): Promise<{ status: number; json: unknown }> {
   const allowHttp = new URL(url).protocol === "http:";
-  const res = await guard.request(url, { ...init, allowHttp, timeoutMs: FETCH_TIMEOUT_MS, maxRedirects: init.method === "POST" ? 0 : 3 });
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_DOCUMENT_BYTES) {
-      res.body.destroy();
-      throw new Error(`${url} answered more than ${MAX_DOCUMENT_BYTES} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString("utf8");
+  const signal = AbortSignal.timeout(FETCH_TIMEOUT_MS);
+  const res = await guard.request(url, { ...init, allowHttp, timeoutMs: FETCH_TIMEOUT_MS, signal, maxRedirects: init.method === "POST" ? 0 : 3 });
+  const bytes = await readBounded(res.body, MAX_DOCUMENT_BYTES, signal);
+  if (!bytes) throw new Error(`${url} answered more than ${MAX_DOCUMENT_BYTES} bytes`);
   try {
-    return { status: res.status, json: JSON.parse(text) as unknown };
+    return { status: res.status, json: JSON.parse(bytes.toString("utf8")) as unknown };
   } catch {
     throw new Error(`${url} answered ${res.status} with a body that is not JSON`);
   }

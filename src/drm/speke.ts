@@ -7,6 +7,7 @@ import type { Logger } from "../log.js";
 import { NetGuardError, type GuardedRequestOptions } from "../net-guard.js";
 import { DrmKeyError, HD_MIN_HEIGHT, SYSTEM_IDS, type ContentKey, type DrmScheme, type KeyProvider, type KeyRequest, type TrackClass } from "./types.js";
 import { childElements, escapeXml, parseXml, textOf, XmlError, type XmlElement } from "./xml.js";
+import { readBounded } from "../bounded-body.js";
 
 export const SPEKE_VERSION = "2.0";
 /** SPEKE 2.0 is pinned to CPIX 2.3. */
@@ -256,27 +257,4 @@ function describe(e: unknown, timedOut: boolean, timeoutMs: number): string {
 function errorExcerpt(text: string): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat === "" || /PlainValue|EncryptedValue/i.test(flat) ? "" : `: ${[...flat].slice(0, 200).join("")}`;
-}
-
-/** The whole body, or undefined (and the body destroyed) once it passes `limit` bytes. */
-async function readBounded(body: Readable, limit: number, signal: AbortSignal): Promise<Buffer | undefined> {
-  const onAbort = () => body.destroy(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
-  signal.addEventListener("abort", onAbort, { once: true });
-  try {
-    signal.throwIfAborted();
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of body) {
-      const buffer: Buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
-      size += buffer.length;
-      if (size > limit) {
-        body.destroy();
-        return undefined;
-      }
-      chunks.push(buffer);
-    }
-    return Buffer.concat(chunks);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
 }
