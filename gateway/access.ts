@@ -4,7 +4,7 @@
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
 import { API_KEYS, API_KEY_HASHES, type ApiKeyRecord, type KeyByHash } from "../actors/api-key/messages.js";
 import { apiError, invalid, permissionDenied, unauthenticated } from "../src/errors.js";
-import { atLeast, type AppRecord, type Directory, type OrganizationRecord, type Role, type UserRecord } from "../src/directory.js";
+import { atLeast, type AppRecord, type Directory, type IdentityClaims, type OrganizationRecord, type Role, type UserRecord } from "../src/directory.js";
 import { TokenRefused, type SessionVerifier } from "../src/identity.js";
 import type { Logger } from "../src/log.js";
 import { SESSION_COOKIE, type Sessions } from "../src/sessions.js";
@@ -153,8 +153,45 @@ async function authenticate(deps: AccessDeps, header: Headers, address: string):
     deps.log.info({ address, reason: e.reason }, "session token refused");
     throw unauthenticated("invalid or expired session token");
   }
-  const user = await deps.directory.provision(claims, claims.emailVerified && deps.staffEmails.includes(claims.email.toLowerCase()));
+  const user = await userOf(deps, claims);
   return { kind: "session", user, staff: isStaff(deps, user) };
+}
+
+/** The user a verified identity names (a bearer token, a provider's sign-in); a verified staff email comes approved. */
+export function userOf(deps: Pick<AccessDeps, "directory" | "staffEmails">, claims: IdentityClaims): Promise<UserRecord> {
+  return deps.directory.provision(claims, claims.emailVerified && deps.staffEmails.includes(claims.email.toLowerCase()));
+}
+
+/** Whether a request comes from this service's own pages: its Origin is the public URL's, or names the host it came to. */
+export function fromThisService(origin: string | null, host: string | null, publicOrigin: string | undefined): boolean {
+  if (!origin) return false;
+  if (origin === publicOrigin) return true;
+  try {
+    return host !== null && new URL(origin).host === host.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The live session a cookie's token names, and its user; undefined once the session has ended, its
+ * user is no longer active, or the user signed out everywhere since (the session is then ended in
+ * the store too, and the end logged).
+ */
+export async function liveSession(
+  deps: Pick<AccessDeps, "signIns" | "directory" | "log">,
+  token: string,
+  address: string,
+): Promise<{ user: UserRecord; sessionId: string } | undefined> {
+  const session = await deps.signIns.resolve(token);
+  if (session === "ended") return undefined;
+  const user = await deps.directory.user(session.record.userId);
+  if (!user || user.status !== "active" || session.record.createdAt <= (user.sessionsValidAfter ?? 0)) {
+    await deps.signIns.end(session.id);
+    deps.log.info({ user_id: session.record.userId, address, session: session.id.slice(0, 12) }, "session ended: account not active or signed out everywhere");
+    return undefined;
+  }
+  return { user, sessionId: session.id };
 }
 
 /**
@@ -164,29 +201,13 @@ async function authenticate(deps: AccessDeps, header: Headers, address: string):
  */
 async function authenticateCookie(deps: AccessDeps, token: string, header: Headers, address: string): Promise<Caller> {
   const origin = header.get("origin");
-  const host = header.get("host");
-  if (!header.get(CLIENT_HEADER) || !origin || !(origin === deps.publicOrigin() || (host !== null && sameSite(origin, host)))) {
+  if (!header.get(CLIENT_HEADER) || !fromThisService(origin, header.get("host"), deps.publicOrigin())) {
     deps.log.info({ address, origin }, "cookie call refused: not from this service's pages");
     throw permissionDenied(`a session cookie is accepted only from this service's pages (Origin of this host and the ${CLIENT_HEADER} header)`);
   }
-  const session = await deps.signIns.resolve(token);
-  if (session === "ended") throw unauthenticated("the session has ended; sign in again");
-  const user = await deps.directory.user(session.record.userId);
-  if (!user || user.status !== "active" || session.record.createdAt <= (user.sessionsValidAfter ?? 0)) {
-    await deps.signIns.end(session.id);
-    deps.log.info({ user_id: session.record.userId, address, session: session.id.slice(0, 12) }, "session ended: account not active or signed out everywhere");
-    throw unauthenticated("the session has ended; sign in again");
-  }
-  return { kind: "session", user, staff: isStaff(deps, user), sessionId: session.id };
-}
-
-/** Whether an Origin names the host the request came to. */
-function sameSite(origin: string, host: string): boolean {
-  try {
-    return new URL(origin).host === host.toLowerCase();
-  } catch {
-    return false;
-  }
+  const live = await liveSession(deps, token, address);
+  if (!live) throw unauthenticated("the session has ended; sign in again");
+  return { kind: "session", user: live.user, staff: isStaff(deps, live.user), sessionId: live.sessionId };
 }
 
 // Secret → hash, bounded: the HMAC is the same every call, and revocation and expiry are checked

@@ -8,7 +8,7 @@ import { TokenRefused, type OidcProvider } from "../src/identity.js";
 import type { Logger } from "../src/log.js";
 import { SESSION_COOKIE, type Sessions, type SignInMethod } from "../src/sessions.js";
 import type { RatePolicy } from "../src/config.js";
-import { cookieValue, isStaff } from "./access.js";
+import { cookieValue, fromThisService, isStaff, liveSession, userOf } from "./access.js";
 import type { EdgeRequest, EdgeResponse, EdgeRoute } from "./edge.js";
 import { addressKey, TokenBuckets } from "./rate-limit.js";
 
@@ -73,15 +73,15 @@ function sessionCookie(deps: AuthEdgeDeps, token: string, maxAge: number): [stri
   return ["set-cookie", `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`];
 }
 
-/** A form post of our own pages: its Origin is this host or the public URL's. */
+/** A form post of our own pages. */
 function fromOurPages(deps: AuthEdgeDeps, req: EdgeRequest): boolean {
-  const origin = req.header.get("origin");
-  if (!origin) return false;
+  let publicOrigin: string | undefined;
   try {
-    return origin === new URL(deps.publicUrl()).origin || new URL(origin).host === req.header.get("host");
+    publicOrigin = new URL(deps.publicUrl()).origin;
   } catch {
-    return false;
+    publicOrigin = undefined;
   }
+  return fromThisService(req.header.get("origin"), req.header.get("host"), publicOrigin);
 }
 
 export function authRoutes(deps: AuthEdgeDeps): EdgeRoute[] {
@@ -112,12 +112,7 @@ export function authRoutes(deps: AuthEdgeDeps): EdgeRoute[] {
   /** The signed-in user of a request's cookie, if any. */
   async function current(req: EdgeRequest): Promise<{ user: UserRecord; sessionId: string } | undefined> {
     const token = cookieValue(req.header.get("cookie"), SESSION_COOKIE);
-    if (!token) return undefined;
-    const session = await deps.sessions.resolve(token);
-    if (session === "ended") return undefined;
-    const user = await deps.directory.user(session.record.userId);
-    if (!user || user.status !== "active" || session.record.createdAt <= (user.sessionsValidAfter ?? 0)) return undefined;
-    return { user, sessionId: session.id };
+    return token ? liveSession({ signIns: deps.sessions, directory: deps.directory, log: deps.log }, token, req.clientAddress) : undefined;
   }
 
   const clearCookie = (): [string, string] => sessionCookie(deps, "", 0);
@@ -187,7 +182,7 @@ export function authRoutes(deps: AuthEdgeDeps): EdgeRoute[] {
         let user: UserRecord;
         try {
           const claims = await deps.oidc.exchange(code, pending.verifier, redirectUri(), pending.nonce);
-          user = await deps.directory.provision(claims, claims.emailVerified && deps.staffEmails.includes(claims.email.toLowerCase()));
+          user = await userOf(deps, claims);
         } catch (e) {
           if (!(e instanceof TokenRefused) && !(e instanceof ConnectError)) throw e;
           const reason = e instanceof TokenRefused ? e.reason : e.rawMessage;

@@ -131,36 +131,37 @@ export class Sessions {
 
   /** The email a link names, spending the link; why not otherwise. */
   async spendLink(token: string): Promise<{ email: string } | { refused: string }> {
-    const [payload = "", signature = ""] = token.split(".");
-    if (!payload || !signature || !this.box.verify(`link:${payload}`, signature)) return { refused: "the sign-in link is not valid" };
-    let claims: { e?: unknown; x?: unknown; n?: unknown };
-    try {
-      claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as typeof claims;
-    } catch {
-      return { refused: "the sign-in link is not valid" };
-    }
-    if (typeof claims.e !== "string" || typeof claims.x !== "number" || typeof claims.n !== "string") return { refused: "the sign-in link is not valid" };
-    if (Date.now() >= claims.x) return { refused: "the sign-in link has expired; ask for a new one (media login-link)" };
+    const link = this.readLink(token);
+    if (!link) return { refused: "the sign-in link is not valid" };
+    if (Date.now() >= link.expires) return { refused: "the sign-in link has expired; ask for a new one (media login-link)" };
     try {
       await this.store.commit({
-        writes: [{ table: LINKS_USED, id: claims.n, value: { usedAt: Date.now() }, expectedVersion: 0, expiresAt: claims.x + 60_000 }],
+        writes: [{ table: LINKS_USED, id: link.nonce, value: { usedAt: Date.now() }, expectedVersion: 0, expiresAt: link.expires + 60_000 }],
       });
     } catch (e) {
       if (e instanceof VersionConflict) return { refused: "the sign-in link was already used; ask for a new one (media login-link)" };
       throw e;
     }
-    return { email: claims.e };
+    return { email: link.email };
   }
 
   /** Whether a link token is well formed, signed and unexpired (to show its page; spending decides). */
   peekLink(token: string): boolean {
+    const link = this.readLink(token);
+    return link !== undefined && Date.now() < link.expires;
+  }
+
+  /** A link token's claims when it is well formed and signed with the server key. */
+  private readLink(token: string): { email: string; expires: number; nonce: string } | undefined {
     const [payload = "", signature = ""] = token.split(".");
-    if (!payload || !signature || !this.box.verify(`link:${payload}`, signature)) return false;
+    if (!payload || !signature || !this.box.verify(`link:${payload}`, signature)) return undefined;
+    let claims: { e?: unknown; x?: unknown; n?: unknown };
     try {
-      const x = (JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { x?: unknown }).x;
-      return typeof x === "number" && Date.now() < x;
+      claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as typeof claims;
     } catch {
-      return false;
+      return undefined;
     }
+    if (typeof claims.e !== "string" || typeof claims.x !== "number" || typeof claims.n !== "string") return undefined;
+    return { email: claims.e, expires: claims.x, nonce: claims.n };
   }
 }
