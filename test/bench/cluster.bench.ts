@@ -555,6 +555,26 @@ interface Row {
   extra?: Record<string, unknown>;
 }
 
+/** Statements and messages per request, by counter, from the last run of main(). */
+let perRequest: Record<string, Record<string, number>> | undefined;
+
+/** The Cassandra statement and bus message counters of every process of a cluster, summed by series. */
+async function scrapeCounters(cluster: LocalCluster): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const wanted = /^(media_cassandra_statements_total|media_bus_messages_published_total|media_bus_published_bytes_total)\{([^}]*)\} (\S+)$/;
+  for (const p of [...cluster.gateways, ...cluster.actorHosts]) {
+    const text = await (await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`)).text();
+    for (const line of text.split("\n")) {
+      const m = wanted.exec(line);
+      if (!m) continue;
+      const name = m[1]!.replace(/^media_/, "").replace(/_total$/, "");
+      const k = `${name} ${m[2]!.replace(/^\w+="([^"]*)"$/, "$1")}`;
+      out.set(k, (out.get(k) ?? 0) + Number(m[3]));
+    }
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const cpus = os.cpus();
   process.stdout.write(
@@ -683,6 +703,44 @@ async function main(): Promise<void> {
       }
     }
 
+    // What one request costs in statements and messages: every cluster process's counters around
+    // requests sent one at a time, read again once the deferred effects (outbox marker) are done.
+    const cluster = targets.find((t) => t.name === "cluster") as (Target & { cluster: LocalCluster }) | undefined;
+    if (cluster) {
+      const count = async (route: string, bodies: readonly string[]) => {
+        const before = await scrapeCounters(cluster.cluster);
+        await sequential(cluster, route, bodies);
+        await new Promise((r) => setTimeout(r, 6_000));
+        const after = await scrapeCounters(cluster.cluster);
+        return Object.fromEntries(
+          [...after]
+            .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / bodies.length] as const)
+            .filter(([, v]) => v > 0)
+            .sort(([a], [b]) => a.localeCompare(b)),
+        );
+      };
+      const n = 100;
+      perRequest = {
+        "APIKeyService/Get": await count(
+          "APIKeyService/Get",
+          Array.from({ length: n }, () => getBody(cluster)),
+        ),
+        "APIKeyService/Create": await count(
+          "APIKeyService/Create",
+          Array.from({ length: n }, (_, i) => JSON.stringify({ name: `bench counted ${i}` })),
+        ),
+        "JobService/Create": await count(
+          "JobService/Create",
+          Array.from({ length: n }, () => jobBody(cluster)),
+        ),
+      };
+      process.stdout.write(`\nPer request, cluster (${n} one at a time; all processes):\n`);
+      for (const [route, counts] of Object.entries(perRequest)) {
+        process.stdout.write(`  ${route}\n`);
+        for (const [k, v] of Object.entries(counts)) process.stdout.write(`    ${k.padEnd(52)} ${v.toFixed(2)}\n`);
+      }
+    }
+
     for (const [k, a] of acc) {
       const [measurement, target] = k.split("\0") as [string, TargetName];
       const isLoad = !measurement.includes("one at a time");
@@ -773,7 +831,8 @@ async function main(): Promise<void> {
         [`${c.machine_busy_pct}%`, 7],
       );
     }
-    const goalRow = rows.find((r) => r.measurement === M.rate && r.target === "cluster")!;
+    const goalRow = rows.find((r) => r.measurement === M.rate && r.target === "cluster");
+    if (!goalRow) return; // counted only (BENCH_ROUNDS=0)
     const pacedRow = rows.find((r) => r.measurement === M.paced && r.target === "cluster")!;
     const goalMet = goalRow.p99_ms < GOAL_P99_MS && goalRow.failures === 0;
     const interference = watch.report();
@@ -831,7 +890,11 @@ async function main(): Promise<void> {
       cluster_p99_ms_evenly_paced: pacedRow.p99_ms,
       met: goalMet,
     };
-    writeFileSync(file, JSON.stringify({ ...meta, goal, interference, results: rows, cpu_us_per_request: cpuRows }, null, 2) + "\n");
+    writeFileSync(
+      file,
+      JSON.stringify({ ...meta, goal, interference, results: rows, cpu_us_per_request: cpuRows, ...(perRequest ? { per_request: perRequest } : {}) }, null, 2) +
+        "\n",
+    );
     process.stdout.write(`results: ${path.relative(process.cwd(), file)}\n`);
   } finally {
     for (const t of targets) {
