@@ -1,7 +1,9 @@
 // The actors on the bus. Commands: the gateway side publishes a command to topic "commands" keyed
 // by the entity, and awaits the reply on "replies"; the actor-host side consumes "commands" as one
 // consumer group, so partition ownership decides which host owns an entity, runs the command on
-// its actor, publishes the reply, and only then lets the offset be committed. Updates: an entity's
+// its actor, publishes the reply, and only then lets the offset be committed. A host takes each
+// assigned partition's epoch (ActorHost.own) before its first command, and every append it makes
+// there is fenced by it, so a host that missed a rebalance cannot overwrite its successor. Updates: an entity's
 // `update` intent publishes its new state (without secrets) on "updates"; every gateway reads all
 // of it (Watch streams) through its own one-member group, from the end of the log.
 import { Code } from "@connectrpc/connect";
@@ -138,12 +140,14 @@ export async function serveCommands(
     topic: topics.commands,
     group: topics.actorHosts,
     // Another host may have owned these entities: drop every cached actor and recover from the store.
-    onAssigned: (partitions) => {
-      actors.evictAll();
+    onAssigned: (partitions, member) => {
+      actors.own(partitions, member);
       log.info({ partitions }, "command partitions assigned");
       onAssigned(partitions);
     },
     handler: async (m) => {
+      // The shard's epoch first: every append of this command is fenced by it.
+      await actors.ready(m.partition);
       const envelope = decode<CommandEnvelope>(m.value);
       const reply: Reply<unknown> = actors.runs(envelope.type)
         ? await actors.ask(entity(envelope.type), envelope.id, envelope.command).catch((e: unknown) => ({

@@ -6,7 +6,10 @@ import nact from "nact";
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "../src/log.js";
 import type { Rejection, Reply } from "../src/replies.js";
-import type { JournalEvent, RecordWrite, Snapshot, Store } from "../src/store/port.js";
+import { Fenced } from "../src/errors.js";
+import { partitionFor } from "../src/bus/port.js";
+import { randomToken } from "../src/ids.js";
+import type { Fence, JournalEvent, RecordWrite, Snapshot, Store } from "../src/store/port.js";
 import type { EntityRef } from "./entity.js";
 import { EVENTS_FIELD, INTENTS_FIELD, NO_OUTBOX, type Intent, type Outbox } from "./outbox.js";
 
@@ -78,7 +81,11 @@ class StoreEngine {
   /** The last seq of each entity's journal, as recovered or appended here: the next entry is one more. */
   readonly seqs = new Map<string, number>();
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** The fence of an entity's appends; throws when this host may not write it now. */
+    private readonly fenceOf: (key: string) => Fence | undefined,
+  ) {}
 
   events(key: string, offset: number) {
     const load = this.store.events(key, offset);
@@ -108,10 +115,21 @@ class StoreEngine {
 
   persist(event: { data: unknown; sequenceNumber: number; key: string; createdAt: number }, writes: readonly RecordWrite[] = []) {
     const e: JournalEvent = { key: event.key, seq: event.sequenceNumber, data: event.data, createdAt: event.createdAt };
+    const fence = this.fenceOf(event.key);
     this.seqs.set(event.key, event.sequenceNumber);
-    return this.store.commit({ events: [e], writes });
+    return this.store.commit({ events: [e], writes, ...(fence ? { fence } : {}) });
   }
 }
+
+/** Which shards a host's entities fall in: the partitions of the commands topic. */
+export interface Sharding {
+  /** What the shards are of (the commands topic), the scope of their epochs. */
+  readonly scope: string;
+  readonly partitions: number;
+}
+
+/** A shard's ownership on this host: its epoch once taken, or why it may not be written. */
+type Ownership = { readonly epoch: Promise<number>; taken?: number; lost?: boolean };
 
 export class ActorHost {
   private readonly system: unknown;
@@ -119,6 +137,11 @@ export class ActorHost {
   private readonly refs = new Map<string, unknown>();
   private readonly behaviors = new Map<string, AnyBehavior>();
   private incarnations = 0;
+  /** Shards owned, when the store fences by epoch (Store.takeEpoch) and sharding is given. */
+  private readonly owned = new Map<number, Ownership>();
+  private readonly owner = `host_${randomToken(12)}`;
+  /** This host's member id in the command partitions' group, as of the last rebalance. */
+  private member: string | undefined;
 
   constructor(
     private readonly store: Store,
@@ -126,9 +149,74 @@ export class ActorHost {
     private readonly askTimeoutMs = 10_000,
     /** Where the intents of each appended entry go. */
     private readonly outbox: Outbox = NO_OUTBOX,
+    /** With a store that takes epochs: every append is fenced by its shard's epoch (own()). */
+    private readonly sharding?: Sharding,
   ) {
-    this.engine = new StoreEngine(store);
+    this.engine = new StoreEngine(store, (key) => this.fenceOf(key));
     this.system = start(configurePersistence(this.engine));
+  }
+
+  private get fencing(): boolean {
+    return this.sharding !== undefined && this.store.takeEpoch !== undefined;
+  }
+
+  /**
+   * The shards this host now owns (after a rebalance): every cached actor goes (another host may
+   * have written them), and each newly assigned shard's epoch is taken, one conditional write
+   * each, before its first append (ready()). A shard kept by the same group member through the
+   * rebalance keeps its epoch (nobody else owned it meanwhile), so commands in flight there go on.
+   * Under a new member id (this host missed a generation) every epoch is taken again, and so is a
+   * shard's whose append was refused (Fenced) since the last rebalance.
+   */
+  own(shards: readonly number[], member?: string): void {
+    this.evictAll();
+    const kept = member !== undefined && member === this.member;
+    this.member = member;
+    for (const [shard, owned] of [...this.owned]) if (!kept || owned.lost || !shards.includes(shard)) this.owned.delete(shard);
+    if (!this.fencing) return;
+    for (const shard of shards) if (!this.owned.has(shard)) this.take(shard);
+  }
+
+  /** Resolves once appends to this shard can be fenced (its epoch taken); retries a failed take. */
+  async ready(shard: number): Promise<void> {
+    if (!this.fencing) return;
+    const owned = this.owned.get(shard);
+    if (!owned) return; // not ours: its appends are refused (fenceOf)
+    try {
+      await owned.epoch;
+    } catch (e) {
+      if (this.owned.get(shard) === owned) this.take(shard);
+      throw e;
+    }
+  }
+
+  private take(shard: number): void {
+    const sharding = this.sharding!;
+    const ownership: Ownership = { epoch: this.store.takeEpoch!(sharding.scope, shard, this.owner) };
+    ownership.epoch.then(
+      (epoch) => {
+        ownership.taken = epoch;
+        this.log.info({ shard, epoch }, "shard epoch taken");
+      },
+      (e: unknown) => this.log.warn({ err: e, shard }, "shard epoch not taken; its commands wait"),
+    );
+    this.owned.set(shard, ownership);
+  }
+
+  private fenceOf(key: string): Fence | undefined {
+    if (!this.fencing) return undefined;
+    const { scope, partitions } = this.sharding!;
+    const shard = partitionFor(key, partitions);
+    const owned = this.owned.get(shard);
+    if (owned?.taken === undefined || owned.lost) throw new Error(`shard ${shard} is not owned by this host now`);
+    return { scope, shard, epoch: owned.taken };
+  }
+
+  /** A fenced append found a newer owner: nothing more is written in that shard until it is assigned here again. */
+  private fenced(e: Fenced): void {
+    const owned = this.owned.get(e.shard);
+    if (owned?.taken === e.epoch) owned.lost = true;
+    for (const key of [...this.refs.keys()]) if (partitionFor(key, this.sharding!.partitions) === e.shard) this.evict(key);
   }
 
   /** Runs these entity types here: an ask or tell by reference finds its behaviour by type. */
@@ -273,7 +361,12 @@ export class ActorHost {
         host.refs.delete(key);
         dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: "the write did not complete; retry" } } satisfies Reply<S>);
         setImmediate(() => stop(ctx.self));
-        if (intents.length > 0) host.outbox.uncertain(behavior.type, id);
+        // A newer owner has the shard: its recovery reads this entry if it landed in time, and its
+        // relay runs the intents; this host must not run them.
+        if (e instanceof Fenced) {
+          host.fenced(e);
+          if (intents.length > 0) host.outbox.fenced(behavior.type, id);
+        } else if (intents.length > 0) host.outbox.uncertain(behavior.type, id);
         return current;
       }
       dispatch(sender, { ok: true, state: answer(next, command) } satisfies Reply<unknown>);

@@ -43,6 +43,8 @@ export interface Outbox {
   now(type: string, id: string, intents: readonly Intent[], state: unknown): void;
   /** The append failed and may have landed anyway: read the journal to find out. */
   uncertain(type: string, id: string): void;
+  /** The append was refused because another host owns the entity's shard now: its relay runs what landed. */
+  fenced(type: string, id: string): void;
 }
 
 export const NO_OUTBOX: Outbox = {
@@ -50,6 +52,7 @@ export const NO_OUTBOX: Outbox = {
   appended: () => undefined,
   now: () => undefined,
   uncertain: () => undefined,
+  fenced: () => undefined,
 };
 
 /** The journal entry of a decision: its events and, when it has any, its intents. */
@@ -209,6 +212,11 @@ export class Relay implements Outbox {
     if (!e) return;
     e.appending = Math.max(0, e.appending - 1);
     this.recover(e);
+  }
+
+  fenced(type: string, id: string): void {
+    const e = this.entities.get(`${type}:${id}`);
+    if (e) e.appending = Math.max(0, e.appending - 1);
   }
 
   // ── internals ──

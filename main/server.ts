@@ -173,6 +173,7 @@ function withFailpoints(outbox: Outbox, failpoints: readonly string[]): Outbox {
     },
     now: (type, id, intents, state) => outbox.now(type, id, intents, state),
     uncertain: (type, id) => outbox.uncertain(type, id),
+    fenced: (type, id) => outbox.fenced(type, id),
   };
 }
 
@@ -262,7 +263,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     // Effects leave the actors as intents journaled with their events; the relay carries them out.
     const relay = new Relay(store, log, { partitions });
     const failpoints = (process.env.MEDIA_FAILPOINT ?? "").split(",").filter((f) => f !== "");
-    const host = new ActorHost(store, log, 10_000, withFailpoints(relay, failpoints)).register(...BEHAVIORS);
+    const host = new ActorHost(store, log, 10_000, withFailpoints(relay, failpoints), { scope: topics.commands, partitions }).register(...BEHAVIORS);
     actorHost = host;
     relay.attach((type, id) => host.wake(entity(type), id));
     const deliverer = new Deliverer(store, host, box, guard, log, config.webhooks);

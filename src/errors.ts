@@ -55,6 +55,20 @@ export class StoreUnavailable extends Error {
   }
 }
 
+/** A fenced commit whose shard has a newer owner: its events may be kept or dropped, nothing after them was written. */
+export class Fenced extends Error {
+  readonly retryable = true;
+  constructor(
+    readonly scope: string,
+    readonly shard: number,
+    readonly epoch: number,
+    readonly current: number,
+  ) {
+    super(`shard ${shard} of ${scope} is owned at epoch ${current}; this writer holds epoch ${epoch}`);
+    this.name = "Fenced";
+  }
+}
+
 export class VersionConflict extends Error {
   readonly retryable = true;
   constructor(

@@ -73,6 +73,25 @@ const busPublishErrors = new Counter({
   labelNames: ["topic"] as const,
   registers,
 });
+const busMessages = new Counter({
+  name: "media_bus_messages_published_total",
+  help: "Messages published to the bus, by topic",
+  labelNames: ["topic"] as const,
+  registers,
+});
+const busBytes = new Counter({
+  name: "media_bus_published_bytes_total",
+  help: "Bytes of message values (and keys) published to the bus, by topic",
+  labelNames: ["topic"] as const,
+  registers,
+});
+/** Statements sent to Cassandra, by the store's name for them (a batch counts once as a batch and once per statement in it). */
+export const cqlStatements = new Counter({
+  name: "media_cassandra_statements_total",
+  help: "CQL statements sent by the Cassandra store, by kind (journal_append, record_get, logged_batch, ...)",
+  labelNames: ["statement"] as const,
+  registers,
+});
 const busHandlerSeconds = new Histogram({
   name: "media_bus_handler_seconds",
   help: "Time a consumer's handler took over one message, by topic",
@@ -111,6 +130,7 @@ export function timedStore(store: Store): Store {
     latestSnapshot: (key) => timed("latestSnapshot", () => store.latestSnapshot(key)),
     saveSnapshot: (snapshot) => timed("saveSnapshot", () => store.saveSnapshot(snapshot)),
     scan: (table, partition, options) => timed("scan", () => store.scan(table, partition, options)),
+    ...(store.takeEpoch ? { takeEpoch: store.takeEpoch.bind(store) } : {}),
   };
 }
 
@@ -124,6 +144,11 @@ export function timedBus(bus: Bus): Bus {
     async publish(topic, messages) {
       const labels = { topic: topicLabel(topic) };
       const started = performance.now();
+      busMessages.inc(labels, messages.length);
+      busBytes.inc(
+        labels,
+        messages.reduce((n, m) => n + m.value.byteLength + m.key.length, 0),
+      );
       try {
         await bus.publish(topic, messages);
       } catch (e) {

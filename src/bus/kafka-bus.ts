@@ -2,7 +2,10 @@
 //
 // Producing: acks from all in-sync replicas (-1), Kafka's default partitioner (murmur2 of the key,
 // the same as the Java client and the port's partitionFor), at most one request in flight per
-// broker connection. Not kafkajs's idempotent producer: it is marked experimental and loses
+// broker connection. Publishes are batched while a send is in flight: one send at a time, and
+// every publish that arrives meanwhile goes out in the next one (one request for many messages,
+// no linger when idle); each publish resolves when the send that carried it is acknowledged, and
+// messages keep their publish order. Not kafkajs's idempotent producer: it is marked experimental and loses
 // messages under concurrent sends (tulios/kafkajs#1005); a retried send may therefore duplicate a
 // message, which the bus's at-least-once contract already allows.
 //
@@ -44,6 +47,8 @@ export interface KafkaBusOptions {
   readonly heartbeatIntervalMs?: number;
   /** Longest a fetch waits for data; bounds how late a member notices a rebalance. Default 500. */
   readonly maxWaitTimeMs?: number;
+  /** Handled offsets are committed together at most this often. Default 100. */
+  readonly commitIntervalMs?: number;
   /** Receives kafkajs's errors (and, with debug, its info and warnings). Without it kafkajs is silent. */
   readonly log?: Logger;
   /** Forward kafkajs's own logging. Default: MEDIA_LOG_LEVEL=debug. */
@@ -74,7 +79,11 @@ export class KafkaBus implements Bus {
   private readonly sessionTimeoutMs: number;
   private readonly heartbeatIntervalMs: number;
   private readonly maxWaitTimeMs: number;
+  private readonly commitIntervalMs: number;
   private readonly log: Logger | undefined;
+  /** Publishes waiting for the send in flight to end; sent together in the next one. */
+  private outgoing: { topic: string; messages: readonly OutgoingMessage[]; done: (e?: unknown) => void }[] = [];
+  private sending = false;
   private started = false;
   private closed = false;
 
@@ -83,6 +92,7 @@ export class KafkaBus implements Bus {
     this.sessionTimeoutMs = options.sessionTimeoutMs ?? 10_000;
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 1000;
     this.maxWaitTimeMs = options.maxWaitTimeMs ?? 500;
+    this.commitIntervalMs = options.commitIntervalMs ?? 100;
     this.log = options.log;
     const debug = options.debug ?? process.env.MEDIA_LOG_LEVEL === "debug";
     this.kafka = new Kafka({
@@ -212,15 +222,40 @@ export class KafkaBus implements Bus {
   async publish(topic: string, messages: readonly OutgoingMessage[]): Promise<void> {
     this.assertStarted();
     if (messages.length === 0) return;
-    await this.producer.send({
-      topic,
-      acks: -1,
-      messages: messages.map((m) => ({
-        key: m.key,
-        value: Buffer.from(m.value.buffer, m.value.byteOffset, m.value.byteLength),
-        ...(m.headers ? { headers: { ...m.headers } } : {}),
-      })),
+    await new Promise<void>((resolve, reject) => {
+      this.outgoing.push({ topic, messages, done: (e) => (e === undefined ? resolve() : reject(e as Error)) });
+      if (!this.sending) void this.send();
     });
+  }
+
+  /** Sends everything waiting in one request, then again while publishes arrived meanwhile. */
+  private async send(): Promise<void> {
+    this.sending = true;
+    while (this.outgoing.length > 0) {
+      const batch = this.outgoing;
+      this.outgoing = [];
+      // One entry per topic, messages in publish order.
+      const byTopic = new Map<string, kafkajs.Message[]>();
+      for (const { topic, messages } of batch) {
+        let list = byTopic.get(topic);
+        if (!list) byTopic.set(topic, (list = []));
+        for (const m of messages) {
+          list.push({
+            key: m.key,
+            value: Buffer.from(m.value.buffer, m.value.byteOffset, m.value.byteLength),
+            ...(m.headers ? { headers: { ...m.headers } } : {}),
+          });
+        }
+      }
+      let error: unknown;
+      try {
+        await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      } catch (e) {
+        error = e ?? new Error("send failed");
+      }
+      for (const p of batch) p.done(error);
+    }
+    this.sending = false;
   }
 
   async consume(options: ConsumeOptions): Promise<Consumer> {
@@ -241,12 +276,45 @@ export class KafkaBus implements Bus {
     const inflight = new Set<Promise<void>>();
     const failures = new Map<number, { offset: string; count: number }>();
     const backoffTimers = new Set<NodeJS.Timeout>();
+    /** The offset to commit next, by partition: after the last message handled there. */
+    const marks = new Map<number, string>();
+    /** The offset after the last message handled, by partition, committed or not. */
+    const handled = new Map<number, string>();
+    let commitTimer: NodeJS.Timeout | undefined;
+    let commits = Promise.resolve();
+    const commitMarks = (): Promise<void> => {
+      clearTimeout(commitTimer);
+      commitTimer = undefined;
+      if (marks.size === 0) return commits;
+      const offsets = [...marks].map(([partition, offset]) => ({ topic, partition, offset }));
+      marks.clear();
+      // Fails (a kafkajs error) when the group is rebalancing and this member lost a partition;
+      // whoever owns it starts at the last committed offset and handles the rest again.
+      commits = commits
+        .then(() => consumer.commitOffsets(offsets))
+        .catch((e: unknown) => this.log?.debug({ err: e, topic, group }, "bus offsets not committed"));
+      return commits;
+    };
 
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
       if (stopping) return;
       const mine = [...(event.payload.memberAssignment[topic] ?? [])].sort((a, b) => a - b);
+      // A partition that moved is another member's now: its marks must not move its offset. One
+      // this member kept is read on from where it was handled, not from the last commit (kafkajs
+      // starts every generation at the committed offsets), and that offset is committed now.
+      for (const partition of [...handled.keys()]) {
+        if (!mine.includes(partition)) {
+          handled.delete(partition);
+          marks.delete(partition);
+          continue;
+        }
+        const offset = handled.get(partition)!;
+        consumer.seek({ topic, partition, offset });
+        marks.set(partition, offset);
+      }
+      if (marks.size > 0) void commitMarks();
       try {
-        options.onAssigned?.(mine);
+        options.onAssigned?.(mine, event.payload.memberId);
       } catch {
         // a listener's failure is not the bus's
       }
@@ -292,9 +360,10 @@ export class KafkaBus implements Bus {
           return;
         }
         failures.delete(partition);
-        // Throws (a kafkajs error) when the group is rebalancing and this member lost the
-        // partition; kafkajs then re-joins and whoever owns it starts at the committed offset.
-        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+        const next = (BigInt(message.offset) + 1n).toString();
+        handled.set(partition, next);
+        marks.set(partition, next);
+        commitTimer ??= setTimeout(() => void commitMarks(), this.commitIntervalMs);
       })();
       inflight.add(work);
       try {
@@ -366,6 +435,7 @@ export class KafkaBus implements Bus {
             // not running (crashed): nothing to pause
           }
           await deadline(Promise.allSettled([...inflight]), this.sessionTimeoutMs, "").catch(() => undefined);
+          await deadline(commitMarks(), this.sessionTimeoutMs, "").catch(() => undefined);
           await consumer.disconnect().catch((e: unknown) => this.log?.warn({ err: e, topic, group }, "bus consumer disconnect failed"));
           this.consumers.delete(handle);
           try {

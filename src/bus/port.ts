@@ -69,8 +69,12 @@ export interface ConsumeOptions {
   readonly topic: string;
   readonly group: string;
   readonly handler: (message: BusMessage) => Promise<void>;
-  /** Partitions this member now owns / no longer owns, after each rebalance. */
-  readonly onAssigned?: (partitions: readonly number[]) => void;
+  /**
+   * Partitions this member now owns / no longer owns, after each rebalance, with the member's id in
+   * the group where the bus has one: the same id in two rebalances in a row means the member took
+   * part in every generation between them (one that misses a generation rejoins under a new id).
+   */
+  readonly onAssigned?: (partitions: readonly number[], member?: string) => void;
   /** Start at the end of the log when the group has no committed offset (broadcast readers). */
   readonly fromLatest?: boolean;
 }

@@ -1,9 +1,22 @@
 // Cassandra adapter of the store port (cluster mode). Schema: infra/cql/*.cql.
 //
-// Journal. A batch's events for one key are one single-partition lightweight transaction
-// (INSERT ... IF NOT EXISTS; a conditional BATCH when there are several), so a stale owner that
-// writes a sequence number that already exists fails. Before it, the key's last seq is read and
-// the events must continue it exactly (no gap). Either failure is a VersionConflict.
+// Journal, fenced by epoch (a batch with `fence`, the actor host in cluster mode): the host took
+// its shard's epoch with one lightweight transaction when it was assigned the shard (takeEpoch),
+// and knows each entity's last seq from recovering it. Its events are a plain single-partition
+// write stamped with the epoch (the row's `epoch`, and a write timestamp whose high bits are the
+// epoch, so a stale owner's row never replaces a newer owner's one at the same seq). Once they are
+// written the shard's epoch row is read: an epoch that has moved on fails the commit with Fenced
+// before any record is written, and the host answers "retry" (its events may stay: a reader
+// keeps them only where no newer epoch's row precedes them). A commit that passes the check was
+// durable before the new owner took the shard, so the new owner's recovery reads it. Readers
+// (events) drop every row whose epoch is lower than an earlier row's: the tail a stale owner
+// wrote past a newer owner's rows. docs/decisions.md says why this replaced a Paxos round per event.
+//
+// Journal, unfenced (a batch without `fence`: tests, tools): a batch's events for one key are
+// one single-partition lightweight transaction (INSERT ... IF NOT EXISTS; a conditional BATCH when
+// there are several), so a stale owner that writes a sequence number that already exists fails.
+// Before it, the key's last seq is read and the events must continue it exactly (no gap). Either
+// failure is a VersionConflict.
 //
 // Records. A write with expectedVersion is a compare-and-set (LWT) on the exact row it read
 // (version, partition, sort, expiresAt — or absence), and the condition itself is the FileStore's:
@@ -16,18 +29,20 @@
 // when a write moves or deletes a record.
 //
 // commit(batch) applies the port's steps (port.ts) one after another, each its own write:
-//   0. Read the last seq of every event key and the current row of every record written, and check
+//   0. Read the last seq of every event key (not in a fenced commit) and the current row of every record written, and check
 //      every condition against that state (as the FileStore does); a failure throws VersionConflict
 //      and nothing is written.
 //   1. a. The events of each key, one lightweight transaction each (LOCAL_SERIAL; SERIAL with
-//      consistency "global"; the commit at LOCAL_QUORUM / QUORUM).
+//      consistency "global"; the commit at LOCAL_QUORUM / QUORUM); in a fenced commit one plain
+//      write each, then the read of the shard's epoch (Journal, fenced by epoch, above).
 //      b. Each conditionally written record, in the order records first appear in the batch: one
 //      compare-and-set of its final state (all its writes in the batch collapse into one), then its
 //      record_index change. A compare-and-set that loses to a concurrent change re-reads at SERIAL
 //      and retries while the condition still holds; one whose outcome is unknown (timeout, lost
 //      connection) is resolved by a SERIAL read.
 //   2. The unconditional record writes with their record_index changes.
-//   Writes without a condition (2, and the index changes of 1b) go as logged batches, each atomic
+//   Writes without a condition (2, and the index changes of 1b) go as logged batches (unlogged in a
+//   fenced commit: an actor's read models, which its next incarnation rewrites), each atomic
 //   through the batchlog (a new one above ~40 kB, Cassandra's batch size limit; a single record
 //   larger than that statement by statement). They are idempotent and retried once; one that timed
 //   out after reaching the batchlog counts as written (Cassandra replays it).
@@ -48,8 +63,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import cassandra from "cassandra-driver";
 import { ConfigError } from "../config.js";
-import { StoreUnavailable, VersionConflict } from "../errors.js";
-import type { Batch, JournalEvent, RecordWrite, ScanOptions, ScanResult, Snapshot, Store, StoredRecord, StoreHealth } from "./port.js";
+import { cqlStatements } from "../metrics.js";
+import { Fenced, StoreUnavailable, VersionConflict } from "../errors.js";
+import type { Batch, Fence, JournalEvent, RecordWrite, ScanOptions, ScanResult, Snapshot, Store, StoredRecord, StoreHealth } from "./port.js";
 
 const { Client, types, errors: driverErrors } = cassandra;
 type Client = InstanceType<typeof Client>;
@@ -90,6 +106,10 @@ const BATCH_BYTES = 40_000;
 const MAX_TTL = 630_720_000; // Cassandra's maximum: 20 years
 const CAS_ATTEMPTS = 4;
 const HEALTH_TIMEOUT_MS = 2_000;
+/** Write timestamps of fenced appends: the epoch above bit 40, milliseconds since 2026 below (35 years). */
+const STAMP_BASE_MS = Date.UTC(2026, 0, 1);
+const STAMP_EPOCH_SHIFT = 40n;
+const EPOCH_ATTEMPTS = 8;
 const DDL_TIMEOUT_MS = 60_000;
 
 /** A records row as stored; value is JSON text. */
@@ -175,6 +195,8 @@ export class CassandraStore implements Store {
   private readonly consistency: number;
   private readonly serial: number;
   private readonly q: ReturnType<typeof queries>;
+  /** The last write timestamp given to a fenced append: timestamps only grow within a process. */
+  private lastStamp = 0n;
 
   constructor(private readonly options: CassandraStoreOptions) {
     this.keyspace = options.keyspace;
@@ -216,6 +238,7 @@ export class CassandraStore implements Store {
       await dispose(client);
       throw this.connectError(e);
     }
+    countStatements(client, this.q);
     try {
       this.client = client;
       if (o.createSchema ?? true) await this.applySchema(client);
@@ -274,8 +297,11 @@ export class CassandraStore implements Store {
       if (!plan) plans.set(k, (plan = { table: w.table, id: w.id, writes: [], expected: undefined, before: undefined, after: undefined }));
       plan.writes.push(w);
     }
+    const fence = batch.fence;
+    // A fenced writer knows each key's last seq (it recovered the entity): only the batch's own
+    // order is checked; the epoch, checked after the append, stands for the rest.
     const [lastSeqs] = await Promise.all([
-      Promise.all([...byKey.keys()].map((key) => this.lastSeq(key))),
+      Promise.all([...byKey.entries()].map(([key, list]) => (fence ? list[0]!.seq - 1 : this.lastSeq(key)))),
       Promise.all([...plans.values()].map(async (p) => (p.before = await this.readRow(p.table, p.id, this.consistency)))),
     ]);
     [...byKey.entries()].forEach(([key, list], i) => {
@@ -297,7 +323,15 @@ export class CassandraStore implements Store {
     await this.afterPrecheck();
 
     // 1. The events, then each compare-and-set and its index change; a failure keeps what came before.
-    for (const [key, list] of byKey) await this.appendEvents(client, { key, events: list, data: list.map((e) => json(e.data)) });
+    // A fenced writer's records are its entity's read models, which its next incarnation writes
+    // again (repair): they go as plain (unlogged) batches, without the batchlog's extra writes.
+    const logged = !fence;
+    if (fence) {
+      for (const [key, list] of byKey) await this.appendFenced(client, key, list, fence);
+      if (byKey.size > 0) await this.checkFence(fence);
+    } else {
+      for (const [key, list] of byKey) await this.appendEvents(client, { key, events: list, data: list.map((e) => json(e.data)) });
+    }
     const unconditional: RecordPlan[] = [];
     for (const plan of plans.values()) {
       if (plan.expected === undefined) {
@@ -305,19 +339,49 @@ export class CassandraStore implements Store {
         continue;
       }
       await this.compareAndSet(plan);
-      await this.writeLogged(client, [plan]);
+      await this.writeLogged(client, [plan], logged);
     }
     // 2. The unconditional writes with their index changes.
-    await this.writeLogged(client, unconditional);
+    await this.writeLogged(client, unconditional, logged);
   }
 
   async events(key: string, afterSeq: number): Promise<readonly JournalEvent[]> {
-    const rs = await this.open_().execute(this.q.journalRead, [key, afterSeq], { fetchSize: PAGE, isIdempotent: true });
+    // From the row at afterSeq (a snapshot's, a relay's mark), whose epoch the rows after it must not go below.
+    const rs = await this.open_().execute(this.q.journalFrom, [key, afterSeq], { fetchSize: PAGE, isIdempotent: true });
     const out: JournalEvent[] = [];
+    let epoch = 0;
     for await (const row of rs) {
-      out.push({ key, seq: num(row["seq"]), data: JSON.parse(row["data"] as string) as unknown, createdAt: num(row["created_at"]) });
+      const seq = num(row["seq"]);
+      const rowEpoch = num(row["epoch"]);
+      if (rowEpoch < epoch) continue; // a stale owner's row after a newer owner's: never kept
+      epoch = rowEpoch;
+      if (seq <= afterSeq) continue;
+      out.push({ key, seq, data: JSON.parse(row["data"] as string) as unknown, createdAt: num(row["created_at"]) });
     }
     return out;
+  }
+
+  async takeEpoch(scope: string, shard: number, owner: string): Promise<number> {
+    const client = this.open_();
+    for (let attempt = 1; ; attempt++) {
+      const row = (await client.execute(this.q.epochGet, [scope, shard], { consistency: this.serial, isIdempotent: true })).first();
+      const current = row ? num(row["epoch"]) : 0;
+      const next = current + 1;
+      const takenAt = Date.now();
+      const set = [next, owner, takenAt, scope, shard];
+      try {
+        const rs = row
+          ? await client.execute(this.q.epochTakeFrom, [...set, current], { serialConsistency: this.serial })
+          : await client.execute(this.q.epochTakeFirst, set, { serialConsistency: this.serial });
+        if (rs.wasApplied()) return next;
+      } catch (e) {
+        if (attempt >= EPOCH_ATTEMPTS) throw e;
+        // Unknown outcome: a SERIAL read settles it; ours if the row names this owner and instant.
+        const settled = (await client.execute(this.q.epochGet, [scope, shard], { consistency: this.serial, isIdempotent: true })).first();
+        if (settled && num(settled["epoch"]) === next && settled["owner"] === owner && num(settled["taken_at"]) === takenAt) return next;
+      }
+      if (attempt >= EPOCH_ATTEMPTS) throw new VersionConflict(`shard_epochs/${scope}/${shard}`, current, current + 1);
+    }
   }
 
   async latestSnapshot(key: string): Promise<Snapshot | undefined> {
@@ -343,6 +407,30 @@ export class CassandraStore implements Store {
   protected async afterPrecheck(): Promise<void> {}
 
   // ── commit steps ──
+
+  /** A fenced append: one plain write of the key's events (a single-partition batch is atomic), stamped with the epoch. */
+  private async appendFenced(client: Client, key: string, events: readonly JournalEvent[], fence: Fence): Promise<void> {
+    const stamp = types.Long.fromString(this.stamp(fence.epoch).toString());
+    const statements = events.map((e): Statement => ({ query: this.q.journalAppend, params: [e.key, e.seq, json(e.data), e.createdAt, fence.epoch, stamp] }));
+    // Idempotent: a retry writes the same cells with the same timestamp.
+    await this.run(client, statements, { idempotent: true, unlogged: true });
+  }
+
+  /** Fails with Fenced when the shard has been taken since the writer took its epoch. */
+  protected async checkFence(fence: Fence): Promise<void> {
+    const row = (await this.open_().execute(this.q.epochGet, [fence.scope, fence.shard], { isIdempotent: true })).first();
+    const current = row ? num(row["epoch"]) : 0;
+    if (current !== fence.epoch) throw new Fenced(fence.scope, fence.shard, fence.epoch, current);
+  }
+
+  /** The write timestamp of a fenced append: the epoch in the high bits, growing within this process. */
+  protected stamp(epoch: number): bigint {
+    const high = BigInt(epoch) << STAMP_EPOCH_SHIFT;
+    let next = high | BigInt(Math.max(0, Date.now() - STAMP_BASE_MS));
+    if (next <= this.lastStamp && this.lastStamp >> STAMP_EPOCH_SHIFT === BigInt(epoch)) next = this.lastStamp + 1n;
+    this.lastStamp = next;
+    return next;
+  }
 
   private async lastSeq(key: string, consistency = this.consistency): Promise<number> {
     const row = (await this.open_().execute(this.q.journalLast, [key], { consistency, isIdempotent: true })).first();
@@ -418,10 +506,10 @@ export class CassandraStore implements Store {
   }
 
   /** Writes as logged batches: idempotent, so retried once; one that reached the batchlog holds. */
-  private async writeLogged(client: Client, plans: readonly RecordPlan[]): Promise<void> {
+  private async writeLogged(client: Client, plans: readonly RecordPlan[], logged = true): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.writeRows(client, plans);
+        return await this.writeRows(client, plans, logged);
       } catch (e) {
         if (isBatchlogged(e)) return; // Cassandra replays it
         if (attempt >= 2 || !this.client) throw e;
@@ -430,7 +518,7 @@ export class CassandraStore implements Store {
   }
 
   /** The plans' unconditional record writes and every index change they make. */
-  private async writeRows(client: Client, plans: readonly RecordPlan[]): Promise<void> {
+  private async writeRows(client: Client, plans: readonly RecordPlan[], logged: boolean): Promise<void> {
     const now = Date.now();
     const groups: Statement[][] = [];
     for (const { table, id, before, after, expected } of plans) {
@@ -457,7 +545,7 @@ export class CassandraStore implements Store {
     let chunk: Statement[] = [];
     let bytes = 0;
     const flush = async () => {
-      if (chunk.length) await this.run(client, chunk, { idempotent: true });
+      if (chunk.length) await this.run(client, chunk, { idempotent: true, unlogged: !logged });
       chunk = [];
       bytes = 0;
     };
@@ -475,7 +563,7 @@ export class CassandraStore implements Store {
   }
 
   /** One statement, or a logged batch (a conditional one when the statements carry IF). */
-  private async run(client: Client, statements: readonly Statement[], o: { serial?: boolean; idempotent?: boolean }): Promise<ResultSet> {
+  private async run(client: Client, statements: readonly Statement[], o: { serial?: boolean; idempotent?: boolean; unlogged?: boolean }): Promise<ResultSet> {
     const options = {
       prepare: true,
       consistency: this.consistency,
@@ -485,7 +573,7 @@ export class CassandraStore implements Store {
     if (statements.length === 1) return client.execute(statements[0]!.query, statements[0]!.params, options);
     return client.batch(
       statements.map((s) => ({ query: s.query, params: s.params })),
-      { ...options, logged: true },
+      { ...options, logged: !o.unlogged },
     );
   }
 
@@ -650,6 +738,28 @@ export class CassandraStore implements Store {
   }
 }
 
+/** Counts every statement the client sends by its name in queries() (media_cassandra_statements_total). */
+function countStatements(client: Client, q: Readonly<Record<string, string>>): void {
+  const names = new Map(Object.entries(q).map(([name, text]) => [text, name]));
+  const name = (query: string) => names.get(query) ?? "other";
+  const execute = client.execute.bind(client) as (...args: unknown[]) => Promise<ResultSet>;
+  const batch = client.batch.bind(client) as (...args: unknown[]) => Promise<ResultSet>;
+  Object.assign(client, {
+    execute: (query: string, ...rest: unknown[]) => {
+      const params = rest[0];
+      // Record reads and writes by table (the first parameter of recordGet; a known, small set).
+      const table = name(query) === "recordGet" && Array.isArray(params) && typeof params[0] === "string" ? `:${params[0]}` : "";
+      cqlStatements.inc({ statement: `${name(query)}${table}` });
+      return execute(query, ...rest);
+    },
+    batch: (queries: readonly { query: string }[], options?: { logged?: boolean }, ...rest: unknown[]) => {
+      cqlStatements.inc({ statement: options?.logged === false ? "unlogged_batch" : "logged_batch" });
+      for (const q of queries) cqlStatements.inc({ statement: name(q.query) });
+      return batch(queries, options, ...rest);
+    },
+  });
+}
+
 function toRecord<T>(id: string, s: RowState): StoredRecord<T> {
   return { id, version: s.version, partition: s.part, sort: s.sort, value: JSON.parse(s.value) as T, expiresAt: s.expiresAt };
 }
@@ -691,7 +801,11 @@ function queries(ks: string) {
   return {
     journalLast: `SELECT seq FROM ${ks}.journal WHERE key = ? ORDER BY seq DESC LIMIT 1`,
     journalInsert: `INSERT INTO ${ks}.journal (key, seq, data, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`,
-    journalRead: `SELECT seq, data, created_at FROM ${ks}.journal WHERE key = ? AND seq > ?`,
+    journalFrom: `SELECT seq, data, created_at, epoch FROM ${ks}.journal WHERE key = ? AND seq >= ?`,
+    journalAppend: `INSERT INTO ${ks}.journal (key, seq, data, created_at, epoch) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?`,
+    epochGet: `SELECT epoch, owner, taken_at FROM ${ks}.shard_epochs WHERE scope = ? AND shard = ?`,
+    epochTakeFirst: `UPDATE ${ks}.shard_epochs SET epoch = ?, owner = ?, taken_at = ? WHERE scope = ? AND shard = ? IF epoch = null`,
+    epochTakeFrom: `UPDATE ${ks}.shard_epochs SET epoch = ?, owner = ?, taken_at = ? WHERE scope = ? AND shard = ? IF epoch = ?`,
     journalRange: `SELECT seq, data, created_at FROM ${ks}.journal WHERE key = ? AND seq >= ? AND seq <= ?`,
     snapshotGet: `SELECT seq, data, created_at FROM ${ks}.snapshots WHERE key = ?`,
     snapshotPut: `INSERT INTO ${ks}.snapshots (key, seq, data, created_at) VALUES (?, ?, ?, ?)`,
@@ -727,7 +841,7 @@ function rethrowUnavailable(e: unknown): never {
 
 // Every operation of the port names an unreachable database as StoreUnavailable (the gateway
 // answers unavailable, a retry may succeed), whatever the driver called it.
-for (const name of ["get", "commit", "events", "latestSnapshot", "saveSnapshot", "scan"] as const) {
+for (const name of ["get", "commit", "events", "latestSnapshot", "saveSnapshot", "scan", "takeEpoch"] as const) {
   const operation: (...args: never[]) => Promise<unknown> = CassandraStore.prototype[name];
   Object.defineProperty(CassandraStore.prototype, name, {
     value: function (this: CassandraStore, ...args: never[]) {

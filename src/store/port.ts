@@ -57,10 +57,27 @@ export interface RecordWrite {
   readonly expiresAt?: number;
 }
 
+/**
+ * The ownership a batch's events are appended under: the epoch its writer took for the shard (one
+ * conditional write per takeover, Store.takeEpoch). A store that fences by epoch appends the
+ * events without a per-event condition, then refuses the rest of the batch with Fenced when the
+ * shard's epoch has moved on; the writer must know its entity's last seq (it recovered it). A
+ * fenced batch's unconditional record writes need not be atomic with one another: they are an
+ * entity's read models, which its next incarnation writes again (EntityBehavior.repair).
+ */
+export interface Fence {
+  /** What the shards are of, e.g. the commands topic. */
+  readonly scope: string;
+  readonly shard: number;
+  readonly epoch: number;
+}
+
 export interface Batch {
   /** Appended in order; each seq must follow the key's last one exactly. */
   readonly events?: readonly JournalEvent[];
   readonly writes?: readonly RecordWrite[];
+  /** Set by a fenced writer (the actor host in cluster mode); stores without takeEpoch ignore it. */
+  readonly fence?: Fence;
 }
 
 export interface ScanOptions<T> {
@@ -105,4 +122,10 @@ export interface Store {
   latestSnapshot(key: string): Promise<Snapshot | undefined>;
   saveSnapshot(snapshot: Snapshot): Promise<void>;
   scan<T>(table: string, partition: string, options: ScanOptions<T>): Promise<ScanResult<T>>;
+  /**
+   * Takes the next ownership epoch of a shard for `owner` (one conditional write): every fenced
+   * commit of an older epoch of that shard is refused from now on. Absent where one process owns
+   * every shard (the FileStore).
+   */
+  takeEpoch?(scope: string, shard: number, owner: string): Promise<number>;
 }

@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import cassandra from "cassandra-driver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config.js";
-import { VersionConflict } from "../../src/errors.js";
+import { Fenced, VersionConflict } from "../../src/errors.js";
 import { CassandraSettings, CassandraStore, renderCql, type CassandraStoreOptions } from "../../src/store/cassandra-store.js";
 import { storeContract, type ContractStore } from "../../src/store/store-contract.js";
 import { cassandraContactPoint, infraProvider } from "./endpoints.js";
@@ -98,6 +98,36 @@ async function configError(p: Promise<unknown>): Promise<ConfigError> {
 storeContract("CassandraStore", contractStore);
 
 describe("CassandraStore", () => {
+  it("fences appends by the shard's epoch: a stale owner is refused, and its rows never count", async () => {
+    const s = await openStore();
+    try {
+      const scope = unique("scope");
+      const key = unique("fenced");
+      const event = (seq: number, by: string) => ({ key, seq, data: { by }, createdAt: seq });
+      expect(await s.takeEpoch(scope, 3, "a")).toBe(1);
+      await s.commit({ events: [event(1, "a")], fence: { scope, shard: 3, epoch: 1 } });
+      expect(await s.takeEpoch(scope, 3, "b")).toBe(2);
+      expect(await s.takeEpoch(scope, 4, "b")).toBe(1); // each shard its own epochs
+      await s.commit({ events: [event(2, "b")], fence: { scope, shard: 3, epoch: 2 } });
+      // The old owner writes the seq the new one wrote, and one past it, with a record: refused.
+      const record = unique("rec");
+      await expect(
+        s.commit({ events: [event(2, "a")], writes: [{ table: "t", id: record, value: { x: 1 } }], fence: { scope, shard: 3, epoch: 1 } }),
+      ).rejects.toBeInstanceOf(Fenced);
+      await expect(s.commit({ events: [event(3, "a"), event(4, "a")], fence: { scope, shard: 3, epoch: 1 } })).rejects.toThrow(Fenced);
+      expect(await s.get("t", record)).toBeUndefined(); // nothing after the refused append
+      // The new owner's row stands at its seq (a later write with an older epoch does not replace
+      // it), and the old owner's rows past it are dropped by every reader.
+      expect((await s.events(key, 0)).map((e) => e.data)).toEqual([{ by: "a" }, { by: "b" }]);
+      expect((await s.events(key, 1)).map((e) => e.data)).toEqual([{ by: "b" }]);
+      expect(await s.events(key, 2)).toEqual([]);
+      await s.commit({ events: [event(3, "b")], fence: { scope, shard: 3, epoch: 2 } });
+      expect((await s.events(key, 0)).map((e) => e.data)).toEqual([{ by: "a" }, { by: "b" }, { by: "b" }]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it("records applied migrations in schema_version and opens without schema creation", async () => {
     const s = await openStore();
     await s.close();
@@ -105,10 +135,10 @@ describe("CassandraStore", () => {
     await client.connect();
     try {
       const rows = (await client.execute(`SELECT version, checksum, applied_at FROM ${KEYSPACE}.schema_version`)).rows;
-      expect(rows.map((r) => r["version"])).toEqual(["001_init"]);
-      expect(rows[0]!["checksum"]).toMatch(/^[0-9a-f]{64}$/);
+      expect(rows.map((r) => r["version"]).sort()).toEqual(["001_init", "002_epochs"]);
+      for (const row of rows) expect(row["checksum"]).toMatch(/^[0-9a-f]{64}$/);
       const tables = (await client.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?", [KEYSPACE], { prepare: true })).rows;
-      expect(tables.map((r) => r["table_name"]).sort()).toEqual(["journal", "record_index", "records", "schema_version", "snapshots"]);
+      expect(tables.map((r) => r["table_name"]).sort()).toEqual(["journal", "record_index", "records", "schema_version", "shard_epochs", "snapshots"]);
     } finally {
       await client.shutdown();
     }
