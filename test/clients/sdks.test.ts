@@ -21,6 +21,8 @@ let web: HttpsPeer;
 let env: Record<string, string>;
 
 beforeAll(async () => {
+  // The Go generators and modules and the Python venv: quick once done.
+  await run("bash", [path.join(ROOT, "clients/setup.sh")], { cwd: ROOT });
   const work = mkdtempSync(path.join(tmpdir(), "media-sdks-"));
   ca = makeTestCa();
   minio = await startMinio(ca, ["sdk-out"]);
@@ -95,6 +97,20 @@ describe("the SDK tours against a live server", () => {
   it("TypeScript: clients/typescript/examples/tour.ts", async () => {
     const seen = await tour(path.join(ROOT, "node_modules/.bin/tsx"), ["examples/tour.ts"], path.join(ROOT, "clients/typescript"));
     expectTour(seen, "typescript");
+    await expectPlays(seen);
+  }, 240_000);
+
+  it("Go: clients/go/examples/tour (connect-go, built with the Go toolchain)", async () => {
+    const bin = path.join(mkdtempSync(path.join(tmpdir(), "media-go-tour-")), "tour");
+    await run("go", ["build", "-o", bin, "./examples/tour"], { cwd: path.join(ROOT, "clients/go"), env: { ...process.env, GOFLAGS: "-mod=readonly" } });
+    const seen = await tour(bin, [], path.join(ROOT, "clients/go"));
+    expectTour(seen, "go");
+    await expectPlays(seen);
+  }, 240_000);
+
+  it("Python: clients/python/examples/tour.py (connectrpc from PyPI, in the venv clients/setup.sh makes)", async () => {
+    const seen = await tour(path.join(ROOT, ".venv-clients/bin/python"), ["examples/tour.py"], path.join(ROOT, "clients/python"));
+    expectTour(seen, "python");
     await expectPlays(seen);
   }, 240_000);
 });
