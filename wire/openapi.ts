@@ -123,7 +123,8 @@ export function publishOpenApi(raw: Schema): Schema {
     name: "X-Organization-ID",
     in: "header",
     required: false,
-    description: "The organization acted on (org_…). Needed by portal sessions; an app-scoped API key implies it.",
+    description:
+      "The organization acted on (org_…). Required by every method but HealthService/Check, UserService/GetMe and UpdateMe, OrganizationService/Create and CheckSlug (invalid_argument naming the header without it).",
     schema: { type: "string" },
   };
   const paths: Record<string, Schema> = {};

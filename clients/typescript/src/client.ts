@@ -21,7 +21,7 @@ export interface ClientOptions {
   readonly baseUrl: string;
   /** An API key (ak_…): sent as `Authorization: Bearer`. */
   readonly apiKey?: string;
-  /** X-Organization-ID: needed by portal sessions; an app-scoped key implies its organization. */
+  /** X-Organization-ID (org_…): required by nearly every method, API keys included. */
   readonly organizationId?: string;
   /** Attempts of a call that failed with a retryable code (unavailable, resource_exhausted, aborted) or no answer; default 4. */
   readonly maxAttempts?: number;
@@ -29,7 +29,7 @@ export interface ClientOptions {
   readonly backoffMs?: number;
   /** A fetch of your own (tests, proxies); default globalThis.fetch. */
   readonly fetch?: typeof globalThis.fetch;
-  /** JSON instead of binary: only for debugging with a proxy; enum values will not read (see docs/clients.md). */
+  /** JSON instead of binary: only to see the traffic; every enum then reads as UNSPECIFIED (see docs/clients.md). */
   readonly useJson?: boolean;
 }
 
