@@ -9,7 +9,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromBinary } from "@bufbuild/protobuf";
 import { ROOT, startHarness, type Harness } from "../harness.js";
+import { createMediaClient } from "../../clients/typescript/src/index.js";
+import { CreateJobResponseSchema, OutputType } from "../../clients/typescript/src/gen/media/v1/job_pb.js";
+import { OriginPermission } from "../../clients/typescript/src/gen/media/v1/origin_pb.js";
+import { VideoCodec } from "../../clients/typescript/src/gen/media/v1/preset_pb.js";
 import { makeTestInput } from "../media.js";
 import { makeTestCa, serveFile, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
 
@@ -113,4 +118,39 @@ describe("the SDK tours against a live server", () => {
     expectTour(seen, "python");
     await expectPlays(seen);
   }, 240_000);
+});
+
+describe("the TypeScript SDK's retries", () => {
+  it("retries a create whose answer was lost under the same Idempotency-Key, and the service makes one job", async () => {
+    // The first create reaches the service, which makes the job; its answer is replaced by a 503,
+    // as a proxy that lost it would. The SDK tries again with the same key and gets that job back.
+    const keys: string[] = [];
+    const made: string[] = [];
+    const lossy: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (!String(input).endsWith("/media.v1.JobService/Create")) return res;
+      keys.push(new Headers(init?.headers).get("idempotency-key") ?? "");
+      if (res.status === 200) made.push(fromBinary(CreateJobResponseSchema, new Uint8Array(await res.clone().arrayBuffer())).job!.id);
+      if (keys.length > 1) return res;
+      return new Response(JSON.stringify({ code: "unavailable", message: "the answer was lost" }), {
+        status: 503,
+        headers: { "content-type": "application/json" },
+      });
+    };
+    const client = createMediaClient({ baseUrl: h.base, apiKey: h.boot.api_key, organizationId: h.boot.organization_id, fetch: lossy, backoffMs: 10 });
+    const origin = await client.origins.create({
+      name: "retries",
+      permissions: [OriginPermission.WRITE],
+      s3: { bucket: "sdk-out", region: "us-east-1", credentials: { accessKeyId: minio.admin.accessKeyId, secretAccessKey: minio.admin.secretAccessKey } },
+    });
+    const created = await client.jobs.create({
+      inputUrl: env.INPUT_URL!,
+      outputOriginId: origin.origin!.id,
+      outputs: [{ type: OutputType.MP4, video: [{ codec: VideoCodec.H264, width: 320, height: 180 }] }],
+    });
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[1]).toBe(keys[0]);
+    expect(made).toEqual([created.job!.id, created.job!.id]);
+  });
 });
