@@ -41,9 +41,12 @@ function newIdempotencyKey(): string {
   return globalThis.crypto.randomUUID();
 }
 
-/** A failure with no answer from the service (connection refused or reset): the call may or may not have run. */
+/**
+ * A failure with no answer from the service (connection refused or reset: fetch's TypeError, which
+ * connect-web reports as unknown without any response header); the call may or may not have run.
+ */
 function noAnswer(e: ConnectError): boolean {
-  return e.code === Code.Unknown || (e.code === Code.Unavailable && e.metadata.get("content-type") === null);
+  return e.code === Code.Unknown && e.metadata.get("content-type") === null;
 }
 
 function interceptors(o: ClientOptions): Interceptor[] {
