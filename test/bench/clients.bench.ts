@@ -29,7 +29,12 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const ca = makeTestCa();
 const minio = await startMinio(ca, ["bench-out"]);
 const dataDir = tempDataDir();
-const server = await spawnServer(dataDir, freePort(), { MEDIA_NET_ALLOW: "127.0.0.1/32", MEDIA_TLS_CA_FILE: ca.caFile, MEDIA_S3_ENDPOINT: minio.endpoint, MEDIA_LOG_LEVEL: "error" });
+const server = await spawnServer(dataDir, freePort(), {
+  MEDIA_NET_ALLOW: "127.0.0.1/32",
+  MEDIA_TLS_CA_FILE: ca.caFile,
+  MEDIA_S3_ENDPOINT: minio.endpoint,
+  MEDIA_LOG_LEVEL: "error",
+});
 const boot = readBootstrap(dataDir);
 const auth = { bearer: boot.api_key, org: boot.organization_id };
 const credentials = { access_key_id: minio.admin.accessKeyId, secret_access_key: minio.admin.secretAccessKey };
