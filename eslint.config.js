@@ -56,7 +56,16 @@ const ENTITY_BOUNDARIES = ENTITIES.map((e) => ({
 }));
 // Generated code, dependencies, and tool folders (.cache, .infra, .venv-fuzz: binaries and third-party files).
 // local/no-import-cycle gets the same list, so it follows no import into them.
-const IGNORES = ["node_modules/**", "src/gen/**", "test/conformance/gen/**", "data/**", ".*/**"];
+const IGNORES = [
+  "node_modules/**",
+  "src/gen/**",
+  "clients/typescript/src/gen/**",
+  "clients/go/**",
+  "clients/python/**",
+  "test/conformance/gen/**",
+  "data/**",
+  ".*/**",
+];
 
 // ── encoder-node/ (issue #42): the rooms of the encoder and the way their imports point ──────────
 // planners (plan.ts, planners/, renditions.ts, hdr.ts: pure) ← executors (ffmpeg.ts, packager.ts,

@@ -33,7 +33,7 @@ export default defineConfig({
         },
       },
       { test: { name: "media", include: ["test/media/**/*.test.ts"], ...slow } },
-      { test: { name: "api", include: ["test/api/**/*.test.ts", "test/oidc/**/*.test.ts"], ...slow } },
+      { test: { name: "api", include: ["test/api/**/*.test.ts", "test/oidc/**/*.test.ts", "test/clients/**/*.test.ts"], ...slow } },
       { test: { name: "api-cluster", include: ["test/api/**/*.test.ts"], env: { MEDIA_TEST_TARGET: "cluster" }, ...cluster } },
       { test: { name: "cluster", include: ["test/cluster/**/*.test.ts"], ...cluster } },
       { test: { name: "fuzz", include: ["test/fuzz/**/*.test.ts"], ...slow } },

@@ -51,6 +51,10 @@ export function idempotencyInterceptor(store: Store, box: SecretBox, ruleOf: (se
     const replay = (r: Remembered) => {
       if (r.bodyHash !== bodyHash) throw alreadyExists("Idempotency-Key was used with a different request body", "Idempotency-Key");
       const header = new Headers({ "idempotent-replayed": "true" });
+      // No protocol handler ran to set the answer's Content-Type, and a Connect client refuses an
+      // answer without one: it is the request's (application/proto, application/json, grpc-web's).
+      const type = req.header.get("content-type");
+      if (type !== null) header.set("content-type", type);
       return {
         stream: false,
         service: req.service,

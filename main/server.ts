@@ -52,6 +52,7 @@ import { KafkaBus } from "../src/bus/kafka-bus.js";
 import { MemoryBus } from "../src/bus/memory-bus.js";
 import { registerStoreGauges, timedBus, timedStore } from "../src/metrics.js";
 import { metricsRoute } from "../gateway/metrics-edge.js";
+import { openApiRoute } from "../gateway/openapi-edge.js";
 import { listenMetrics } from "./metrics-server.js";
 import { lockDataFolder } from "./data-lock.js";
 import type { Bus, Consumer } from "../src/bus/port.js";
@@ -428,7 +429,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     log,
     limits: { perAddress: config.rateLimits.signIn, perAccount: config.rateLimits.signInAccount },
   });
-  const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), ...auth, ...consoleRoutes(), metricsRoute()]);
+  const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), ...auth, ...consoleRoutes(), metricsRoute(), openApiRoute()]);
   const { server: http, host, label } = await listenHost(config.httpServer, { rpc: handlers, edge }, hostOptions, log);
   address.listening(http.port);
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host, node: process.version }, "media API listening");

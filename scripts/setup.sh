@@ -9,6 +9,7 @@
 #   python     the encoder's speech recogniser and its model data (scripts/asr-setup.sh), and the
 #              ffmpeg with libvmaf that scores quality (scripts/vmaf-setup.sh)
 #   jars       Kafka's and Cassandra's jars from Maven Central (infra/*.sh fetch)
+#   clients    the SDKs' generators (Go module proxy) and the Python SDK's venv (clients/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,6 +92,7 @@ chain npm npm install --no-audit --no-fund --loglevel=error
 chain go go_tools
 chain jars $jdk jars
 chain python $venv python_tools
+chain clients $venv bash clients/setup.sh
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done
 rm -rf "$logs" "$apt_done"

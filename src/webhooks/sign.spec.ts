@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { legacySignature, mediaSignature, newWebhookSecret, verifyMediaSignature } from "./sign.js";
 
@@ -144,5 +145,23 @@ describe("legacy signature and secrets", () => {
     const secrets = new Set(Array.from({ length: 200 }, () => newWebhookSecret()));
     expect(secrets.size).toBe(200);
     for (const s of secrets) expect(s).toMatch(/^whsec_[0-9A-Za-z]{32}$/);
+  });
+});
+
+// The vectors every SDK's webhook helper passes too (clients/webhook-vectors.json): the signer makes
+// their headers, and the server's own check agrees with each verdict.
+interface Vectors {
+  signing: { name: string; secrets: string[]; timestamp: number; body: string; header: string }[];
+  verifying: { name: string; header: string; body: string; secrets: string[]; now: number; tolerance_seconds: number; valid: boolean }[];
+}
+const vectors = JSON.parse(readFileSync(new URL("../../clients/webhook-vectors.json", import.meta.url), "utf8")) as Vectors;
+
+describe("the shared webhook vectors", () => {
+  it.each(vectors.signing)("the signer makes the header of: $name", (v) => {
+    expect(mediaSignature(v.secrets, v.body, v.timestamp)).toBe(v.header);
+  });
+
+  it.each(vectors.verifying)("the server's check agrees: $name", (v) => {
+    expect(v.secrets.some((secret) => verifyMediaSignature(v.header, v.body, secret, v.tolerance_seconds, v.now))).toBe(v.valid);
   });
 });
