@@ -139,6 +139,8 @@ export async function serveCommands(
   return bus.consume({
     topic: topics.commands,
     group: topics.actorHosts,
+    // Each entity's commands in order (its key), different entities of a partition side by side.
+    byKey: true,
     // Another host may have owned these entities: drop every cached actor and recover from the store.
     onAssigned: (partitions, member) => {
       actors.own(partitions, member);

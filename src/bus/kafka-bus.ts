@@ -302,6 +302,17 @@ export class KafkaBus implements Bus {
       // A partition that moved is another member's now: its marks must not move its offset. One
       // this member kept is read on from where it was handled, not from the last commit (kafkajs
       // starts every generation at the committed offsets), and that offset is committed now.
+      for (const [partition, lane] of [...lanes]) {
+        if (!mine.includes(partition)) {
+          // Lost: what is in flight finishes without a mark; the new owner starts at the last commit.
+          lanes.delete(partition);
+          marks.delete(partition);
+          for (const wake of lane.waiters.splice(0)) wake();
+        } else if (lane.fetched >= 0n) {
+          // Kept: its messages in flight go on here; read on after the last one taken.
+          consumer.seek({ topic, partition, offset: lane.fetched.toString() });
+        }
+      }
       for (const partition of [...handled.keys()]) {
         if (!mine.includes(partition)) {
           handled.delete(partition);
@@ -373,10 +384,52 @@ export class KafkaBus implements Bus {
       }
     };
 
+    // byKey: messages of different keys in a partition run side by side (up to LANE_LIMIT in
+    // flight), each key's in order; the mark is the lowest offset still in flight (or the next one
+    // fetched), so a commit never passes a message that has not been handled. A failed handler is
+    // run again after a backoff while the other keys go on; its key's later messages wait for it.
+    const lanes = new Map<number, Lane>();
+    const eachMessageByKey = async ({ partition, message }: EachMessagePayload): Promise<void> => {
+      let lane = lanes.get(partition);
+      if (!lane) lanes.set(partition, (lane = { inflight: new Set(), fetched: -1n, chains: new Map(), waiters: [] }));
+      while (lane.inflight.size >= LANE_LIMIT && !stopping && lanes.get(partition) === lane) await new Promise<void>((r) => lane!.waiters.push(r));
+      if (stopping || lanes.get(partition) !== lane) {
+        consumer.seek({ topic, partition, offset: message.offset });
+        return;
+      }
+      const offset = BigInt(message.offset);
+      lane.inflight.add(offset);
+      lane.fetched = offset + 1n;
+      const busMessage: BusMessage = {
+        topic,
+        partition,
+        offset: message.offset,
+        key: message.key?.toString("utf8") ?? "",
+        value: message.value ?? new Uint8Array(0),
+        headers: headersOf(message.headers),
+      };
+      const own = lane;
+      const abandoned = () => stopping || lanes.get(partition) !== own;
+      const work = (own.chains.get(busMessage.key) ?? Promise.resolve()).then(() => untilHandled(handler, busMessage, abandoned));
+      own.chains.set(busMessage.key, work);
+      const tracked = work.then((handled) => {
+        if (own.chains.get(busMessage.key) === work) own.chains.delete(busMessage.key);
+        own.inflight.delete(offset);
+        own.waiters.shift()?.();
+        if (!handled || lanes.get(partition) !== own) return;
+        let mark = own.fetched;
+        for (const o of own.inflight) if (o < mark) mark = o;
+        marks.set(partition, mark.toString());
+        commitTimer ??= setTimeout(() => void commitMarks(), this.commitIntervalMs);
+      });
+      inflight.add(tracked);
+      void tracked.finally(() => inflight.delete(tracked));
+    };
+
     const runConfig: ConsumerRunConfig = {
       autoCommit: false,
       partitionsConsumedConcurrently: Math.max(1, partitionCount),
-      eachMessage,
+      eachMessage: options.byKey ? eachMessageByKey : eachMessage,
     };
 
     // kafkajs restarts a consumer after retriable crashes; after any other crash, restart it here.
@@ -424,6 +477,7 @@ export class KafkaBus implements Bus {
       stop: () =>
         (stopped ??= (async () => {
           stopping = true;
+          for (const lane of lanes.values()) for (const wake of lane.waiters.splice(0)) wake();
           clearTimeout(restartTimer);
           for (const timer of backoffTimers) clearTimeout(timer);
           backoffTimers.clear();
@@ -462,6 +516,29 @@ export class KafkaBus implements Bus {
       return topics[0]?.partitions.length ?? 1;
     } catch (e) {
       throw new Error(`unknown topic "${topic}": create it with ensureTopics first (${message(e)})`, { cause: e });
+    }
+  }
+}
+
+/** A partition consumed byKey: offsets in flight, the next offset to fetch, each key's last handler. */
+interface Lane {
+  readonly inflight: Set<bigint>;
+  fetched: bigint;
+  readonly chains: Map<string, Promise<boolean>>;
+  readonly waiters: (() => void)[];
+}
+/** Messages in flight per partition consumed byKey. */
+const LANE_LIMIT = 256;
+
+/** Runs a handler until it resolves (backing off 100 ms doubling to 1 s); false if given up. */
+async function untilHandled(handler: (m: BusMessage) => Promise<void>, message: BusMessage, abandoned: () => boolean): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    if (abandoned()) return false;
+    try {
+      await handler(message);
+      return true;
+    } catch {
+      await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** (attempt - 1), 1000)));
     }
   }
 }

@@ -77,6 +77,12 @@ export interface ConsumeOptions {
   readonly onAssigned?: (partitions: readonly number[], member?: string) => void;
   /** Start at the end of the log when the group has no committed offset (broadcast readers). */
   readonly fromLatest?: boolean;
+  /**
+   * Order per key instead of per partition: messages of different keys in one partition may be
+   * handled side by side, each key's in order, and an offset is committed only once every message
+   * before it is handled. A failed handler holds back its key's later messages, not the partition's.
+   */
+  readonly byKey?: boolean;
 }
 
 export interface Consumer {
