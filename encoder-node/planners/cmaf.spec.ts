@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { DrmSystem, EncryptionScheme, HdrMode, OutputType } from "../../src/gen/media/v1/job_pb.js";
 import { AudioCodec, HlsPlaylistType, SegmentFormat, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
-import { plan, probe, spec } from "../plan.fixtures.js";
+import { after, plan, probe, spec } from "../plan.fixtures.js";
+import { AUDIO_TRACK_WEIGHT } from "../renditions.js";
 import { commandsOf, shapeOf } from "./plan-view.fixtures.js";
 
 const ladder = [
@@ -85,6 +86,24 @@ describe("DASH and adaptive by the dash muxer", () => {
         "<global> -i /in/input -filter_complex [0:v:0]split=2[s0][s1];[s0]scale=1280:720:flags=bicubic,setsar=1,format=yuv420p[v0];[s1]scale=854:480:flags=bicubic,setdar=16/9,format=yuv420p[v1] -map [v0] -map [v1] -map 0:a:0 -map 0:a:1 -c:v:0 libx264 -preset:v:0 fast -crf:v:0 23 -g:v:0 60 -keyint_min:v:0 60 -sc_threshold:v:0 0 -force_key_frames:v:0 expr:gte(t,n_forced*6) -c:v:1 libx264 -preset:v:1 fast -crf:v:1 23 -g:v:1 60 -keyint_min:v:1 60 -sc_threshold:v:1 0 -force_key_frames:v:1 expr:gte(t,n_forced*6) -c:a:0 aac -b:a:0 128k -ar:a:0 44100 -metadata:s:a:0 language=en -c:a:1 aac -b:a:1 128k -ar:a:1 44100 -metadata:s:a:1 language=fr -f dash -seg_duration 6 -use_template 1 -use_timeline 0 -dash_segment_type mp4 -adaptation_sets id=0,streams=v id=1,streams=2 id=2,streams=3 -init_seg_name init-$RepresentationID$.m4s -media_seg_name chunk-$RepresentationID$-$Number%05d$.m4s -hls_playlist 1 -hls_master_name index.m3u8 -max_muxing_queue_size 4096 /work/out_1/manifest.mpd",
       ]
     `);
+  });
+});
+
+describe("DASH adaptation sets", () => {
+  it("audio alone: no video set, and tracks of one language and codec share a set", () => {
+    const p = plan(
+      spec({
+        type: OutputType.DASH,
+        audio: [
+          { codec: AudioCodec.AAC, language: "en" },
+          { codec: AudioCodec.OPUS, language: "en" },
+          { codec: AudioCodec.AAC, language: "en", bitrateKbps: 64 },
+        ],
+      }),
+      probe({ audioStreams: 3 }),
+    );
+    expect(after(p.commands[0]!, "-adaptation_sets")).toBe("id=0,streams=0,2 id=1,streams=1");
+    expect(p.commands[0]).not.toContain("-filter_complex");
   });
 });
 
@@ -320,5 +339,19 @@ describe("cbcs and cenc: clear intermediates for the packager", () => {
         "<global> -i /in/input -filter_complex [0:v:0]scale=854:480:flags=bicubic,setdar=16/9,format=yuv420p[v0] -map [v0] -c:v:0 libx264 -preset:v:0 fast -crf:v:0 23 -g:v:0 60 -keyint_min:v:0 60 -sc_threshold:v:0 0 -force_key_frames:v:0 expr:gte(t,n_forced*6) -max_muxing_queue_size 4096 -f mp4 /work/out_1/_clear/480p.mp4 -map 0:a:0 -c:a:0 aac -b:a:0 128k -ar:a:0 44100 -metadata:s:a:0 language=en -max_muxing_queue_size 4096 -f mp4 /work/out_1/_clear/audio_0.mp4 -map 0:a:1 -c:a:0 aac -b:a:0 128k -ar:a:0 44100 -metadata:s:a:0 language=fr -max_muxing_queue_size 4096 -f mp4 /work/out_1/_clear/audio_1.mp4",
       ]
     `);
+  });
+
+  it("per rendition: the audio's command weighs every track, and there is none without audio; audio alone is one plain command", () => {
+    const cbcs = (init: Partial<Parameters<typeof spec>[0]>) =>
+      plan(spec({ type: OutputType.HLS, hls: { segmentFormat: SegmentFormat.FMP4 }, drm: {}, video: ladder, ...init }), probe({ audioStreams: 2 }), {
+        strategy: "per-rendition",
+      });
+    expect(cbcs({ audio: languages }).weights?.at(-1)).toBe(2 * AUDIO_TRACK_WEIGHT);
+    const silent = cbcs({ disableAudio: true });
+    expect([silent.commands.length, silent.weights?.length, silent.commands.some((c) => c.includes("0:a:0"))]).toEqual([2, 2, false]);
+    const sound = plan(spec({ type: OutputType.DASH, drm: { scheme: EncryptionScheme.CENC }, audio: [{ codec: AudioCodec.AAC }] }));
+    expect(commandsOf(sound)).toEqual([
+      "<global> -i /in/input -map 0:a:0 -c:a:0 aac -b:a:0 128k -ar:a:0 44100 -max_muxing_queue_size 4096 -f mp4 /work/out_1/_clear/audio_0.mp4",
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 // The small rules the layout planners share: the clip, a command's input, chunks and their inputs,
 // segment lengths, names of tracks and playlists, where keys live, what a split ladder refuses.
 import { describe, expect, it } from "vitest";
-import { OutputType } from "../../src/gen/media/v1/job_pb.js";
+import { HdrMode, OutputType } from "../../src/gen/media/v1/job_pb.js";
 import { SegmentFormat, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
 import { MediaError } from "../media-errors.js";
 import type { AudioPlan } from "../renditions.js";
@@ -115,6 +115,13 @@ describe("segments, names and keys", () => {
     ]);
     expect([iframePlaylistOf("v0/index.m3u8"), iframePlaylistOf("a.m3u8.m3u8")]).toEqual(["v0/index_iframes.m3u8", "a.m3u8_iframes.m3u8"]);
     expect(secretsDirOf("/work/jobs/out_1")).toBe("/work/jobs/out_1.keys");
+  });
+
+  it("a variant with a colour plan says its range in the master; one without says nothing (SDR)", () => {
+    const pq = probe({}, { codec: "hevc", pixelFormat: "yuv420p10le", color: { primaries: "bt2020", transfer: "smpte2084", matrix: "bt2020nc" } });
+    const p = plan(spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H265, resolution: "720p", hdr: { mode: HdrMode.PASSTHROUGH } }] }), pq);
+    expect(p.hlsMaster?.variants.map((v) => v.videoRange)).toEqual(["PQ"]);
+    expect(plan(spec({ type: OutputType.HLS, video: [{ codec: VideoCodec.H264 }] })).hlsMaster?.variants[0]).not.toHaveProperty("videoRange");
   });
 });
 
