@@ -215,7 +215,7 @@ describe("the encode pipeline, executors faked", () => {
               ? hls({ video: [...ladder, { codec: VideoCodec.H264, resolution: "1080p" }] })
               : hls();
       const job = jobOf([spec], { thumbnails: [{}], ...(step === "plan" ? { clip: { startSeconds: 3600, endSeconds: 0 } } : {}) });
-      const env = step === "join" ? { MEDIA_ENCODER_CHUNK_SECONDS: "8" } : {};
+      const env: Record<string, string> = step === "join" ? { MEDIA_ENCODER_CHUNK_SECONDS: "8" } : {};
       const h = harness(dir(), job, { env, ...(step === "plan" ? {} : { fail: step }), error });
       await runTask(h.context, encode, signal());
       expect(h.types()).toEqual(types);

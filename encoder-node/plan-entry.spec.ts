@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { EncryptionScheme, OutputType, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, SegmentFormat, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
 import { MediaError } from "./media-errors.js";
-import { after, plan, probe, spec } from "./plan.fixtures.js";
+import { after, plan, probe, spec, type SpecInit } from "./plan.fixtures.js";
 import type { PlanOptions } from "./plan.js";
 
 const two = [
@@ -30,8 +30,7 @@ describe("planOutput: what the input must have", () => {
 });
 
 describe("planOutput: a growing stream's short first segment", () => {
-  const ladder = (init: Partial<Parameters<typeof spec>[0]> = {}): OutputSpec =>
-    spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 4 }, video: two, ...init });
+  const ladder = (init: SpecInit = {}): OutputSpec => spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 4 }, video: two, ...init });
   /** Keyframes of the first rung: a short first segment's rule, or every segment's. */
   const keyframes = (s: OutputSpec, opts: Partial<PlanOptions>) => after(plan(s, probe({ durationMs: 130_000 }), opts).commands[0]!, "-force_key_frames:v:0");
   const short = "expr:if(lt(n_forced,2),gte(t,n_forced*1),gte(t,(n_forced-1)*4))";

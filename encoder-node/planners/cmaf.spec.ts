@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { DrmSystem, EncryptionScheme, HdrMode, OutputType } from "../../src/gen/media/v1/job_pb.js";
 import { AudioCodec, HlsPlaylistType, SegmentFormat, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
-import { after, plan, probe, spec } from "../plan.fixtures.js";
+import { after, plan, probe, spec, type SpecInit } from "../plan.fixtures.js";
 import { AUDIO_TRACK_WEIGHT } from "../renditions.js";
 import { commandsOf, shapeOf } from "./plan-view.fixtures.js";
 
@@ -342,7 +342,7 @@ describe("cbcs and cenc: clear intermediates for the packager", () => {
   });
 
   it("per rendition: the audio's command weighs every track, and there is none without audio; audio alone is one plain command", () => {
-    const cbcs = (init: Partial<Parameters<typeof spec>[0]>) =>
+    const cbcs = (init: SpecInit) =>
       plan(spec({ type: OutputType.HLS, hls: { segmentFormat: SegmentFormat.FMP4 }, drm: {}, video: ladder, ...init }), probe({ audioStreams: 2 }), {
         strategy: "per-rendition",
       });

@@ -4,10 +4,10 @@
 import { describe, expect, it } from "vitest";
 import { OutputType } from "../../src/gen/media/v1/job_pb.js";
 import { AudioCodec, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
-import { plan, probe, spec } from "../plan.fixtures.js";
+import { plan, probe, spec, type SpecInit } from "../plan.fixtures.js";
 import { commandsOf, shapeOf } from "./plan-view.fixtures.js";
 
-const ladder = (init: Partial<Parameters<typeof spec>[0]> = {}) =>
+const ladder = (init: SpecInit = {}) =>
   spec({
     type: OutputType.HLS,
     hls: { segmentDurationSeconds: 4 },

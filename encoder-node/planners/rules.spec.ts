@@ -5,7 +5,7 @@ import { HdrMode, OutputType } from "../../src/gen/media/v1/job_pb.js";
 import { SegmentFormat, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
 import { MediaError } from "../media-errors.js";
 import type { AudioPlan } from "../renditions.js";
-import { plan, probe, spec } from "../plan.fixtures.js";
+import { plan, probe, spec, type SpecInit } from "../plan.fixtures.js";
 import { chunkable, chunkInputArgs, chunkOffset, chunkSpans, wholeRung } from "./chunking.js";
 import { audioMaps, inputArgs, resolveClip } from "./commands.js";
 import { secretsDirOf } from "./drm.js";
@@ -44,7 +44,7 @@ describe("the clip and a command's input", () => {
 });
 
 describe("chunks", () => {
-  const hls = (init: Partial<Parameters<typeof spec>[0]> = {}) =>
+  const hls = (init: SpecInit = {}) =>
     spec({
       type: OutputType.HLS,
       video: [
@@ -84,6 +84,8 @@ describe("chunks", () => {
     const long = probe({ durationMs: 130_000 });
     expect(wholeRung(plan(hls(), long, { chunked: true, wholeLowestRung: true }))).toBe("480p/index.m3u8");
     expect(wholeRung(plan(hls(), long, { chunked: true }))).toBeUndefined();
+    // A plan of no renditions (its type allows one) has no rung either.
+    expect(wholeRung({ ...plan(hls(), long, { chunked: true }), renditions: undefined })).toBeUndefined();
   });
 });
 
