@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { EncryptionScheme, OutputType } from "../../src/gen/media/v1/job_pb.js";
 import { AudioCodec, HlsPlaylistType, SegmentFormat, VideoCodec } from "../../src/gen/media/v1/preset_pb.js";
-import { plan, probe, spec } from "../plan.fixtures.js";
+import { after, plan, probe, spec, type SpecInit } from "../plan.fixtures.js";
 import { commandsOf, shapeOf } from "./plan-view.fixtures.js";
 
 const ladder = [
@@ -203,5 +203,35 @@ describe("HLS of the whole output", () => {
         "<global> -i /in/input -map 0:a:0 -c:a:0 aac -b:a:0 128k -ar:a:0 44100 -f hls -hls_time 6 -hls_playlist_type vod -hls_list_size 0 -hls_segment_type mpegts -hls_flags independent_segments -hls_segment_filename /work/out_1/%v/seg_%05d.ts -max_muxing_queue_size 4096 -var_stream_map a:0,name:audio_0 /work/out_1/%v/index.m3u8",
       ]
     `);
+  });
+});
+
+describe("one command or one per rendition", () => {
+  const oneRung = [{ codec: VideoCodec.H264, resolution: "720p" }];
+  const perRendition = (init: SpecInit) => plan(spec(init), probe(), { strategy: "per-rendition" });
+  const layout = (p: ReturnType<typeof plan>) => [p.commands.length, p.parallel, p.weights?.length];
+
+  it("per rendition, nothing to run apart is still one command: one rung alone, or audio alone", () => {
+    expect(layout(perRendition({ type: OutputType.MP4, video: oneRung }))).toEqual([1, false, undefined]);
+    expect(layout(perRendition({ type: OutputType.HLS, video: oneRung, disableAudio: true }))).toEqual([1, false, undefined]);
+    expect(layout(perRendition({ type: OutputType.HLS, audio: [{ codec: AudioCodec.AAC }, { codec: AudioCodec.AAC }] }))).toEqual([1, false, undefined]);
+  });
+
+  it("per rendition: one rung and its audio are two commands; silent rungs have no audio command", () => {
+    expect(layout(perRendition({ type: OutputType.HLS, video: oneRung }))).toEqual([2, true, 2]);
+    const silent = perRendition({ type: OutputType.HLS, video: ladder, disableAudio: true });
+    expect(layout(silent)).toEqual([2, true, 2]);
+    expect(silent.commands.some((c) => c.includes("0:a:0"))).toBe(false);
+  });
+
+  it("content-aware rates reach the rungs they were chosen for", () => {
+    const p = plan(spec({ type: OutputType.HLS, video: ladder }), probe(), { contentAware: [{ crf: 27, maxKbps: 3000 }, { crf: 21 }] });
+    const cmd = p.commands[0]!;
+    expect([after(cmd, "-crf:v:0"), after(cmd, "-maxrate:v:0"), after(cmd, "-crf:v:1"), after(cmd, "-maxrate:v:1")]).toEqual(["27", "3000k", "21", undefined]);
+  });
+
+  it("a chunk of an EVENT output is written VOD: the encode that split it writes the playlists", () => {
+    const event = spec({ type: OutputType.HLS, hls: { segmentDurationSeconds: 4, playlistType: HlsPlaylistType.EVENT }, video: ladder });
+    expect(after(plan(event, probe({ durationMs: 130_000 }), { chunk: { start: 16, end: 32 } }).commands[0]!, "-hls_playlist_type")).toBe("vod");
   });
 });
