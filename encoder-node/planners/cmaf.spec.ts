@@ -89,6 +89,13 @@ describe("DASH and adaptive by the dash muxer", () => {
   });
 });
 
+describe("adaptive I-frame playlists", () => {
+  it("each beside its variant's media playlist, numbered as the dash muxer numbers the video", () => {
+    const p = plan(spec({ type: OutputType.ADAPTIVE, hls: { iframePlaylists: true }, video: ladder }));
+    expect(p.hlsMaster?.variants.map((v) => v.iframes?.playlist)).toEqual(["media_0_iframes.m3u8", "media_1_iframes.m3u8"]);
+  });
+});
+
 describe("DASH adaptation sets", () => {
   it("audio alone: no video set, and tracks of one language and codec share a set", () => {
     const p = plan(

@@ -217,6 +217,11 @@ describe("one command or one per rendition", () => {
     expect(layout(perRendition({ type: OutputType.HLS, audio: [{ codec: AudioCodec.AAC }, { codec: AudioCodec.AAC }] }))).toEqual([1, false, undefined]);
   });
 
+  it("a silent ladder in one command: its stream map names no audio group", () => {
+    const silent = plan(spec({ type: OutputType.HLS, video: ladder, disableAudio: true }));
+    expect(after(silent.commands[0]!, "-var_stream_map")).toBe("v:0,name:720p v:1,name:1080p");
+  });
+
   it("per rendition: one rung and its audio are two commands; silent rungs have no audio command", () => {
     expect(layout(perRendition({ type: OutputType.HLS, video: oneRung }))).toEqual([2, true, 2]);
     const silent = perRendition({ type: OutputType.HLS, video: ladder, disableAudio: true });

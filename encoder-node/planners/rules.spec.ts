@@ -115,7 +115,7 @@ describe("segments, names and keys", () => {
       "German",
       "not a tag",
     ]);
-    expect([iframePlaylistOf("v0/index.m3u8"), iframePlaylistOf("a.m3u8.m3u8")]).toEqual(["v0/index_iframes.m3u8", "a.m3u8_iframes.m3u8"]);
+    expect([iframePlaylistOf("v0/index.m3u8"), iframePlaylistOf("v.m3u8/index.m3u8")]).toEqual(["v0/index_iframes.m3u8", "v.m3u8/index_iframes.m3u8"]);
     expect(secretsDirOf("/work/jobs/out_1")).toBe("/work/jobs/out_1.keys");
   });
 
