@@ -68,11 +68,17 @@ const IGNORES = [
 ];
 
 // ── encoder-node/ (issue #42): the rooms of the encoder and the way their imports point ──────────
-// planners (plan.ts, planners/, renditions.ts, hdr.ts: pure) ← executors (ffmpeg.ts, packager.ts,
+// planners (plan.ts, planners/, renditions.ts, video-args.ts, hdr.ts: pure) ← executors (ffmpeg.ts, packager.ts,
 // probe.ts, ...) and manifests/ ← steps/ ← tasks/ ← node.ts (the lease loop). Planners import no
 // file system, no process and no executor (types excepted: a plan names a ProbeResult); plans and
 // facts are readonly in their types, and encoder-node/pipeline.spec.ts deep-freezes every plan.
-const ENCODER_PLANNERS = ["encoder-node/plan.ts", "encoder-node/planners/**/*.ts", "encoder-node/renditions.ts", "encoder-node/hdr.ts"];
+const ENCODER_PLANNERS = [
+  "encoder-node/plan.ts",
+  "encoder-node/planners/**/*.ts",
+  "encoder-node/renditions.ts",
+  "encoder-node/video-args.ts",
+  "encoder-node/hdr.ts",
+];
 const ENCODER_EXECUTORS = [
   "executor",
   "packager",
@@ -121,11 +127,14 @@ const encoderBlocks = [
     rules: {
       "import-x/no-restricted-paths": ["error", { zones: [...LAYERS, ...PROTOCOLS, ...ENTITY_BOUNDARIES, ...ENCODER_ROOMS] }],
       // A file that passes 500 lines is asking to be split along a real seam (docs/STYLE.md); a
-      // function over 250 is one the next feature should split.
+      // function over 150 is one the next feature should split (the longest, thumbnails.ts's
+      // renderOne, has 130).
       "max-lines": ["error", { max: 500 }],
-      "max-lines-per-function": ["error", { max: 250, skipBlankLines: true, skipComments: true }],
+      "max-lines-per-function": ["error", { max: 150, skipBlankLines: true, skipComments: true }],
     },
   },
+  // The node loop stays one a newcomer reads at a sitting: leasing, drain and health, nothing else.
+  { files: ["encoder-node/node.ts"], rules: { "max-lines": ["error", { max: 250 }] } },
   {
     files: ENCODER_PLANNERS,
     ignores: ENCODER_SPECS,
@@ -149,9 +158,9 @@ const encoderBlocks = [
       ],
     },
   },
-  // One small planner per concern: a layout planner that passes 60 lines is doing two things.
+  // One small planner per concern: a planner that passes 60 lines is doing two things.
   {
-    files: ["encoder-node/plan.ts", "encoder-node/planners/**/*.ts"],
+    files: ENCODER_PLANNERS,
     ignores: ENCODER_SPECS,
     rules: { "max-lines-per-function": ["error", { max: 60, skipBlankLines: true, skipComments: true }] },
   },

@@ -79,7 +79,7 @@ export function deepFreeze<T>(value: T): T {
 }
 
 /** The steps a failure can be injected at. */
-export type Step = "input" | "analysis" | "tracks" | "keys" | "encode" | "measure" | "upload" | "thumbnails" | "report";
+export type Step = "input" | "analysis" | "tracks" | "keys" | "encode" | "join" | "measure" | "upload" | "thumbnails" | "report";
 
 export interface Harness {
   readonly context: TaskContext;
@@ -212,6 +212,11 @@ export function harness(root: string, job: JobRecord, o: { env?: Record<string, 
           current.chunked.spans.length,
         );
         current = { ...current, chunked: { ...current.chunked, done: chunks.map((renditions) => ({ node: "n2", at: 1, renditions })) } };
+        // join: a chunk failed on another node as many times as it may, and so the output.
+        if (o.fail === "join") {
+          const message = o.error?.message ?? "chunk 1 failed";
+          current = { ...current, outputs: current.outputs.map((out) => ({ ...out, status: "failed" as const, errorMessage: message })) };
+        }
       }
       return current;
     },

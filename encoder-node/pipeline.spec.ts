@@ -160,8 +160,10 @@ describe("the encode pipeline, executors faked", () => {
   });
 
   describe("a failure at each step", () => {
-    const cases: [Step, Error, string[], string | undefined][] = [
+    // plan: no executor fails, the plan itself refuses (a clip that starts past the input's end).
+    const cases: [Step | "plan", Error, string[], string | undefined][] = [
       ["input", new BlobError("unreachable", "https://example.test/in.mp4 answered 503"), ["encode_started", "encode_finished"], undefined],
+      ["plan", new Error("unused"), ["encode_started", "output_failed", "thumbnails_done", "encode_finished"], "input_unsupported"],
       [
         "analysis",
         new MediaError("encode_failed", "trial encode failed"),
@@ -186,6 +188,13 @@ describe("the encode pipeline, executors faked", () => {
         ["encode_started", "output_failed", "thumbnails_done", "encode_finished"],
         "encode_failed",
       ],
+      // A chunk failed on another node as often as it may: the split ladder's output fails at the join.
+      [
+        "join",
+        new Error("chunk 2 failed: ffmpeg exited with code 1"),
+        ["encode_started", "chunks_planned", "look", "output_failed", "thumbnails_done", "encode_finished"],
+        "encode_failed",
+      ],
       [
         "measure",
         new MediaError("encode_failed", "libvmaf failed"),
@@ -202,14 +211,19 @@ describe("the encode pipeline, executors faked", () => {
           ? hls({ contentAware: { enabled: true } })
           : step === "keys"
             ? hls({ drm: { scheme: EncryptionScheme.AES_128 } })
-            : hls();
-      const h = harness(dir(), jobOf([spec], { thumbnails: [{}] }), { fail: step, error });
+            : step === "join"
+              ? hls({ video: [...ladder, { codec: VideoCodec.H264, resolution: "1080p" }] })
+              : hls();
+      const job = jobOf([spec], { thumbnails: [{}], ...(step === "plan" ? { clip: { startSeconds: 3600, endSeconds: 0 } } : {}) });
+      const env: Record<string, string> = step === "join" ? { MEDIA_ENCODER_CHUNK_SECONDS: "8" } : {};
+      const h = harness(dir(), job, { env, ...(step === "plan" ? {} : { fail: step }), error });
       await runTask(h.context, encode, signal());
       expect(h.types()).toEqual(types);
       if (code) expect(failed(h.sent).failure.code).toBe(code);
       if (step === "input") expect(h.sent.at(-1)).toMatchObject({ failure: { code: "input_unreachable" } });
       // Keys come before any encode: nothing was run, nothing left clear.
-      if (step === "keys") expect(h.plans).toHaveLength(0);
+      if (step === "keys" || step === "plan") expect(h.plans).toHaveLength(0);
+      if (step === "join") expect(failed(h.sent).failure.message).toBe("chunk 2 failed: ffmpeg exited with code 1");
     });
 
     it("a report the job does not take: the task throws, to run again", async () => {

@@ -1,6 +1,6 @@
 // Builders the planner specs share: a probed input, an output specification, a plan of them, and
 // readers of an ffmpeg command.
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { OutputSpecSchema, type OutputSpec } from "../src/gen/media/v1/job_pb.js";
 import { planOutput, type OutputPlan } from "./plan.js";
 import type { ProbeResult } from "./probe.js";
@@ -17,6 +17,8 @@ export const probe = (o: Partial<ProbeResult> = {}, video: Partial<NonNullable<P
 });
 
 export const spec = (init: Parameters<typeof create<typeof OutputSpecSchema>>[1]): OutputSpec => create(OutputSpecSchema, init);
+/** The fields of an output specification, to spread over a base one. */
+export type SpecInit = Exclude<MessageInitShape<typeof OutputSpecSchema>, OutputSpec>;
 export const plan = (s: OutputSpec, p: ProbeResult = probe(), opts: Partial<Parameters<typeof planOutput>[2]> = {}): OutputPlan =>
   planOutput(s, { file: "/in/input", probe: p }, { outputId: "out_1", workDir: "/work/out_1", ...opts });
 

@@ -1,10 +1,10 @@
 // Renditions: what each video variant and audio track of an output becomes (size, frame rate, rate
-// control, GOP, pixel format, filter chain) and the per-stream encoder arguments that say so. Pure;
-// plan.ts lays these streams out as progressive files, HLS or DASH.
+// control, GOP, pixel format, filter chain) and the audio's encoder arguments; video-args.ts writes
+// each rendition's. Pure; plan.ts lays these streams out as progressive files, HLS or DASH.
 import { AUDIO_RULES, CODEC_NAMES, RESOLUTION_LINES, type VideoCodecName } from "../src/codec-rules.js";
 import { EncodingMode, OutputType, type AudioTrack, type OutputSpec, type VideoVariant } from "../src/gen/media/v1/job_pb.js";
 import { AudioCodec, BitrateMode, QualityTier, VideoCodec } from "../src/gen/media/v1/preset_pb.js";
-import { colourFlags, colourPlanOf, svtAv1HdrParams, x265HdrParams, type ColourPlan } from "./hdr.js";
+import { colourPlanOf, type ColourPlan } from "./hdr.js";
 import { MediaError } from "./media-errors.js";
 import type { ProbeResult } from "./probe.js";
 
@@ -333,108 +333,6 @@ export function splitGraph(renditions: readonly Rendition[]): string {
   if (renditions.length === 1) return `[0:v:0]${videoChain(renditions[0]!)}[v0]`;
   const taps = renditions.map((_, i) => `[s${i}]`).join("");
   return [`[0:v:0]split=${renditions.length}${taps}`, ...renditions.map((r, i) => `[s${i}]${videoChain(r)}[v${i}]`)].join(";");
-}
-
-const levelNumber = (level: string) => {
-  const [major = "0", minor = "0"] = level.split(".");
-  return Number(major) * 10 + Number(minor);
-};
-
-/** Encoder arguments of one rendition written as video stream n of its output file. */
-export function videoArgs(r: Rendition, n: number, ctx: RenditionContext): string[] {
-  const s = `:v:${n}`;
-  const a: string[] = [];
-  const push = (...xs: (string | number)[]) => a.push(...xs.map(String));
-  const { rate, keyint } = r;
-  const streaming = ctx.segmentSeconds !== undefined;
-  const vbv = () => {
-    if (rate.maxKbps > 0) push(`-maxrate${s}`, `${rate.maxKbps}k`, `-bufsize${s}`, `${rate.bufferKbps}k`);
-  };
-  switch (r.codecId) {
-    case VideoCodec.H264: {
-      const o = r.variant.h264;
-      push(`-c${s}`, "libx264", `-preset${s}`, r.preset);
-      if (o?.tune) push(`-tune${s}`, o.tune);
-      if (o?.profile) push(`-profile${s}`, o.profile);
-      if (o?.level) push(`-level${s}`, o.level);
-      if (rate.mode === "crf") push(`-crf${s}`, rate.crf);
-      else push(`-b${s}`, `${rate.targetKbps}k`);
-      if (rate.mode === "cbr") push(`-minrate${s}`, `${rate.targetKbps}k`, `-x264-params${s}`, "nal-hrd=cbr");
-      vbv();
-      push(`-g${s}`, keyint);
-      // Streaming renditions switch at segment boundaries: no scene-cut keyframes between them.
-      if (streaming) push(`-keyint_min${s}`, keyint, `-sc_threshold${s}`, 0);
-      if (o?.bframes !== undefined) push(`-bf${s}`, o.bframes);
-      if (o?.refs) push(`-refs${s}`, o.refs);
-      break;
-    }
-    case VideoCodec.H265: {
-      const o = r.variant.h265;
-      const params = [`keyint=${keyint}`, "log-level=error"];
-      if (streaming) params.push(`min-keyint=${keyint}`, "scenecut=0", "open-gop=0");
-      if (o?.bframes !== undefined) params.push(`bframes=${o.bframes}`);
-      if (o?.refs) params.push(`ref=${o.refs}`);
-      if (o?.level) params.push(`level-idc=${o.level}`);
-      if (rate.mode === "cbr") params.push("strict-cbr=1");
-      push(`-c${s}`, "libx265", `-preset${s}`, r.preset);
-      if (o?.tune) push(`-tune${s}`, o.tune);
-      if (o?.profile) push(`-profile${s}`, o.profile);
-      if (rate.mode === "crf") push(`-crf${s}`, rate.crf);
-      else push(`-b${s}`, `${rate.targetKbps}k`);
-      vbv();
-      if (r.colour) params.push(...x265HdrParams(r.colour));
-      push(`-x265-params${s}`, params.join(":"));
-      // Apple players and browsers want HEVC in ISO-BMFF tagged hvc1 (parameter sets in the sample entry).
-      if (ctx.isoBmff) push(`-tag${s}`, "hvc1");
-      break;
-    }
-    case VideoCodec.VP9: {
-      const o = r.variant.vp9;
-      const deadline = r.preset;
-      push(`-c${s}`, "libvpx-vp9", `-deadline${s}`, deadline, `-cpu-used${s}`, o?.cpuUsed ?? (deadline === "realtime" ? 8 : 2));
-      // Row-based multithreading only changes speed, never the stream: always on.
-      push(`-row-mt${s}`, 1);
-      if (o?.tileColumns !== undefined) push(`-tile-columns${s}`, o.tileColumns);
-      if (o?.profile) push(`-profile${s}`, o.profile);
-      // libvpx: crf with -b:v 0 is constant quality; with a bitrate it is constrained quality.
-      if (rate.mode === "crf") push(`-crf${s}`, rate.crf, `-b${s}`, rate.maxKbps > 0 ? `${rate.maxKbps}k` : "0");
-      else push(`-b${s}`, `${rate.targetKbps}k`);
-      if (rate.mode !== "crf") push(`-minrate${s}`, rate.mode === "cbr" ? `${rate.targetKbps}k` : "0");
-      if (rate.mode !== "crf") vbv();
-      push(`-g${s}`, keyint);
-      if (streaming) push(`-keyint_min${s}`, keyint);
-      break;
-    }
-    case VideoCodec.AV1: {
-      const o = r.variant.av1;
-      const params: string[] = [];
-      if (o?.tune) params.push(`tune=${o.tune === "psnr" ? 1 : 0}`);
-      if (o?.filmGrain) params.push(`film-grain=${o.filmGrain}`);
-      // SVT-AV1 1.4 has CBR only with the low-delay prediction structure.
-      if (rate.mode === "cbr") params.push("rc=2", "pred-struct=1");
-      push(`-c${s}`, "libsvtav1", `-preset${s}`, r.preset);
-      if (o?.level) push(`-level${s}`, levelNumber(o.level));
-      if (rate.mode === "crf") push(`-crf${s}`, rate.crf);
-      else push(`-b${s}`, `${rate.targetKbps}k`);
-      // With crf, -maxrate is SVT-AV1's capped CRF.
-      if (rate.mode === "crf") vbv();
-      push(`-g${s}`, keyint);
-      if (r.colour) params.push(...svtAv1HdrParams(r.colour));
-      if (params.length > 0) push(`-svtav1-params${s}`, params.join(":"));
-      break;
-    }
-    default:
-      throw new MediaError("internal", `unsupported video codec ${r.codecId}`);
-  }
-  if (r.colour) a.push(...colourFlags(r.colour, s));
-  if (streaming) push(`-force_key_frames${s}`, keyframesAt(ctx.segmentSeconds!, ctx.firstSegmentSeconds));
-  return a;
-}
-
-/** ffmpeg's -force_key_frames expression: every segment's start, and the end of a shorter first one. */
-export function keyframesAt(segmentSeconds: number, firstSegmentSeconds?: number): string {
-  if (firstSegmentSeconds === undefined) return `expr:gte(t,n_forced*${segmentSeconds})`;
-  return `expr:if(lt(n_forced,2),gte(t,n_forced*${firstSegmentSeconds}),gte(t,(n_forced-1)*${segmentSeconds}))`;
 }
 
 /** Relative work of a rendition, for the progress weights of parallel commands. */

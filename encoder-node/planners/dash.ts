@@ -2,7 +2,8 @@
 // playlists over the same segments.
 import path from "node:path";
 import { type CicpColour, dashColourOf } from "../hdr.js";
-import { type AudioPlan, type Rendition, audioArgs, videoArgs } from "../renditions.js";
+import { type AudioPlan, type Rendition, audioArgs } from "../renditions.js";
+import { videoArgs } from "../video-args.js";
 import { audioMaps, summary } from "./commands.js";
 import { type Layout, ladderInput, plainInput, withFiles } from "./layout.js";
 import { hlsMasterOf } from "./master.js";

@@ -1,7 +1,8 @@
 // Progressive files (MP4, WebM, MKV, MOV): one command, one file.
 import path from "node:path";
 import { OutputType } from "../../src/gen/media/v1/job_pb.js";
-import { type Rendition, audioArgs, renditionWeight, videoArgs } from "../renditions.js";
+import { type Rendition, audioArgs, renditionWeight } from "../renditions.js";
+import { videoArgs } from "../video-args.js";
 import { audioMaps, summary } from "./commands.js";
 import { type Layout, ladderInput, plainInput, withFiles } from "./layout.js";
 import type { FilePlan } from "./types.js";

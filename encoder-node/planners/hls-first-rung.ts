@@ -1,6 +1,7 @@
 // HLS whose lowest rung goes first: a growing stream (a hosted video's), a ladder split into chunks
 // across encoder nodes, and one chunk of such a ladder.
-import { AUDIO_TRACK_WEIGHT, type Rendition, audioArgs, renditionWeight, splitGraph, videoArgs } from "../renditions.js";
+import { AUDIO_TRACK_WEIGHT, type Rendition, audioArgs, renditionWeight, splitGraph } from "../renditions.js";
+import { videoArgs } from "../video-args.js";
 import { chunkInputArgs } from "./chunking.js";
 import { FFMPEG_GLOBAL, audioMaps, summary } from "./commands.js";
 import { type HlsLadder, aes128Of, hlsParts } from "./hls-ladder.js";

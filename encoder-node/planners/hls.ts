@@ -1,6 +1,7 @@
 // HLS: clear or aes_128, a ladder in one ffmpeg or one per rendition; growing (a hosted stream),
 // split into chunks, or one chunk of a split ladder in hls-first-rung.ts.
-import { AUDIO_TRACK_WEIGHT, audioArgs, renditionWeight, videoArgs } from "../renditions.js";
+import { AUDIO_TRACK_WEIGHT, audioArgs, renditionWeight } from "../renditions.js";
+import { videoArgs } from "../video-args.js";
 import { audioMaps } from "./commands.js";
 import { firstRungPlan } from "./hls-first-rung.js";
 import { type HlsLadder, aes128Of, hlsLadderOf, hlsParts } from "./hls-ladder.js";

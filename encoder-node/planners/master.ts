@@ -7,9 +7,9 @@ export const iframePlaylistOf = (playlist: string) => playlist.replace(/\.m3u8$/
 
 export const AUDIO_GROUP = "audio";
 
-/** Player label of a track without a name: the language's English name (pt-BR → Brazilian Portuguese). */
+/** Player label of a track without a name: the language's English name (pt-BR → Brazilian Portuguese); "" for none. */
 export function languageName(tag: string): string {
-  if (tag === "") return "";
+  // Not a tag ("" included): Intl throws, and the label is the tag as given.
   try {
     return new Intl.DisplayNames(["en"], { type: "language" }).of(tag) ?? tag;
   } catch {
@@ -22,7 +22,7 @@ export function hlsMasterOf(
   renditions: readonly Rendition[],
   audio: readonly AudioPlan[],
   playlistOf: (name: string, index: number, kind: "v" | "a") => string,
-  iframes = false,
+  iframes: boolean,
 ): HlsMasterPlan {
   return {
     file,
