@@ -32,7 +32,18 @@ const config = {
     "actors/webhook-endpoint/messages.ts",
   ],
   // Binaries, data and tool folders stay out of the sandbox copy.
-  ignorePatterns: ["/data", "/.infra", "/.cache", "/.venv-fuzz", "/.venv-asr", "/test/fuzz/.bin", "/test/bench/results"],
+  ignorePatterns: [
+    "/data",
+    "/.infra",
+    "/.cache",
+    "/.venv-fuzz",
+    "/.venv-asr",
+    "/.venv-clients",
+    "/clients/.bin",
+    "/clients/python/.pytest_cache",
+    "/test/fuzz/.bin",
+    "/test/bench/results",
+  ],
   incremental: true,
   // Static mutants (module-level tables such as the price grid) would each re-run every spec: 16% of
   // the mutants, 86% of the time. They are left out; the tables are pinned by spec assertions instead.
