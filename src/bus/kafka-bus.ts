@@ -337,14 +337,7 @@ export class KafkaBus implements Bus {
         consumer.seek({ topic, partition, offset: message.offset });
         return;
       }
-      const busMessage: BusMessage = {
-        topic,
-        partition,
-        offset: message.offset,
-        key: message.key?.toString("utf8") ?? "",
-        value: message.value ?? new Uint8Array(0),
-        headers: headersOf(message.headers),
-      };
+      const busMessage = toBusMessage(topic, partition, message);
       // A handler may run for minutes (an encode): keep the membership alive meanwhile, or the
       // group would hand the partition to another member and the task would run twice.
       const beat = setInterval(() => {
@@ -400,14 +393,7 @@ export class KafkaBus implements Bus {
       const offset = BigInt(message.offset);
       lane.inflight.add(offset);
       lane.fetched = offset + 1n;
-      const busMessage: BusMessage = {
-        topic,
-        partition,
-        offset: message.offset,
-        key: message.key?.toString("utf8") ?? "",
-        value: message.value ?? new Uint8Array(0),
-        headers: headersOf(message.headers),
-      };
+      const busMessage = toBusMessage(topic, partition, message);
       const own = lane;
       const abandoned = () => stopping || lanes.get(partition) !== own;
       const work = (own.chains.get(busMessage.key) ?? Promise.resolve()).then(() => untilHandled(handler, busMessage, abandoned));
@@ -541,6 +527,18 @@ async function untilHandled(handler: (m: BusMessage) => Promise<void>, message: 
       await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** (attempt - 1), 1000)));
     }
   }
+}
+
+/** A fetched Kafka message as the port hands it to a handler. */
+function toBusMessage(topic: string, partition: number, message: EachMessagePayload["message"]): BusMessage {
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    key: message.key?.toString("utf8") ?? "",
+    value: message.value ?? new Uint8Array(0),
+    headers: headersOf(message.headers),
+  };
 }
 
 function headersOf(headers: IHeaders | undefined): Record<string, string> {

@@ -105,13 +105,17 @@ describe("KafkaBus byKey", () => {
     }
   };
   const text = (v: string) => new TextEncoder().encode(v);
+  /** A fresh topic of one partition and a group for it. */
+  const oneTopic = async (bus: KafkaBus, name: string) => {
+    const topic = `${name}-${Date.now()}`;
+    await bus.ensureTopics([{ topic, partitions: 1 }]);
+    return { topic, group: `${topic}-g` };
+  };
 
   it("handles the keys of one partition side by side, each in order, and commits only what every earlier message reached", async () => {
     const bus = new KafkaBus({ brokers, clientId: `by-key-${process.pid}`, log });
     await bus.start();
-    const topic = `by-key-${Date.now()}`;
-    const group = `${topic}-g`;
-    await bus.ensureTopics([{ topic, partitions: 1 }]);
+    const { topic, group } = await oneTopic(bus, "by-key");
     const done: string[] = [];
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
@@ -158,9 +162,7 @@ describe("KafkaBus byKey", () => {
   it("keeps an offset uncommitted while an earlier message of another key is unhandled", async () => {
     const bus = new KafkaBus({ brokers, clientId: `by-key-mark-${process.pid}`, log, commitIntervalMs: 20 });
     await bus.start();
-    const topic = `by-key-mark-${Date.now()}`;
-    const group = `${topic}-g`;
-    await bus.ensureTopics([{ topic, partitions: 1 }]);
+    const { topic, group } = await oneTopic(bus, "by-key-mark");
     const done: string[] = [];
     const consumer = await bus.consume({
       topic,
