@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
-import { EdgeError, fileResponse, type EdgeRoute } from "./edge.js";
+import { acceptsGzip, EdgeError, fileResponse, type EdgeRoute } from "./edge.js";
 
 const DIST = fileURLToPath(new URL("../console/dist/", import.meta.url));
 const ASSET = /^[A-Za-z0-9_-]+\.(js|css)$/;
@@ -58,7 +58,7 @@ export function consoleRoutes(dist = DIST): EdgeRoute[] {
         const file = req.params.file!;
         const m = ASSET.exec(file);
         if (!m) throw new EdgeError(404, "no such asset");
-        const gzip = /\bgzip\b/.test(req.header.get("accept-encoding") ?? "") && existsSync(path.join(dist, "assets", `${file}.gz`));
+        const gzip = acceptsGzip(req.header.get("accept-encoding")) && existsSync(path.join(dist, "assets", `${file}.gz`));
         const header = new Headers({ "cache-control": "public, max-age=31536000, immutable", "x-content-type-options": "nosniff", vary: "Accept-Encoding" });
         if (gzip) header.set("content-encoding", "gzip");
         return fileResponse(req, path.join(dist, "assets", gzip ? `${file}.gz` : file), TYPES[m[1]!]!, header);

@@ -258,3 +258,15 @@ export function edgeErrorResponse(e: unknown): EdgeResponse {
   header.set("content-type", "application/json");
   return { status: error.status, header, body: new TextEncoder().encode(JSON.stringify({ error: error.message })) };
 }
+
+/** Whether an Accept-Encoding header takes gzip (named, or "*", with a q above 0). */
+export function acceptsGzip(header: string | null): boolean {
+  if (header === null) return false;
+  for (const part of header.split(",")) {
+    const [name, ...params] = part.split(";").map((s) => s.trim().toLowerCase());
+    if (name !== "gzip" && name !== "*") continue;
+    const q = params.find((s) => s.startsWith("q="));
+    if (q === undefined || Number(q.slice(2)) > 0) return true;
+  }
+  return false;
+}

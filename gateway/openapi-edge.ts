@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import { fileURLToPath } from "node:url";
-import { EdgeError, type EdgeRoute } from "./edge.js";
+import { acceptsGzip, EdgeError, type EdgeRoute } from "./edge.js";
 
 const PUBLISHED = fileURLToPath(new URL("../clients/openapi.json", import.meta.url));
 
@@ -26,7 +26,7 @@ export function openApiRoute(file = PUBLISHED): EdgeRoute {
         "x-content-type-options": "nosniff",
         vary: "Accept-Encoding",
       });
-      if (!/\bgzip\b/.test(req.header.get("accept-encoding") ?? "")) return { status: 200, header, body: plain };
+      if (!acceptsGzip(req.header.get("accept-encoding"))) return { status: 200, header, body: plain };
       gzipped ??= gzipSync(plain);
       header.set("content-encoding", "gzip");
       return { status: 200, header, body: gzipped };

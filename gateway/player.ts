@@ -10,7 +10,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { gzip } from "node:zlib";
-import { EdgeError, type EdgeRequest, type EdgeResponse, type EdgeRoute } from "./edge.js";
+import { acceptsGzip, EdgeError, type EdgeRequest, type EdgeResponse, type EdgeRoute } from "./edge.js";
 
 export interface PlayerPageInput {
   readonly videoId: string;
@@ -180,18 +180,6 @@ export function playerAssetRoutes(): EdgeRoute[] {
     return { status: 200, header, body };
   };
   return [{ method: "GET", pattern: "/assets/player/:file", handler }];
-}
-
-/** Whether an Accept-Encoding header takes gzip (named, or "*", with a q above 0). */
-function acceptsGzip(header: string | null): boolean {
-  if (header === null) return false;
-  for (const part of header.split(",")) {
-    const [name, ...params] = part.split(";").map((s) => s.trim().toLowerCase());
-    if (name !== "gzip" && name !== "*") continue;
-    const q = params.find((s) => s.startsWith("q="));
-    if (q === undefined || Number(q.slice(2)) > 0) return true;
-  }
-  return false;
 }
 
 /** The origin an absolute http(s) URL adds to the policy; undefined for a same-origin path. */
