@@ -3,9 +3,10 @@
 // consumer group, so partition ownership decides which host owns an entity, runs the command on
 // its actor, publishes the reply, and only then lets the offset be committed. A host takes each
 // assigned partition's epoch (ActorHost.own) before its first command, and every append it makes
-// there is fenced by it, so a host that missed a rebalance cannot overwrite its successor. Updates: an entity's
-// `update` intent publishes its new state (without secrets) on "updates"; every gateway reads all
-// of it (Watch streams) through its own one-member group, from the end of the log.
+// there is fenced by it, so a host that missed a rebalance cannot overwrite its successor.
+// Updates: an entity's `update` intent publishes its new state (without secrets) on "updates";
+// every gateway reads all of it (Watch streams) through its own one-member group, from the end of
+// the log.
 import { Code } from "@connectrpc/connect";
 import { partitionFor, type Bus, type BusMessage, type Consumer } from "../src/bus/port.js";
 import { randomToken } from "../src/ids.js";

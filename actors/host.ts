@@ -1,7 +1,8 @@
 // The actor host: one nact persistent actor per entity, journaled in the store. Commands decide,
 // events fold; a decision's events and the intents it calls for (its effects) are one journal
-// entry, appended atomically and fenced by sequence number; read models are written right after,
-// before the reply, and rewritten by the entity's next incarnation; the intents go to the outbox.
+// entry, appended atomically and fenced (by sequence number, and in cluster mode by the shard's
+// epoch: own()); read models are written right after, before the reply, and rewritten by the
+// entity's next incarnation; the intents go to the outbox.
 import nact from "nact";
 import { Code } from "@connectrpc/connect";
 import type { Logger } from "../src/log.js";

@@ -88,7 +88,7 @@ const busBytes = new Counter({
 /** Statements sent to Cassandra, by the store's name for them (a batch counts once as a batch and once per statement in it). */
 export const cqlStatements = new Counter({
   name: "media_cassandra_statements_total",
-  help: "CQL statements sent by the Cassandra store, by kind (journal_append, record_get, logged_batch, ...)",
+  help: "CQL statements sent by the Cassandra store, by the store's name for them (journalAppend, recordGet:<table>, logged_batch, ...)",
   labelNames: ["statement"] as const,
   registers,
 });

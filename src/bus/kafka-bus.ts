@@ -5,12 +5,13 @@
 // broker connection. Publishes are batched while a send is in flight: one send at a time, and
 // every publish that arrives meanwhile goes out in the next one (one request for many messages,
 // no linger when idle); each publish resolves when the send that carried it is acknowledged, and
-// messages keep their publish order. Not kafkajs's idempotent producer: it is marked experimental and loses
-// messages under concurrent sends (tulios/kafkajs#1005); a retried send may therefore duplicate a
+// messages keep their publish order. Not kafkajs's idempotent producer: it is marked experimental
+// and loses messages under concurrent sends (tulios/kafkajs#1005); a retried send may therefore duplicate a
 // message, which the bus's at-least-once contract already allows.
 //
 // Consuming: one kafkajs consumer per consume() call, auto-commit off, partitions handled
-// concurrently (one worker per partition), each partition in order. After the handler resolves,
+// concurrently (one worker per partition), each partition in order (each key in order with byKey,
+// below). After the handler resolves,
 // the offset after the message is committed (awaited) before the next message of that partition.
 // When the handler throws, nothing is committed: the partition is seeked back to the message and
 // paused for a backoff (100 ms doubling to 1 s), then resumed, so kafkajs fetches the same message
@@ -353,13 +354,10 @@ export class KafkaBus implements Bus {
           failures.set(partition, { offset: message.offset, count });
           consumer.seek({ topic, partition, offset: message.offset });
           const resume = pause();
-          const timer = setTimeout(
-            () => {
-              backoffTimers.delete(timer);
-              if (!stopping) resume();
-            },
-            Math.min(100 * 2 ** (count - 1), 1000),
-          );
+          const timer = setTimeout(() => {
+            backoffTimers.delete(timer);
+            if (!stopping) resume();
+          }, backoffMs(count));
           backoffTimers.add(timer);
           return;
         }
@@ -516,7 +514,10 @@ interface Lane {
 /** Messages in flight per partition consumed byKey. */
 const LANE_LIMIT = 256;
 
-/** Runs a handler until it resolves (backing off 100 ms doubling to 1 s); false if given up. */
+/** The wait before a failed handler's next attempt: 100 ms, doubling up to 1 s. */
+const backoffMs = (attempt: number): number => Math.min(100 * 2 ** (attempt - 1), 1000);
+
+/** Runs a handler until it resolves (backing off as backoffMs says); false if given up. */
 async function untilHandled(handler: (m: BusMessage) => Promise<void>, message: BusMessage, abandoned: () => boolean): Promise<boolean> {
   for (let attempt = 1; ; attempt++) {
     if (abandoned()) return false;
@@ -524,7 +525,7 @@ async function untilHandled(handler: (m: BusMessage) => Promise<void>, message: 
       await handler(message);
       return true;
     } catch {
-      await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** (attempt - 1), 1000)));
+      await new Promise((r) => setTimeout(r, backoffMs(attempt)));
     }
   }
 }

@@ -29,9 +29,9 @@
 // when a write moves or deletes a record.
 //
 // commit(batch) applies the port's steps (port.ts) one after another, each its own write:
-//   0. Read the last seq of every event key (not in a fenced commit) and the current row of every record written, and check
-//      every condition against that state (as the FileStore does); a failure throws VersionConflict
-//      and nothing is written.
+//   0. Read the last seq of every event key (not in a fenced commit) and the current row of every
+//      record written, and check every condition against that state (as the FileStore does); a
+//      failure throws VersionConflict and nothing is written.
 //   1. a. The events of each key, one lightweight transaction each (LOCAL_SERIAL; SERIAL with
 //      consistency "global"; the commit at LOCAL_QUORUM / QUORUM); in a fenced commit one plain
 //      write each, then the read of the shard's epoch (Journal, fenced by epoch, above).
@@ -505,7 +505,10 @@ export class CassandraStore implements Store {
       : { query: this.q.recordDeleteIfAbsent, params: [table, id] };
   }
 
-  /** Writes as logged batches: idempotent, so retried once; one that reached the batchlog holds. */
+  /**
+   * Writes as batches, logged unless `logged` is false (a fenced commit's read models): idempotent,
+   * so retried once; a logged one that reached the batchlog holds.
+   */
   private async writeLogged(client: Client, plans: readonly RecordPlan[], logged = true): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -747,7 +750,7 @@ function countStatements(client: Client, q: Readonly<Record<string, string>>): v
   Object.assign(client, {
     execute: (query: string, ...rest: unknown[]) => {
       const params = rest[0];
-      // Record reads and writes by table (the first parameter of recordGet; a known, small set).
+      // Record reads by table (the first parameter of recordGet; a known, small set of names).
       const table = name(query) === "recordGet" && Array.isArray(params) && typeof params[0] === "string" ? `:${params[0]}` : "";
       cqlStatements.inc({ statement: `${name(query)}${table}` });
       return execute(query, ...rest);
