@@ -9,6 +9,10 @@ import { defineConfig } from "vitest/config";
 // MEDIA_TEST_CPUFLAGS=0 runs every ffmpeg without its CPU-specific code (test/cpuflags.ts).
 const slow = { testTimeout: 240_000, hookTimeout: 300_000, pool: "forks" as const, setupFiles: ["test/cpuflags.ts"] };
 const cluster = { ...slow, globalSetup: ["test/cluster/infra.setup.ts"] };
+// The Kafka and Cassandra adapters' contracts: in the cluster project, or, where scripts/test.sh
+// found a container engine (MEDIA_TEST_CONTRACTS_IN_CONTAINERS=1), in cluster-containers only.
+const CONTRACTS = ["test/cluster/kafka-bus.test.ts", "test/cluster/cassandra-store.test.ts"];
+const inContainers = process.env.MEDIA_TEST_CONTRACTS_IN_CONTAINERS === "1" ? CONTRACTS : [];
 
 export default defineConfig({
   test: {
@@ -35,11 +39,23 @@ export default defineConfig({
       { test: { name: "media", include: ["test/media/**/*.test.ts"], ...slow } },
       { test: { name: "api", include: ["test/api/**/*.test.ts", "test/oidc/**/*.test.ts", "test/clients/**/*.test.ts"], ...slow } },
       { test: { name: "api-cluster", include: ["test/api/**/*.test.ts"], env: { MEDIA_TEST_TARGET: "cluster" }, ...cluster } },
-      { test: { name: "cluster", include: ["test/cluster/**/*.test.ts"], ...cluster } },
+      { test: { name: "cluster", include: ["test/cluster/**/*.test.ts"], exclude: inContainers, ...cluster } },
+      // The adapters' contracts again, on Kafka and Cassandra in containers of the project's own
+      // images through testcontainers: scripts/test.sh runs it with MEDIA_TEST_INFRA=containers
+      // once deploy/images/build.sh has built them.
+      {
+        test: {
+          name: "cluster-containers",
+          include: CONTRACTS,
+          ...cluster,
+        },
+      },
       { test: { name: "fuzz", include: ["test/fuzz/**/*.test.ts"], ...slow } },
       { test: { name: "conformance", include: ["test/conformance/**/*.test.ts"], ...slow } },
       { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], ...slow } },
       { test: { name: "browser", include: ["test/browser/**/*.test.ts"], ...slow } },
+      // Images, compose files and the chart (deploy/): a container engine, started if needed.
+      { test: { name: "deploy", include: ["test/deploy/**/*.test.ts"], ...slow, testTimeout: 900_000, hookTimeout: 900_000 } },
     ],
   },
 });

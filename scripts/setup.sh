@@ -10,6 +10,7 @@
 #              ffmpeg with libvmaf that scores quality (scripts/vmaf-setup.sh)
 #   jars       Kafka's and Cassandra's jars from Maven Central (infra/*.sh fetch)
 #   clients    the SDKs' generators (Go module proxy) and the Python SDK's venv (clients/setup.sh)
+#   engine     the container engine (deploy/engine.sh): Debian's docker.io, started
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -93,6 +94,10 @@ chain go go_tools
 chain jars $jdk jars
 chain python $venv python_tools
 chain clients $venv bash clients/setup.sh
+# The container engine of the deploy suites (Debian's docker.io, started): after the apt chain, whose
+# lock it would wait for. Where none can run, scripts/test.sh says why and the deploy suites skip.
+engine() { bash deploy/engine.sh up || true; }
+chain engine after_apt engine
 status=0
 for job in $(jobs -p); do wait "$job" || status=1; done
 rm -rf "$logs" "$apt_done"

@@ -51,6 +51,35 @@ gate() {
   fi
 }
 
+# The container engine (deploy/engine.sh: installed and started where missing, stopped at the end
+# when this run started it) and the project's images, built beside the lanes (mostly downloads and
+# copies); the deploy suites wait for them. Where no engine can run, the deploy suites skip with
+# one line and the adapters' contracts stay on the infra/ scripts.
+engine=0
+if [[ $# -eq 0 ]]; then
+  if bash deploy/engine.sh up 2>"$out/engine.log"; then engine=1; else sed 's/^/[deploy] /' "$out/engine.log"; fi
+  trap 'bash deploy/engine.sh down; rm -rf "$out"' EXIT
+fi
+# With an engine, the Kafka and Cassandra contracts run on containers of the project's images
+# (the cluster-containers project) instead of in the cluster project (vitest.config.ts).
+export MEDIA_TEST_CONTRACTS_IN_CONTAINERS=$engine
+images() {
+  if ((engine)); then
+    if bash deploy/images/build.sh 2>&1 | prefix images; then echo built >"$out/images"; else echo failed >"$out/images"; fi
+  else
+    echo none >"$out/images"
+  fi
+}
+# deploy: the compose files, the chart and the container-backed contracts, once the images are built.
+deploy() {
+  while [[ ! -s "$out/images" ]]; do sleep 2; done
+  case "$(<"$out/images")" in
+    built) MEDIA_TEST_INFRA=containers run deploy --project deploy --project cluster-containers ;;
+    none) run deploy --project deploy ;;
+    *) echo "[images] FAILED: the images did not build, so the deploy suites and the container-backed contracts did not run" && return 1 ;;
+  esac
+}
+
 if [[ $# -gt 0 ]]; then
   run vitest "$@" || status=$?
 elif [[ "${MEDIA_TEST_LANES:-2}" == 2 ]]; then
@@ -60,12 +89,21 @@ elif [[ "${MEDIA_TEST_LANES:-2}" == 2 ]]; then
   # 2026-11-28's figures). Within a lane one file at a time (vitest.config.ts). MEDIA_TEST_LANES=1
   # runs everything in one vitest process instead.
   pids=()
-  run cluster --project api-cluster --project cluster --project fuzz & pids+=($!)
-  run local --project unit --project api --project media --project browser --project conformance --project runtime & pids+=($!)
+  images &
+  MEDIA_TEST_INFRA="${MEDIA_TEST_INFRA:-local}" run cluster --project api-cluster --project cluster --project fuzz & pids+=($!)
+  (
+    st=0
+    run local --project unit --project api --project media --project browser --project conformance --project runtime || st=1
+    deploy || st=1
+    exit "$st"
+  ) & pids+=($!)
   if [[ "${MUTATION_GATE:-1}" != 0 ]]; then gate & pids+=($!); fi
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 else
-  run vitest || status=1
+  images &
+  MEDIA_TEST_INFRA="${MEDIA_TEST_INFRA:-local}" run vitest --project unit --project media --project api --project api-cluster --project cluster \
+    --project fuzz --project conformance --project runtime --project browser || status=1
+  deploy || status=1
   if [[ "${MUTATION_GATE:-1}" != 0 ]]; then gate || status=1; fi
 fi
 

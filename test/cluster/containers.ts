@@ -22,9 +22,20 @@ import {
 } from "testcontainers";
 import { cqlAnswers, kafkaAnswers, until } from "./probes.js";
 
-/** apache/kafka:3.9.2 and cassandra:5.0.9: the versions infra/kafka.sh and infra/cassandra.sh run. */
-export const KAFKA_IMAGE = process.env.MEDIA_TEST_KAFKA_IMAGE || "apache/kafka:3.9.2";
-export const CASSANDRA_IMAGE = process.env.MEDIA_TEST_CASSANDRA_IMAGE || "cassandra:5.0.9";
+/**
+ * The project's own images of the versions infra/kafka.sh and infra/cassandra.sh run, built from
+ * the same jars by deploy/images/build.sh (no registry serves images here). Their entrypoints take
+ * the environment the official apache/kafka and cassandra images take, so those work too where a
+ * registry does (MEDIA_TEST_KAFKA_IMAGE=apache/kafka:3.9.2, MEDIA_TEST_CASSANDRA_IMAGE=cassandra:5.0.9).
+ */
+export const KAFKA_IMAGE = process.env.MEDIA_TEST_KAFKA_IMAGE || "media-kafka:3.9.2";
+export const CASSANDRA_IMAGE = process.env.MEDIA_TEST_CASSANDRA_IMAGE || "media-cassandra:5.0.9";
+
+/** The images are here (built, or pulled earlier): the `auto` choice of the global setup uses containers only then. */
+export async function imagesPresent(client: ContainerRuntimeClient): Promise<boolean> {
+  const present = await Promise.all([KAFKA_IMAGE, CASSANDRA_IMAGE].map((i) => client.image.exists(ImageName.fromString(i))));
+  return present.every(Boolean);
+}
 
 const KAFKA_START_TIMEOUT_MS = 180_000;
 const CASSANDRA_START_TIMEOUT_MS = 300_000;
@@ -152,6 +163,8 @@ async function findKept(client: ContainerRuntimeClient, service: Endpoint["servi
 }
 
 async function pull(client: ContainerRuntimeClient, image: string): Promise<void> {
+  if (await client.image.exists(ImageName.fromString(image))) return;
+  if (image.startsWith("media-")) throw new Error(`${image} is not built: bash deploy/engine.sh up && bash deploy/images/build.sh peers`);
   const t0 = Date.now();
   await client.image.pull(ImageName.fromString(image));
   say(`${image} pulled (or found) in ${seconds(Date.now() - t0)}`);

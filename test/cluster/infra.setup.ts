@@ -2,9 +2,11 @@
 // chosen by MEDIA_TEST_INFRA:
 //   local       infra/kafka.sh and infra/cassandra.sh (Maven Central jars, no Docker): started once
 //               for the run unless already running, and stopped afterwards if this run started them.
-//   containers  apache/kafka and cassandra images of the same versions through testcontainers
-//               (test/cluster/containers.ts); fails at once when no Docker engine answers.
-//   auto        (default) containers when a Docker engine answers, else local.
+//   containers  the project's Kafka and Cassandra images of the same versions (deploy/images)
+//               through testcontainers (test/cluster/containers.ts); fails at once when no Docker
+//               engine answers.
+//   auto        (default) containers when a Docker engine answers and those images are built,
+//               else local.
 // Either way the endpoints are published in process.env (MEDIA_KAFKA_BROKERS,
 // MEDIA_CASSANDRA_CONTACT_POINTS), which the forked test workers and the cluster processes they
 // launch inherit; the tests read them through test/cluster/endpoints.ts. MEDIA_TEST_KEEP_INFRA=1
@@ -68,6 +70,9 @@ const shared = globalThis as typeof globalThis & { [SHARED]?: SharedContainers }
 
 /** Starts (or finds) the containers once for every cluster project of the run. */
 async function containers(client: import("testcontainers").ContainerRuntimeClient): Promise<() => Promise<void>> {
+  // testcontainers' reaper is an image of its own, which no registry serves here; this setup's
+  // teardown removes what it started (and a crashed run's containers carry the label to find them).
+  process.env.TESTCONTAINERS_RYUK_DISABLED ??= "true";
   const { startContainers } = await import("./containers.js");
   return share((shared[SHARED] = { users: 0, ready: startContainers(client, keep()) }));
 }
@@ -100,9 +105,13 @@ export default async function setup(): Promise<() => void | Promise<void>> {
   if (choice === "local") return local();
   const started = shared[SHARED];
   if (started) return share(started); // another cluster project's setup started them
-  const { dockerEngine } = await import("./containers.js");
+  const { dockerEngine, imagesPresent } = await import("./containers.js");
   const engine = await dockerEngine();
-  if (engine.ok) return containers(engine.client);
+  if (engine.ok && (choice === "containers" || (await imagesPresent(engine.client)))) return containers(engine.client);
+  if (engine.ok) {
+    process.stderr.write("[infra] a Docker engine answers but the peer images are not built (bash deploy/images/build.sh peers): using the infra/ scripts\n");
+    return local();
+  }
   if (choice === "containers") {
     fail(
       `MEDIA_TEST_INFRA=containers, but no Docker engine answers (testcontainers: ${engine.reason}). ` +
