@@ -26,7 +26,10 @@ describe("encoder readiness", () => {
     try {
       process.env.MEDIA_PACKAGER = process.execPath; // a file that exists
       expect(encoderReadiness({ health: () => ({ ok: true }) })).toEqual({ ok: true });
-      expect(encoderReadiness({ health: () => ({ ok: false, message: "ffmpeg is not installed" }) })).toEqual({ ok: false, message: "ffmpeg is not installed" });
+      expect(encoderReadiness({ health: () => ({ ok: false, message: "ffmpeg is not installed" }) })).toEqual({
+        ok: false,
+        message: "ffmpeg is not installed",
+      });
       process.env.MEDIA_PACKAGER = "/nonexistent/packager";
       const missing = encoderReadiness({ health: () => ({ ok: false, message: "ffmpeg is not installed" }) });
       expect(missing.ok).toBe(false);

@@ -22,7 +22,9 @@ export async function listenMetrics(host: string, port: number, log: Logger, rea
       // This port is the operator's, not the public's: a failed check's message is shown.
       probeAnswer(readiness, path, true).then(
         (answer) =>
-          res.writeHead(answer.status, { "content-type": answer.contentType, "cache-control": "no-store" }).end(req.method === "HEAD" ? undefined : answer.body),
+          res
+            .writeHead(answer.status, { "content-type": answer.contentType, "cache-control": "no-store" })
+            .end(req.method === "HEAD" ? undefined : answer.body),
         (err: unknown) => {
           log.warn({ err, path }, "probe not answered");
           res.writeHead(500, { "content-type": "text/plain" }).end("probe not answered\n");

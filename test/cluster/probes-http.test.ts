@@ -67,48 +67,55 @@ describe("probes on every role of a cluster", () => {
   });
 
   // The containers provider gives a restarted Cassandra a new port (as the chaos suite notes).
-  it.skipIf(infraProvider() !== "local")("answers /readyz 503 where the store is used while Cassandra is stopped, and 200 once it is back", async () => {
-    const script = path.join(ROOT, "infra/cassandra.sh");
-    const usesStore = targets().filter((t) => t.role !== "encoder-node");
-    const encoder = targets().filter((t) => t.role === "encoder-node");
-    let stopped = false;
-    try {
-      step("stop Cassandra");
-      await run("bash", [script, "down"], { cwd: ROOT, timeout: 150_000 });
-      stopped = true;
-      step("Cassandra stopped");
-      for (const t of usesStore) {
-        const answer = await until(
-          `${t.what} not ready`,
-          async () => {
-            const a = await probe(`${t.url}/readyz`);
-            return a.status === 503 ? a : undefined;
-          },
-          30_000,
-        );
-        const store = answer.body.checks.find((c: any) => c.name === "store");
-        expect(answer.body.status, t.what).toBe("not_ready");
-        expect(store.ok, t.what).toBe(false);
-        // The operator's port says why; the public one names the check only.
-        if (t.public) expect(store.message, t.what).toBeUndefined();
-        else expect(store.message, t.what).toMatch(/cassandra|no answer within/i);
-        expect(answer.body.checks.find((c: any) => c.name === "bus"), t.what).toEqual({ name: "bus", ok: true });
+  it.skipIf(infraProvider() !== "local")(
+    "answers /readyz 503 where the store is used while Cassandra is stopped, and 200 once it is back",
+    async () => {
+      const script = path.join(ROOT, "infra/cassandra.sh");
+      const usesStore = targets().filter((t) => t.role !== "encoder-node");
+      const encoder = targets().filter((t) => t.role === "encoder-node");
+      let stopped = false;
+      try {
+        step("stop Cassandra");
+        await run("bash", [script, "down"], { cwd: ROOT, timeout: 150_000 });
+        stopped = true;
+        step("Cassandra stopped");
+        for (const t of usesStore) {
+          const answer = await until(
+            `${t.what} not ready`,
+            async () => {
+              const a = await probe(`${t.url}/readyz`);
+              return a.status === 503 ? a : undefined;
+            },
+            30_000,
+          );
+          const store = answer.body.checks.find((c: any) => c.name === "store");
+          expect(answer.body.status, t.what).toBe("not_ready");
+          expect(store.ok, t.what).toBe(false);
+          // The operator's port says why; the public one names the check only.
+          if (t.public) expect(store.message, t.what).toBeUndefined();
+          else expect(store.message, t.what).toMatch(/cassandra|no answer within/i);
+          expect(
+            answer.body.checks.find((c: any) => c.name === "bus"),
+            t.what,
+          ).toEqual({ name: "bus", ok: true });
+        }
+        step("not ready where the store is used");
+        for (const t of [...usesStore, ...encoder]) expect((await probe(`${t.url}/healthz`)).status, `${t.what} alive`).toBe(200);
+        for (const t of encoder) expect((await probe(`${t.url}/readyz`)).status, `${t.what} ready without Cassandra`).toBe(200);
+        step("start Cassandra");
+        await run("bash", [script, "up"], { cwd: ROOT, timeout: 280_000 });
+        stopped = false;
+        step("Cassandra up");
+        for (const t of usesStore) {
+          await until(`${t.what} ready again`, async () => ((await probe(`${t.url}/readyz`)).status === 200 ? true : undefined), 120_000);
+          step(`${t.what} ready again`);
+        }
+      } finally {
+        if (stopped) await run("bash", [script, "up"], { cwd: ROOT, timeout: 280_000 });
       }
-      step("not ready where the store is used");
-      for (const t of [...usesStore, ...encoder]) expect((await probe(`${t.url}/healthz`)).status, `${t.what} alive`).toBe(200);
-      for (const t of encoder) expect((await probe(`${t.url}/readyz`)).status, `${t.what} ready without Cassandra`).toBe(200);
-      step("start Cassandra");
-      await run("bash", [script, "up"], { cwd: ROOT, timeout: 280_000 });
-      stopped = false;
-      step("Cassandra up");
-      for (const t of usesStore) {
-        await until(`${t.what} ready again`, async () => ((await probe(`${t.url}/readyz`)).status === 200 ? true : undefined), 120_000);
-        step(`${t.what} ready again`);
-      }
-    } finally {
-      if (stopped) await run("bash", [script, "up"], { cwd: ROOT, timeout: 280_000 });
-    }
-  }, 600_000);
+    },
+    600_000,
+  );
 
   it("answers /readyz 503 on a gateway from the moment it is sent SIGTERM, serves on for the drain delay, then exits 0", async () => {
     const gateway = cluster.gateways[0]!;
@@ -135,7 +142,8 @@ describe("probes on every role of a cluster", () => {
       if (answer.status === 503) {
         expect(answer.body).toEqual({ status: "draining", checks: [] });
         // Still serving: the API answers while the delay runs.
-        if (apiDuringDrain === 0 && (await call(base, "APIKeyService/List", {}, key).catch(() => undefined))?.status === 200) apiDuringDrain = Date.now() - signalled;
+        if (apiDuringDrain === 0 && (await call(base, "APIKeyService/List", {}, key).catch(() => undefined))?.status === 200)
+          apiDuringDrain = Date.now() - signalled;
         const operator = await probe(`${metrics}/readyz`).catch(() => undefined); // closed last, after the gateway's port
         if (operator) expect(operator.status).toBe(503);
       }
@@ -146,7 +154,10 @@ describe("probes on every role of a cluster", () => {
     expect(first503, JSON.stringify(seen)).toBeGreaterThanOrEqual(0);
     // The signal reaches Node and the drain begins within a few polls.
     expect(seen[first503]!.at).toBeLessThan(1_000);
-    expect(seen.slice(first503).every((s) => s.status !== 200), JSON.stringify(seen)).toBe(true);
+    expect(
+      seen.slice(first503).every((s) => s.status !== 200),
+      JSON.stringify(seen),
+    ).toBe(true);
     expect(apiDuringDrain, "an API call answered 200 during the drain").toBeGreaterThan(0);
     // The port stays open for the drain delay.
     expect(seen.at(-1)!.at).toBeGreaterThanOrEqual(DRAIN_DELAY_SECONDS * 1000 - 100);
