@@ -192,7 +192,9 @@ export async function listenUws(routes: Routes, options: HostOptions, uws: UwsMo
     const abort = new AbortController();
     const body = new RequestBody(res);
     let aborted = false;
-    calls.set(abort, decision.kind === "rpc" && decision.handler.method.methodKind !== "unary");
+    // Told by the framing, which every handler has: Connect streams, and gRPC-web calls (whose
+    // framing does not say whether the method streams).
+    calls.set(abort, decision.kind === "rpc" && STREAMED.test(header.get("content-type") ?? ""));
     inFlight++;
     res.onAborted(() => {
       aborted = true;
