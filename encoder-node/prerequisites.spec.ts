@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ffmpegVersion, standing } from "./prerequisites.js";
+import { encoderReadiness, ffmpegVersion, standing } from "./prerequisites.js";
 
 describe("encoder prerequisites", () => {
   it("reads ffmpeg's version from its first line; git builds have none", () => {
@@ -17,5 +17,26 @@ describe("encoder prerequisites", () => {
       ok: false,
       message: "ffprobe is not installed",
     });
+  });
+});
+
+describe("encoder readiness", () => {
+  it("is ready when the node takes tasks and Shaka Packager is there; names each missing part otherwise", () => {
+    const saved = process.env.MEDIA_PACKAGER;
+    try {
+      process.env.MEDIA_PACKAGER = process.execPath; // a file that exists
+      expect(encoderReadiness({ health: () => ({ ok: true }) })).toEqual({ ok: true });
+      expect(encoderReadiness({ health: () => ({ ok: false, message: "ffmpeg is not installed" }) })).toEqual({
+        ok: false,
+        message: "ffmpeg is not installed",
+      });
+      process.env.MEDIA_PACKAGER = "/nonexistent/packager";
+      const missing = encoderReadiness({ health: () => ({ ok: false, message: "ffmpeg is not installed" }) });
+      expect(missing.ok).toBe(false);
+      expect(missing.message).toMatch(/^ffmpeg is not installed; Shaka Packager is missing \(\/nonexistent\/packager\)/);
+    } finally {
+      if (saved === undefined) delete process.env.MEDIA_PACKAGER;
+      else process.env.MEDIA_PACKAGER = saved;
+    }
   });
 });

@@ -88,6 +88,17 @@ export async function checkPrerequisites(): Promise<Prerequisite[]> {
   return [await tool("ffmpeg"), await tool("ffprobe"), packager(), recogniser()];
 }
 
+/**
+ * An encoder node's readiness (/readyz): it takes tasks (ffmpeg and ffprobe), and Shaka Packager,
+ * which DRM, CMAF and DASH outputs need, is there; looked at again on each call (one stat).
+ */
+export function encoderReadiness(node: { health(): { ok: boolean; message?: string } }): { ok: boolean; message?: string } {
+  const taking = node.health();
+  const shaka = packager();
+  const missing = [...(taking.ok ? [] : [taking.message ?? "the encoder takes no task"]), ...(shaka.ok ? [] : [shaka.detail])];
+  return missing.length === 0 ? { ok: true } : { ok: false, message: missing.join("; ") };
+}
+
 /** The node's standing: able to take tasks when every required part is there; the message names what is missing. */
 export function standing(found: readonly Prerequisite[]): { ok: boolean; message?: string } {
   const missing = found.filter((p) => p.required && !p.ok);

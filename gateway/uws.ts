@@ -169,9 +169,9 @@ export async function listenUws(routes: Routes, options: HostOptions, uws: UwsMo
   const EXCLUSIVE_PORT = (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT;
   const app = uws.App();
   let inFlight = 0;
-  // Calls in flight, aborted on shutdown so open streams end (cheaper than a shutdown signal
-  // linked into every call's context).
-  const calls = new Set<AbortController>();
+  // Calls in flight, and whether each is a stream: on shutdown streams are aborted so they end
+  // (cheaper than a shutdown signal linked into every call's context); the others may finish.
+  const calls = new Map<AbortController, boolean>();
 
   app.any("/*", (res, req) => {
     const method = req.getCaseSensitiveMethod();
@@ -192,7 +192,9 @@ export async function listenUws(routes: Routes, options: HostOptions, uws: UwsMo
     const abort = new AbortController();
     const body = new RequestBody(res);
     let aborted = false;
-    calls.add(abort);
+    // Told by the framing, which every handler has: Connect streams, and gRPC-web calls (whose
+    // framing does not say whether the method streams).
+    calls.set(abort, decision.kind === "rpc" && STREAMED.test(header.get("content-type") ?? ""));
     inFlight++;
     res.onAborted(() => {
       aborted = true;
@@ -260,9 +262,12 @@ export async function listenUws(routes: Routes, options: HostOptions, uws: UwsMo
     port,
     async close(graceMs = 10_000) {
       uws.us_listen_socket_close(listenSocket);
-      for (const call of calls) call.abort(new Error("server shutting down"));
+      // A Watch runs until its client leaves: it ends now, and its client reconnects to another
+      // gateway. Unary calls and edge requests (an upload, say) get the grace to finish.
+      for (const [call, stream] of calls) if (stream) call.abort(new Error("server shutting down"));
       const deadline = Date.now() + graceMs;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      for (const call of calls.keys()) call.abort(new Error("server shutting down"));
       (app as unknown as { close?: () => void }).close?.();
     },
   };

@@ -94,7 +94,8 @@ async function waitReady(child: ChildProcess, out: () => string, marker: string)
 }
 
 export async function launchCluster(options: LaunchOptions): Promise<LocalCluster> {
-  const env = { ...process.env, ...options.env, MEDIA_MODE: "cluster" };
+  // No load balancer probes a local cluster's gateways, so none waits out a drain delay unless told to.
+  const env = { MEDIA_DRAIN_DELAY_SECONDS: "0", ...process.env, ...options.env, MEDIA_MODE: "cluster" };
   const config = loadConfig(env);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   // The processes share the server secret through the data folder; a cluster has no development issuer.

@@ -53,6 +53,9 @@ import { MemoryBus } from "../src/bus/memory-bus.js";
 import { registerStoreGauges, timedBus, timedStore } from "../src/metrics.js";
 import { metricsRoute } from "../gateway/metrics-edge.js";
 import { openApiRoute } from "../gateway/openapi-edge.js";
+import { probeRoutes } from "../gateway/probe-edge.js";
+import { encoderReadiness } from "../encoder-node/prerequisites.js";
+import { Readiness, type ReadinessCheck } from "../src/readiness.js";
 import { listenMetrics } from "./metrics-server.js";
 import { lockDataFolder } from "./data-lock.js";
 import type { Bus, Consumer } from "../src/bus/port.js";
@@ -243,7 +246,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
 
 async function startRoles(config: Config, log: Logger, roles: Roles): Promise<RunningServer> {
   const { store, bus } = await openInfrastructure(config, log);
-  const metrics = config.metricsPort !== undefined ? await listenMetrics(config.httpHost, config.metricsPort, log) : undefined;
+  // Not ready (503 "starting") until every role has started; not ready again from the first step of close.
+  const readiness = new Readiness({ log });
+  const metrics = config.metricsPort !== undefined ? await listenMetrics(config.httpHost, config.metricsPort, log, readiness) : undefined;
   const topics = topicsFor(config.mode === "embedded" ? "media" : config.cluster.topicPrefix);
   await bus.ensureTopics([
     { topic: topics.commands, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
@@ -349,8 +354,10 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     await updates?.stop();
     await commands?.stop();
   };
+  const checks = readinessChecks(config, roles, store, bus, encoderNode);
 
   if (!roles.gateway) {
+    readiness.serve(checks);
     return {
       port: 0,
       store,
@@ -358,6 +365,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
       bootstrapCreated: false,
       httpServer: "",
       async close() {
+        readiness.drain();
         await stopClients();
         await stopActors();
         await bus.close();
@@ -429,9 +437,17 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     log,
     limits: { perAddress: config.rateLimits.signIn, perAccount: config.rateLimits.signInAccount },
   });
-  const edge = new EdgeRouter([...hostingRoutes({ store, directory, box, hosting }), ...auth, ...consoleRoutes(), metricsRoute(), openApiRoute()]);
+  const edge = new EdgeRouter([
+    ...hostingRoutes({ store, directory, box, hosting }),
+    ...auth,
+    ...consoleRoutes(),
+    metricsRoute(),
+    openApiRoute(),
+    ...probeRoutes(readiness),
+  ]);
   const { server: http, host, label } = await listenHost(config.httpServer, { rpc: handlers, edge }, hostOptions, log);
   address.listening(http.port);
+  readiness.serve(checks);
   log.info({ port: http.port, data_dir: config.dataDir, mode: config.mode, http_server: host, node: process.version }, "media API listening");
   return {
     port: http.port,
@@ -440,6 +456,14 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     bootstrap,
     bootstrapCreated,
     async close() {
+      // Draining: /readyz answers 503 at once, and everything else is still served for the drain
+      // delay, so that a load balancer sees the 503 and sends nothing more before the listener
+      // closes; then the listener closes and the requests in flight finish.
+      readiness.drain();
+      if (config.drainDelayMs > 0) {
+        log.info({ delay_ms: config.drainDelayMs }, "draining: not ready; serving on until the delay is over");
+        await new Promise((resolve) => setTimeout(resolve, config.drainDelayMs));
+      }
       await http.close();
       if (identityGuard !== guard) identityGuard.destroy();
       await stopClients();
@@ -449,6 +473,21 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
       await metrics?.close();
     },
   };
+}
+
+/**
+ * What this process needs to do its work (/readyz). The store: the gateway and the actor host read
+ * and write it; an encoder node does not (its work goes through the bus to the queue). The bus:
+ * every role. The encoder's tools: an encoder node of a cluster only; the embedded process answers
+ * the whole API, which a missing ffmpeg must not take out of its load balancer (HealthService/Check
+ * names it).
+ */
+function readinessChecks(config: Config, roles: Roles, store: Store, bus: Bus, encoderNode: EncoderNode | undefined): ReadinessCheck[] {
+  const checks: ReadinessCheck[] = [];
+  if (config.mode === "embedded" || roles.gateway || roles.actorHost) checks.push({ name: "store", check: () => store.health() });
+  checks.push({ name: "bus", check: () => bus.health() });
+  if (config.mode === "cluster" && encoderNode) checks.push({ name: "encoder", check: () => encoderReadiness(encoderNode) });
+  return checks;
 }
 
 /**

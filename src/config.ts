@@ -35,6 +35,11 @@ export interface Config {
   readonly maxRequestBytes: number;
   /** A Watch stream whose client reads nothing while an update waits this long is ended (MEDIA_WATCH_STALL_SECONDS). */
   readonly watchStallMs: number;
+  /**
+   * On SIGTERM, how long a gateway answers /readyz 503 while still serving, before it closes its
+   * listener (MEDIA_DRAIN_DELAY_SECONDS); cluster 5 s, embedded 0 (its one process has no peer to take over).
+   */
+  readonly drainDelayMs: number;
   /** Browser origins allowed to call the API and the edge (CORS): exact origins, or "*" for any. */
   readonly corsOrigins: readonly string[];
   /** Secret that signs cursors and encrypts secrets at rest; generated into the data folder when unset. */
@@ -436,6 +441,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.MEDIA_DATA_DIR ?? "./data"),
     maxRequestBytes: integer(env, "MEDIA_MAX_REQUEST_BYTES", 4 * 1024 * 1024, 1024, 64 * 1024 * 1024),
     watchStallMs: integer(env, "MEDIA_WATCH_STALL_SECONDS", 60, 1, 3600) * 1000,
+    drainDelayMs: integer(env, "MEDIA_DRAIN_DELAY_SECONDS", mode === "cluster" ? 5 : 0, 0, 300) * 1000,
     corsOrigins: corsOrigins(env),
     serverSecret: secret,
     identity: identitySettings(env, mode),
