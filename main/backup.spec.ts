@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig, type Config } from "../src/config.js";
 import { FILE_STORE_FORMAT, FileStore } from "../src/store/file-store.js";
 import { BACKUP_FORMAT_VERSION, BackupRefused, checkManifest, DATA_PREFIX, MANIFEST_NAME, tarEntries, TarWriter, type Manifest } from "./backup-archive.js";
-import { backup, leftOut, restore } from "./backup.js";
+import { backup, leftOut, refuseInterruptedRestore, restore, RESTORE_MARKER } from "./backup.js";
 import { DataFolderInUse, lockDataFolder } from "./data-lock.js";
 
 const work = () => mkdtempSync(path.join(tmpdir(), "backup-"));
@@ -237,5 +237,56 @@ describe("media restore refuses, and leaves the target as it was", () => {
       "server-secret holds 6 bytes, its manifest says 7: the backup is damaged",
     );
     expect(() => checkManifest("{", entries, FILE_STORE_FORMAT)).toThrow(BackupRefused);
+  });
+});
+
+describe("media restore in place (the data folder is a volume's mount point)", () => {
+  it("unpacks and checks inside the folder, swaps its entries, and leaves nothing of the attempt", async () => {
+    const root = work();
+    const { file, manifest } = await backup(configFor(await dataFolder(root)), path.join(root, "b.tar"));
+    const target = path.join(root, "volume");
+    mkdirSync(path.join(target, "managed", "old"), { recursive: true });
+    writeFileSync(path.join(target, "managed", "old", "gone.m4s"), "x");
+    writeFileSync(path.join(target, "server-secret"), "old");
+    const mountPoint = statSync(target).ino;
+    await restore(configFor(target), file, { force: true, inPlace: true });
+    expect(statSync(target).ino).toBe(mountPoint); // the folder itself was never renamed
+    expect(listing(target)).toEqual(manifest.files.map((f) => f.path).sort());
+    expect(readFileSync(path.join(target, "server-secret"), "utf8")).toBe("s3cret");
+    expect(readdirSync(root).sort()).toEqual(["b.tar", "data", "volume"]);
+  });
+
+  it("a checksum mismatch leaves the folder as it was", async () => {
+    const root = work();
+    const { file } = await backup(configFor(await dataFolder(root)), path.join(root, "b.tar"));
+    const handle = await open(file, "r+");
+    const log = (await tarEntries(handle)).find((e) => e.name === `${DATA_PREFIX}store.log`)!;
+    await handle.write(Buffer.from("#"), 0, 1, log.offset + 3);
+    await handle.close();
+    const target = path.join(root, "volume");
+    mkdirSync(target);
+    writeFileSync(path.join(target, "store.log"), "old\n");
+    await expect(restore(configFor(target), file, { force: true, inPlace: true })).rejects.toThrow("checksum mismatch for store.log");
+    expect(readdirSync(target)).toEqual(["store.log"]);
+    expect(readFileSync(path.join(target, "store.log"), "utf8")).toBe("old\n");
+  });
+
+  it("after one that stopped mid-swap, serve and backup refuse the folder until a restore runs again", async () => {
+    const root = work();
+    const { file, manifest } = await backup(configFor(await dataFolder(root)), path.join(root, "b.tar"));
+    // What a crash mid-swap leaves: the marker, half the old entries moved aside, half the new ones in.
+    const target = path.join(root, "volume");
+    mkdirSync(path.join(target, ".replaced-AbCd1234"), { recursive: true });
+    mkdirSync(path.join(target, ".restore-EfGh5678"), { recursive: true });
+    writeFileSync(path.join(target, ".replaced-AbCd1234", "store.log"), "old\n");
+    writeFileSync(path.join(target, ".restore-EfGh5678", "bootstrap.json"), "{}");
+    writeFileSync(path.join(target, "server-secret"), "new");
+    writeFileSync(path.join(target, RESTORE_MARKER), "");
+    const refusal = `a restore into the data folder ${target} did not finish; run media restore again (with --force) before serving it`;
+    expect(() => refuseInterruptedRestore(target)).toThrow(refusal);
+    await expect(backup(configFor(target), path.join(root, "c.tar"))).rejects.toThrow(refusal);
+    await restore(configFor(target), file, { force: true, inPlace: true });
+    expect(() => refuseInterruptedRestore(target)).not.toThrow();
+    expect(listing(target)).toEqual(manifest.files.map((f) => f.path).sort());
   });
 });

@@ -3,8 +3,8 @@
 // other file in the folder is written once under its name and never changed in place, so each is
 // copied whole or, gone meanwhile, left out. A restore unpacks into a sibling folder, checks every
 // byte against the manifest, and only then renames it into place.
-import type { Dirent } from "node:fs";
-import { mkdir, open, readdir, readFile, rename, rm, stat, type FileHandle } from "node:fs/promises";
+import { constants, existsSync, type Dirent } from "node:fs";
+import { access, mkdir, open, readdir, readFile, rename, rm, stat, writeFile, type FileHandle } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import type { Config } from "../src/config.js";
@@ -21,16 +21,25 @@ import {
   TarWriter,
   type Manifest,
   type ManifestFile,
+  type TarEntry,
 } from "./backup-archive.js";
 import { lockDataFolder, LOCK_FILE } from "./data-lock.js";
 
 export { BackupRefused } from "./backup-archive.js";
 
 /**
+ * Written into a data folder while a restore in place swaps its entries, removed once done: serve
+ * and backup refuse a folder that holds it, and the next restore finishes the job.
+ */
+export const RESTORE_MARKER = ".restore-in-progress";
+const STAGING = ".restore-";
+const REPLACED = ".replaced-";
+
+/**
  * What a backup leaves out, relative to the data folder: the lock and its temporary files, the
  * store's compaction in progress, the encoder's scratch (a restart hands unfinished tasks out
- * again), and a file still being written beside its name (`<name>.<8 characters>.part`, or an
- * upload part between its two renames).
+ * again), a file still being written beside its name (`<name>.<8 characters>.part`, or an
+ * upload part between its two renames), and what an interrupted restore in place left.
  */
 export function leftOut(relative: string): boolean {
   const base = path.posix.basename(relative);
@@ -38,6 +47,7 @@ export function leftOut(relative: string): boolean {
     relative === LOCK_FILE ||
     relative.startsWith(`${LOCK_FILE}.`) ||
     relative === `${STORE_LOG}.compact` ||
+    (!relative.includes("/") && (relative.startsWith(STAGING) || relative.startsWith(REPLACED))) ||
     relative === "work" ||
     relative.startsWith("work/") ||
     /\.[A-Za-z0-9]{8}\.part$/.test(base) ||
@@ -106,6 +116,7 @@ export async function backup(config: Config, target: string): Promise<BackupResu
       "backup copies the embedded data folder; a cluster keeps its state in Cassandra and its bucket: back those up with their own tools",
     );
   const dir = config.dataDir;
+  refuseInterruptedRestore(dir);
   let log: Buffer;
   try {
     // First: every commit acknowledged before this line is in it (see readCommittedLog).
@@ -176,13 +187,23 @@ async function syncFolder(dir: string): Promise<void> {
 export interface RestoreOptions {
   /** Replace a data folder that holds files (never one a live server holds). */
   readonly force?: boolean;
+  /** Stage inside the folder even where a sibling would do (chosen by itself otherwise; tests force it). */
+  readonly inPlace?: boolean;
+}
+
+/** Serve's check, after it takes the lock: a folder a restore was swapping is half old, half new. */
+export function refuseInterruptedRestore(dir: string): void {
+  if (existsSync(path.join(dir, RESTORE_MARKER)))
+    throw new BackupRefused(`a restore into the data folder ${dir} did not finish; run media restore again (with --force) before serving it`);
 }
 
 /**
  * Restores a backup into the data folder (MEDIA_DATA_DIR). Refuses a folder a media process holds,
  * a folder with files in it unless forced, a format this build does not read, and any byte that
  * does not match the manifest. Nothing is half-restored: the files are unpacked and checked in a
- * sibling folder, then it is renamed into place (a replaced folder is removed after).
+ * sibling folder, then it is renamed into place (a replaced folder is removed after). Where the
+ * folder cannot be renamed (a volume's mount point, a parent this user cannot write), they are
+ * unpacked and checked inside it, and its entries swapped under RESTORE_MARKER.
  */
 export async function restore(config: Config, source: string, options: RestoreOptions = {}): Promise<Manifest> {
   if (config.mode !== "embedded") throw new BackupRefused("restore writes the embedded data folder; set MEDIA_MODE=embedded (the default)");
@@ -199,31 +220,30 @@ export async function restore(config: Config, source: string, options: RestoreOp
     for await (const chunk of entryBytes(archive, manifestEntry)) raw += chunk.toString("utf8");
     const manifest = checkManifest(raw, entries, FILE_STORE_FORMAT);
 
-    const exists = await stat(target).then(
-      (s) => {
-        if (!s.isDirectory()) throw new BackupRefused(`${target} is not a folder`);
-        return true;
-      },
-      (e: unknown) => (code(e) === "ENOENT" ? false : Promise.reject(e)),
-    );
+    const found = await stat(target).catch((e: unknown) => (code(e) === "ENOENT" ? undefined : Promise.reject(e)));
+    if (found && !found.isDirectory()) throw new BackupRefused(`${target} is not a folder`);
     // Held while the folder is replaced, so that no server starts on it meanwhile; throws, naming
     // the holder, when a server runs on it.
-    const lock = exists ? lockDataFolder(target) : undefined;
+    const lock = found ? lockDataFolder(target) : undefined;
     try {
-      const present = exists ? (await readdir(target)).filter((name) => name !== LOCK_FILE) : [];
+      const present = found ? (await readdir(target)).filter((name) => !restoreOwn(name)) : [];
       if (present.length > 0 && !options.force)
         throw new BackupRefused(
           `the data folder ${target} is not empty (${present.slice(0, 3).join(", ")}${present.length > 3 ? ", ..." : ""}); restore with --force to replace it`,
         );
-      await mkdir(path.dirname(target), { recursive: true });
-      const staging = `${target}.restore-${randomToken(8)}`;
-      await mkdir(staging, { mode: 0o700 });
-      try {
-        await unpack(archive, entries, manifest, staging);
-        await swapIn(staging, target, exists);
-      } catch (e) {
-        await rm(staging, { recursive: true, force: true });
-        throw e;
+      if (found && (options.inPlace || !(await renameable(target, found.dev)))) {
+        await restoreInPlace(archive, entries, manifest, target);
+      } else {
+        await mkdir(path.dirname(target), { recursive: true });
+        const staging = `${target}${STAGING}${randomToken(8)}`;
+        await mkdir(staging, { mode: 0o700 });
+        try {
+          await unpack(archive, entries, manifest, staging);
+          await swapIn(staging, target, found !== undefined);
+        } catch (e) {
+          await rm(staging, { recursive: true, force: true });
+          throw e;
+        }
       }
     } finally {
       lock?.release();
@@ -234,13 +254,49 @@ export async function restore(config: Config, source: string, options: RestoreOp
   }
 }
 
+/** The lock, the marker and a restore's own staging and replaced folders (an interrupted one's too). */
+const restoreOwn = (name: string): boolean => name === LOCK_FILE || name === RESTORE_MARKER || name.startsWith(STAGING) || name.startsWith(REPLACED);
+
+/** Whether the folder can be renamed within its parent: not a mount point, and the parent writable. */
+async function renameable(target: string, dev: number): Promise<boolean> {
+  const parent = path.dirname(target);
+  if ((await stat(parent)).dev !== dev) return false;
+  return access(parent, constants.W_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Unpacks and checks inside the folder, then swaps its entries under the marker: a crash before the
+ * marker leaves the folder as it was, one after it a folder that serve refuses until a restore
+ * runs again.
+ */
+async function restoreInPlace(archive: FileHandle, entries: readonly TarEntry[], manifest: Manifest, target: string): Promise<void> {
+  const staging = path.join(target, `${STAGING}${randomToken(8)}`);
+  await mkdir(staging, { mode: 0o700 });
+  try {
+    await unpack(archive, entries, manifest, staging);
+  } catch (e) {
+    await rm(staging, { recursive: true, force: true });
+    throw e;
+  }
+  const marker = path.join(target, RESTORE_MARKER);
+  await writeFile(marker, `${new Date().toISOString()}\n`, { mode: 0o600 });
+  await syncFolder(target);
+  const replaced = path.join(target, `${REPLACED}${randomToken(8)}`);
+  await mkdir(replaced, { mode: 0o700 });
+  for (const name of await readdir(target)) if (!restoreOwn(name)) await rename(path.join(target, name), path.join(replaced, name));
+  for (const name of await readdir(staging)) await rename(path.join(staging, name), path.join(target, name));
+  await syncFolder(target);
+  await rm(marker);
+  await syncFolder(target);
+  for (const name of await readdir(target))
+    if (name.startsWith(STAGING) || name.startsWith(REPLACED)) await rm(path.join(target, name), { recursive: true, force: true });
+}
+
 /** Writes every listed file under `into`, owner-only, each checked against its SHA-256 and synced. */
-async function unpack(
-  archive: FileHandle,
-  entries: readonly { name: string; size: number; offset: number }[],
-  manifest: Manifest,
-  into: string,
-): Promise<void> {
+async function unpack(archive: FileHandle, entries: readonly TarEntry[], manifest: Manifest, into: string): Promise<void> {
   const byName = new Map(entries.map((e) => [e.name, e]));
   for (const file of manifest.files) {
     const entry = byName.get(DATA_PREFIX + file.path)!;
