@@ -1,9 +1,11 @@
 // The `media` command: `serve` runs the embedded service; `token --email` mints a development session;
-// `upload` and `videos` use the hosting API.
+// `upload` and `videos` use the hosting API; `backup` and `restore` copy the embedded data folder.
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { ConfigError, loadConfig, type Config } from "../src/config.js";
 import { createLogger } from "../src/log.js";
 import type { Roles } from "./server.js";
+import { BackupRefused } from "./backup-archive.js";
+import { DataFolderInUse } from "./data-lock.js";
 import { CliError, upload, videos } from "./upload-cli.js";
 
 // The server (and the launcher and the token minter) load only for the commands that use them:
@@ -51,6 +53,24 @@ const COMMANDS = {
       "by default the embedded server of this data folder with its bootstrap key)",
     ],
     options: {},
+  },
+  backup: {
+    synopsis: "backup FILE|FOLDER",
+    about: [
+      "copy the embedded data folder (MEDIA_DATA_DIR) to a tar file, while serve runs or not;",
+      "in FOLDER it is named media-backup-<time>.tar; owner-only: it holds the server secret",
+    ],
+    options: {},
+    positionals: true,
+  },
+  restore: {
+    synopsis: "restore FILE [--force]",
+    about: [
+      "restore a backup into the data folder (MEDIA_DATA_DIR) with serve stopped;",
+      "--force replaces a folder that holds files (never one a running server holds)",
+    ],
+    options: { force: { type: "boolean" } },
+    positionals: true,
   },
 } satisfies Record<string, { synopsis: string; about: readonly string[]; options: ParseArgsConfig["options"]; positionals?: boolean }>;
 
@@ -237,6 +257,27 @@ async function main(argv: string[]): Promise<void> {
     case "videos":
       process.exitCode = await videos(config);
       return;
+    case "backup":
+    case "restore": {
+      const file = positionals[0];
+      if (file === undefined) throw new UsageError(`media ${command}: FILE is required (media ${command} --help shows the usage)`);
+      const copies = await import("./backup.js");
+      try {
+        if (command === "backup") {
+          const result = await copies.backup(config, file);
+          for (const note of copies.backupNotes(config)) process.stderr.write(`media backup: note: ${note}\n`);
+          process.stdout.write(copies.describeBackup(result) + "\n");
+        } else {
+          const manifest = await copies.restore(config, file, { force: values.force === true });
+          process.stdout.write(copies.describeRestore(config, file, manifest) + "\n");
+        }
+      } catch (e) {
+        // A refusal is one line under the command's name, exit 1.
+        if (e instanceof BackupRefused || e instanceof DataFolderInUse) throw new CliError(`media ${command}: ${e.message}`);
+        throw e;
+      }
+      return;
+    }
   }
 }
 

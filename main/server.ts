@@ -58,6 +58,7 @@ import { encoderReadiness } from "../encoder-node/prerequisites.js";
 import { Readiness, type ReadinessCheck } from "../src/readiness.js";
 import { listenMetrics } from "./metrics-server.js";
 import { lockDataFolder } from "./data-lock.js";
+import { refuseInterruptedRestore } from "./backup.js";
 import type { Bus, Consumer } from "../src/bus/port.js";
 
 export interface Bootstrap {
@@ -230,6 +231,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   // before anything in it is opened. A cluster's processes share theirs by design: their store is Cassandra.
   const lock = config.mode === "embedded" ? lockDataFolder(config.dataDir) : undefined;
   try {
+    // A restore that stopped while swapping the folder's entries left it half old, half new.
+    if (lock) refuseInterruptedRestore(config.dataDir);
     const server = await startRoles(config, log, roles);
     return {
       ...server,

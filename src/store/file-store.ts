@@ -1,11 +1,44 @@
 // Embedded store: all state in memory, every commit appended to one log file and fdatasync'ed
 // before it resolves (group commit), replayed and compacted on open. Survives kill -9: a torn
 // last line is dropped, and it was never acknowledged.
-import { closeSync, existsSync, fdatasyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, writeSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { VersionConflict } from "../errors.js";
 import type { Batch, JournalEvent, RecordWrite, ScanOptions, ScanResult, Snapshot, Store, StoredRecord, StoreHealth } from "./port.js";
+
+/**
+ * The log's format: one JSON object a line, `{e?, w?, s?}` (events, writes with the version they
+ * produced, a snapshot). Backups name it; raise it when a line changes meaning, so that an older
+ * build refuses to restore what it would misread.
+ */
+export const FILE_STORE_FORMAT = 1;
+
+export const STORE_LOG = "store.log";
+
+/**
+ * The log's committed lines as they are now, read beside a running store (another process may).
+ * A commit resolves only after its line is written and synced, and the log only grows between
+ * opens (compaction at open renames a whole new file in): so every line acknowledged before this
+ * call lies within the length it reads first, and cutting after the last newline drops only a
+ * line still being written, never acknowledged. What remains is a prefix of the commits, as a
+ * crash would leave it, which replay reads.
+ */
+export function readCommittedLog(dir: string): Buffer {
+  const fd = openSync(path.join(dir, STORE_LOG), "r");
+  try {
+    const length = fstatSync(fd).size;
+    const bytes = Buffer.alloc(length);
+    for (let at = 0; at < length;) {
+      const n = readSync(fd, bytes, at, length - at, at);
+      if (n === 0) break;
+      at += n;
+    }
+    return bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /** A write as logged: with the version it produced, so replay and compaction keep versions. */
 type LoggedWrite = RecordWrite & { readonly version?: number };
@@ -50,7 +83,7 @@ export class FileStore implements Store {
   constructor(private readonly dir: string) {}
 
   private get logPath(): string {
-    return path.join(this.dir, "store.log");
+    return path.join(this.dir, STORE_LOG);
   }
 
   async open(): Promise<void> {
