@@ -27,7 +27,7 @@ import { PublicAddress, type Hosting } from "../gateway/hosting.js";
 import { hostingRoutes, PlaybackRecords } from "../gateway/hosting-edge.js";
 import { loadUws } from "../gateway/uws-loader.js";
 import { startHashWorker } from "../src/md5-offload.js";
-import { createContextValues } from "@connectrpc/connect";
+import { Code, createContextValues } from "@connectrpc/connect";
 import { EdgeRouter } from "../gateway/edge.js";
 import { CLIENT_ADDRESS } from "../gateway/front.js";
 import { listenNodeHttp } from "../gateway/node-http.js";
@@ -93,6 +93,8 @@ export function ensureServerSecret(config: Config): string {
 const BOOTSTRAP_ISSUER = "media-bootstrap";
 
 const BOOTSTRAP_MARK = { table: "meta", id: "bootstrap" } as const;
+/** Asks for the bootstrap key before giving up: each waits the command timeout, minutes in all. */
+const BOOTSTRAP_ATTEMPTS = 12;
 
 /**
  * First start on an empty store: the default organization, app, owner and key. Several gateways
@@ -123,7 +125,16 @@ async function bootstrapIfEmpty(
   const secret = `ak_${randomToken(KEY_SECRET_LENGTH)}`;
   const id = newId(Prefix.apiKey);
   const request = { appId: app.id, organizationId: org.id, name: "bootstrap", scopes: [], ...secretFields(secret, box.hashSecret(secret)) };
-  const reply = await actors.ask(ApiKey, id, { type: "create", id, at: Date.now(), request });
+  // In a cluster the actor hosts may still be joining their group when the first gateway starts
+  // (all roles of a compose file or a chart start together): the key's create is asked again until
+  // one answers. The same id and secret make a repeat a no-op, so there is never a second key; and
+  // giving up here would leave the bootstrap claimed above without its credentials file.
+  const create = { type: "create" as const, id, at: Date.now(), request };
+  let reply = await actors.ask(ApiKey, id, create);
+  for (let attempt = 1; !reply.ok && reply.rejection.code === Code.Unavailable && attempt < BOOTSTRAP_ATTEMPTS; attempt++) {
+    log.info({ attempt, reason: reply.rejection.message }, "bootstrap: the API key's create was not answered yet; asking again");
+    reply = await actors.ask(ApiKey, id, create);
+  }
   if (!reply.ok) throw new Error(`bootstrap key: ${reply.rejection.message}`);
   const result: Bootstrap = { organization_id: org.id, app_id: app.id, api_key: secret, user_email: email };
   writeFileSync(file, JSON.stringify(result, null, 2) + "\n", { mode: 0o600 });

@@ -24,7 +24,7 @@ USER media
 RUN node --import tsx -e 'await import("/app/main/server.ts"); await import("/app/main/upload-cli.ts")' && test -n "$(ls /tmp/tsx-*)"
 VOLUME /data
 EXPOSE 8080
-HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 CMD ["node", "/app/deploy/images/healthcheck.mjs"]
+HEALTHCHECK --interval=5s --timeout=3s --start-period=180s --retries=3 CMD ["node", "/app/deploy/images/healthcheck.mjs"]
 STOPSIGNAL SIGTERM
 # tini forwards SIGTERM to Node (which drains) and reaps the encoders' children.
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/bin/media.js"]

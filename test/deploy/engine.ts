@@ -21,7 +21,7 @@ export function engineMissing(): string | undefined {
 export async function buildImages(which: "all" | "app" | "peers" = "all"): Promise<void> {
   const t0 = Date.now();
   const { stderr } = await run("bash", [path.join(ROOT, "deploy/images/build.sh"), which], { maxBuffer: 16 << 20 });
-  if (stderr.trim()) process.stderr.write(stderr.replace(/^/gm, "[deploy] "));
+  if (stderr.trim()) process.stderr.write(`${stderr.trimEnd().replace(/^/gm, "[deploy] ")}\n`);
   process.stderr.write(`[deploy] images (${which}) ready in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
 }
 
