@@ -243,6 +243,10 @@ describe("deploy: the Helm chart", () => {
     const short = await template(valuesFile("short.yaml", "secret:\n  serverSecret: too-short\n"));
     expect(short.code).toBe(1);
     expect(short.stderr).toMatch(/\/secret\/serverSecret/);
+    // And a gateway killed before its drain is over, by the chart itself.
+    const grace = await template(valuesFile("grace.yaml", "gateway:\n  terminationGracePeriodSeconds: 20\n"));
+    expect(grace.code).toBe(1);
+    expect(grace.stderr).toMatch(/gateway\.terminationGracePeriodSeconds \(20\) must cover/);
   }, 120_000);
 
   it("sets only variables loadConfig reads, with values it accepts", () => {

@@ -149,7 +149,8 @@ func checkPod(w workload, secrets map[string]*corev1.Secret, configMaps map[stri
 	if len(w.template.Spec.Containers) == 0 {
 		add("has no containers")
 	}
-	for _, c := range w.template.Spec.Containers {
+	all := append(append([]corev1.Container{}, w.template.Spec.InitContainers...), w.template.Spec.Containers...)
+	for _, c := range all {
 		for _, m := range c.VolumeMounts {
 			if !volumes[m.Name] {
 				add("container %s mounts volume %q, which the pod does not have", c.Name, m.Name)

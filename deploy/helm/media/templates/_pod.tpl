@@ -37,6 +37,24 @@ spec:
   {{- end }}
   securityContext:
     {{- toYaml $v.podSecurityContext | nindent 4 }}
+  {{- if $v.warmTmp }}
+  # The image keeps tsx's compiled sources under its /tmp, which the pod's own /tmp would hide: copied
+  # in first, so the process starts without transpiling again.
+  initContainers:
+    - name: warm-tmp
+      image: "{{ $v.image.repository }}:{{ include "media.imageTag" $root }}"
+      imagePullPolicy: {{ $v.image.pullPolicy }}
+      # Only a head start: a copy that fails (another runAsUser cannot read the image's cache) holds nothing up.
+      command: [sh, -c, "cp -R /tmp/. /pod-tmp/ || echo 'warm-tmp: not copied; the process transpiles its sources at start'"]
+      securityContext:
+        {{- toYaml $v.securityContext | nindent 8 }}
+      resources:
+        requests: { cpu: 50m, memory: 32Mi }
+        limits: { memory: 64Mi }
+      volumeMounts:
+        - name: tmp
+          mountPath: /pod-tmp
+  {{- end }}
   containers:
     - name: {{ .role }}
       image: "{{ $v.image.repository }}:{{ include "media.imageTag" $root }}"
@@ -152,7 +170,7 @@ spec:
   {{- end }}
 {{- end }}
 
-{{/* The data folder (MEDIA_DATA_DIR): bootstrap.json on gateways, the encoder's work folder. */}}
+{{/* The data folder (MEDIA_DATA_DIR, the image's volume and its user's home): bootstrap.json on gateways, the encoder's work folder. */}}
 {{- define "media.dataDir" -}}
-/var/lib/media
+/data
 {{- end }}
