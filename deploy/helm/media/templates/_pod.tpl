@@ -146,12 +146,18 @@ spec:
           mountPath: {{ include "media.dataDir" $root }}
         - name: tmp
           mountPath: /tmp
+        {{- with $v.extraVolumeMounts }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
   volumes:
     - name: data
       {{- .data | nindent 6 }}
     - name: tmp
       emptyDir:
         sizeLimit: {{ $v.tmpSizeLimit }}
+    {{- with $v.extraVolumes }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
   {{- with .values.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
