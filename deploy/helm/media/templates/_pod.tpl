@@ -7,6 +7,7 @@ The pod template of a role, the same for the three but for what the role is give
   grace    terminationGracePeriodSeconds
   env      the role's own variables (a YAML list, already rendered)
   ports    extra container ports (a YAML list), besides metrics
+  lifecycle the container's lifecycle hooks (YAML), or ""
   data     the volume source of the data folder (a YAML map)
 */}}
 {{- define "media.pod" -}}
