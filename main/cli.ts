@@ -24,6 +24,14 @@ const COMMANDS = {
   gateway: { synopsis: "gateway", about: ["cluster mode: the HTTP gateway role only"], options: {} },
   "actor-host": { synopsis: "actor-host", about: ["cluster mode: the actor host role only"], options: {} },
   "encoder-node": { synopsis: "encoder-node", about: ["cluster mode: the encoder node role only (ffprobe and ffmpeg)"], options: {} },
+  migrate: {
+    synopsis: "migrate",
+    about: [
+      "cluster mode: apply the Cassandra schema (infra/cql) once and exit, before the roles start",
+      "with MEDIA_CASSANDRA_CREATE_SCHEMA=false (a compose file's or a chart's one-shot step)",
+    ],
+    options: {},
+  },
   cluster: {
     synopsis: "cluster [--gateways N] [--actor-hosts M] [--encoder-nodes E] [--port P]",
     about: ["cluster mode on one machine: N gateways (ports P, P+1, ...), M actor hosts, E encoder nodes"],
@@ -214,6 +222,12 @@ async function main(argv: string[]): Promise<void> {
       return serve(config, { gateway: false, actorHost: true, encoderNode: false });
     case "encoder-node":
       return serve(config, { gateway: false, actorHost: false, encoderNode: true });
+    case "migrate": {
+      const { migrate } = await import("./server.js");
+      await migrate(config);
+      process.stdout.write(`media migrate: keyspace ${config.cluster.cassandraKeyspace} has every migration of infra/cql\n`);
+      return;
+    }
     case "cluster": {
       const { launchCluster } = await import("./launcher.js");
       const cluster = await launchCluster({

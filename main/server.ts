@@ -32,7 +32,7 @@ import { EdgeRouter } from "../gateway/edge.js";
 import { CLIENT_ADDRESS } from "../gateway/front.js";
 import { listenNodeHttp } from "../gateway/node-http.js";
 import type { HostOptions, HostServer } from "../gateway/uws.js";
-import type { Config } from "../src/config.js";
+import { ConfigError, type Config } from "../src/config.js";
 import { VersionConflict } from "../src/errors.js";
 import { Directory } from "../src/directory.js";
 import { newHosting } from "../src/hosting.js";
@@ -206,6 +206,26 @@ function measured(store: Store, bus: Bus): { store: Store; bus: Bus } {
   const timed = timedStore(store);
   registerStoreGauges(timed);
   return { store: timed, bus: timedBus(bus) };
+}
+
+/**
+ * `media migrate`: applies the Cassandra schema (the migrations of infra/cql it lacks). The
+ * roles of a deployment then start with schema creation off, together: several clients creating
+ * the same tables at once leave Cassandra with tables of two ids ("Unknown CF").
+ */
+export async function migrate(config: Config): Promise<void> {
+  if (config.mode !== "cluster") throw new ConfigError("MEDIA_MODE", "media migrate applies the Cassandra schema of cluster mode; set MEDIA_MODE=cluster");
+  const c = config.cluster;
+  const store = new CassandraStore({
+    contactPoints: c.cassandraContactPoints,
+    localDataCenter: c.cassandraLocalDataCenter,
+    keyspace: c.cassandraKeyspace,
+    replication: c.cassandraReplication,
+    createSchema: true,
+    ...(c.cassandraUsername !== undefined ? { username: c.cassandraUsername, password: c.cassandraPassword ?? "" } : {}),
+  });
+  await store.open();
+  await store.close();
 }
 
 async function openInfrastructure(config: Config, log: Logger): Promise<{ store: Store; bus: Bus }> {

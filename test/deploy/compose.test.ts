@@ -114,7 +114,8 @@ describe.skipIf(missing !== undefined)("deploy/compose", () => {
       const watcher = (async () => {
         while (watching && stopped === undefined) {
           for (const id of encoders) {
-            const ps = await docker("top", id, "-eo", "comm").catch(() => "");
+            // docker top runs ps on the host, which must print a PID column to tell the container's processes.
+            const ps = await docker("top", id, "-eo", "pid,comm").catch(() => "");
             if (/\bffmpeg\b/.test(ps)) {
               stopped = id;
               await docker("stop", "-t", "0", id);
