@@ -70,13 +70,16 @@ images() {
     echo none >"$out/images"
   fi
 }
-# deploy: the compose files, the chart and the container-backed contracts, once the images are built.
-deploy() {
+# after_images <lane> <vitest arguments...>: runs once the images job has ended: with the images
+# built, on the container engine (MEDIA_TEST_INFRA=containers for the container-backed contracts);
+# without an engine, only what needs none; with images that failed to build, not at all (a failure).
+after_images() {
+  local lane="$1"; shift
   while [[ ! -s "$out/images" ]]; do sleep 2; done
   case "$(<"$out/images")" in
-    built) MEDIA_TEST_INFRA=containers run deploy --project deploy --project cluster-containers ;;
-    none) run deploy --project deploy ;;
-    *) echo "[images] FAILED: the images did not build, so the deploy suites and the container-backed contracts did not run" && return 1 ;;
+    built) MEDIA_TEST_INFRA=containers run "$lane" "$@" ;;
+    none) if [[ "$*" == *deploy* ]]; then run "$lane" --project deploy; fi ;;
+    *) echo "[$lane] FAILED: the images did not build, so these suites did not run: $*" && return 1 ;;
   esac
 }
 
@@ -90,11 +93,18 @@ elif [[ "${MEDIA_TEST_LANES:-2}" == 2 ]]; then
   # runs everything in one vitest process instead.
   pids=()
   images &
-  MEDIA_TEST_INFRA="${MEDIA_TEST_INFRA:-local}" run cluster --project api-cluster --project cluster --project fuzz & pids+=($!)
+  # Each lane ends with the suites that need the images: the compose files and the chart after the
+  # local suites, the adapters' contracts on containers after the cluster suites.
+  (
+    st=0
+    MEDIA_TEST_INFRA="${MEDIA_TEST_INFRA:-local}" run cluster --project api-cluster --project cluster --project fuzz || st=1
+    after_images containers --project cluster-containers || st=1
+    exit "$st"
+  ) & pids+=($!)
   (
     st=0
     run local --project unit --project api --project media --project browser --project conformance --project runtime || st=1
-    deploy || st=1
+    after_images deploy --project deploy || st=1
     exit "$st"
   ) & pids+=($!)
   if [[ "${MUTATION_GATE:-1}" != 0 ]]; then gate & pids+=($!); fi
@@ -103,7 +113,7 @@ else
   images &
   MEDIA_TEST_INFRA="${MEDIA_TEST_INFRA:-local}" run vitest --project unit --project media --project api --project api-cluster --project cluster \
     --project fuzz --project conformance --project runtime --project browser || status=1
-  deploy || status=1
+  after_images deploy --project deploy --project cluster-containers || status=1
   if [[ "${MUTATION_GATE:-1}" != 0 ]]; then gate || status=1; fi
 fi
 
