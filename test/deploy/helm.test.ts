@@ -3,7 +3,8 @@
 // deploy/helm/validate (the Kubernetes, KEDA and prometheus-operator API types); broken values that
 // must fail; and the chart held to the code: every variable it sets is one loadConfig reads and
 // accepts, its probes' ports are the ports that configuration listens on, its probe paths answer on
-// a running server, and its scaler's queries name metrics that server exports.
+// a running server, its scaler's queries name metrics that server exports, and its migrate Job runs
+// a command the CLI has while no role creates the schema beside it.
 import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -76,6 +77,7 @@ interface Probe {
 interface Container {
   name: string;
   args?: string[];
+  securityContext?: unknown;
   ports?: { name?: string; containerPort: number }[];
   env?: EnvVar[];
   envFrom?: { configMapRef?: { name: string; optional?: boolean }; secretRef?: { name: string } }[];
@@ -87,7 +89,12 @@ interface K8sObject {
   kind: string;
   metadata: { name: string };
   data?: Record<string, string>;
-  spec?: { template?: { spec: { containers: Container[] } }; triggers?: { metadata: Record<string, string> }[] };
+  spec?: {
+    template?: { spec: { containers: Container[]; restartPolicy?: string; securityContext?: unknown } };
+    triggers?: { metadata: Record<string, string> }[];
+    backoffLimit?: number;
+    ttlSecondsAfterFinished?: number;
+  };
 }
 
 /** The validator's strict decoding of a manifest, as JSON; it fails the test on any error. */
@@ -168,6 +175,7 @@ describe("deploy: the Helm chart", () => {
         "Deployment",
         "Deployment",
         "Deployment",
+        "Job",
         "PodDisruptionBudget",
         "PodDisruptionBudget",
         "PodDisruptionBudget",
@@ -180,7 +188,7 @@ describe("deploy: the Helm chart", () => {
     const full = await template(fullValues);
     expect(full.code, show(full)).toBe(0);
     renders.full = await decode(full.stdout);
-    for (const kind of ["ScaledObject", "ServiceMonitor", "Ingress", "NetworkPolicy"]) expect(byKind(renders.full, kind), kind).toHaveLength(1);
+    for (const kind of ["ScaledObject", "ServiceMonitor", "Ingress", "NetworkPolicy", "Job"]) expect(byKind(renders.full, kind), kind).toHaveLength(1);
     // Without autoscaling the Deployment names its replicas; with it, KEDA alone does.
     const encoders = (objects: K8sObject[]) =>
       byKind(objects, "Deployment").find((d) => d.metadata.name.endsWith("encoder-node")) as unknown as { spec: { replicas?: number } };
@@ -260,6 +268,60 @@ describe("deploy: the Helm chart", () => {
       }
     }
   });
+
+  it("applies the schema by a Job running the CLI's migrate command, with no role creating it too", async () => {
+    const commands = new Set<string>();
+    for (const [name, objects] of Object.entries(renders)) {
+      const [job, ...more] = byKind(objects, "Job");
+      expect(more, `${name} values: one Job`).toEqual([]);
+      // Named by the release's revision (1 under helm template): each upgrade runs a Job of its own.
+      expect(job?.metadata.name).toMatch(/^media-migrate-1$/);
+      expect(job?.spec?.backoffLimit).toBeGreaterThan(0);
+      expect(job?.spec?.ttlSecondsAfterFinished).toBeGreaterThan(0);
+      const pod = job!.spec!.template!.spec;
+      expect(pod.restartPolicy).toBe("OnFailure");
+      const [container] = pod.containers;
+      expect(container?.args).toEqual(["migrate"]);
+      commands.add(JSON.stringify(container?.args));
+      expect([container?.livenessProbe, container?.readinessProbe, container?.startupProbe]).toEqual([undefined, undefined, undefined]);
+      const gateway = roleContainer(objects, "gateway");
+      expect(container?.securityContext).toEqual(gateway.securityContext);
+      const [gatewayPod] = byKind(objects, "Deployment")
+        .map((d) => d.spec!.template!.spec)
+        .filter((p) => p.containers[0] === gateway);
+      expect(pod.securityContext).toEqual(gatewayPod?.securityContext);
+      // The roles' settings and credentials (less what the Job's extraEnv overrides), which loadConfig takes.
+      const env = containerEnv(objects, container!);
+      const roleEnv = containerEnv(objects, gateway);
+      const overridden = new Set((container?.env ?? []).filter((v) => v.value !== undefined).map((v) => v.name));
+      const shared = [...Object.keys(byKind(objects, "ConfigMap")[0]?.data ?? {}), ...(gateway.env ?? []).filter((v) => v.valueFrom).map((v) => v.name)];
+      expect(shared).toContain("MEDIA_SERVER_SECRET");
+      for (const variable of shared.filter((v) => !overridden.has(v))) expect(env[variable], `${name} values: ${variable}`).toBe(roleEnv[variable]);
+      const reads = configReads(env);
+      expect(Object.keys(env).filter((n) => !reads.has(n))).toEqual([]);
+      for (const role of ROLES) {
+        const config = loadConfig(containerEnv(objects, roleContainer(objects, role)));
+        expect(config.cluster.cassandraCreateSchema, `${name} values, ${role}: creates the schema beside the Job`).toBe(false);
+      }
+    }
+    // The Job's command is one the CLI has: `media <command> --help` prints its synopsis, an unknown one fails.
+    expect(commands.size).toBe(1);
+    const args = JSON.parse([...commands][0]!) as string[];
+    const cli = await run(process.execPath, [path.join(ROOT, "bin/media.js"), ...args, "--help"]);
+    expect(cli.code, show(cli)).toBe(0);
+    expect(cli.stdout).toMatch(/^usage: media migrate\n/);
+  }, 60_000);
+
+  it("leaves the schema to the roles only when the Job is off, and refuses both at once", async () => {
+    const both = await template(valuesFile("both.yaml", "cassandra:\n  createSchema: true\n"));
+    expect(both.code).toBe(1);
+    expect(both.stderr).toMatch(/cassandra\.createSchema and migrate\.enabled are both true/);
+    const roles = await template(valuesFile("roles.yaml", "cassandra:\n  createSchema: true\nmigrate:\n  enabled: false\n"));
+    expect(roles.code, show(roles)).toBe(0);
+    const objects = await decode(roles.stdout);
+    expect(byKind(objects, "Job")).toEqual([]);
+    for (const role of ROLES) expect(loadConfig(containerEnv(objects, roleContainer(objects, role))).cluster.cassandraCreateSchema, role).toBe(true);
+  }, 60_000);
 
   it("probes the ports the configuration listens on", () => {
     for (const objects of [renders.default, renders.full]) {

@@ -1,5 +1,5 @@
 // Command validate reads the chart's rendered manifests (helm template's output) and decodes every
-// object strictly against the API types the cluster would: Kubernetes' core, apps, policy,
+// object strictly against the API types the cluster would: Kubernetes' core, apps, batch, policy,
 // networking and autoscaling groups, KEDA's ScaledObject and prometheus-operator's ServiceMonitor.
 // An unknown or misspelt field, a value of the wrong type or a kind outside those groups fails, as
 // do references inside the release that point nowhere (a selector matching no pods, a probe on a
@@ -23,6 +23,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -40,6 +41,7 @@ func newScheme() (*runtime.Scheme, error) {
 		policyv1.AddToScheme,
 		networkingv1.AddToScheme,
 		autoscalingv2.AddToScheme,
+		batchv1.AddToScheme,
 		kedav1alpha1.AddToScheme,
 		monitoringv1.AddToScheme,
 	} {

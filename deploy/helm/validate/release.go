@@ -12,6 +12,7 @@ import (
 	kedav1alpha1 "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -24,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// workload is a Deployment or StatefulSet: its name and pod template.
+// workload is a Deployment, StatefulSet or Job: its name and pod template.
 type workload struct {
 	kind, name string
 	template   corev1.PodTemplateSpec
@@ -74,6 +75,9 @@ func checkRelease(objects []decoded) []string {
 		case *appsv1.StatefulSet:
 			workloads = append(workloads, workload{"StatefulSet", o.Name, o.Spec.Template})
 			problems = append(problems, selectsTemplate(o, o.Spec.Selector, o.Spec.Template)...)
+		case *batchv1.Job:
+			// No selector to check: the Job controller labels its pods itself.
+			workloads = append(workloads, workload{"Job", o.Name, o.Spec.Template})
 		case *corev1.Service:
 			services[o.Name] = o
 			for _, msg := range validation.IsDNS1035Label(o.Name) {

@@ -22,6 +22,12 @@
 {{- printf "%s-%s" (include "media.fullname" .root | trunc (int (sub 62 (len .role))) | trimSuffix "-") .role }}
 {{- end }}
 
+{{/* The migrate Job's name: <fullname>-migrate-<revision>, within a DNS label's 63 characters. */}}
+{{- define "media.migrateJobName" -}}
+{{- $suffix := printf "migrate-%d" .Release.Revision -}}
+{{- printf "%s-%s" (include "media.fullname" . | trunc (int (sub 62 (len $suffix))) | trimSuffix "-") $suffix }}
+{{- end }}
+
 {{- define "media.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "media.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}

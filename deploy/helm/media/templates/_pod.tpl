@@ -16,6 +16,7 @@ The pod template of a role, the same for the three but for what the role is give
 metadata:
   labels:
     {{- include "media.roleLabels" (dict "root" $root "role" .role) | nindent 4 }}
+    {{- include "media.metricsLabel" . | nindent 4 }}
     {{- with $v.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -39,22 +40,7 @@ spec:
   securityContext:
     {{- toYaml $v.podSecurityContext | nindent 4 }}
   {{- if $v.warmTmp }}
-  # The image keeps tsx's compiled sources under its /tmp, which the pod's own /tmp would hide: copied
-  # in first, so the process starts without transpiling again.
-  initContainers:
-    - name: warm-tmp
-      image: "{{ $v.image.repository }}:{{ include "media.imageTag" $root }}"
-      imagePullPolicy: {{ $v.image.pullPolicy }}
-      # Only a head start: a copy that fails (another runAsUser cannot read the image's cache) holds nothing up.
-      command: [sh, -c, "cp -R /tmp/. /pod-tmp/ || echo 'warm-tmp: not copied; the process transpiles its sources at start'"]
-      securityContext:
-        {{- toYaml $v.securityContext | nindent 8 }}
-      resources:
-        requests: { cpu: 50m, memory: 32Mi }
-        limits: { memory: 64Mi }
-      volumeMounts:
-        - name: tmp
-          mountPath: /pod-tmp
+  {{- include "media.warmTmp" $root | nindent 2 }}
   {{- end }}
   containers:
     - name: {{ .role }}
@@ -74,53 +60,7 @@ spec:
         - name: metrics
           containerPort: {{ $v.metrics.port }}
           protocol: TCP
-      envFrom:
-        - configMapRef:
-            name: {{ include "media.fullname" $root }}
-        {{- with $v.extraEnvFrom }}
-        {{- toYaml . | nindent 8 }}
-        {{- end }}
-      env:
-        - name: MEDIA_SERVER_SECRET
-          valueFrom:
-            secretKeyRef:
-              name: {{ include "media.secretName" $root }}
-              key: {{ $v.secret.keys.serverSecret }}
-        {{- if $v.cassandra.username }}
-        - name: MEDIA_CASSANDRA_PASSWORD
-          valueFrom:
-            secretKeyRef:
-              name: {{ include "media.secretName" $root }}
-              key: {{ $v.secret.keys.cassandraPassword }}
-        {{- end }}
-        {{- if include "media.s3Keys" $root }}
-        - name: MEDIA_MANAGED_S3_ACCESS_KEY_ID
-          valueFrom:
-            secretKeyRef:
-              name: {{ include "media.secretName" $root }}
-              key: {{ $v.secret.keys.s3AccessKeyId }}
-        - name: MEDIA_MANAGED_S3_SECRET_ACCESS_KEY
-          valueFrom:
-            secretKeyRef:
-              name: {{ include "media.secretName" $root }}
-              key: {{ $v.secret.keys.s3SecretAccessKey }}
-        {{- end }}
-        {{- if $v.oidc.issuer }}
-        - name: MEDIA_OIDC_CLIENT_SECRET
-          valueFrom:
-            secretKeyRef:
-              name: {{ include "media.secretName" $root }}
-              key: {{ $v.secret.keys.oidcClientSecret }}
-        {{- end }}
-        {{- with .env }}
-        {{- . | nindent 8 }}
-        {{- end }}
-        {{- with $v.extraEnv }}
-        {{- toYaml . | nindent 8 }}
-        {{- end }}
-        {{- with .values.extraEnv }}
-        {{- toYaml . | nindent 8 }}
-        {{- end }}
+      {{- include "media.containerEnv" (dict "root" $root "env" .env "extraEnv" .values.extraEnv) | nindent 6 }}
       startupProbe:
         httpGet: { path: {{ $v.probes.liveness.path }}, port: {{ .probe }} }
         periodSeconds: {{ $v.probes.startup.periodSeconds }}
@@ -180,4 +120,90 @@ spec:
 {{/* The data folder (MEDIA_DATA_DIR, the image's volume and its user's home): bootstrap.json on gateways, the encoder's work folder. */}}
 {{- define "media.dataDir" -}}
 /data
+{{- end }}
+
+{{/*
+The container's envFrom and env, the same for every role and the migrate Job: the ConfigMap's
+settings, the credentials from the Secret, the caller's own variables, then extraEnv (every
+container's, then the caller's), which may override them. Parameters:
+  root      the chart's context
+  env       the caller's own variables (a YAML list, already rendered), or ""
+  extraEnv  the caller's block's extraEnv (a list), or nil
+*/}}
+{{- define "media.containerEnv" -}}
+{{- $v := .root.Values -}}
+envFrom:
+  - configMapRef:
+      name: {{ include "media.fullname" .root }}
+  {{- with $v.extraEnvFrom }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+env:
+  - name: MEDIA_SERVER_SECRET
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "media.secretName" .root }}
+        key: {{ $v.secret.keys.serverSecret }}
+  {{- if $v.cassandra.username }}
+  - name: MEDIA_CASSANDRA_PASSWORD
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "media.secretName" .root }}
+        key: {{ $v.secret.keys.cassandraPassword }}
+  {{- end }}
+  {{- if include "media.s3Keys" .root }}
+  - name: MEDIA_MANAGED_S3_ACCESS_KEY_ID
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "media.secretName" .root }}
+        key: {{ $v.secret.keys.s3AccessKeyId }}
+  - name: MEDIA_MANAGED_S3_SECRET_ACCESS_KEY
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "media.secretName" .root }}
+        key: {{ $v.secret.keys.s3SecretAccessKey }}
+  {{- end }}
+  {{- if $v.oidc.issuer }}
+  - name: MEDIA_OIDC_CLIENT_SECRET
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "media.secretName" .root }}
+        key: {{ $v.secret.keys.oidcClientSecret }}
+  {{- end }}
+  {{- with .env }}
+  {{- . | nindent 2 }}
+  {{- end }}
+  {{- with $v.extraEnv }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+  {{- with .extraEnv }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+
+{{/*
+The init container that copies the image's /tmp (tsx's compiled sources, made at build) into the
+pod's /tmp volume, which would hide it: the process then starts without transpiling again.
+*/}}
+{{- define "media.warmTmp" -}}
+{{- $v := .Values -}}
+initContainers:
+  - name: warm-tmp
+    image: "{{ $v.image.repository }}:{{ include "media.imageTag" . }}"
+    imagePullPolicy: {{ $v.image.pullPolicy }}
+    # Only a head start: a copy that fails (another runAsUser cannot read the image's cache) holds nothing up.
+    command: [sh, -c, "cp -R /tmp/. /pod-tmp/ || echo 'warm-tmp: not copied; the process transpiles its sources at start'"]
+    securityContext:
+      {{- toYaml $v.securityContext | nindent 6 }}
+    resources:
+      requests: { cpu: 50m, memory: 32Mi }
+      limits: { memory: 64Mi }
+    volumeMounts:
+      - name: tmp
+        mountPath: /pod-tmp
+{{- end }}
+
+{{/* On the pods that serve metrics (every role's, not the migrate Job's): the metrics Service selects them. */}}
+{{- define "media.metricsLabel" -}}
+media/serves-metrics: "true"
 {{- end }}
