@@ -34,7 +34,16 @@ export default defineConfig({
       },
       { test: { name: "media", include: ["test/media/**/*.test.ts"], ...slow } },
       { test: { name: "api", include: ["test/api/**/*.test.ts", "test/oidc/**/*.test.ts", "test/clients/**/*.test.ts"], ...slow } },
-      { test: { name: "api-cluster", include: ["test/api/**/*.test.ts"], env: { MEDIA_TEST_TARGET: "cluster" }, ...cluster } },
+      // On the peers' SASL_SSL and TLS listeners where the setup offers them (test/cluster/secure-peers.ts).
+      {
+        test: {
+          name: "api-cluster",
+          include: ["test/api/**/*.test.ts"],
+          env: { MEDIA_TEST_TARGET: "cluster" },
+          ...cluster,
+          setupFiles: [...cluster.setupFiles, "test/cluster/on-secure-peers.ts"],
+        },
+      },
       { test: { name: "cluster", include: ["test/cluster/**/*.test.ts"], ...cluster } },
       { test: { name: "fuzz", include: ["test/fuzz/**/*.test.ts"], ...slow } },
       { test: { name: "conformance", include: ["test/conformance/**/*.test.ts"], ...slow } },

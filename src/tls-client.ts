@@ -28,10 +28,14 @@ const UNTRUSTED = new Set([
 
 export type CertificateProblem = { readonly kind: "untrusted" | "hostname"; readonly message: string };
 
-/** What a failed connection says about the server's certificate, looking through the clients' wrappers; undefined when nothing. */
+/**
+ * What a failed connection says about the server's certificate, looking through the clients'
+ * wrappers (the innermost error that says it); undefined when nothing.
+ */
 export function certificateProblem(e: unknown): CertificateProblem | undefined {
   const seen = new Set<unknown>();
   const queue: unknown[] = [e];
+  let found: CertificateProblem | undefined;
   while (queue.length > 0) {
     const err = queue.shift();
     if (typeof err !== "object" || err === null || seen.has(err)) continue;
@@ -43,13 +47,14 @@ export function certificateProblem(e: unknown): CertificateProblem | undefined {
       originalError?: unknown;
       innerErrors?: unknown;
     };
-    const text = typeof message === "string" ? message : "";
+    // The first line: the driver's wrappers append whole stack traces.
+    const text = (typeof message === "string" ? message : "").split("\n")[0]!;
     if (code === "ERR_TLS_CERT_ALTNAME_INVALID" || /does not match certificate's altnames|Hostname\/IP does not match/i.test(text))
-      return { kind: "hostname", message: text };
-    if ((typeof code === "string" && UNTRUSTED.has(code)) || /self[- ]signed certificate|unable to (get|verify) .*(issuer|leaf|first) cert/i.test(text))
-      return { kind: "untrusted", message: text };
+      found = { kind: "hostname", message: text };
+    else if ((typeof code === "string" && UNTRUSTED.has(code)) || /self[- ]signed certificate|unable to (get|verify) .*(issuer|leaf|first) cert/i.test(text))
+      found = { kind: "untrusted", message: text };
     queue.push(cause, originalError);
     if (innerErrors && typeof innerErrors === "object") queue.push(...Object.values(innerErrors));
   }
-  return undefined;
+  return found;
 }
