@@ -332,9 +332,15 @@ function managedStorage(env: NodeJS.ProcessEnv): Config["managed"] {
   const secretAccessKey = secret(env, "MEDIA_MANAGED_S3_SECRET_ACCESS_KEY") ?? "";
   // Without keys the SDK finds its own (a pod's web identity, an instance role): nothing static to leak.
   if (accessKeyId === "" && secretAccessKey !== "")
-    throw new ConfigError("MEDIA_MANAGED_S3_ACCESS_KEY_ID", "is required with MEDIA_MANAGED_S3_SECRET_ACCESS_KEY (or set neither for the default credential chain)");
+    throw new ConfigError(
+      "MEDIA_MANAGED_S3_ACCESS_KEY_ID",
+      "is required with MEDIA_MANAGED_S3_SECRET_ACCESS_KEY (or set neither for the default credential chain)",
+    );
   if (accessKeyId !== "" && secretAccessKey === "")
-    throw new ConfigError("MEDIA_MANAGED_S3_SECRET_ACCESS_KEY", "is required with MEDIA_MANAGED_S3_ACCESS_KEY_ID (or set neither for the default credential chain)");
+    throw new ConfigError(
+      "MEDIA_MANAGED_S3_SECRET_ACCESS_KEY",
+      "is required with MEDIA_MANAGED_S3_ACCESS_KEY_ID (or set neither for the default credential chain)",
+    );
   return {
     kind: "s3",
     bucket,

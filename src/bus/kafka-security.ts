@@ -29,7 +29,7 @@ const SASL_MECHANISM_ERRORS = new Set(["UNSUPPORTED_SASL_MECHANISM", "ILLEGAL_SA
 /** Every error inside `e` (kafkajs wraps the cause of its retries). */
 function chain(e: unknown): { name?: string; type?: string; message?: string }[] {
   const out: { name?: string; type?: string; message?: string }[] = [];
-  for (let err: unknown = e; typeof err === "object" && err !== null && out.length < 8; ) {
+  for (let err: unknown = e; typeof err === "object" && err !== null && out.length < 8;) {
     const x = err as { name?: string; type?: string; message?: string; originalError?: unknown; cause?: unknown };
     out.push(x);
     err = x.originalError ?? x.cause;
@@ -42,7 +42,10 @@ export function securityRefusal(e: unknown, connection: KafkaConnection): Config
   const where = connection.brokers.join(",");
   const cert = certificateProblem(e);
   if (cert?.kind === "hostname")
-    return new ConfigError("MEDIA_KAFKA_BROKERS", `Kafka's certificate at ${where} names other hosts (${cert.message}); use a broker address the certificate holds`);
+    return new ConfigError(
+      "MEDIA_KAFKA_BROKERS",
+      `Kafka's certificate at ${where} names other hosts (${cert.message}); use a broker address the certificate holds`,
+    );
   if (cert)
     return new ConfigError(
       "MEDIA_KAFKA_SSL_CA_FILE",

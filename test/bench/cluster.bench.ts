@@ -444,7 +444,12 @@ async function kafkaEcho(count: number): Promise<number[]> {
     await consumer.stop();
   } finally {
     await bus.close();
-    const admin = new kafkajs.Kafka({ brokers: KAFKA_BROKERS, ...kafkajsSecurity(KAFKA), clientId: `bench-cleanup-${suffix}`, logLevel: kafkajs.logLevel.NOTHING }).admin();
+    const admin = new kafkajs.Kafka({
+      brokers: KAFKA_BROKERS,
+      ...kafkajsSecurity(KAFKA),
+      clientId: `bench-cleanup-${suffix}`,
+      logLevel: kafkajs.logLevel.NOTHING,
+    }).admin();
     try {
       await admin.connect();
       await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
