@@ -140,7 +140,7 @@ export class KafkaBus implements Bus {
         "no answer within 10 s",
       );
     } catch (e) {
-      // A refused login or an untrusted certificate names its own setting; kafkajs would retry them for ever.
+      // A refused login or an untrusted certificate names its own setting, not the brokers'.
       const refusal = securityRefusal(e, this.options);
       if (refusal) throw refusal;
       const silent = /no answer within|closed connection|disconnected before secure TLS|ECONNRESET|timeout/i.test(message(e));

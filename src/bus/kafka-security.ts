@@ -1,6 +1,6 @@
 // How the bus's clients reach a secured Kafka (TLS, SASL PLAIN or SCRAM), and what a refused
 // connection says about the settings: a start that fails on them names the one at fault.
-import type { KafkaConfig } from "kafkajs";
+import type { KafkaConfig, SASLOptions } from "kafkajs";
 import { ConfigError, type ClusterConfig, type KafkaSasl, type TlsFiles } from "../config.js";
 import { certificateProblem, tlsClientOptions } from "../tls-client.js";
 
@@ -18,10 +18,18 @@ export const kafkaConnection = (c: ClusterConfig): KafkaConnection => ({ brokers
 /** kafkajs's `ssl` and `sasl` for a connection. */
 export function kafkajsSecurity(connection: KafkaConnection): Pick<KafkaConfig, "ssl" | "sasl"> {
   const { tls, sasl } = connection;
-  return {
-    ...(tls ? { ssl: tlsClientOptions(tls) } : {}),
-    ...(sasl ? { sasl: { mechanism: sasl.mechanism, username: sasl.username, password: sasl.password } as KafkaConfig["sasl"] } : {}),
-  };
+  return { ...(tls ? { ssl: tlsClientOptions(tls) } : {}), ...(sasl ? { sasl: saslOptions(sasl) } : {}) };
+}
+
+function saslOptions({ mechanism, username, password }: KafkaSasl): SASLOptions {
+  switch (mechanism) {
+    case "plain":
+      return { mechanism, username, password };
+    case "scram-sha-256":
+      return { mechanism, username, password };
+    case "scram-sha-512":
+      return { mechanism, username, password };
+  }
 }
 
 const SASL_MECHANISM_ERRORS = new Set(["UNSUPPORTED_SASL_MECHANISM", "ILLEGAL_SASL_STATE"]);
@@ -57,7 +65,10 @@ export function securityRefusal(e: unknown, connection: KafkaConnection): Config
   const sasl = connection.sasl;
   const mechanism = sasl?.mechanism.toUpperCase();
   if (sasl && errors.some((x) => SASL_MECHANISM_ERRORS.has(x.type ?? "") || /mechanism is not supported/i.test(x.message ?? ""))) {
-    return new ConfigError("MEDIA_KAFKA_SASL_MECHANISM", `Kafka at ${where} does not offer SASL ${mechanism} on this listener`);
+    return new ConfigError(
+      "MEDIA_KAFKA_SASL_MECHANISM",
+      `Kafka at ${where} does not offer SASL ${mechanism} on this listener (a listener without SASL, or with other mechanisms)`,
+    );
   }
   const auth = errors.find((x) => x.name === "KafkaJSSASLAuthenticationError" || x.type === "SASL_AUTHENTICATION_FAILED");
   if (auth && sasl) {

@@ -10,6 +10,7 @@ import { kafkaConnection } from "../../src/bus/kafka-security.js";
 import { clusterConfig } from "../../src/config.js";
 import { CassandraStore, cassandraConnection } from "../../src/store/cassandra-store.js";
 import { dropKeyspace, freePort, freshKeyspace, ROOT, tempDataDir } from "../harness.js";
+import { kafkaBrokers } from "./endpoints.js";
 import { PLAIN_USER, SCRAM_USER } from "./secure-peers.js";
 
 const published = process.env.MEDIA_TEST_SECURE_PEERS;
@@ -150,6 +151,12 @@ describe.skipIf(!published)("secure peers", () => {
       env: { MEDIA_KAFKA_SSL: "", MEDIA_KAFKA_SSL_CA_FILE: "" },
       setting: "MEDIA_KAFKA_BROKERS",
       says: /MEDIA_KAFKA_SSL=on/,
+    },
+    {
+      name: "a SASL login against the PLAINTEXT listener",
+      env: { MEDIA_KAFKA_BROKERS: kafkaBrokers().join(","), MEDIA_KAFKA_SSL: "", MEDIA_KAFKA_SSL_CA_FILE: "" },
+      setting: "MEDIA_KAFKA_SASL_MECHANISM",
+      says: /does not offer SASL SCRAM-SHA-512 on this listener/,
     },
     {
       name: "a wrong Cassandra password",
