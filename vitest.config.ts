@@ -38,18 +38,21 @@ export default defineConfig({
       },
       { test: { name: "media", include: ["test/media/**/*.test.ts"], ...slow } },
       { test: { name: "api", include: ["test/api/**/*.test.ts", "test/oidc/**/*.test.ts", "test/clients/**/*.test.ts"], ...slow } },
-      { test: { name: "api-cluster", include: ["test/api/**/*.test.ts"], env: { MEDIA_TEST_TARGET: "cluster" }, ...cluster } },
+      // On the peers' SASL_SSL and TLS listeners where the setup offers them (test/cluster/secure-peers.ts).
+      {
+        test: {
+          name: "api-cluster",
+          include: ["test/api/**/*.test.ts"],
+          env: { MEDIA_TEST_TARGET: "cluster" },
+          ...cluster,
+          setupFiles: [...cluster.setupFiles, "test/cluster/on-secure-peers.ts"],
+        },
+      },
       { test: { name: "cluster", include: ["test/cluster/**/*.test.ts"], exclude: inContainers, ...cluster } },
       // The adapters' contracts again, on Kafka and Cassandra in containers of the project's own
       // images through testcontainers: scripts/test.sh runs it with MEDIA_TEST_INFRA=containers
       // once deploy/images/build.sh has built them.
-      {
-        test: {
-          name: "cluster-containers",
-          include: CONTRACTS,
-          ...cluster,
-        },
-      },
+      { test: { name: "cluster-containers", include: CONTRACTS, ...cluster } },
       { test: { name: "fuzz", include: ["test/fuzz/**/*.test.ts"], ...slow } },
       { test: { name: "conformance", include: ["test/conformance/**/*.test.ts"], ...slow } },
       { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], ...slow } },

@@ -8,6 +8,9 @@
 #   bash infra/cassandra.sh status           exit 0 when running and answering, 3 when stopped
 #   bash infra/cassandra.sh fetch            only download the jars
 #   bash infra/cassandra.sh nodetool ARGS... run nodetool over local JMX, e.g. nodetool status
+#
+# CASSANDRA_SECURE=1 turns on client TLS (the certificate of infra/lib.sh's ensure_tls; optional,
+# so plain and TLS clients share the port) and PasswordAuthenticator (user cassandra/cassandra).
 set -euo pipefail
 
 SERVICE=cassandra
@@ -21,7 +24,13 @@ CASSANDRA_STORAGE_PORT="${CASSANDRA_STORAGE_PORT:-7000}"
 CASSANDRA_JMX_PORT="${CASSANDRA_JMX_PORT-7199}" # empty: no JMX
 CASSANDRA_HEAP="${CASSANDRA_HEAP:-1g}"
 CASSANDRA_CLUSTER_NAME="${CASSANDRA_CLUSTER_NAME:-media-dev}"
-CASSANDRA_AUTHENTICATOR="${CASSANDRA_AUTHENTICATOR:-AllowAllAuthenticator}"
+CASSANDRA_SECURE="${CASSANDRA_SECURE:-0}"
+[[ "$CASSANDRA_SECURE" == 0 || "$CASSANDRA_SECURE" == 1 ]] || { echo "CASSANDRA_SECURE must be 0 or 1" >&2; exit 2; }
+if ((CASSANDRA_SECURE)); then
+  CASSANDRA_AUTHENTICATOR="${CASSANDRA_AUTHENTICATOR:-PasswordAuthenticator}"
+else
+  CASSANDRA_AUTHENTICATOR="${CASSANDRA_AUTHENTICATOR:-AllowAllAuthenticator}"
+fi
 CASSANDRA_START_TIMEOUT="${CASSANDRA_START_TIMEOUT:-180}"
 CASSANDRA_STOP_TIMEOUT="${CASSANDRA_STOP_TIMEOUT:-60}"
 
@@ -113,6 +122,20 @@ concurrent_counter_writes: 8
 concurrent_compactors: 1
 compaction_throughput: 64MiB/s
 EOF
+  ((CASSANDRA_SECURE)) || return 0
+  cat >>"$CONFIG" <<EOF
+
+# CASSANDRA_SECURE=1: TLS on the CQL port, optional (a plain client still gets in, as during a
+# managed service's migration to TLS); no client certificate asked for.
+client_encryption_options:
+  enabled: true
+  optional: true
+  require_client_auth: false
+  ssl_context_factory:
+    class_name: org.apache.cassandra.security.PEMBasedSslContextFactory
+  keystore: $TLS_DIR/server.pem
+  truststore: $TLS_DIR/ca.pem
+EOF
 }
 
 is_running() { pid_running "$PIDFILE" "$MARKER"; }
@@ -127,6 +150,19 @@ cql_answers() {
     [[ ${hdr:0:2} == 84 && ${hdr:8:2} == 06 ]]' "$CASSANDRA_HOST" "$CASSANDRA_PORT" 2>/dev/null
 }
 
+# cql_login_works: STARTUP → AUTHENTICATE, then a SASL PLAIN AUTH_RESPONSE for cassandra/cassandra →
+# AUTH_SUCCESS. PasswordAuthenticator creates that role a moment after CQL opens.
+cql_login_works() {
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  timeout 5 bash -c '
+    exec 3<>"/dev/tcp/$0/$1" || exit 1
+    opcode() { head -c 9 <&3 | od -An -tx1 | tr -d " \n" | { read -r h; len=$((16#${h:10:8})); head -c "$len" <&3 >/dev/null; echo "${h:8:2}"; }; }
+    printf "\x04\x00\x00\x01\x01\x00\x00\x00\x16\x00\x01\x00\x0bCQL_VERSION\x00\x053.0.0" >&3
+    [[ $(opcode) == 03 ]] || exit 1
+    printf "\x04\x00\x00\x02\x0f\x00\x00\x00\x18\x00\x00\x00\x14\x00cassandra\x00cassandra" >&3
+    [[ $(opcode) == 10 ]]' "$CASSANDRA_HOST" "$CASSANDRA_PORT" 2>/dev/null
+}
+
 up() {
   require "$JAVA" setsid timeout od
   if is_running; then
@@ -136,6 +172,7 @@ up() {
   rm -f "$PIDFILE"
   fetch
   ensure_ports_free "$CASSANDRA_HOST" "$CASSANDRA_PORT" "$CASSANDRA_STORAGE_PORT" "$CASSANDRA_JMX_PORT"
+  ((CASSANDRA_SECURE)) && ensure_tls
   write_config
 
   local jamm jmx=()
@@ -178,6 +215,17 @@ up() {
     ((SECONDS < deadline)) || die "not ready after ${CASSANDRA_START_TIMEOUT}s; see $LOGFILE (still running, pid $(<"$PIDFILE"))"
     sleep 0.25
   done
+  if [[ "$CASSANDRA_AUTHENTICATOR" == PasswordAuthenticator ]]; then
+    until cql_login_works; do
+      died_during_start "$PIDFILE" "$MARKER" "$LOGFILE"
+      ((SECONDS < deadline)) || die "the login of cassandra/cassandra does not succeed after ${CASSANDRA_START_TIMEOUT}s; see $LOGFILE"
+      sleep 0.5
+    done
+  fi
+  if ((CASSANDRA_SECURE)); then
+    log "ready in $(since "$t0")s: CQL $CASSANDRA_HOST:$CASSANDRA_PORT, TLS optional (CA $TLS_DIR/ca.pem), user cassandra/cassandra (pid $(<"$PIDFILE"), data $DATA)"
+    return 0
+  fi
   log "ready in $(since "$t0")s: CQL $CASSANDRA_HOST:$CASSANDRA_PORT (pid $(<"$PIDFILE"), data $DATA)"
 }
 

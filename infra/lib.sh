@@ -139,3 +139,39 @@ parse_down_args() {
     esac
   done
 }
+
+# Secure mode (KAFKA_SECURE=1, CASSANDRA_SECURE=1): one self-signed CA and one server certificate
+# for 127.0.0.1 and localhost, shared by both peers, under $MEDIA_INFRA_DIR/tls:
+#   ca.pem          the CA clients trust (MEDIA_KAFKA_SSL_CA_FILE, MEDIA_CASSANDRA_SSL_CA_FILE)
+#   server.pem      the server's key (PKCS#8, unencrypted) followed by its certificate
+#   client.pem, client.key   a client certificate of the same CA (for servers that ask for one)
+# Made once; kept by `down --clean` (delete the folder for new ones). Two peers starting at once
+# each build a copy aside and the first rename wins.
+TLS_DIR="$MEDIA_INFRA_DIR/tls"
+ensure_tls() {
+  [[ -f "$TLS_DIR/server.pem" ]] && return 0
+  require openssl
+  local tmp="$TLS_DIR.tmp.$$"
+  rm -rf "$tmp"; mkdir -p "$tmp" "$(dirname "$TLS_DIR")"
+  (
+    cd "$tmp"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+      -subj "/CN=media infra CA" -keyout ca.key -out ca.pem \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+    for who in server client; do
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=media infra $who" -keyout "$who.key" -out "$who.csr"
+      printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+        "extendedKeyUsage=$([[ $who == server ]] && echo serverAuth || echo clientAuth)" >"$who.ext"
+      openssl x509 -req -in "$who.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 825 -extfile "$who.ext" -out "$who.crt"
+      rm -f "$who.csr" "$who.ext"
+    done
+    cat server.key server.crt >server.pem
+    mv client.crt client.pem
+    chmod 600 ./*.key server.pem
+  ) >/dev/null 2>&1 || { rm -rf "$tmp"; die "openssl could not make the certificates"; }
+  if mv -T "$tmp" "$TLS_DIR" 2>/dev/null; then
+    log "made a CA and a server certificate for 127.0.0.1 in $TLS_DIR"
+  else
+    rm -rf "$tmp" # the other peer's copy won
+  fi
+}

@@ -47,8 +47,9 @@ import { Paginator } from "../src/pagination.js";
 import { SecretBox } from "../src/secrets.js";
 import { FileStore } from "../src/store/file-store.js";
 import type { Store } from "../src/store/port.js";
-import { CassandraStore } from "../src/store/cassandra-store.js";
+import { CassandraStore, cassandraConnection } from "../src/store/cassandra-store.js";
 import { KafkaBus } from "../src/bus/kafka-bus.js";
+import { kafkaConnection } from "../src/bus/kafka-security.js";
 import { MemoryBus } from "../src/bus/memory-bus.js";
 import { registerStoreGauges, timedBus, timedStore } from "../src/metrics.js";
 import { metricsRoute } from "../gateway/metrics-edge.js";
@@ -238,15 +239,13 @@ async function openInfrastructure(config: Config, log: Logger): Promise<{ store:
   }
   const c = config.cluster;
   const store = new CassandraStore({
-    contactPoints: c.cassandraContactPoints,
-    localDataCenter: c.cassandraLocalDataCenter,
+    ...cassandraConnection(c),
     keyspace: c.cassandraKeyspace,
     replication: c.cassandraReplication,
     createSchema: c.cassandraCreateSchema,
-    ...(c.cassandraUsername !== undefined ? { username: c.cassandraUsername, password: c.cassandraPassword ?? "" } : {}),
   });
   await store.open();
-  const bus = new KafkaBus({ brokers: c.kafkaBrokers, clientId: `media-${process.pid}`, log });
+  const bus = new KafkaBus({ ...kafkaConnection(c), clientId: `media-${process.pid}`, log });
   try {
     await bus.start();
   } catch (e) {

@@ -14,10 +14,33 @@ export interface ClusterConfig {
   readonly cassandraLocalDataCenter: string;
   readonly cassandraKeyspace: string;
   readonly cassandraReplication: string;
+  /** TLS to Kafka (MEDIA_KAFKA_SSL=on); undefined: plaintext. */
+  readonly kafkaTls: TlsFiles | undefined;
+  /** SASL login to Kafka (MEDIA_KAFKA_SASL_MECHANISM); undefined: none. */
+  readonly kafkaSasl: KafkaSasl | undefined;
   readonly cassandraUsername: string | undefined;
+  /** MEDIA_CASSANDRA_PASSWORD, or the content of MEDIA_CASSANDRA_PASSWORD_FILE. */
   readonly cassandraPassword: string | undefined;
+  /** Client TLS to Cassandra (MEDIA_CASSANDRA_SSL=on); undefined: plaintext. */
+  readonly cassandraTls: (TlsFiles & { readonly verifyHostname: boolean }) | undefined;
   /** Apply infra/cql migrations at start; false requires the keyspace to exist. */
   readonly cassandraCreateSchema: boolean;
+}
+
+/**
+ * PEM files of a TLS client, checked readable at start. Without a CA file the system's roots are
+ * trusted; a certificate and its key (both or neither) identify the client to a server that asks.
+ */
+export interface TlsFiles {
+  readonly caFile: string | undefined;
+  readonly certFile: string | undefined;
+  readonly keyFile: string | undefined;
+}
+
+export interface KafkaSasl {
+  readonly mechanism: "plain" | "scram-sha-256" | "scram-sha-512";
+  readonly username: string;
+  readonly password: string;
 }
 
 export interface Config {
@@ -85,8 +108,8 @@ export interface Config {
         readonly bucket: string;
         readonly endpoint: string | undefined;
         readonly region: string;
-        readonly accessKeyId: string;
-        readonly secretAccessKey: string;
+        /** Static keys; undefined: the AWS SDK's default credential chain (environment, shared files, web identity, container or instance role). */
+        readonly keys: { readonly accessKeyId: string; readonly secretAccessKey: string } | undefined;
       };
   /**
    * Length of the "day" of delete_source_after_days, and how often each actor host sweeps due
@@ -311,16 +334,24 @@ function managedStorage(env: NodeJS.ProcessEnv): Config["managed"] {
     return { kind: "local", dir: path.resolve(env.MEDIA_MANAGED_DIR || path.join(env.MEDIA_DATA_DIR ?? "./data", "managed")) };
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new ConfigError("MEDIA_MANAGED_S3_BUCKET", `"${bucket}" is not a valid bucket name`);
   const accessKeyId = env.MEDIA_MANAGED_S3_ACCESS_KEY_ID ?? "";
-  const secretAccessKey = env.MEDIA_MANAGED_S3_SECRET_ACCESS_KEY ?? "";
-  if (accessKeyId === "" || secretAccessKey === "")
-    throw new ConfigError("MEDIA_MANAGED_S3_ACCESS_KEY_ID", "and MEDIA_MANAGED_S3_SECRET_ACCESS_KEY are required with MEDIA_MANAGED_S3_BUCKET");
+  const secretAccessKey = secret(env, "MEDIA_MANAGED_S3_SECRET_ACCESS_KEY") ?? "";
+  // Without keys the SDK finds its own (a pod's web identity, an instance role): nothing static to leak.
+  if (accessKeyId === "" && secretAccessKey !== "")
+    throw new ConfigError(
+      "MEDIA_MANAGED_S3_ACCESS_KEY_ID",
+      "is required with MEDIA_MANAGED_S3_SECRET_ACCESS_KEY (or set neither for the default credential chain)",
+    );
+  if (accessKeyId !== "" && secretAccessKey === "")
+    throw new ConfigError(
+      "MEDIA_MANAGED_S3_SECRET_ACCESS_KEY",
+      "is required with MEDIA_MANAGED_S3_ACCESS_KEY_ID (or set neither for the default credential chain)",
+    );
   return {
     kind: "s3",
     bucket,
     endpoint: endpoint(env, "MEDIA_MANAGED_S3_ENDPOINT"),
     region: env.MEDIA_MANAGED_S3_REGION || "us-east-1",
-    accessKeyId,
-    secretAccessKey,
+    keys: accessKeyId === "" ? undefined : { accessKeyId, secretAccessKey },
   };
 }
 
@@ -361,6 +392,123 @@ function netSettings(env: NodeJS.ProcessEnv): Config["net"] {
   return { allow, tlsCaFile };
 }
 
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: "on" | "off"): boolean {
+  const raw = env[name] || fallback;
+  if (raw !== "on" && raw !== "off") throw new ConfigError(name, `must be on or off, got "${raw}"`);
+  return raw === "on";
+}
+
+/** A readable PEM file holding a `what` ("CERTIFICATE", "PRIVATE KEY"), as an absolute path. */
+function pemFile(env: NodeJS.ProcessEnv, name: string, what: "CERTIFICATE" | "PRIVATE KEY"): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  const file = path.resolve(raw);
+  let pem: string;
+  try {
+    pem = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new ConfigError(name, `cannot read ${file}: ${(e as Error).message}`);
+  }
+  // "PRIVATE KEY" also matches the RSA and EC forms' "-----BEGIN RSA PRIVATE KEY-----".
+  if (!new RegExp(`-----BEGIN [A-Z ]*${what}-----`).test(pem)) throw new ConfigError(name, `${file} holds no PEM ${what.toLowerCase()}`);
+  return file;
+}
+
+/** A secret from NAME, or from the file NAME_FILE names (a mounted secret; one trailing newline dropped); not both. */
+function secret(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const fileName = `${name}_FILE`;
+  const value = env[name];
+  const file = env[fileName];
+  if (value && file) throw new ConfigError(fileName, `and ${name} are both set; set one`);
+  if (!file) return value || undefined;
+  let text: string;
+  try {
+    text = readFileSync(path.resolve(file), "utf8");
+  } catch (e) {
+    throw new ConfigError(fileName, `cannot read ${path.resolve(file)}: ${(e as Error).message}`);
+  }
+  text = text.replace(/\r?\n$/, "");
+  if (text === "") throw new ConfigError(fileName, `${path.resolve(file)} is empty`);
+  return text;
+}
+
+/** <prefix>_SSL and its files; the files without TLS on are a mistake, not a no-op. */
+function tlsFiles(env: NodeJS.ProcessEnv, prefix: string): TlsFiles | undefined {
+  const on = onOff(env, `${prefix}_SSL`, "off");
+  const files = {
+    caFile: pemFile(env, `${prefix}_SSL_CA_FILE`, "CERTIFICATE"),
+    certFile: pemFile(env, `${prefix}_SSL_CERT_FILE`, "CERTIFICATE"),
+    keyFile: pemFile(env, `${prefix}_SSL_KEY_FILE`, "PRIVATE KEY"),
+  };
+  const named = Object.entries({ CA_FILE: files.caFile, CERT_FILE: files.certFile, KEY_FILE: files.keyFile }).find(([, v]) => v !== undefined);
+  if (!on) {
+    if (named) throw new ConfigError(`${prefix}_SSL_${named[0]}`, `is set but ${prefix}_SSL is off; set ${prefix}_SSL=on`);
+    return undefined;
+  }
+  if (files.certFile && !files.keyFile) throw new ConfigError(`${prefix}_SSL_KEY_FILE`, `is required with ${prefix}_SSL_CERT_FILE`);
+  if (files.keyFile && !files.certFile) throw new ConfigError(`${prefix}_SSL_CERT_FILE`, `is required with ${prefix}_SSL_KEY_FILE`);
+  return files;
+}
+
+const SASL_MECHANISMS = ["plain", "scram-sha-256", "scram-sha-512"] as const;
+
+function kafkaSasl(env: NodeJS.ProcessEnv): KafkaSasl | undefined {
+  const raw = (env.MEDIA_KAFKA_SASL_MECHANISM ?? "").toLowerCase();
+  const username = env.MEDIA_KAFKA_SASL_USERNAME ?? "";
+  const password = secret(env, "MEDIA_KAFKA_SASL_PASSWORD");
+  if (raw === "") {
+    if (username !== "" || password !== undefined)
+      throw new ConfigError("MEDIA_KAFKA_SASL_MECHANISM", `is required with MEDIA_KAFKA_SASL_USERNAME and _PASSWORD (${SASL_MECHANISMS.join(", ")})`);
+    return undefined;
+  }
+  const mechanism = SASL_MECHANISMS.find((m) => m === raw);
+  if (!mechanism) throw new ConfigError("MEDIA_KAFKA_SASL_MECHANISM", `must be ${SASL_MECHANISMS.join(", ")}, got "${env.MEDIA_KAFKA_SASL_MECHANISM}"`);
+  if (username === "") throw new ConfigError("MEDIA_KAFKA_SASL_USERNAME", `is required with MEDIA_KAFKA_SASL_MECHANISM=${mechanism}`);
+  if (password === undefined)
+    throw new ConfigError("MEDIA_KAFKA_SASL_PASSWORD", `(or MEDIA_KAFKA_SASL_PASSWORD_FILE) is required with MEDIA_KAFKA_SASL_MECHANISM=${mechanism}`);
+  return { mechanism, username, password };
+}
+
+/** How this deployment reaches Kafka and Cassandra (MEDIA_KAFKA_*, MEDIA_CASSANDRA_*, MEDIA_COMMAND_PARTITIONS). */
+export function clusterConfig(env: NodeJS.ProcessEnv = process.env): ClusterConfig {
+  const list = (name: string, fallback: string) => {
+    const items = (env[name] || fallback)
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
+    if (items.some((i) => !/^[A-Za-z0-9.:[\]_-]+$/.test(i))) throw new ConfigError(name, `must be a comma-separated list of host:port, got "${env[name]}"`);
+    return items;
+  };
+  const keyspace = env.MEDIA_CASSANDRA_KEYSPACE || "media";
+  if (!/^[a-z][a-z0-9_]{0,47}$/.test(keyspace)) throw new ConfigError("MEDIA_CASSANDRA_KEYSPACE", `"${keyspace}" is not a valid keyspace name`);
+  // Deployments sharing a broker must not serve each other's commands.
+  const topicPrefix = env.MEDIA_KAFKA_TOPIC_PREFIX || `media.${keyspace}`;
+  if (!/^[A-Za-z0-9._-]{1,200}$/.test(topicPrefix)) throw new ConfigError("MEDIA_KAFKA_TOPIC_PREFIX", `"${topicPrefix}" is not a valid topic name prefix`);
+  const createSchema = env.MEDIA_CASSANDRA_CREATE_SCHEMA || "true";
+  if (createSchema !== "true" && createSchema !== "false") throw new ConfigError("MEDIA_CASSANDRA_CREATE_SCHEMA", `must be true or false`);
+  const cassandraUsername = env.MEDIA_CASSANDRA_USERNAME || undefined;
+  const cassandraPassword = secret(env, "MEDIA_CASSANDRA_PASSWORD");
+  if (cassandraPassword !== undefined && cassandraUsername === undefined)
+    throw new ConfigError("MEDIA_CASSANDRA_USERNAME", "is required with MEDIA_CASSANDRA_PASSWORD");
+  const cassandraTls = tlsFiles(env, "MEDIA_CASSANDRA");
+  const verifyHostname = onOff(env, "MEDIA_CASSANDRA_SSL_HOSTNAME_VERIFICATION", "on");
+  return {
+    kafkaBrokers: list("MEDIA_KAFKA_BROKERS", "127.0.0.1:9092"),
+    topicPrefix,
+    commandPartitions: integer(env, "MEDIA_COMMAND_PARTITIONS", 12, 1, 1000),
+    kafkaTls: tlsFiles(env, "MEDIA_KAFKA"),
+    kafkaSasl: kafkaSasl(env),
+    cassandraContactPoints: list("MEDIA_CASSANDRA_CONTACT_POINTS", "127.0.0.1:9042"),
+    cassandraLocalDataCenter: env.MEDIA_CASSANDRA_LOCAL_DC || "datacenter1",
+    cassandraKeyspace: keyspace,
+    cassandraReplication: env.MEDIA_CASSANDRA_REPLICATION || "{'class':'SimpleStrategy','replication_factor':1}",
+    cassandraUsername,
+    cassandraPassword,
+    cassandraTls: cassandraTls && { ...cassandraTls, verifyHostname },
+    cassandraCreateSchema: createSchema === "true",
+  };
+}
+
 function retryScale(env: NodeJS.ProcessEnv): number {
   const raw = env.MEDIA_WEBHOOK_RETRY_SCALE;
   if (raw === undefined || raw === "") return 1;
@@ -398,33 +546,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (mode === "cluster" && secret === undefined && env.MEDIA_DATA_DIR === undefined) {
     throw new ConfigError("MEDIA_SERVER_SECRET", "is required in cluster mode (or a MEDIA_DATA_DIR shared by every process)");
   }
-  const list = (name: string, fallback: string) => {
-    const items = (env[name] || fallback)
-      .split(",")
-      .map((s) => s.trim())
-      .filter((s) => s !== "");
-    if (items.some((i) => !/^[A-Za-z0-9.:[\]_-]+$/.test(i))) throw new ConfigError(name, `must be a comma-separated list of host:port, got "${env[name]}"`);
-    return items;
-  };
-  const keyspace = env.MEDIA_CASSANDRA_KEYSPACE || "media";
-  if (!/^[a-z][a-z0-9_]{0,47}$/.test(keyspace)) throw new ConfigError("MEDIA_CASSANDRA_KEYSPACE", `"${keyspace}" is not a valid keyspace name`);
-  // Deployments sharing a broker must not serve each other's commands.
-  const topicPrefix = env.MEDIA_KAFKA_TOPIC_PREFIX || `media.${keyspace}`;
-  if (!/^[A-Za-z0-9._-]{1,200}$/.test(topicPrefix)) throw new ConfigError("MEDIA_KAFKA_TOPIC_PREFIX", `"${topicPrefix}" is not a valid topic name prefix`);
-  const createSchema = env.MEDIA_CASSANDRA_CREATE_SCHEMA || "true";
-  if (createSchema !== "true" && createSchema !== "false") throw new ConfigError("MEDIA_CASSANDRA_CREATE_SCHEMA", `must be true or false`);
-  const cluster: ClusterConfig = {
-    kafkaBrokers: list("MEDIA_KAFKA_BROKERS", "127.0.0.1:9092"),
-    topicPrefix,
-    commandPartitions: integer(env, "MEDIA_COMMAND_PARTITIONS", 12, 1, 1000),
-    cassandraContactPoints: list("MEDIA_CASSANDRA_CONTACT_POINTS", "127.0.0.1:9042"),
-    cassandraLocalDataCenter: env.MEDIA_CASSANDRA_LOCAL_DC || "datacenter1",
-    cassandraKeyspace: keyspace,
-    cassandraReplication: env.MEDIA_CASSANDRA_REPLICATION || "{'class':'SimpleStrategy','replication_factor':1}",
-    cassandraUsername: env.MEDIA_CASSANDRA_USERNAME || undefined,
-    cassandraPassword: env.MEDIA_CASSANDRA_PASSWORD || undefined,
-    cassandraCreateSchema: createSchema === "true",
-  };
+  const cluster = clusterConfig(env);
   const httpServer = env.MEDIA_HTTP_SERVER || "uws";
   if (httpServer !== "uws" && httpServer !== "node") {
     throw new ConfigError("MEDIA_HTTP_SERVER", `must be "uws" or "node", got "${httpServer}"`);

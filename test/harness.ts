@@ -12,7 +12,8 @@ import { createLogger } from "../src/log.js";
 import { launchCluster } from "../main/launcher.js";
 import { startServer, type Bootstrap } from "../main/server.js";
 import type { Store } from "../src/store/port.js";
-import { cassandraContactPoint, kafkaBrokers } from "./cluster/endpoints.js";
+import { cassandraContactPoint, cassandraPeer, kafkaBrokers } from "./cluster/endpoints.js";
+import { cassandraClientOptions } from "../src/store/cassandra-store.js";
 import { collectGarbageHere, collectGarbageIn } from "./gc.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");
@@ -80,7 +81,7 @@ export function clusterEnv(dataDir: string, keyspace: string, extra: Record<stri
 /** Drops a test keyspace; best effort, a leftover one is harmless. */
 export async function dropKeyspace(keyspace: string, contactPoint = cassandraContactPoint()): Promise<void> {
   const { default: cassandra } = await import("cassandra-driver");
-  const client = new cassandra.Client({ contactPoints: [contactPoint], localDataCenter: "datacenter1" });
+  const client = new cassandra.Client(cassandraClientOptions({ ...cassandraPeer(), contactPoints: [contactPoint] }));
   try {
     await client.connect();
     await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`, [], { readTimeout: 60_000 });

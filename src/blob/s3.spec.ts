@@ -94,3 +94,44 @@ describe("S3 failures", { timeout: 30_000 }, () => {
     expect(r2Endpoint(id, "fedramp")).toBe(`https://${id}.fedramp.r2.cloudflarestorage.com`);
   });
 });
+
+describe("without static keys (the operator's managed bucket): the SDK's default credential chain", () => {
+  const names = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE"];
+  const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
+  afterAll(() => {
+    for (const n of names) {
+      if (saved[n] === undefined) delete process.env[n];
+      else process.env[n] = saved[n];
+    }
+  });
+  const keyless = () => at({ accessKeyId: undefined, secretAccessKey: undefined });
+
+  it("signs with the keys of a shared credentials file, and presigns nothing", async () => {
+    for (const n of names) delete process.env[n];
+    const dir = mkdtempSync(path.join(tmpdir(), "s3-chain-"));
+    writeFileSync(
+      path.join(dir, "credentials"),
+      `[media-test]\naws_access_key_id = ${minio.admin.accessKeyId}\naws_secret_access_key = ${minio.admin.secretAccessKey}\n`,
+    );
+    writeFileSync(path.join(dir, "config"), "");
+    process.env.AWS_SHARED_CREDENTIALS_FILE = path.join(dir, "credentials");
+    process.env.AWS_CONFIG_FILE = path.join(dir, "config");
+    process.env.AWS_PROFILE = "media-test";
+    const file = path.join(dir, "object.bin");
+    writeFileSync(file, "from the chain");
+    const blob = keyless();
+    expect(await blob.put("chain/object.bin", file)).toEqual({ size: 14 });
+    expect(await blob.head("chain/object.bin")).toEqual({ size: 14 });
+    expect(blob.signedUrl("chain/object.bin", 60)).toBeUndefined();
+  });
+
+  it("signs with the environment's keys (AWS_ACCESS_KEY_ID): wrong ones are refused, right ones read", async () => {
+    for (const n of names) delete process.env[n];
+    process.env.AWS_ACCESS_KEY_ID = "AKIAWRONGWRONGWRONG0";
+    process.env.AWS_SECRET_ACCESS_KEY = "wrong-secret-wrong-secret-wrong-secret00";
+    expect((await failure(keyless().head("chain/object.bin"))).kind).toBe("denied");
+    process.env.AWS_ACCESS_KEY_ID = minio.admin.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = minio.admin.secretAccessKey;
+    expect(await keyless().head("chain/object.bin")).toEqual({ size: 14 });
+  });
+});

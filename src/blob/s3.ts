@@ -18,8 +18,13 @@ export interface S3Location {
   readonly region: string;
   /** Unset: AWS's regional endpoint for the bucket (virtual-hosted). Set: that server, path-style. */
   readonly endpoint?: string | undefined;
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
+  /**
+   * Static keys. Without them, the SDK's default credential chain (environment, shared files, web
+   * identity, container or instance role), which only the operator's own bucket uses: origins
+   * always carry the caller's keys.
+   */
+  readonly accessKeyId?: string | undefined;
+  readonly secretAccessKey?: string | undefined;
   /** http:// endpoints are accepted only from the operator's configuration. */
   readonly allowHttp?: boolean;
 }
@@ -64,7 +69,9 @@ export class S3Blob implements BlobStore {
     this.where = `${location.scheme}://${location.bucket}`;
     this.client = new S3Client({
       region: location.region,
-      credentials: { accessKeyId: location.accessKeyId, secretAccessKey: location.secretAccessKey },
+      ...(location.accessKeyId && location.secretAccessKey
+        ? { credentials: { accessKeyId: location.accessKeyId, secretAccessKey: location.secretAccessKey } }
+        : {}),
       ...(location.endpoint ? { endpoint: location.endpoint, forcePathStyle: true } : {}),
       requestHandler: new NodeHttpHandler({
         httpAgent: guard.agent("http:"),
@@ -152,8 +159,10 @@ export class S3Blob implements BlobStore {
     return `${this.where}/${key}`;
   }
 
-  signedUrl(key: string, expiresSeconds: number): string {
-    return presignS3Get(this.location, key, expiresSeconds);
+  /** Undefined without static keys: the chain's credentials come asynchronously, and only managed storage goes without keys. */
+  signedUrl(key: string, expiresSeconds: number): string | undefined {
+    const { accessKeyId, secretAccessKey } = this.location;
+    return accessKeyId && secretAccessKey ? presignS3Get({ ...this.location, accessKeyId, secretAccessKey }, key, expiresSeconds) : undefined;
   }
 
   /** An SDK failure on key as a BlobError. */

@@ -30,13 +30,14 @@ import kafkajs from "kafkajs";
 import type { Admin, Consumer as KafkaConsumer, ConsumerRunConfig, EachMessagePayload, IHeaders, LogEntry, Producer } from "kafkajs";
 import { ConfigError } from "../config.js";
 import type { Logger } from "../log.js";
+import { kafkajsSecurity, listenerHint, securityRefusal, type KafkaConnection } from "./kafka-security.js";
 import type { Bus, BusHealth, BusMessage, ConsumeOptions, Consumer, OutgoingMessage, TopicSpec } from "./port.js";
 
 const { Kafka, Partitioners, logLevel: LogLevel } = kafkajs;
 type KafkaClient = InstanceType<typeof Kafka>;
 
-export interface KafkaBusOptions {
-  readonly brokers: readonly string[];
+/** The brokers and, for a secured Kafka, `tls` and `sasl` (kafkaConnection of the configuration). */
+export interface KafkaBusOptions extends KafkaConnection {
   readonly clientId: string;
   /** Per request. Default 30 000 (kafkajs's). */
   readonly requestTimeoutMs?: number;
@@ -98,6 +99,7 @@ export class KafkaBus implements Bus {
     const debug = options.debug ?? process.env.MEDIA_LOG_LEVEL === "debug";
     this.kafka = new Kafka({
       brokers: [...options.brokers],
+      ...kafkajsSecurity(options),
       clientId: options.clientId,
       connectionTimeout: options.connectionTimeoutMs ?? 3000,
       ...(options.requestTimeoutMs !== undefined ? { requestTimeout: options.requestTimeoutMs } : {}),
@@ -121,6 +123,7 @@ export class KafkaBus implements Bus {
     // long-lived clients should keep them. Probe first with a client that gives up quickly.
     const probe = new Kafka({
       brokers: [...this.options.brokers],
+      ...kafkajsSecurity(this.options),
       clientId: `${this.options.clientId}-probe`,
       connectionTimeout: this.options.connectionTimeoutMs ?? 3000,
       requestTimeout: 5000,
@@ -137,7 +140,11 @@ export class KafkaBus implements Bus {
         "no answer within 10 s",
       );
     } catch (e) {
-      throw new ConfigError(BROKERS_SETTING, `cannot reach Kafka at ${where}: ${message(e)}`);
+      // A refused login or an untrusted certificate names its own setting, not the brokers'.
+      const refusal = securityRefusal(e, this.options);
+      if (refusal) throw refusal;
+      const silent = /no answer within|closed connection|disconnected before secure TLS|ECONNRESET|timeout/i.test(message(e));
+      throw new ConfigError(BROKERS_SETTING, `cannot reach Kafka at ${where}: ${message(e)}${silent ? listenerHint(this.options) : ""}`);
     } finally {
       await probe.disconnect().catch(() => undefined);
     }
@@ -145,7 +152,7 @@ export class KafkaBus implements Bus {
       await deadline(Promise.all([this.admin.connect(), this.producer.connect()]), 30_000, "no answer within 30 s");
     } catch (e) {
       await Promise.allSettled([this.admin.disconnect(), this.producer.disconnect()]);
-      throw new ConfigError(BROKERS_SETTING, `cannot connect to Kafka at ${where}: ${message(e)}`);
+      throw securityRefusal(e, this.options) ?? new ConfigError(BROKERS_SETTING, `cannot connect to Kafka at ${where}: ${message(e)}`);
     }
     this.started = true;
   }

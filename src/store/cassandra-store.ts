@@ -62,12 +62,13 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import cassandra from "cassandra-driver";
-import { ConfigError } from "../config.js";
+import { ConfigError, type ClusterConfig, type TlsFiles } from "../config.js";
+import { certificateProblem, tlsClientOptions } from "../tls-client.js";
 import { cqlStatements } from "../metrics.js";
 import { Fenced, StoreUnavailable, VersionConflict } from "../errors.js";
 import type { Batch, Fence, JournalEvent, RecordWrite, ScanOptions, ScanResult, Snapshot, Store, StoredRecord, StoreHealth } from "./port.js";
 
-const { Client, types, errors: driverErrors } = cassandra;
+const { Client, types, errors: driverErrors, auth } = cassandra;
 type Client = InstanceType<typeof Client>;
 type Row = cassandra.types.Row;
 type ResultSet = cassandra.types.ResultSet;
@@ -80,17 +81,51 @@ export const CassandraSettings = {
   replication: "MEDIA_CASSANDRA_REPLICATION",
   username: "MEDIA_CASSANDRA_USERNAME",
   password: "MEDIA_CASSANDRA_PASSWORD",
+  caFile: "MEDIA_CASSANDRA_SSL_CA_FILE",
+  verifyHostname: "MEDIA_CASSANDRA_SSL_HOSTNAME_VERIFICATION",
 } as const;
 
-export interface CassandraStoreOptions {
+/** Where Cassandra is and how to log in: every Cassandra client of a process (and of the tests) takes the same. */
+export interface CassandraConnection {
   /** host or host:port */
   readonly contactPoints: readonly string[];
   readonly localDataCenter: string;
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
+  /** Client TLS (MEDIA_CASSANDRA_SSL=on); undefined: plaintext. */
+  readonly tls?: (TlsFiles & { readonly verifyHostname: boolean }) | undefined;
+}
+
+export const cassandraConnection = (c: ClusterConfig): CassandraConnection => ({
+  contactPoints: c.cassandraContactPoints,
+  localDataCenter: c.cassandraLocalDataCenter,
+  username: c.cassandraUsername,
+  password: c.cassandraPassword,
+  tls: c.cassandraTls,
+});
+
+/** The driver's options for a connection: contact points, data centre, password login, TLS. */
+export function cassandraClientOptions(c: CassandraConnection): cassandra.ClientOptions {
+  return {
+    contactPoints: [...c.contactPoints],
+    localDataCenter: c.localDataCenter,
+    ...(c.username !== undefined ? { authProvider: new auth.PlainTextAuthProvider(c.username, c.password ?? "") } : {}),
+    ...(c.tls
+      ? {
+          sslOptions: {
+            ...tlsClientOptions(c.tls),
+            // Off: the chain is still verified, only the name is not (nodes reached by address behind a name).
+            ...(c.tls.verifyHostname ? {} : { checkServerIdentity: () => undefined }),
+          },
+        }
+      : {}),
+  };
+}
+
+export interface CassandraStoreOptions extends CassandraConnection {
   readonly keyspace: string;
   /** CQL replication map for CREATE KEYSPACE; default {'class':'SimpleStrategy','replication_factor':1}. */
   readonly replication?: string;
-  readonly username?: string;
-  readonly password?: string;
   /** Apply infra/cql/*.cql in order on open, recording them in schema_version (default true). */
   readonly createSchema?: boolean;
   /** "local" (default): LOCAL_QUORUM and LOCAL_SERIAL; "global": QUORUM and SERIAL. */
@@ -224,9 +259,7 @@ export class CassandraStore implements Store {
     }
     if (!o.localDataCenter) throw new ConfigError(CassandraSettings.localDataCenter, "is required (e.g. datacenter1)");
     const client = new Client({
-      contactPoints: [...o.contactPoints],
-      localDataCenter: o.localDataCenter,
-      ...(o.username !== undefined ? { credentials: { username: o.username, password: o.password ?? "" } } : {}),
+      ...cassandraClientOptions(o),
       queryOptions: { consistency: this.consistency, serialConsistency: this.serial, prepare: true, fetchSize: PAGE },
       socketOptions: { connectTimeout: 5_000, readTimeout: 12_000 },
       // Server-side timestamps: ordered with the ballot timestamps of the LWTs on the same rows.
@@ -715,6 +748,22 @@ export class CassandraStore implements Store {
 
   private connectError(e: unknown): Error {
     const where = this.options.contactPoints.join(",");
+    const cert = certificateProblem(e);
+    if (cert?.kind === "hostname") {
+      return new ConfigError(
+        CassandraSettings.verifyHostname,
+        `Cassandra's certificate at ${where} names other hosts (${cert.message}); connect by a name it holds, or set ${CassandraSettings.verifyHostname}=off`,
+      );
+    }
+    if (cert) {
+      const ca = this.options.tls?.caFile;
+      return new ConfigError(
+        CassandraSettings.caFile,
+        `Cassandra's certificate at ${where} is not trusted (${cert.message}); ${
+          ca ? `${ca} is not the CA that signed it` : `set ${CassandraSettings.caFile} to the PEM of the CA that signed it`
+        }`,
+      );
+    }
     if (e instanceof driverErrors.NoHostAvailableError) {
       const inner = Object.entries((e.innerErrors ?? {}) as Record<string, unknown>);
       const auth = inner.find(([, err]) => isAuthError(err));

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cassandraContactPoint } from "../cluster/endpoints.js";
+import { cassandraClient } from "../cluster/endpoints.js";
 import { call, ok, startHarness, TARGET, type Auth, type Harness } from "../harness.js";
 
 let h: Harness;
@@ -46,8 +46,7 @@ async function storedTexts(): Promise<{ where: string; text: string }[]> {
     // The bootstrap file holds the bootstrap key by design (0600, printed once); it is not among the secrets made here.
     return filesUnder(h.config.dataDir).map((f) => ({ where: f, text: readFileSync(f).toString("latin1") }));
   }
-  const { default: cassandra } = await import("cassandra-driver");
-  const client = new cassandra.Client({ contactPoints: [cassandraContactPoint()], localDataCenter: "datacenter1" });
+  const client = cassandraClient();
   await client.connect();
   try {
     const keyspace = h.config.cluster.cassandraKeyspace;

@@ -30,8 +30,10 @@ import cassandra from "cassandra-driver";
 import kafkajs from "kafkajs";
 import { API_KEYS } from "../../actors/api-key/messages.js";
 import { KafkaBus } from "../../src/bus/kafka-bus.js";
+import { kafkaConnection, kafkajsSecurity } from "../../src/bus/kafka-security.js";
+import { clusterConfig } from "../../src/config.js";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
-import { CassandraStore } from "../../src/store/cassandra-store.js";
+import { CassandraStore, cassandraClientOptions, cassandraConnection } from "../../src/store/cassandra-store.js";
 import { call, freePort, freshKeyspace, readBootstrap, ROOT, spawnServer, tempDataDir, type ChildServer } from "../harness.js";
 import { makeTestCa, startMinio, type MinioPeer } from "../peers.js";
 
@@ -55,6 +57,9 @@ const GOAL_P99_MS = 20;
 const LIMITS_OFF = { MEDIA_RATE_LIMIT_KEY: "off", MEDIA_RATE_LIMIT_ANONYMOUS: "off", MEDIA_RATE_LIMIT_HEALTH: "off" };
 const KAFKA_BROKERS = (process.env.MEDIA_KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
 const CASSANDRA_CONTACT = `127.0.0.1:${process.env.CASSANDRA_PORT ?? "9042"}`;
+// The login and TLS of the peers, as the service reads them (MEDIA_KAFKA_SASL_*, MEDIA_CASSANDRA_SSL...).
+const KAFKA = { ...kafkaConnection(clusterConfig(process.env)), brokers: KAFKA_BROKERS };
+const CASSANDRA = { ...cassandraConnection(clusterConfig(process.env)), contactPoints: [CASSANDRA_CONTACT] };
 const INFRA_DIR = process.env.MEDIA_INFRA_DIR ?? path.join(ROOT, ".infra");
 
 // ── autocannon ──
@@ -412,7 +417,7 @@ async function kafkaEcho(count: number): Promise<number[]> {
   const suffix = randomUUID().slice(0, 8);
   const topic = `bench.echo.${suffix}`;
   const group = `bench-echo-${suffix}`;
-  const bus = new KafkaBus({ brokers: KAFKA_BROKERS, clientId: `bench-echo-${suffix}` });
+  const bus = new KafkaBus({ ...KAFKA, clientId: `bench-echo-${suffix}` });
   const waiting = new Map<string, () => void>();
   const samples: number[] = [];
   try {
@@ -439,7 +444,12 @@ async function kafkaEcho(count: number): Promise<number[]> {
     await consumer.stop();
   } finally {
     await bus.close();
-    const admin = new kafkajs.Kafka({ brokers: KAFKA_BROKERS, clientId: `bench-cleanup-${suffix}`, logLevel: kafkajs.logLevel.NOTHING }).admin();
+    const admin = new kafkajs.Kafka({
+      brokers: KAFKA_BROKERS,
+      ...kafkajsSecurity(KAFKA),
+      clientId: `bench-cleanup-${suffix}`,
+      logLevel: kafkajs.logLevel.NOTHING,
+    }).admin();
     try {
       await admin.connect();
       await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
@@ -453,7 +463,7 @@ async function kafkaEcho(count: number): Promise<number[]> {
 
 /** One Cassandra row read as the gateway does it (CassandraStore.get, LOCAL_QUORUM, prepared), from this process. */
 async function cassandraRead(keyspace: string, id: string, count: number): Promise<number[]> {
-  const store = new CassandraStore({ contactPoints: [CASSANDRA_CONTACT], localDataCenter: "datacenter1", keyspace, createSchema: false });
+  const store = new CassandraStore({ ...CASSANDRA, keyspace, createSchema: false });
   await store.open();
   const samples: number[] = [];
   try {
@@ -469,7 +479,7 @@ async function cassandraRead(keyspace: string, id: string, count: number): Promi
 }
 
 async function dropKeyspace(keyspace: string): Promise<void> {
-  const client = new cassandra.Client({ contactPoints: [CASSANDRA_CONTACT], localDataCenter: "datacenter1" });
+  const client = new cassandra.Client(cassandraClientOptions(CASSANDRA));
   try {
     await client.connect();
     await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`, [], { readTimeout: 60_000 });

@@ -14,7 +14,7 @@ import { performance } from "node:perf_hooks";
 import kafkajs from "kafkajs";
 import { KafkaBus } from "../../src/bus/kafka-bus.js";
 import { ROOT, waitForJob } from "../harness.js";
-import { kafkaBrokers } from "../cluster/endpoints.js";
+import { kafkaPeer, kafkajsOptions } from "../cluster/endpoints.js";
 import { startFleet } from "../cluster/fleet.js";
 
 const ROUNDS = Number(process.argv[2] ?? 5);
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   const node = fleet.cluster.encoderNodes[0]!;
   const suffix = randomUUID().slice(0, 8);
   const topic = `bench.sched.${suffix}`;
-  const bus = new KafkaBus({ brokers: kafkaBrokers(), clientId: `bench-sched-${suffix}` });
+  const bus = new KafkaBus({ ...kafkaPeer(), clientId: `bench-sched-${suffix}` });
   await bus.start();
   await bus.ensureTopics([{ topic, partitions: 1 }]);
   const echo: number[] = [];
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await bus.close();
-    const admin = new kafkajs.Kafka({ brokers: kafkaBrokers(), clientId: `bench-cleanup-${suffix}`, logLevel: kafkajs.logLevel.NOTHING }).admin();
+    const admin = new kafkajs.Kafka({ ...kafkajsOptions(`bench-cleanup-${suffix}`), logLevel: kafkajs.logLevel.NOTHING }).admin();
     await admin
       .connect()
       .then(() => admin.deleteTopics({ topics: [topic] }))

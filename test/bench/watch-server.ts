@@ -59,8 +59,9 @@ async function main(): Promise<void> {
 
   async function cluster(c: typeof config) {
     const { launchCluster } = await load<typeof import("../../main/launcher.js")>("main/launcher.ts");
-    const { CassandraStore } = await load<typeof import("../../src/store/cassandra-store.js")>("src/store/cassandra-store.ts");
+    const { CassandraStore, cassandraConnection } = await load<typeof import("../../src/store/cassandra-store.js")>("src/store/cassandra-store.ts");
     const { KafkaBus } = await load<typeof import("../../src/bus/kafka-bus.js")>("src/bus/kafka-bus.ts");
+    const { kafkaConnection } = await load<typeof import("../../src/bus/kafka-security.js")>("src/bus/kafka-security.ts");
     const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
     const local = await launchCluster({
       gateways: Number(process.env.BENCH_GATEWAYS ?? 2),
@@ -69,14 +70,13 @@ async function main(): Promise<void> {
       env,
     });
     const s = new CassandraStore({
-      contactPoints: c.cluster.cassandraContactPoints,
-      localDataCenter: c.cluster.cassandraLocalDataCenter,
+      ...cassandraConnection(c.cluster),
       keyspace: c.cluster.cassandraKeyspace,
       replication: c.cluster.cassandraReplication,
       createSchema: false,
     });
     await s.open();
-    const b = new KafkaBus({ brokers: c.cluster.kafkaBrokers, clientId: `bench-watch-${process.pid}`, log: createLogger("warn") });
+    const b = new KafkaBus({ ...kafkaConnection(c.cluster), clientId: `bench-watch-${process.pid}`, log: createLogger("warn") });
     await b.start();
     const bootstrap = JSON.parse(readFileSync(path.join(c.dataDir, "bootstrap.json"), "utf8")) as unknown;
     return {

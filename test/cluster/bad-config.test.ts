@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
 import { call, freePort, freshKeyspace, readBootstrap, ROOT, tempDataDir, clusterEnv, dropKeyspace } from "../harness.js";
-import { cassandraContactPoint, kafkaBrokers } from "./endpoints.js";
+import { cassandraContactPoint, cassandraPeer, kafkaBrokers } from "./endpoints.js";
 import { kafkaDown, kafkaRunning, kafkaUp } from "./kafka-service.js";
 
 const CASSANDRA = cassandraContactPoint();
@@ -19,8 +19,14 @@ const dataDir = tempDataDir();
 const ROLES = ["serve", "gateway", "actor-host"] as const;
 type Role = (typeof ROLES)[number];
 
-/** The environment without the runner's own MEDIA_* settings, so each case sets exactly what it tests. */
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("MEDIA_")));
+/**
+ * The environment without the runner's own MEDIA_* settings, so each case sets exactly what it tests;
+ * but with the password the test peers ask of every client (test/cluster/secure-peers.ts).
+ */
+const baseEnv = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("MEDIA_"))),
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k === "MEDIA_CASSANDRA_USERNAME" || k === "MEDIA_CASSANDRA_PASSWORD")),
+};
 
 interface Exit {
   readonly code: number | null;
@@ -60,9 +66,9 @@ function runMedia(role: Role, env: Record<string, string>, timeoutMs = 45_000): 
 }
 
 /**
- * A stand-in Cassandra node that asks for a password and refuses every credential: the one of
- * infra/cassandra.sh runs AllowAllAuthenticator (never checks credentials), and restarting it with
- * PasswordAuthenticator would cost minutes. This speaks just enough of the native protocol
+ * A stand-in Cassandra node that asks for a password and refuses every credential, whoever runs the
+ * test peers (the containers' node never checks credentials; the local one's wrong password is
+ * tested in secure-peers.test.ts). This speaks just enough of the native protocol
  * (OPTIONS → SUPPORTED, STARTUP → AUTHENTICATE, AUTH_RESPONSE → ERROR 0x0100 "bad credentials")
  * for the real driver to fail the way it fails against a real node with wrong credentials.
  */
@@ -119,7 +125,7 @@ let fakeCassandra: Awaited<ReturnType<typeof refusingCassandra>> | undefined;
 
 beforeAll(async () => {
   // The schema once, before processes that would otherwise all apply it to the empty keyspace at once.
-  const store = new CassandraStore({ contactPoints: [CASSANDRA], localDataCenter: "datacenter1", keyspace });
+  const store = new CassandraStore({ ...cassandraPeer(), keyspace });
   await store.open();
   await store.close();
   fakeCassandra = await refusingCassandra();
@@ -162,7 +168,7 @@ const CASES: Case[] = [
   {
     name: "Cassandra asks for credentials and none are set",
     setting: "MEDIA_CASSANDRA_USERNAME",
-    env: () => ({ MEDIA_CASSANDRA_CONTACT_POINTS: `127.0.0.1:${fakeCassandra!.port}` }),
+    env: () => ({ MEDIA_CASSANDRA_CONTACT_POINTS: `127.0.0.1:${fakeCassandra!.port}`, MEDIA_CASSANDRA_USERNAME: "", MEDIA_CASSANDRA_PASSWORD: "" }),
   },
   { name: "unknown mode", setting: "MEDIA_MODE", env: () => ({ MEDIA_MODE: "bogus" }), says: /bogus/ },
   { name: "a role outside cluster mode", setting: "MEDIA_MODE", env: () => ({ MEDIA_MODE: "embedded" }), roles: ["gateway", "actor-host"] },

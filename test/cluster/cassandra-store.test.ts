@@ -8,20 +8,19 @@ import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { promisify } from "node:util";
-import cassandra from "cassandra-driver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config.js";
 import { Fenced, VersionConflict } from "../../src/errors.js";
 import { CassandraSettings, CassandraStore, renderCql, type CassandraStoreOptions } from "../../src/store/cassandra-store.js";
 import { storeContract, type ContractStore } from "../../src/store/store-contract.js";
-import { cassandraContactPoint, infraProvider } from "./endpoints.js";
+import { cassandraClient, cassandraContactPoint, cassandraPeer, infraProvider } from "./endpoints.js";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const SCRIPT = path.join(ROOT, "infra/cassandra.sh");
 const CONTACT = cassandraContactPoint();
 const KEYSPACE = `media_test_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
-const base: CassandraStoreOptions = { contactPoints: [CONTACT], localDataCenter: "datacenter1", keyspace: KEYSPACE };
+const base: CassandraStoreOptions = { ...cassandraPeer(), contactPoints: [CONTACT], keyspace: KEYSPACE };
 
 let startedHere = false;
 
@@ -44,7 +43,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  const client = new cassandra.Client({ contactPoints: [CONTACT], localDataCenter: "datacenter1" });
+  const client = cassandraClient();
   try {
     await client.connect();
     await client.execute(`DROP KEYSPACE IF EXISTS ${KEYSPACE}`, [], { readTimeout: 60_000 });
@@ -131,7 +130,7 @@ describe("CassandraStore", () => {
   it("records applied migrations in schema_version and opens without schema creation", async () => {
     const s = await openStore();
     await s.close();
-    const client = new cassandra.Client({ contactPoints: [CONTACT], localDataCenter: "datacenter1" });
+    const client = cassandraClient();
     await client.connect();
     try {
       const rows = (await client.execute(`SELECT version, checksum, applied_at FROM ${KEYSPACE}.schema_version`)).rows;
@@ -206,7 +205,7 @@ describe("CassandraStore", () => {
 
   it("keeps the applied steps and rejects with the error when a later write fails", async () => {
     const s = await openStore();
-    const admin = new cassandra.Client({ contactPoints: [CONTACT], localDataCenter: "datacenter1" });
+    const admin = cassandraClient();
     await admin.connect();
     try {
       const [rows, claims, k] = [unique("rows"), unique("claims"), unique("k")];
@@ -243,7 +242,7 @@ describe("CassandraStore", () => {
 
   it("scans list each record once even with a stale index row left by a failure", async () => {
     const s = await openStore();
-    const admin = new cassandra.Client({ contactPoints: [CONTACT], localDataCenter: "datacenter1" });
+    const admin = cassandraClient();
     await admin.connect();
     try {
       const t = unique("t");

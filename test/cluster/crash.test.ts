@@ -11,7 +11,7 @@ import { topicsFor } from "../../actors/commands.js";
 import { partitionFor } from "../../src/bus/port.js";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { freePort, freshKeyspace, readBootstrap, tempDataDir, clusterEnv, dropKeyspace } from "../harness.js";
-import { kafkaBrokers } from "./endpoints.js";
+import { kafkajsOptions } from "./endpoints.js";
 
 const PARTITIONS = 4;
 const WRITERS = 8;
@@ -106,7 +106,7 @@ describe("cluster crash", () => {
     cluster = await launchCluster({ gateways: 2, actorHosts: 2, basePort, env });
     const launched = Date.now();
     // The topic may predate this cluster (ensureTopics never changes a partition count): ask Kafka.
-    const admin = new kafkajs.Kafka({ brokers: kafkaBrokers(), clientId: "crash-test", logLevel: kafkajs.logLevel.NOTHING }).admin();
+    const admin = new kafkajs.Kafka({ ...kafkajsOptions("crash-test"), logLevel: kafkajs.logLevel.NOTHING }).admin();
     await admin.connect();
     const partitions = (await admin.fetchTopicMetadata({ topics: [topicsFor(`media.${keyspace}`).commands] })).topics[0]!.partitions.length;
     await admin.disconnect();

@@ -9,11 +9,11 @@ import { ActorHost } from "../../actors/host.js";
 import { createLogger } from "../../src/log.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
 import { freshKeyspace } from "../harness.js";
-import { cassandraContactPoint } from "./endpoints.js";
+import { cassandraPeer } from "./endpoints.js";
 
 const keyspace = freshKeyspace();
 const open = async () => {
-  const store = new CassandraStore({ contactPoints: [cassandraContactPoint()], localDataCenter: "datacenter1", keyspace });
+  const store = new CassandraStore({ ...cassandraPeer(), keyspace });
   await store.open();
   return store;
 };
@@ -84,7 +84,7 @@ class UnfencedStore extends CassandraStore {
 
 async function pausedHost(Store: typeof CassandraStore) {
   const open = async () => {
-    const s = new Store({ contactPoints: [cassandraContactPoint()], localDataCenter: "datacenter1", keyspace });
+    const s = new Store({ ...cassandraPeer(), keyspace });
     await s.open();
     return s;
   };

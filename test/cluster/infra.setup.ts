@@ -7,12 +7,15 @@
 //               engine answers.
 //   auto        (default) containers when a Docker engine answers and those images are built,
 //               else local.
+// The local peers also offer secured listeners, which the api-cluster project uses
+// (test/cluster/secure-peers.ts).
 // Either way the endpoints are published in process.env (MEDIA_KAFKA_BROKERS,
 // MEDIA_CASSANDRA_CONTACT_POINTS), which the forked test workers and the cluster processes they
 // launch inherit; the tests read them through test/cluster/endpoints.ts. MEDIA_TEST_KEEP_INFRA=1
 // leaves everything running after the run.
 import { spawn, spawnSync } from "node:child_process";
 import path from "node:path";
+import { publishSecurePeers, secureWanted } from "./secure-peers.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const running = (script: string) => spawnSync("bash", [path.join(ROOT, "infra", script), "status"], { stdio: "ignore" }).status === 0;
@@ -38,6 +41,12 @@ function script(name: string, ...args: string[]): Promise<void> {
 
 /** Kafka and Cassandra side by side (each takes tens of seconds), without blocking vitest's event loop. */
 async function local(): Promise<() => Promise<void>> {
+  // The peers offer their secure listeners beside the plain ones (test/cluster/secure-peers.ts).
+  const secure = secureWanted();
+  if (secure) {
+    process.env.KAFKA_SECURE ||= "1";
+    process.env.CASSANDRA_SECURE ||= "1";
+  }
   const scripts = ["kafka.sh", "cassandra.sh"].filter((s) => !running(s));
   await Promise.all(
     scripts.map(async (s) => {
@@ -49,6 +58,7 @@ async function local(): Promise<() => Promise<void>> {
   process.env.MEDIA_TEST_INFRA_PROVIDER = "local";
   process.env.MEDIA_KAFKA_BROKERS = `127.0.0.1:${process.env.KAFKA_PORT || "9092"}`;
   process.env.MEDIA_CASSANDRA_CONTACT_POINTS = `127.0.0.1:${process.env.CASSANDRA_PORT || "9042"}`;
+  if (secure) await publishSecurePeers().catch((e: unknown) => fail(e instanceof Error ? e.message : String(e)));
   return async () => {
     if (keep()) return;
     for (const s of scripts) await script(s, "down", "--clean");

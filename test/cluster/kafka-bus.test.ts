@@ -9,12 +9,11 @@ import { busContract } from "../../src/bus/bus-contract.js";
 import { KafkaBus } from "../../src/bus/kafka-bus.js";
 import { ConfigError } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
-import { infraProvider, kafkaBrokers } from "./endpoints.js";
+import { infraProvider, kafkaPeer, kafkajsOptions } from "./endpoints.js";
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const script = path.join(root, "infra/kafka.sh");
-const brokers = kafkaBrokers();
 let startedHere = false;
 
 beforeAll(async () => {
@@ -39,7 +38,7 @@ let clients = 0;
 busContract(
   "KafkaBus",
   async () => {
-    const bus = new KafkaBus({ brokers, clientId: `bus-contract-${process.pid}-${++clients}`, log });
+    const bus = new KafkaBus({ ...kafkaPeer(), clientId: `bus-contract-${process.pid}-${++clients}`, log });
     await bus.start();
     return bus;
   },
@@ -65,7 +64,7 @@ describe("KafkaBus start", () => {
 
 describe("KafkaBus long handlers", () => {
   it("keeps a member whose handler runs past the session timeout (an encode): no rebalance, no redelivery", async () => {
-    const bus = new KafkaBus({ brokers, clientId: `long-handler-${process.pid}`, log, sessionTimeoutMs: 6000 });
+    const bus = new KafkaBus({ ...kafkaPeer(), clientId: `long-handler-${process.pid}`, log, sessionTimeoutMs: 6000 });
     await bus.start();
     const topic = `media.test.long-handler-${process.pid}-${Date.now()}`;
     try {
@@ -113,7 +112,7 @@ describe("KafkaBus byKey", () => {
   };
 
   it("handles the keys of one partition side by side, each in order, and commits only what every earlier message reached", async () => {
-    const bus = new KafkaBus({ brokers, clientId: `by-key-${process.pid}`, log });
+    const bus = new KafkaBus({ ...kafkaPeer(), clientId: `by-key-${process.pid}`, log });
     await bus.start();
     const { topic, group } = await oneTopic(bus, "by-key");
     const done: string[] = [];
@@ -160,7 +159,7 @@ describe("KafkaBus byKey", () => {
   }, 90_000);
 
   it("keeps an offset uncommitted while an earlier message of another key is unhandled", async () => {
-    const bus = new KafkaBus({ brokers, clientId: `by-key-mark-${process.pid}`, log, commitIntervalMs: 20 });
+    const bus = new KafkaBus({ ...kafkaPeer(), clientId: `by-key-mark-${process.pid}`, log, commitIntervalMs: 20 });
     await bus.start();
     const { topic, group } = await oneTopic(bus, "by-key-mark");
     const done: string[] = [];
@@ -181,7 +180,7 @@ describe("KafkaBus byKey", () => {
     ]);
     await until(() => done.length === 2, 20_000, "the others");
     await new Promise((r) => setTimeout(r, 300)); // commits of the marks so far
-    const admin = new (await import("kafkajs")).default.Kafka({ brokers: [...brokers], clientId: "by-key-admin", logLevel: 0 }).admin();
+    const admin = new (await import("kafkajs")).default.Kafka({ ...kafkajsOptions("by-key-admin"), logLevel: 0 }).admin();
     await admin.connect();
     const [offsets] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
     await admin.disconnect();

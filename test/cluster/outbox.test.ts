@@ -20,7 +20,7 @@ import { call, clusterEnv, dropKeyspace, freePort, freshKeyspace, ok, readBootst
 import { makeTestInput } from "../media.js";
 import { makeTestCa, serveFile, startMinio, type HttpsPeer, type MinioPeer, type TestCa } from "../peers.js";
 import { startRecordingReceiver, type RecordingReceiver } from "../receivers.js";
-import { kafkaBrokers } from "./endpoints.js";
+import { kafkajsOptions } from "./endpoints.js";
 
 const keyspace = freshKeyspace();
 const dataDir = tempDataDir();
@@ -91,7 +91,7 @@ describe("outbox across kill -9 of the actor host", () => {
       m.value.command.type === "enqueue" &&
       m.value.command.task.jobId === jobId &&
       m.value.command.task.kind === "encode";
-    const kafka = new kafkajs.Kafka({ brokers: kafkaBrokers(), clientId: "outbox-test", logLevel: kafkajs.logLevel.NOTHING });
+    const kafka = new kafkajs.Kafka({ ...kafkajsOptions("outbox-test"), logLevel: kafkajs.logLevel.NOTHING });
     consumer = kafka.consumer({ groupId: `outbox-test-${keyspace}` });
     await consumer.connect();
     await consumer.subscribe({ topics: [topics.updates, topics.commands], fromBeginning: true });
