@@ -217,14 +217,7 @@ function measured(store: Store, bus: Bus): { store: Store; bus: Bus } {
 export async function migrate(config: Config): Promise<void> {
   if (config.mode !== "cluster") throw new ConfigError("MEDIA_MODE", "media migrate applies the Cassandra schema of cluster mode; set MEDIA_MODE=cluster");
   const c = config.cluster;
-  const store = new CassandraStore({
-    contactPoints: c.cassandraContactPoints,
-    localDataCenter: c.cassandraLocalDataCenter,
-    keyspace: c.cassandraKeyspace,
-    replication: c.cassandraReplication,
-    createSchema: true,
-    ...(c.cassandraUsername !== undefined ? { username: c.cassandraUsername, password: c.cassandraPassword ?? "" } : {}),
-  });
+  const store = new CassandraStore({ ...cassandraConnection(c), keyspace: c.cassandraKeyspace, replication: c.cassandraReplication, createSchema: true });
   await store.open();
   await store.close();
 }
