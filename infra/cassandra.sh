@@ -43,33 +43,8 @@ PIDFILE="$HOME_DIR/cassandra.pid"
 LOGFILE="$HOME_DIR/cassandra.log"
 MARKER="$CONFIG" # appears on the node's command line
 
-# JDK 17 module flags from Cassandra 5.0's conf/jvm17-server.options.
-JPMS_FLAGS=(
-  -Djdk.attach.allowAttachSelf=true
-  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-  --add-exports java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED
-  --add-exports java.rmi/sun.rmi.registry=ALL-UNNAMED
-  --add-exports java.rmi/sun.rmi.server=ALL-UNNAMED
-  --add-exports java.sql/java.sql=ALL-UNNAMED
-  --add-exports java.base/java.lang.ref=ALL-UNNAMED
-  --add-exports jdk.unsupported/sun.misc=ALL-UNNAMED
-  --add-exports jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED
-  --add-exports jdk.attach/sun.tools.attach=ALL-UNNAMED
-  --add-opens java.base/java.lang.module=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.loader=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.reflect=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.math=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.module=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.util.jar=ALL-UNNAMED
-  --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED
-  --add-opens java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens java.base/java.io=ALL-UNNAMED
-  --add-opens java.base/java.lang.reflect=ALL-UNNAMED
-  --add-opens jdk.compiler/com.sun.tools.javac=ALL-UNNAMED
-  --add-opens java.base/java.lang=ALL-UNNAMED
-  --add-opens java.base/java.util=ALL-UNNAMED
-)
+# JDK 17 module flags from Cassandra 5.0's conf/jvm17-server.options (shared with the image).
+mapfile -t JPMS_FLAGS < <(grep -v '^#' "$INFRA_SRC/cassandra/jvm17-server.options" | tr ' ' '\n' | grep -v '^$')
 
 fetch() {
   fetch_jars "$INFRA_SRC/cassandra/pom.xml" "$LIB" -Dcassandra.version="$CASSANDRA_VERSION"

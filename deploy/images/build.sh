@@ -106,7 +106,7 @@ peers() {
   ctx="$STAGE/cassandra"
   rm -rf "$ctx" && mkdir -p "$ctx"
   cp -al "$INFRA/cache/cassandra-$CASSANDRA_VERSION/lib" "$ctx/lib"
-  cp -al infra/cassandra/logback.xml deploy/images/cassandra.yaml deploy/images/cassandra-entrypoint.sh "$ctx/"
+  cp -al infra/cassandra/logback.xml infra/cassandra/jvm17-server.options deploy/images/cassandra.yaml deploy/images/cassandra-entrypoint.sh "$ctx/"
   build "media-cassandra:$CASSANDRA_VERSION" deploy/images/Dockerfile.cassandra "$ctx" "$(hash_tree "$ctx")-$(sha256sum deploy/images/Dockerfile.cassandra | cut -c1-8)"
 
   ctx="$STAGE/minio"

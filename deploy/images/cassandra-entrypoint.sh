@@ -23,32 +23,7 @@ mkdir -p /var/lib/cassandra/{data,commitlog,saved_caches,hints,cdc_raw} "$CONF/t
 heap="${MAX_HEAP_SIZE:-1G}"
 jamm="$(find "$LIB" -maxdepth 1 -name 'jamm-*.jar' | head -n 1)"
 # JDK 17 module flags from Cassandra 5.0's conf/jvm17-server.options, as infra/cassandra.sh passes them.
-jpms=(
-  -Djdk.attach.allowAttachSelf=true
-  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-  --add-exports java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED
-  --add-exports java.rmi/sun.rmi.registry=ALL-UNNAMED
-  --add-exports java.rmi/sun.rmi.server=ALL-UNNAMED
-  --add-exports java.sql/java.sql=ALL-UNNAMED
-  --add-exports java.base/java.lang.ref=ALL-UNNAMED
-  --add-exports jdk.unsupported/sun.misc=ALL-UNNAMED
-  --add-exports jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED
-  --add-exports jdk.attach/sun.tools.attach=ALL-UNNAMED
-  --add-opens java.base/java.lang.module=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.loader=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.reflect=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.math=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.module=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.util.jar=ALL-UNNAMED
-  --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED
-  --add-opens java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens java.base/java.io=ALL-UNNAMED
-  --add-opens java.base/java.lang.reflect=ALL-UNNAMED
-  --add-opens jdk.compiler/com.sun.tools.javac=ALL-UNNAMED
-  --add-opens java.base/java.lang=ALL-UNNAMED
-  --add-opens java.base/java.util=ALL-UNNAMED
-)
+mapfile -t jpms < <(grep -v '^#' /opt/cassandra/jvm17-server.options | tr ' ' '\n' | grep -v '^$')
 # shellcheck disable=SC2086
 exec java -Xms"$heap" -Xmx"$heap" ${HEAP_NEWSIZE:+-Xmn$HEAP_NEWSIZE} \
   -XX:+UseG1GC -XX:+ParallelRefProcEnabled -XX:MaxTenuringThreshold=1 -XX:MaxGCPauseMillis=300 \
