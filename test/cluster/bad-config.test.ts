@@ -3,15 +3,14 @@
 // unreachable broker, missing keyspace, unreachable Cassandra, wrong credentials, malformed
 // settings. Then the health check of a running cluster while Kafka is stopped and started again:
 // it reports the bus as the unhealthy component, and recovers.
-import { spawn } from "node:child_process";
 import net from "node:net";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { CassandraStore } from "../../src/store/cassandra-store.js";
 import { call, freePort, freshKeyspace, readBootstrap, ROOT, tempDataDir, clusterEnv, dropKeyspace } from "../harness.js";
 import { cassandraContactPoint, cassandraPeer, kafkaBrokers } from "./endpoints.js";
 import { kafkaDown, kafkaRunning, kafkaUp } from "./kafka-service.js";
+import { runMedia, type Exit } from "./run-media.js";
 
 const CASSANDRA = cassandraContactPoint();
 const keyspace = freshKeyspace();
@@ -28,19 +27,11 @@ const baseEnv = {
   ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k === "MEDIA_CASSANDRA_USERNAME" || k === "MEDIA_CASSANDRA_PASSWORD")),
 };
 
-interface Exit {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly output: string;
-  readonly ms: number;
-}
-
-/** Runs `node bin/media.js <role>` (cluster mode, default log level) until it exits; killed after timeoutMs. */
-function runMedia(role: Role, env: Record<string, string>, timeoutMs = 45_000): Promise<Exit> {
-  const t0 = Date.now();
-  const child = spawn(process.execPath, [path.join(ROOT, "bin/media.js"), role], {
-    cwd: ROOT,
-    env: {
+/** `node bin/media.js <role>` (cluster mode, default log level) until it exits; killed after timeoutMs. */
+function runRole(role: Role, env: Record<string, string>, timeoutMs = 45_000): Promise<Exit> {
+  return runMedia(
+    role,
+    {
       ...baseEnv,
       MEDIA_MODE: "cluster",
       MEDIA_DATA_DIR: dataDir,
@@ -51,18 +42,8 @@ function runMedia(role: Role, env: Record<string, string>, timeoutMs = 45_000): 
       MEDIA_CASSANDRA_KEYSPACE: keyspace,
       ...env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout!.on("data", (d) => (output += d));
-  child.stderr!.on("data", (d) => (output += d));
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, output, ms: Date.now() - t0 });
-    });
-  });
+    timeoutMs,
+  );
 }
 
 /**
@@ -193,7 +174,7 @@ describe("bad configuration stops the process with one line naming the setting",
   for (const c of CASES) {
     it(`${c.name} → ${c.setting}`, async () => {
       const roles = c.roles ?? ROLES;
-      const exits = await Promise.all(roles.map((role) => runMedia(role, c.env())));
+      const exits = await Promise.all(roles.map((role) => runRole(role, c.env())));
       roles.forEach((role, i) => {
         const exit = exits[i]!;
         const lines = exit.output.split("\n").filter((l) => l.trim() !== "");

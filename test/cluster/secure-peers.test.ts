@@ -2,15 +2,14 @@
 // Kafka's SASL_SSL with PLAIN and SCRAM, Cassandra's TLS with a password. What works produces,
 // consumes and stores; what is wrong (a password, a missing CA, the other mechanism, TLS off)
 // stops `media serve` with exit code 2 and one line naming the setting, within seconds.
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KafkaBus } from "../../src/bus/kafka-bus.js";
 import { kafkaConnection } from "../../src/bus/kafka-security.js";
 import { clusterConfig } from "../../src/config.js";
 import { CassandraStore, cassandraConnection } from "../../src/store/cassandra-store.js";
-import { dropKeyspace, freePort, freshKeyspace, ROOT, tempDataDir } from "../harness.js";
+import { dropKeyspace, freePort, freshKeyspace, tempDataDir } from "../harness.js";
 import { kafkaBrokers } from "./endpoints.js";
+import { runMedia, type Exit } from "./run-media.js";
 import { PLAIN_USER, SCRAM_USER } from "./secure-peers.js";
 
 const published = process.env.MEDIA_TEST_SECURE_PEERS;
@@ -26,15 +25,8 @@ if (!published) {
 /** The environment without the runner's MEDIA_* settings: each case sets the secure ones and its fault. */
 const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("MEDIA_")));
 
-interface Exit {
-  readonly code: number | null;
-  readonly output: string;
-  readonly ms: number;
-}
-
 /** `node bin/media.js serve` in cluster mode on the secure settings plus `env` (an empty value unsets one), until it exits. */
-function runMedia(env: Record<string, string>, timeoutMs = 45_000): Promise<Exit> {
-  const t0 = Date.now();
+function runServe(env: Record<string, string>, timeoutMs = 45_000): Promise<Exit> {
   const merged: Record<string, string> = {
     ...baseEnv,
     ...secure,
@@ -45,21 +37,7 @@ function runMedia(env: Record<string, string>, timeoutMs = 45_000): Promise<Exit
     MEDIA_CASSANDRA_KEYSPACE: keyspace,
     ...env,
   };
-  const child = spawn(process.execPath, [path.join(ROOT, "bin/media.js"), "serve"], {
-    cwd: ROOT,
-    env: Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== "")),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout!.on("data", (d) => (output += d));
-  child.stderr!.on("data", (d) => (output += d));
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ code, output, ms: Date.now() - t0 });
-    });
-  });
+  return runMedia("serve", Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== "")), timeoutMs);
 }
 
 const settings = (env: Record<string, string>) => clusterConfig({ ...secure, ...env });
@@ -180,7 +158,7 @@ describe.skipIf(!published)("secure peers", () => {
 
   for (const c of CASES) {
     it(`${c.name} stops the service naming ${c.setting}`, async () => {
-      const exit = await runMedia(c.env);
+      const exit = await runServe(c.env);
       const lines = exit.output.split("\n").filter((l) => l.trim() !== "");
       expect({ code: exit.code, lines: lines.length }, exit.output).toEqual({ code: 2, lines: 1 });
       expect(lines[0]).toMatch(new RegExp(`^media: bad configuration: ${c.setting}: \\S`));
