@@ -13,7 +13,8 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium, openPage, playbackAdvances } from "../browser.js";
 import { freeLoopbackPort } from "../peers.js";
-import { ROOT, answers, buildImages, composeProject, docker, engineMissing, until } from "./engine.js";
+import { until } from "../cluster/probes.js";
+import { ROOT, answers, buildImages, composeProject, docker, engineMissing } from "./engine.js";
 
 const run = promisify(execFile);
 const missing = engineMissing();

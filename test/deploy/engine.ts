@@ -54,19 +54,13 @@ export function composeProject(file: string, project: string, env: Record<string
   };
 }
 
-/** Polls `check` until it answers true, every `everyMs`; false after `timeoutMs`. */
-export async function until(check: () => Promise<boolean>, timeoutMs: number, everyMs = 500): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
-/** Whether GET url answers `status`. */
+/** Whether GET url answers `status` (false while nothing listens there yet). */
 export async function answers(url: string, status = 200): Promise<boolean> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(3000) });
-  await res.arrayBuffer();
-  return res.status === status;
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(3000) });
+    await res.arrayBuffer();
+    return res.status === status;
+  } catch {
+    return false;
+  }
 }
