@@ -12,6 +12,7 @@ import { partitionFor } from "../src/bus/port.js";
 import { randomToken } from "../src/ids.js";
 import type { Fence, JournalEvent, RecordWrite, Snapshot, Store } from "../src/store/port.js";
 import type { EntityRef } from "./entity.js";
+import { activeTrace, childSpan, failedWith, inSpanContext, SpanKind, type Context } from "../src/tracing.js";
 import { EVENTS_FIELD, INTENTS_FIELD, NO_OUTBOX, type Intent, type Outbox } from "./outbox.js";
 
 const { start, configurePersistence, spawnPersistent, query, dispatch, stop } = nact as unknown as {
@@ -51,6 +52,8 @@ export interface EntityBehavior<S, C, E, I extends Intent = Intent, R = S> exten
 interface Envelope<C> {
   readonly command: C;
   readonly sender: unknown;
+  /** The decision's trace, for the intents it journals (they run later, in the relay). */
+  readonly trace?: Context | undefined;
 }
 
 /** The journal entry of a decision with several events or with intents; folded event by event on recovery. */
@@ -58,6 +61,12 @@ const BATCH = EVENTS_FIELD;
 interface EventBatch<E> {
   readonly [BATCH]: readonly E[];
   readonly [INTENTS_FIELD]?: readonly Intent[];
+}
+
+/** A command's kind, for its span's name: commands are discriminated by `type` (a wake has none). */
+function commandKind(command: unknown): string {
+  const type = typeof command === "object" && command !== null ? (command as { type?: unknown }).type : undefined;
+  return typeof type === "string" ? type : command === WAKE ? "wake" : "command";
 }
 
 /** A behaviour of any entity type: a host runs many. */
@@ -255,11 +264,24 @@ export class ActorHost {
       });
       this.refs.set(key, actor);
     }
+    // Inside a trace, the decision is a span (mailbox wait, decide, append, reply), and its context
+    // goes with the command into the actor, which runs outside this call's async context.
+    const span = childSpan(`${behavior.type} ${commandKind(command)}`, SpanKind.INTERNAL, {
+      "media.entity.type": behavior.type,
+      "media.entity.id": id,
+      "media.command": commandKind(command),
+    });
+    const trace = span && inSpanContext(span, activeTrace);
     try {
-      return (await query(actor, (sender) => ({ command, sender }) satisfies Envelope<C>, this.askTimeoutMs)) as Reply<R>;
+      const reply = (await query(actor, (sender) => ({ command, sender, trace }) satisfies Envelope<C>, this.askTimeoutMs)) as Reply<R>;
+      if (span && !reply.ok) failedWith(span, `${reply.rejection.code}: ${reply.rejection.message}`);
+      return reply;
     } catch (e) {
+      if (span) failedWith(span, (e as Error).message);
       this.evict(key);
       throw e;
+    } finally {
+      span?.end();
     }
   }
 
@@ -301,7 +323,7 @@ export class ActorHost {
     ) => {
       const current = state ?? behavior.initial;
       if (ctx.recovering) return isBatch<E>(msg) ? msg[BATCH].reduce(behavior.fold, current) : behavior.fold(current, msg as E);
-      const { command, sender } = msg as Envelope<C>;
+      const { command, sender, trace } = msg as Envelope<C>;
       if (!repaired) {
         const writes = current === behavior.initial ? [] : behavior.repair(current);
         if (writes.length > 0) {
@@ -337,7 +359,7 @@ export class ActorHost {
       const intents = behavior.effects?.(next, events, command, current) ?? [];
       if (events.length === 0) {
         dispatch(sender, { ok: true, state: answer(next, command) } satisfies Reply<unknown>);
-        host.outbox.now(behavior.type, id, intents, next);
+        host.outbox.now(behavior.type, id, intents, next, trace);
         return next;
       }
       const seq = (host.engine.seqs.get(key) ?? 0) + 1;
@@ -371,7 +393,7 @@ export class ActorHost {
         return current;
       }
       dispatch(sender, { ok: true, state: answer(next, command) } satisfies Reply<unknown>);
-      if (intents.length > 0) host.outbox.appended(behavior.type, id, seq, intents, next);
+      if (intents.length > 0) host.outbox.appended(behavior.type, id, seq, intents, next, trace);
       return next;
     };
   }

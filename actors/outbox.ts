@@ -14,6 +14,7 @@
 import { partitionFor } from "../src/bus/port.js";
 import type { Logger } from "../src/log.js";
 import type { Store } from "../src/store/port.js";
+import { inSpan, SpanKind, type Context } from "../src/tracing.js";
 
 export interface Intent {
   readonly kind: string;
@@ -37,10 +38,10 @@ export type IntentHandlers<I extends Intent, S> = { readonly [K in I["kind"]]: (
 export interface Outbox {
   /** Before an append whose entry carries intents: after a crash, a relay will find the entity. */
   beforeAppend(type: string, id: string, seq: number): Promise<void>;
-  /** The entry is durable: run its intents. */
-  appended(type: string, id: string, seq: number, intents: readonly Intent[], state: unknown): void;
+  /** The entry is durable: run its intents (each in a span of the decision's trace, when it has one). */
+  appended(type: string, id: string, seq: number, intents: readonly Intent[], state: unknown, trace?: Context): void;
   /** A command that appended nothing still asked for these (a resume): run them now, unjournaled. */
-  now(type: string, id: string, intents: readonly Intent[], state: unknown): void;
+  now(type: string, id: string, intents: readonly Intent[], state: unknown, trace?: Context): void;
   /** The append failed and may have landed anyway: read the journal to find out. */
   uncertain(type: string, id: string): void;
   /** The append was refused because another host owns the entity's shard now: its relay runs what landed. */
@@ -72,6 +73,11 @@ interface Pending {
   readonly intents: readonly Intent[];
   readonly state: unknown;
   readonly recovered: boolean;
+  /**
+   * The trace of the decision that journaled it, kept in memory only: intents run again from the
+   * journal after a crash belong to no trace (the entry's stored form is unchanged).
+   */
+  readonly trace?: Context | undefined;
   /** Intents of this entry already run (a retry resumes after them). */
   done: number;
 }
@@ -190,19 +196,19 @@ export class Relay implements Outbox {
     }
   }
 
-  appended(type: string, id: string, seq: number, intents: readonly Intent[], state: unknown): void {
+  appended(type: string, id: string, seq: number, intents: readonly Intent[], state: unknown, trace?: Context): void {
     const e = this.entities.get(`${type}:${id}`);
     if (!e) return; // its shard moved away while the append ran: the new owner recovers it
     e.appending--;
     if (e.relayed < 0) e.relayed = seq - 1;
-    insert(e.queue, { seq, intents, state, recovered: false, done: 0 });
+    insert(e.queue, { seq, intents, state, recovered: false, trace, done: 0 });
     void this.drain(e);
   }
 
-  now(type: string, id: string, intents: readonly Intent[], state: unknown): void {
+  now(type: string, id: string, intents: readonly Intent[], state: unknown, trace?: Context): void {
     if (intents.length === 0) return;
     void this.entity(type, id).then((e) => {
-      e.queue.push({ seq: -1, intents, state, recovered: false, done: 0 });
+      e.queue.push({ seq: -1, intents, state, recovered: false, trace, done: 0 });
       return this.drain(e);
     });
   }
@@ -359,7 +365,9 @@ export class Relay implements Outbox {
       if (e.dropped || this.stopped) return false;
       try {
         if (!handler) throw new Error(`no intent handlers for ${e.type}`);
-        await handler(intent, { type: e.type, id: e.id, state: item.state, seq: item.seq, recovered: item.recovered });
+        const ctx = { type: e.type, id: e.id, state: item.state, seq: item.seq, recovered: item.recovered };
+        const attributes = { "media.entity.type": e.type, "media.entity.id": e.id, "media.intent": intent.kind, "media.journal.seq": item.seq };
+        await inSpan(item.trace, `${e.type} intent ${intent.kind}`, SpanKind.INTERNAL, attributes, () => handler(intent, ctx));
         return true;
       } catch (err) {
         this.log.warn({ err, entity: e.key, intent: intent.kind }, "outbox: intent failed; trying again");

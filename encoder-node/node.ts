@@ -22,6 +22,7 @@ import { checkPrerequisites, standing } from "./prerequisites.js";
 import { reportsTo } from "./reports.js";
 import { nodeExecutors, type Executors, type TaskContext } from "./steps/context.js";
 import { runTask } from "./tasks/index.js";
+import { inSpan, pastSpan, SpanKind, traceFrom, type Attributes, type Context } from "../src/tracing.js";
 
 export { withoutPaths } from "./reports.js";
 
@@ -58,6 +59,14 @@ const IDLE_POLL_MS = 1000;
 const PREREQUISITES_RECHECK_MS = 30_000;
 
 const decoder = new TextDecoder();
+
+/**
+ * The queue's part of a task's trace: from when it was queued to the lease this node got, so a
+ * trace shows how long the job waited for a node (clocks of two machines: a skew shows in it).
+ */
+function queueWait(trace: Context | undefined, grant: LeaseGrant, attributes: Attributes): void {
+  pastSpan(trace, "encode_queue lease", SpanKind.INTERNAL, { ...attributes, "media.queue.waited_ms": Date.now() - grant.enqueuedAt }, grant.enqueuedAt);
+}
 
 export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
   // One work folder per node: nodes may share a data folder (one machine), and a task given to
@@ -143,7 +152,19 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
     try {
       // Only the job this task is for keeps its files here (a chunk's input stays for the next chunk of it).
       for (const entry of await readdir(workRoot)) if (entry !== task.jobId) await rm(path.join(workRoot, entry), { recursive: true, force: true });
-      await runTask(context, task, controller.signal);
+      // The task continues the trace of the job that queued it: its stages' spans nest under it.
+      const trace = traceFrom(grant.traceparent);
+      const attributes = {
+        "media.job_id": task.jobId,
+        "media.task.kind": task.kind,
+        ...(grant.part !== undefined ? { "media.task.part": grant.part } : {}),
+        "media.encoder.node": nodeId,
+        "media.encoder.class": workerClass,
+        "media.lease_id": grant.leaseId,
+        "media.priority": grant.priority,
+      };
+      queueWait(trace, grant, attributes);
+      await inSpan(trace, `encode_task ${task.kind}`, SpanKind.CONSUMER, attributes, () => runTask(context, task, controller.signal));
     } catch (e) {
       // The job's actor did not take a report: the lease runs out and the task is run again.
       d.log.error({ err: e, job_id: task.jobId, kind: task.kind }, "encode task failed");

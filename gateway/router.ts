@@ -16,6 +16,7 @@ import { UserService } from "../src/gen/media/v1/user_pb.js";
 import { VideoService } from "../src/gen/media/v1/video_pb.js";
 import { WebhookService } from "../src/gen/media/v1/webhook_pb.js";
 import { newId, Prefix } from "../src/ids.js";
+import { annotate } from "../src/tracing.js";
 import type { SessionVerifier } from "../src/identity.js";
 import type { Sessions } from "../src/sessions.js";
 import { accessInterceptor, defaultRule, REQUEST_ID, RULES, SCOPE_RESOURCES, type Rule } from "./access.js";
@@ -87,6 +88,8 @@ function outermost(deps: RouterDeps): Interceptor {
   return (next) => async (req) => {
     const requestId = newId(Prefix.request);
     req.contextValues.set(REQUEST_ID, requestId);
+    // The call's span (rpc-trace.ts) names the id its answer and its log lines carry.
+    annotate("media.request_id", requestId);
     try {
       const res = await next(req);
       res.header.set("x-request-id", requestId);

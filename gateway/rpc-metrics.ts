@@ -10,6 +10,7 @@ import { recordRpc } from "../src/metrics.js";
 import { isPushBody, type PushBody } from "../src/urgent-body.js";
 import { COMPRESSED, endsWithoutError, once } from "./wire-errors.js";
 import { wrapHandler } from "./handler.js";
+import { rpcSpan } from "./rpc-trace.js";
 
 /** The last frame of a chunk of whole frames (the bridge and the error shaping yield one per chunk, a Watch its last message and end in one). */
 function lastFrame(chunk: Uint8Array): Uint8Array | undefined {
@@ -114,10 +115,15 @@ export function withRpcMetrics(handler: UniversalHandler): UniversalHandler {
   const method = `${handler.service.name}/${handler.method.name}`;
   const fn = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const started = performance.now();
-    const done = (code: string) => recordRpc(method, code, (performance.now() - started) / 1000);
+    // The call's span (tracing on) ends with the same code the metrics count.
+    const span = rpcSpan(handler, req);
+    const done = (code: string) => {
+      recordRpc(method, code, (performance.now() - started) / 1000);
+      span?.end(code);
+    };
     let res: UniversalServerResponse;
     try {
-      res = await handler(req);
+      res = await (span ? span.run(() => handler(req)) : handler(req));
     } catch (e) {
       done(codeToString(ConnectError.from(e).code));
       throw e;

@@ -154,6 +154,10 @@ async function serve(config: Config, roles?: Roles): Promise<void> {
       "the gateway, actor-host and encoder-node roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster",
     );
   }
+  // Before anything starts, so that the first request is traced; the SDK loads only when configured.
+  const tracing = config.tracing
+    ? await (await import("../src/tracing.js")).startTracing(config.tracing, roleNames(roles), config.version)
+    : undefined;
   const { startServer } = await import("./server.js");
   const server = await startServer(config, log, roles);
   // One plain line on stdout whatever the log level: launchers and operators wait for it.
@@ -172,7 +176,15 @@ async function serve(config: Config, roles?: Roles): Promise<void> {
   onSignals(async (signal) => {
     log.info({ signal }, "shutting down");
     await server.close();
+    // Last: the spans of the drain itself are exported too.
+    await tracing?.shutdown().catch((e: unknown) => log.warn({ err: e }, "traces not all exported"));
   });
+}
+
+/** The roles a process runs, as its traces' resource names them. */
+function roleNames(roles: Roles | undefined): string[] {
+  if (roles === undefined) return ["gateway", "actor-host", "encoder-node"];
+  return [...(roles.gateway ? ["gateway"] : []), ...(roles.actorHost ? ["actor-host"] : []), ...(roles.encoderNode ? ["encoder-node"] : [])];
 }
 
 /** A one-time sign-in link, signed with the server key: no store is opened, so it works beside a running server. */

@@ -43,6 +43,8 @@ import { Sessions } from "../src/sessions.js";
 import { authRoutes } from "../gateway/auth-edge.js";
 import { consoleRoutes } from "../gateway/console-edge.js";
 import { createLogger, type Logger } from "../src/log.js";
+import { tracingOn } from "../src/tracing.js";
+import { tracedBus } from "../src/bus/traced-bus.js";
 import { Paginator } from "../src/pagination.js";
 import { SecretBox } from "../src/secrets.js";
 import { FileStore } from "../src/store/file-store.js";
@@ -184,11 +186,11 @@ function withFailpoints(outbox: Outbox, failpoints: readonly string[]): Outbox {
   };
   return {
     beforeAppend: (type, id, seq) => outbox.beforeAppend(type, id, seq),
-    appended: (type, id, seq, intents, state) => {
+    appended: (type, id, seq, intents, state, trace) => {
       if (hit(type, intents, state)) process.kill(process.pid, "SIGKILL");
-      outbox.appended(type, id, seq, intents, state);
+      outbox.appended(type, id, seq, intents, state, trace);
     },
-    now: (type, id, intents, state) => outbox.now(type, id, intents, state),
+    now: (type, id, intents, state, trace) => outbox.now(type, id, intents, state, trace),
     uncertain: (type, id) => outbox.uncertain(type, id),
     fenced: (type, id) => outbox.fenced(type, id),
   };
@@ -206,7 +208,8 @@ export const ALL_ROLES: Roles = { gateway: true, actorHost: true, encoderNode: t
 function measured(store: Store, bus: Bus): { store: Store; bus: Bus } {
   const timed = timedStore(store);
   registerStoreGauges(timed);
-  return { store: timed, bus: timedBus(bus) };
+  // Traced only with tracing on: off, the bus is not wrapped at all.
+  return { store: timed, bus: tracingOn() ? tracedBus(timedBus(bus)) : timedBus(bus) };
 }
 
 /**

@@ -119,6 +119,8 @@ export interface Config {
   /** Encoder nodes: their worker class and name, and how their leases on encode tasks work. */
   readonly encoder: EncoderSettings;
   /** Request rate limits of each gateway process; undefined switches a limit off. */
+  /** Traces exported by OTLP (docs/operations.md, Tracing); undefined: off, the default. */
+  readonly tracing: TracingSettings | undefined;
   readonly rateLimits: {
     /** Per API key, and per signed-in user of a portal session (MEDIA_RATE_LIMIT_KEY). */
     readonly key: RatePolicy | undefined;
@@ -149,6 +151,53 @@ export interface EncoderSettings {
    * encoded by every free node (MEDIA_ENCODER_CHUNK_SECONDS); 0 splits nothing, the embedded default.
    */
   readonly chunkSeconds: number;
+}
+
+/** Where and how this process exports traces: the OpenTelemetry SDK's standard OTEL_* settings. */
+export interface TracingSettings {
+  /** OTLP/HTTP traces URL: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
+  readonly endpoint: string;
+  /** OTEL_SERVICE_NAME, default media. */
+  readonly serviceName: string;
+  /** OTEL_TRACES_SAMPLER (default parentbased_always_on) and its ratio OTEL_TRACES_SAMPLER_ARG (default 1). */
+  readonly sampler: { readonly name: TraceSampler; readonly ratio: number };
+}
+
+export const TRACE_SAMPLERS = ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"] as const;
+export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
+
+/**
+ * Tracing is on when an OTLP endpoint is set and OTEL_SDK_DISABLED is not true. The names and
+ * meanings are the OpenTelemetry SDK's own, so a collector's usual environment works unchanged.
+ */
+export function tracingSettings(env: NodeJS.ProcessEnv = process.env): TracingSettings | undefined {
+  if ((env.OTEL_SDK_DISABLED ?? "").trim().toLowerCase() === "true") return undefined;
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (!traces && !base) return undefined;
+  const name = traces ? "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+  const raw = traces || base!;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `"${raw}" is not a URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ConfigError(name, `must be an http:// or https:// URL (OTLP/HTTP), got "${raw}"`);
+  // The signal-specific setting is the whole URL; the general one is a base the signal's path joins (OTLP exporter spec).
+  const endpoint = traces ? url.href : `${url.href.replace(/\/+$/, "")}/v1/traces`;
+  const sampler = (env.OTEL_TRACES_SAMPLER || "parentbased_always_on").trim().toLowerCase();
+  if (!(TRACE_SAMPLERS as readonly string[]).includes(sampler))
+    throw new ConfigError("OTEL_TRACES_SAMPLER", `must be one of ${TRACE_SAMPLERS.join(", ")}, got "${env.OTEL_TRACES_SAMPLER}"`);
+  const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim();
+  const ratio = arg ? Number(arg) : 1;
+  if (sampler.endsWith("traceidratio") && !(arg === undefined || arg === "" || (Number.isFinite(ratio) && ratio >= 0 && ratio <= 1)))
+    throw new ConfigError("OTEL_TRACES_SAMPLER_ARG", `must be a ratio between 0 and 1, got "${arg}"`);
+  return Object.freeze({
+    endpoint,
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || "media",
+    sampler: Object.freeze({ name: sampler as TraceSampler, ratio: Number.isFinite(ratio) ? ratio : 1 }),
+  });
 }
 
 /** A token bucket: `quota` requests per `windowSeconds` sustained, up to `burst` at once. */
@@ -582,6 +631,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     managed: managedStorage(env),
     sourceRetention: sourceRetention(env),
     encoder: encoderSettings(env, mode),
+    tracing: tracingSettings(env),
     rateLimits: Object.freeze({
       key: ratePolicy(env, "MEDIA_RATE_LIMIT_KEY", "200/s,burst=400"),
       anonymous: ratePolicy(env, "MEDIA_RATE_LIMIT_ANONYMOUS", "20/s,burst=60"),

@@ -44,6 +44,7 @@ import type { IntentHandlers } from "../outbox.js";
 import { publishUpdate, tell } from "../commands.js";
 import { observeJobEnded } from "../../src/metrics.js";
 import { Queue, QUEUE_ID } from "../scheduler/messages.js";
+import { currentTraceparent } from "../../src/tracing.js";
 
 const missing = { code: Code.NotFound, message: "job not found" } as const;
 /** A running encode without progress still records a change this often: its updated_at and Watch streams show it alive. */
@@ -624,6 +625,12 @@ export interface JobEffectDeps {
   readonly retentionDayMs: number;
 }
 
+/** The trace a task goes on in (the node that runs it continues it), inside one; nothing otherwise. */
+function carriedTrace(): { traceparent?: string } {
+  const traceparent = currentTraceparent();
+  return traceparent === undefined ? {} : { traceparent };
+}
+
 /** How each job intent is carried out; the outbox runs them at least once, and each is idempotent. */
 export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, JobState> {
   return {
@@ -643,7 +650,7 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
       const task: EncodeTask = { kind: intent.task, jobId: id };
       await tell(d.bus, d.topics, Queue, QUEUE_ID, {
         type: "enqueue",
-        task: { ...task, appId: job.appId, priority: job.priority, order: job.createdAt },
+        task: { ...task, appId: job.appId, priority: job.priority, order: job.createdAt, ...carriedTrace() },
         at: Date.now(),
       });
     },
@@ -654,7 +661,7 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
       for (const part of intent.parts)
         await tell(d.bus, d.topics, Queue, QUEUE_ID, {
           type: "enqueue",
-          task: { kind: "chunk", jobId: id, part, appId: job.appId, priority: job.priority, order: job.createdAt },
+          task: { kind: "chunk", jobId: id, part, appId: job.appId, priority: job.priority, order: job.createdAt, ...carriedTrace() },
           at: Date.now(),
         });
     },

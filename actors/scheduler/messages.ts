@@ -23,6 +23,8 @@ export interface TaskRequest {
   readonly priority: Priority;
   /** Orders an app's jobs: older jobs first (the job's creation time). */
   readonly order: number;
+  /** The W3C traceparent of the trace the task belongs to (src/tracing.ts); absent outside a trace and in older records. */
+  readonly traceparent?: string;
 }
 
 export type QueueCommand =
@@ -66,6 +68,8 @@ export interface LeaseGrant {
   readonly priority: Priority;
   /** When the task was first queued (epoch ms): the scheduling delay starts there. */
   readonly enqueuedAt: number;
+  /** The task's trace, which the node's task span continues. */
+  readonly traceparent?: string;
 }
 
 /** What the queue answers: a lease command learns its grant, a renewal whether the lease is still held. */

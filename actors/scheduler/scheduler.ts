@@ -200,7 +200,8 @@ function validTask(t: TaskRequest | undefined): boolean {
     (t.kind === "chunk" || t.part === undefined) &&
     typeof t.appId === "string" &&
     isPriority(t.priority) &&
-    Number.isFinite(t.order)
+    Number.isFinite(t.order) &&
+    (t.traceparent === undefined || typeof t.traceparent === "string")
   );
 }
 
@@ -358,8 +359,17 @@ export function replyOf(state: QueueState, c: QueueCommand): QueueReply {
     // Stryker disable next-line ConditionalExpression: after its lease command a node holds at most the lease that command granted, so the lease id adds nothing to the node match (pinned by the reply specs)
     const lease = state.leases.find((l) => l.leaseId === c.leaseId && l.node === c.node);
     if (!lease) return {};
-    const { jobId, kind, part, appId, priority, enqueuedAt } = lease.task;
-    const granted: LeaseGrant = { leaseId: lease.leaseId, jobId, kind, ...(part !== undefined ? { part } : {}), appId, priority, enqueuedAt };
+    const { jobId, kind, part, appId, priority, enqueuedAt, traceparent } = lease.task;
+    const granted: LeaseGrant = {
+      leaseId: lease.leaseId,
+      jobId,
+      kind,
+      ...(part !== undefined ? { part } : {}),
+      appId,
+      priority,
+      enqueuedAt,
+      ...(traceparent !== undefined ? { traceparent } : {}),
+    };
     return { granted };
   }
   if (c.type === "renew") return { held: state.leases.some((l) => l.leaseId === c.leaseId && l.node === c.node) };
