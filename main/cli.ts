@@ -147,6 +147,11 @@ function onSignals(stop: (signal: string) => Promise<void>): void {
 
 /** Serves every role, or the one given (cluster mode only). */
 async function serve(config: Config, roles?: Roles): Promise<void> {
+  // Before anything starts (the logger too, whose lines then name their trace), so that the first
+  // request is traced; the SDK loads only when configured.
+  const tracing = config.tracing
+    ? await (await import("../src/tracing.js")).startTracing(config.tracing, roleNames(roles), config.version)
+    : undefined;
   const log = createLogger(config.logLevel);
   if (roles !== undefined && config.mode !== "cluster") {
     throw new ConfigError(
@@ -154,10 +159,6 @@ async function serve(config: Config, roles?: Roles): Promise<void> {
       "the gateway, actor-host and encoder-node roles run as separate processes only in cluster mode; set MEDIA_MODE=cluster",
     );
   }
-  // Before anything starts, so that the first request is traced; the SDK loads only when configured.
-  const tracing = config.tracing
-    ? await (await import("../src/tracing.js")).startTracing(config.tracing, roleNames(roles), config.version)
-    : undefined;
   const { startServer } = await import("./server.js");
   const server = await startServer(config, log, roles);
   // One plain line on stdout whatever the log level: launchers and operators wait for it.

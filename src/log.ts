@@ -1,7 +1,7 @@
-// Structured logging (pino) with secrets redacted at the source; inside a trace, each line names
-// its trace_id and span_id (nothing is added with tracing off, or outside a trace).
+// Structured logging (pino) with secrets redacted at the source; with tracing on, a line written
+// inside a trace names its trace_id and span_id. Off, loggers have no mixin at all: nothing per line.
 import { pino, type Logger } from "pino";
-import { logFields } from "./tracing.js";
+import { logFields, tracingOn } from "./tracing.js";
 
 export type { Logger };
 
@@ -9,7 +9,7 @@ export function createLogger(level: string): Logger {
   return pino({
     level,
     base: { service: "media" },
-    mixin: logFields,
+    ...(tracingOn() ? { mixin: logFields } : {}),
     redact: {
       paths: ["secret", "*.secret", "authorization", "*.authorization", "api_key_secret", "webhook_secret", "token"],
       censor: "[REDACTED]",

@@ -138,13 +138,14 @@ export function annotate(key: string, value: string): void {
   recordingParent()?.setAttribute(key, value);
 }
 
-const NO_FIELDS: Readonly<Record<string, string>> = Object.freeze({});
-
-/** trace_id and span_id of the active span, for log lines (pino's mixin); nothing outside a trace. */
-export function logFields(): Readonly<Record<string, string>> {
-  if (!enabled) return NO_FIELDS;
+/**
+ * trace_id and span_id of the active span, for log lines (pino's mixin); nothing outside a trace.
+ * A new object each time: pino merges the line's own fields into it.
+ */
+export function logFields(): Record<string, string> {
+  if (!enabled) return {};
   const span = trace.getActiveSpan();
-  if (!span) return NO_FIELDS;
+  if (!span) return {};
   const { traceId, spanId } = span.spanContext();
   return { trace_id: traceId, span_id: spanId };
 }

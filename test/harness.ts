@@ -212,9 +212,10 @@ export interface ChildServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function spawnServer(dataDir: string, port: number, env: Record<string, string> = {}): Promise<ChildServer> {
-  const child = spawn(process.execPath, [path.join(ROOT, "bin/media.js"), "serve"], {
-    cwd: ROOT,
+/** `checkout`: another checkout's server (a bench's "before"); this one's by default. */
+export async function spawnServer(dataDir: string, port: number, env: Record<string, string> = {}, checkout: string = ROOT): Promise<ChildServer> {
+  const child = spawn(process.execPath, [path.join(checkout, "bin/media.js"), "serve"], {
+    cwd: checkout,
     env: { ...process.env, MEDIA_DATA_DIR: dataDir, MEDIA_HTTP_PORT: String(port), MEDIA_HTTP_HOST: "127.0.0.1", MEDIA_LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -4,13 +4,16 @@
 // sensitive to other load on the machine) and the uWS/node ratios; writes test/bench/results/.
 // A second suite runs APIKeyService/Get on two uWS servers, rate limiter off and on (limits high
 // enough that nothing is refused, so every call pays for the buckets), and prints the on/off ratios.
-// Run: npx tsx test/bench/gateway.bench.ts   (BENCH_SUITES=hosts,limiter, BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_PIPELINING)
+// A third, the same with tracing off and on (exporting to the tests' OTLP receiver), and with
+// BENCH_BEFORE=<another checkout> that checkout's server beside them.
+// Run: npx tsx test/bench/gateway.bench.ts   (BENCH_SUITES=hosts,limiter,tracing, BENCH_BEFORE, BENCH_ROUNDS, BENCH_DURATION, BENCH_WARMUP, BENCH_CONNECTIONS, BENCH_PIPELINING)
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { call, freePort, readBootstrap, spawnServer, tempDataDir, type ChildServer } from "../harness.js";
+import { startOtlpReceiver } from "../otlp-receiver.js";
 
 interface AutocannonResult {
   duration: number;
@@ -37,7 +40,7 @@ const DURATION = num("BENCH_DURATION", 5);
 const WARMUP = num("BENCH_WARMUP", 2);
 const CONNECTIONS = num("BENCH_CONNECTIONS", 32);
 const PIPELINING = num("BENCH_PIPELINING", 1);
-const SUITES = (process.env.BENCH_SUITES ?? "hosts,limiter").split(",").map((s) => s.trim());
+const SUITES = (process.env.BENCH_SUITES ?? "hosts,limiter,tracing").split(",").map((s) => s.trim());
 
 /** Every rate limit off: the host comparison measures the gateway, not the limiter. */
 const LIMITS_OFF = { MEDIA_RATE_LIMIT_KEY: "0", MEDIA_RATE_LIMIT_ANONYMOUS: "0", MEDIA_RATE_LIMIT_HEALTH: "0" };
@@ -76,9 +79,9 @@ interface Target {
   readonly routes: Record<string, { headers: Record<string, string>; body: string }>;
 }
 
-async function startTarget(host: Host, label: string = host, env: Record<string, string> = LIMITS_OFF): Promise<Target> {
+async function startTarget(host: Host, label: string = host, env: Record<string, string> = LIMITS_OFF, checkout?: string): Promise<Target> {
   const dataDir = tempDataDir(); // one writer per data folder: each server bootstraps its own
-  const server = await spawnServer(dataDir, freePort(), { MEDIA_HTTP_SERVER: host, ...env });
+  const server = await spawnServer(dataDir, freePort(), { MEDIA_HTTP_SERVER: host, ...env }, checkout);
   try {
     const boot = readBootstrap(dataDir);
     const created = await call(server.base, "APIKeyService/Create", { name: "bench target" }, { bearer: boot.api_key, org: boot.organization_id });
@@ -154,6 +157,7 @@ async function main(): Promise<void> {
   );
   if (SUITES.includes("hosts")) await hostsSuite();
   if (SUITES.includes("limiter")) await limiterSuite();
+  if (SUITES.includes("tracing")) await tracingSuite();
 }
 
 /** uWS against node:http on the same router, both routes. */
@@ -245,15 +249,45 @@ async function hostsSuite(): Promise<void> {
  * servers so drift in the machine's load falls on both alike. Goal: the limiter costs < 3%.
  */
 async function limiterSuite(): Promise<void> {
+  await sideBySide("limiter", "gateway-limiter", [
+    () => startTarget("uws", "limiter off", LIMITS_OFF),
+    () => startTarget("uws", "limiter on", LIMITS_ON),
+  ]);
+}
+
+/**
+ * APIKeyService/Get on uWS with tracing off (the default) and on (every call sampled, spans
+ * exported to the tests' OTLP receiver), and, with BENCH_BEFORE=<another checkout>, that
+ * checkout's server as it was before tracing. Goal: off within noise of before; on, its cost noted.
+ */
+async function tracingSuite(): Promise<void> {
+  const receiver = await startOtlpReceiver();
+  const before = process.env.BENCH_BEFORE;
+  try {
+    await sideBySide("tracing", "gateway-tracing", [
+      ...(before ? [() => startTarget("uws", "before", LIMITS_OFF, before)] : []),
+      () => startTarget("uws", "tracing off", LIMITS_OFF),
+      () => startTarget("uws", "tracing on", { ...LIMITS_OFF, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }),
+    ]);
+    process.stdout.write(`spans received by the OTLP receiver: ${(await receiver.spans()).length}\n`);
+  } finally {
+    await receiver.stop();
+  }
+}
+
+/**
+ * APIKeyService/Get on several uWS servers, rounds alternating between them so drift in the
+ * machine's load falls on all alike; each against the first, by req/s and server CPU per request.
+ */
+async function sideBySide(what: string, resultName: string, starts: readonly (() => Promise<Target>)[]): Promise<void> {
   const route = "APIKeyService/Get";
   const targets: Target[] = [];
   try {
-    targets.push(await startTarget("uws", "limiter off", LIMITS_OFF));
-    targets.push(await startTarget("uws", "limiter on", LIMITS_ON));
+    for (const start of starts) targets.push(await start());
     for (const t of targets) await load(t, route, WARMUP);
     const rows = new Map(targets.map((t) => [t.label, { rps: [] as number[], p99: [] as number[], cpu: [] as number[], failures: 0 }]));
     for (let round = 0; round < ROUNDS; round++) {
-      // Alternate which goes first, so neither always runs right after the other's load.
+      // Alternate which goes first, so none always runs right after another's load.
       for (const t of round % 2 ? [...targets].reverse() : targets) {
         const res = await load(t, route, DURATION);
         const row = rows.get(t.label)!;
@@ -275,21 +309,26 @@ async function limiterSuite(): Promise<void> {
       failures: r.failures,
       rounds_rps: r.rps.map(Math.round),
     }));
-    const [off, on] = summary as [(typeof summary)[number], (typeof summary)[number]];
-    const ratios = {
-      rps_on_over_off: Math.round((on.rps / off.rps) * 1000) / 1000,
-      cpu_per_req_on_over_off: Math.round((on.cpu_us_per_req / off.cpu_us_per_req) * 1000) / 1000,
-    };
+    const first = summary[0]!;
+    const round3 = (x: number) => Math.round(x * 1000) / 1000;
+    const ratios = Object.fromEntries(
+      summary.slice(1).map((s) => [
+        `${s.target} / ${first.target}`,
+        { rps: round3(s.rps / first.rps), cpu_per_req: round3(s.cpu_us_per_req / first.cpu_us_per_req) },
+      ]),
+    );
     process.stdout.write(`\n${"method".padEnd(22)}${"target".padEnd(14)}${"req/s".padStart(9)}${"p99 ms".padStart(8)}${"CPU µs/req".padStart(12)}\n`);
     for (const s of summary)
       process.stdout.write(
         `${s.route.padEnd(22)}${s.target.padEnd(14)}${String(s.rps).padStart(9)}${String(s.p99_ms).padStart(8)}${s.cpu_us_per_req.toFixed(1).padStart(12)}${s.failures ? `  (${s.failures} failed)` : ""}\n`,
       );
-    process.stdout.write(
-      `\nlimiter on/off: req/s ${ratios.rps_on_over_off.toFixed(3)}x (cost ${((1 - ratios.rps_on_over_off) * 100).toFixed(1)}%), ` +
-        `server CPU per request ${ratios.cpu_per_req_on_over_off.toFixed(3)}x (cost ${((ratios.cpu_per_req_on_over_off - 1) * 100).toFixed(1)}%). Goal: cost < 3%.\n`,
-    );
-    writeResults("gateway-limiter", { ...meta(), ratios, results: summary });
+    process.stdout.write("\n");
+    for (const [pair, r] of Object.entries(ratios))
+      process.stdout.write(
+        `${what} ${pair}: req/s ${r.rps.toFixed(3)}x (cost ${((1 - r.rps) * 100).toFixed(1)}%), ` +
+          `server CPU per request ${r.cpu_per_req.toFixed(3)}x (cost ${((r.cpu_per_req - 1) * 100).toFixed(1)}%)\n`,
+      );
+    writeResults(resultName, { ...meta(), ratios, results: summary });
   } finally {
     for (const t of targets) {
       await t.server.stop();
