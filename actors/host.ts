@@ -12,7 +12,7 @@ import { partitionFor } from "../src/bus/port.js";
 import { randomToken } from "../src/ids.js";
 import type { Fence, JournalEvent, RecordWrite, Snapshot, Store } from "../src/store/port.js";
 import type { EntityRef } from "./entity.js";
-import { activeTrace, childSpan, failedWith, inSpanContext, SpanKind, type Context } from "../src/tracing.js";
+import { activeTrace, childSpan, failedWith, inSpanContext, SpanKind, tracingOn, type Context } from "../src/tracing.js";
 import { EVENTS_FIELD, INTENTS_FIELD, NO_OUTBOX, type Intent, type Outbox } from "./outbox.js";
 
 const { start, configurePersistence, spawnPersistent, query, dispatch, stop } = nact as unknown as {
@@ -266,11 +266,13 @@ export class ActorHost {
     }
     // Inside a trace, the decision is a span (mailbox wait, decide, append, reply), and its context
     // goes with the command into the actor, which runs outside this call's async context.
-    const span = childSpan(`${behavior.type} ${commandKind(command)}`, SpanKind.INTERNAL, {
-      "media.entity.type": behavior.type,
-      "media.entity.id": id,
-      "media.command": commandKind(command),
-    });
+    const span = tracingOn()
+      ? childSpan(`${behavior.type} ${commandKind(command)}`, SpanKind.INTERNAL, {
+          "media.entity.type": behavior.type,
+          "media.entity.id": id,
+          "media.command": commandKind(command),
+        })
+      : undefined;
     const trace = span && inSpanContext(span, activeTrace);
     try {
       const reply = (await query(actor, (sender) => ({ command, sender, trace }) satisfies Envelope<C>, this.askTimeoutMs)) as Reply<R>;

@@ -366,8 +366,11 @@ export class Relay implements Outbox {
       try {
         if (!handler) throw new Error(`no intent handlers for ${e.type}`);
         const ctx = { type: e.type, id: e.id, state: item.state, seq: item.seq, recovered: item.recovered };
-        const attributes = { "media.entity.type": e.type, "media.entity.id": e.id, "media.intent": intent.kind, "media.journal.seq": item.seq };
-        await inSpan(item.trace, `${e.type} intent ${intent.kind}`, SpanKind.INTERNAL, attributes, () => handler(intent, ctx));
+        if (item.trace === undefined) await handler(intent, ctx);
+        else {
+          const attributes = { "media.entity.type": e.type, "media.entity.id": e.id, "media.intent": intent.kind, "media.journal.seq": item.seq };
+          await inSpan(item.trace, `${e.type} intent ${intent.kind}`, SpanKind.INTERNAL, attributes, () => handler(intent, ctx));
+        }
         return true;
       } catch (err) {
         this.log.warn({ err, entity: e.key, intent: intent.kind }, "outbox: intent failed; trying again");

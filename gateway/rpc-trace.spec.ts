@@ -42,7 +42,14 @@ function handler(seen: ReadableSpan[], fail?: ConnectError): UniversalHandler {
 }
 
 const request = (headers: Record<string, string>) =>
-  ({ httpVersion: "1.1", method: "POST", url: "http://gw/media.v1.JobService/Create", header: new Headers(headers), body: undefined, signal: new AbortController().signal }) as unknown as UniversalServerRequest;
+  ({
+    httpVersion: "1.1",
+    method: "POST",
+    url: "http://gw/media.v1.JobService/Create",
+    header: new Headers(headers),
+    body: undefined,
+    signal: new AbortController().signal,
+  }) as unknown as UniversalServerRequest;
 
 describe("the gateway's RPC span", () => {
   it("continues the caller's traceparent as a SERVER span with rpc.system, rpc.service and rpc.method", async () => {

@@ -149,9 +149,7 @@ function onSignals(stop: (signal: string) => Promise<void>): void {
 async function serve(config: Config, roles?: Roles): Promise<void> {
   // Before anything starts (the logger too, whose lines then name their trace), so that the first
   // request is traced; the SDK loads only when configured.
-  const tracing = config.tracing
-    ? await (await import("../src/tracing.js")).startTracing(config.tracing, roleNames(roles), config.version)
-    : undefined;
+  const tracing = config.tracing ? await (await import("../src/tracing.js")).startTracing(config.tracing, roleNames(roles), config.version) : undefined;
   const log = createLogger(config.logLevel);
   if (roles !== undefined && config.mode !== "cluster") {
     throw new ConfigError(

@@ -163,7 +163,14 @@ export interface TracingSettings {
   readonly sampler: { readonly name: TraceSampler; readonly ratio: number };
 }
 
-export const TRACE_SAMPLERS = ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"] as const;
+export const TRACE_SAMPLERS = [
+  "always_on",
+  "always_off",
+  "traceidratio",
+  "parentbased_always_on",
+  "parentbased_always_off",
+  "parentbased_traceidratio",
+] as const;
 export type TraceSampler = (typeof TRACE_SAMPLERS)[number];
 
 /**

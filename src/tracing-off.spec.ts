@@ -1,6 +1,8 @@
 // Tracing off (the default): no SDK is loaded, nothing is added to messages or log lines; and
 // the OTEL_* settings that turn it on are checked at start like every other setting.
-import { readdirSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { trace } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
@@ -86,13 +88,40 @@ describe("tracing settings", () => {
       OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
       OTEL_TRACES_SAMPLER_ARG: "0.25",
     });
-    expect(s).toEqual({ endpoint: "https://tempo.example/otlp/v1/traces", serviceName: "media-eu", sampler: { name: "parentbased_traceidratio", ratio: 0.25 } });
+    expect(s).toEqual({
+      endpoint: "https://tempo.example/otlp/v1/traces",
+      serviceName: "media-eu",
+      sampler: { name: "parentbased_traceidratio", ratio: 0.25 },
+    });
   });
 
   it("refuses an endpoint that is not an http(s) URL, an unknown sampler and a ratio outside [0, 1], naming the setting", () => {
     fails({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://[collector:4318" }, "OTEL_EXPORTER_OTLP_ENDPOINT", /is not a URL/);
     fails({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "grpc://collector:4317" }, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", /http:\/\/ or https:\/\//);
     fails({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_SAMPLER: "jaeger_remote" }, "OTEL_TRACES_SAMPLER", /must be one of always_on/);
-    fails({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "1.5" }, "OTEL_TRACES_SAMPLER_ARG", /between 0 and 1/);
+    fails(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "1.5" },
+      "OTEL_TRACES_SAMPLER_ARG",
+      /between 0 and 1/,
+    );
+  });
+
+  it("stops `media serve` at start with exit 2 and one line naming the setting, before anything opens", () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "media-tracing-"));
+    try {
+      const run = spawnSync(process.execPath, [path.join(ROOT, "bin/media.js"), "serve"], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH, MEDIA_DATA_DIR: dataDir, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_TRACES_SAMPLER: "sometimes" },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      expect(run.status).toBe(2);
+      expect(run.stderr.trim().split("\n")).toEqual([
+        'media: bad configuration: OTEL_TRACES_SAMPLER: must be one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio, got "sometimes"',
+      ]);
+      expect(readdirSync(dataDir)).toEqual([]);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -249,10 +249,7 @@ async function hostsSuite(): Promise<void> {
  * servers so drift in the machine's load falls on both alike. Goal: the limiter costs < 3%.
  */
 async function limiterSuite(): Promise<void> {
-  await sideBySide("limiter", "gateway-limiter", [
-    () => startTarget("uws", "limiter off", LIMITS_OFF),
-    () => startTarget("uws", "limiter on", LIMITS_ON),
-  ]);
+  await sideBySide("limiter", "gateway-limiter", [() => startTarget("uws", "limiter off", LIMITS_OFF), () => startTarget("uws", "limiter on", LIMITS_ON)]);
 }
 
 /**
@@ -312,10 +309,9 @@ async function sideBySide(what: string, resultName: string, starts: readonly (()
     const first = summary[0]!;
     const round3 = (x: number) => Math.round(x * 1000) / 1000;
     const ratios = Object.fromEntries(
-      summary.slice(1).map((s) => [
-        `${s.target} / ${first.target}`,
-        { rps: round3(s.rps / first.rps), cpu_per_req: round3(s.cpu_us_per_req / first.cpu_us_per_req) },
-      ]),
+      summary
+        .slice(1)
+        .map((s) => [`${s.target} / ${first.target}`, { rps: round3(s.rps / first.rps), cpu_per_req: round3(s.cpu_us_per_req / first.cpu_us_per_req) }]),
     );
     process.stdout.write(`\n${"method".padEnd(22)}${"target".padEnd(14)}${"req/s".padStart(9)}${"p99 ms".padStart(8)}${"CPU µs/req".padStart(12)}\n`);
     for (const s of summary)
