@@ -161,6 +161,8 @@ export interface TracingSettings {
   readonly serviceName: string;
   /** OTEL_TRACES_SAMPLER (default parentbased_always_on) and its ratio OTEL_TRACES_SAMPLER_ARG (default 1). */
   readonly sampler: { readonly name: TraceSampler; readonly ratio: number };
+  /** How long spans wait to leave in a batch (OTEL_BSP_SCHEDULE_DELAY, ms; the SDK's 5000 by default). */
+  readonly batchDelayMs: number;
 }
 
 export const TRACE_SAMPLERS = [
@@ -204,6 +206,8 @@ export function tracingSettings(env: NodeJS.ProcessEnv = process.env): TracingSe
     endpoint,
     serviceName: env.OTEL_SERVICE_NAME?.trim() || "media",
     sampler: Object.freeze({ name: sampler as TraceSampler, ratio: Number.isFinite(ratio) ? ratio : 1 }),
+    // The SDK's batch processor no longer reads it itself; it is the one OTEL_BSP_* setting taken here.
+    batchDelayMs: integer(env, "OTEL_BSP_SCHEDULE_DELAY", 5000, 1, 600_000),
   });
 }
 

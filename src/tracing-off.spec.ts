@@ -80,6 +80,7 @@ describe("tracing settings", () => {
       endpoint: "http://collector:4318/v1/traces",
       serviceName: "media",
       sampler: { name: "parentbased_always_on", ratio: 1 },
+      batchDelayMs: 5000,
     });
     const s = tracingSettings({
       OTEL_EXPORTER_OTLP_ENDPOINT: "http://ignored:4318",
@@ -87,11 +88,13 @@ describe("tracing settings", () => {
       OTEL_SERVICE_NAME: "media-eu",
       OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
       OTEL_TRACES_SAMPLER_ARG: "0.25",
+      OTEL_BSP_SCHEDULE_DELAY: "200",
     });
     expect(s).toEqual({
       endpoint: "https://tempo.example/otlp/v1/traces",
       serviceName: "media-eu",
       sampler: { name: "parentbased_traceidratio", ratio: 0.25 },
+      batchDelayMs: 200,
     });
   });
 

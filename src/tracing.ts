@@ -183,7 +183,7 @@ export async function startTracing(settings: TracingSettings, roles: readonly st
   const provider = new TracerProvider({
     resource,
     sampler,
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: settings.endpoint }) })],
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url: settings.endpoint }), scheduledDelayMillis: settings.batchDelayMs })],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
