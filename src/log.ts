@@ -5,8 +5,9 @@ import { logFields, tracingOn } from "./tracing.js";
 
 export type { Logger };
 
-export function createLogger(level: string): Logger {
-  return pino({
+/** `destination`: where lines go, stdout by default (a spec reads them). */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: { service: "media" },
     ...(tracingOn() ? { mixin: logFields } : {}),
@@ -14,5 +15,6 @@ export function createLogger(level: string): Logger {
       paths: ["secret", "*.secret", "authorization", "*.authorization", "api_key_secret", "webhook_secret", "token"],
       censor: "[REDACTED]",
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -10,6 +10,7 @@ import { ConfigError, tracingSettings } from "./config.js";
 import { MemoryBus } from "./bus/memory-bus.js";
 import type { BusMessage } from "./bus/port.js";
 import { tracedBus } from "./bus/traced-bus.js";
+import { createLogger } from "./log.js";
 import { childSpan, currentTraceparent, inSpanContext, logFields, SpanKind, tracingOn } from "./tracing.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -43,6 +44,8 @@ describe("tracing off", () => {
     await bus.ensureTopics([{ topic: "t", partitions: 1 }]);
     const seen: BusMessage[] = [];
     await bus.consume({ topic: "t", group: "g", handler: async (m) => void seen.push(m) });
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     const span = trace.getTracer("spec").startSpan("request");
     expect(span.isRecording()).toBe(false);
     await inSpanContext(span, async () => {
@@ -50,7 +53,9 @@ describe("tracing off", () => {
       expect(currentTraceparent()).toBeUndefined();
       expect(logFields()).toEqual({});
       await bus.publish("t", [{ key: "a", value: new Uint8Array([1]), headers: { correlation: "c1" } }]);
+      log.info("inside");
     });
+    expect(Object.keys(lines[0]!).sort()).toEqual(["level", "msg", "service", "time"]);
     await expect.poll(() => seen.length).toBe(1);
     expect(seen[0]!.headers).toEqual({ correlation: "c1" });
     await bus.close();

@@ -9,6 +9,7 @@ import { tracingSettings } from "./config.js";
 import { MemoryBus } from "./bus/memory-bus.js";
 import type { BusMessage } from "./bus/port.js";
 import { tracedBus } from "./bus/traced-bus.js";
+import { createLogger } from "./log.js";
 import { childSpan, currentTraceparent, inSpanContext, logFields, SpanKind, startTracing, traceFrom, tracingOn, type Tracing } from "./tracing.js";
 
 const posts: { path: string; type: string; bytes: number }[] = [];
@@ -83,6 +84,18 @@ describe("tracing on", () => {
       child!.end();
     });
     root.end();
+  });
+
+  it("writes trace_id and span_id on a log line written inside a trace, and nothing more outside one", () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    log.info({ job_id: "job_1" }, "outside");
+    const root = trace.getTracer("spec").startSpan("request");
+    inSpanContext(root, () => log.info({ job_id: "job_1" }, "inside"));
+    root.end();
+    expect(lines[0]).not.toHaveProperty("trace_id");
+    expect(lines[0]).not.toHaveProperty("span_id");
+    expect(lines[1]).toMatchObject({ msg: "inside", job_id: "job_1", trace_id: root.spanContext().traceId, span_id: root.spanContext().spanId });
   });
 
   it("exports the spans by OTLP/HTTP protobuf to the traces path, all of them by the end of shutdown", async () => {
