@@ -249,7 +249,10 @@ async function hostsSuite(): Promise<void> {
  * servers so drift in the machine's load falls on both alike. Goal: the limiter costs < 3%.
  */
 async function limiterSuite(): Promise<void> {
-  await sideBySide("limiter", "gateway-limiter", [() => startTarget("uws", "limiter off", LIMITS_OFF), () => startTarget("uws", "limiter on", LIMITS_ON)]);
+  await sideBySide("limiter", "gateway-limiter", "Goal: cost < 3%.", [
+    () => startTarget("uws", "limiter off", LIMITS_OFF),
+    () => startTarget("uws", "limiter on", LIMITS_ON),
+  ]);
 }
 
 /**
@@ -261,7 +264,7 @@ async function tracingSuite(): Promise<void> {
   const receiver = await startOtlpReceiver();
   const before = process.env.BENCH_BEFORE;
   try {
-    await sideBySide("tracing", "gateway-tracing", [
+    await sideBySide("tracing", "gateway-tracing", "Goal: off within noise of before (their rounds' spread); on, its cost noted in docs/operations.md.", [
       ...(before ? [() => startTarget("uws", "before", LIMITS_OFF, before)] : []),
       () => startTarget("uws", "tracing off", LIMITS_OFF),
       () => startTarget("uws", "tracing on", { ...LIMITS_OFF, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }),
@@ -276,7 +279,7 @@ async function tracingSuite(): Promise<void> {
  * APIKeyService/Get on several uWS servers, rounds alternating between them so drift in the
  * machine's load falls on all alike; each against the first, by req/s and server CPU per request.
  */
-async function sideBySide(what: string, resultName: string, starts: readonly (() => Promise<Target>)[]): Promise<void> {
+async function sideBySide(what: string, resultName: string, goal: string, starts: readonly (() => Promise<Target>)[]): Promise<void> {
   const route = "APIKeyService/Get";
   const targets: Target[] = [];
   try {
@@ -324,6 +327,7 @@ async function sideBySide(what: string, resultName: string, starts: readonly (()
         `${what} ${pair}: req/s ${r.rps.toFixed(3)}x (cost ${((1 - r.rps) * 100).toFixed(1)}%), ` +
           `server CPU per request ${r.cpu_per_req.toFixed(3)}x (cost ${((r.cpu_per_req - 1) * 100).toFixed(1)}%)\n`,
       );
+    process.stdout.write(`${goal}\n`);
     writeResults(resultName, { ...meta(), ratios, results: summary });
   } finally {
     for (const t of targets) {
