@@ -44,7 +44,8 @@ export function recordRpc(method: string, code: string, durationSeconds: number)
 
 // ---- Store and bus (every role)
 
-export type StoreOperation = "get" | "commit" | "events" | "scan" | "latestSnapshot" | "saveSnapshot";
+const STORE_OPERATIONS = ["get", "commit", "events", "scan", "latestSnapshot", "saveSnapshot"] as const;
+export type StoreOperation = (typeof STORE_OPERATIONS)[number];
 
 const PORT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const storeSeconds = new Histogram({
@@ -60,6 +61,8 @@ const storeErrors = new Counter({
   labelNames: ["operation"] as const,
   registers,
 });
+// At 0 from the start, so a rate over it (the dashboard, the MediaStoreErrors alert) has a series before the first failure.
+for (const operation of STORE_OPERATIONS) storeErrors.inc({ operation }, 0);
 const busPublishSeconds = new Histogram({
   name: "media_bus_publish_seconds",
   help: "Bus publishes until durable, by topic (without the deployment prefix)",
