@@ -261,7 +261,9 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
     const m = /^\/bcdn_token=[^/]*\/play\/(vid_[A-Za-z0-9]+)\//.exec(req.path);
     if (!m) throw new EdgeRefused(403, "token_outside", "the token does not cover this path");
     const { video, keys } = await recent.get(m[1]!);
-    if (!video || keys.length === 0) throw new EdgeRefused(403, "token_outside", "the token does not cover this path");
+    // The same answer for a video that is not there, so a token prober learns nothing; the metrics tell them apart.
+    if (!video) throw new EdgeRefused(403, "not_found", "the token does not cover this path");
+    if (keys.length === 0) throw new EdgeRefused(403, "token_outside", "the token does not cover this path");
     const check = verifyDirectoryPath(req.path, keys, Math.floor(Date.now() / 1000));
     if (!check.ok) throw new EdgeRefused(403, `token_${check.reason}`, `playback refused (${check.reason})`);
     if (check.tokenPath !== `/play/${video.id}/`) throw new EdgeRefused(403, "token_outside", "the token does not cover this path");

@@ -153,10 +153,12 @@ describe.skipIf(TARGET === "cluster")("metrics of hosted videos", () => {
     const segment = await fetch(new URL(parseHlsMedia(await variant.text()).segments[0]!.uri, variantUrl));
     expect(segment.status).toBe(200);
     const segmentBytes = (await segment.arrayBuffer()).byteLength;
-    // Refused: a tampered token, and a file the video does not have.
+    // Refused: a tampered token (the master, unknown before the token passed, counts as a media playlist), and a file the video does not have.
     const tampered = video.playback_url.replace(/HS256-(.)/, (_: string, c: string) => `HS256-${c === "A" ? "B" : "A"}`);
     expect((await fetch(tampered)).status).toBe(403);
     expect((await fetch(new URL("no-such-file.ts", variantUrl))).status).toBe(404);
+    // A video that is not there is refused as any token that does not cover its path, but counted as not found.
+    expect((await fetch(video.playback_url.replace(`/play/${video.id}/`, "/play/vid_0000000000000000/"))).status).toBe(403);
 
     const after = await scrape();
     const moved = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
@@ -172,8 +174,9 @@ describe.skipIf(TARGET === "cluster")("metrics of hosted videos", () => {
     expect(moved("media_edge_requests_total", { kind: "segment", status_class: "2xx" })).toBe(1);
     expect(moved("media_edge_response_bytes_total", { kind: "segment" })).toBe(segmentBytes);
     expect(moved("media_edge_requests_total", { kind: "segment", status_class: "4xx" })).toBe(1);
+    expect(moved("media_edge_requests_total", { kind: "media_playlist", status_class: "4xx" })).toBe(2); // the tampered token's, the missing video's
     expect(moved("media_edge_refusals_total", { reason: "token_signature" })).toBe(1);
-    expect(moved("media_edge_refusals_total", { reason: "not_found" })).toBe(1);
+    expect(moved("media_edge_refusals_total", { reason: "not_found" })).toBe(2);
     expect(after.types.get("media_edge_requests_total")).toBe("counter");
 
     // The encoder node and the actors of this process: every stage the upload's encode passed, its speed, the outbox.
