@@ -12,6 +12,7 @@ describe("flow metrics", () => {
     }
     for (const reason of EDGE_REFUSALS) expect(await metricExists("media_edge_refusals_total", { reason })).toBe(true);
     for (const stage of ENCODE_STAGES) expect(await metricExists("media_encode_stage_seconds_count", { stage })).toBe(true);
+    expect(await metricExists("media_encode_realtime_factor_count", { codec: "av1", height: "2160" })).toBe(true);
     expect(await metricExists("media_uploads_total", { kind: "multipart", result: "abandoned" })).toBe(true);
     expect(await metricExists("media_upload_parts_received_total")).toBe(true);
     expect(await metricExists("media_outbox_intents_waiting")).toBe(true);

@@ -172,6 +172,10 @@ const realtime = new Histogram({
   registers,
 });
 
+/** The video codecs of the spec's ladders (encoder-node/renditions.ts). */
+const VIDEO_CODECS = ["h264", "h265", "vp9", "av1"] as const;
+for (const codec of VIDEO_CODECS) for (const height of HEIGHT_BUCKETS) realtime.zero({ codec, height });
+
 /** A command encoded `mediaSeconds` in `wallSeconds`, writing these renditions. */
 export function observeEncodeSpeed(
   renditions: readonly { readonly codec: string; readonly height: number }[],
