@@ -19,7 +19,6 @@ export class EdgeRefused extends EdgeError {
 const BY_STATUS: Readonly<Record<number, EdgeRefusal>> = {
   400: "bad_request",
   404: "not_found",
-  405: "method_not_allowed",
   409: "not_uploading",
   413: "too_large",
   416: "range_not_satisfiable",

@@ -46,7 +46,6 @@ export const EDGE_REFUSALS = [
   "too_large",
   "range_not_satisfiable",
   "key_not_granted",
-  "method_not_allowed",
   "other",
 ] as const;
 export type EdgeRefusal = (typeof EDGE_REFUSALS)[number];
