@@ -57,6 +57,9 @@ export default defineConfig({
       { test: { name: "conformance", include: ["test/conformance/**/*.test.ts"], ...slow } },
       { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], ...slow } },
       { test: { name: "browser", include: ["test/browser/**/*.test.ts"], ...slow } },
+      // The Prometheus rules and the Grafana dashboard of deploy/observe, checked by promtool and
+      // Prometheus's parser.
+      { test: { name: "observe", include: ["test/observe/**/*.test.ts"], ...slow } },
       // Images, compose files and the chart (deploy/): a container engine, started if needed.
       { test: { name: "deploy", include: ["test/deploy/**/*.test.ts"], ...slow, testTimeout: 900_000, hookTimeout: 900_000 } },
     ],

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../src/log.js";
+import { metricValue } from "../src/metrics.fixtures.js";
 import { FileStore } from "../src/store/file-store.js";
 import { EVENTS_FIELD, INTENTS_FIELD, Relay, type Intent } from "./outbox.js";
 
@@ -97,6 +98,49 @@ describe("outbox relay when it stops", () => {
     ]);
     expect(ticked).toBe(true);
     expect(runs).toBe(1);
+    await store.close();
+  });
+});
+
+describe("outbox relay metrics", () => {
+  it("shows the intents waiting, and times each from its entry's commit to the end of its run", async () => {
+    const store = new FileStore(mkdtempSync(path.join(tmpdir(), "relay-")));
+    await store.open();
+    const relay = new Relay(store, createLogger("silent"), { partitions: 1, retryMs: 5, idleMs: 20 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let slowRuns = 0;
+    relay.register<Intent, unknown>("gauged", {
+      slow: async () => {
+        slowRuns++;
+        await gate;
+      },
+      fast: async () => undefined,
+    });
+    relay.attach(async () => ({}));
+    relay.assign([0]);
+    const waiting = () => metricValue("media_outbox_intents_waiting");
+    const timed = (kind: string) => metricValue("media_outbox_relay_lag_seconds_count", { entity: "gauged", kind });
+    const before = { slow: await timed("slow"), fast: await timed("fast") };
+    expect(await waiting()).toBe(0);
+
+    await relay.beforeAppend("gauged", "g1", 1);
+    await store.commit({ events: [{ ...entry(1, []), key: "gauged:g1" }] });
+    relay.appended("gauged", "g1", 1, [{ kind: "slow" }, { kind: "fast" }], {});
+    await relay.beforeAppend("gauged", "g1", 2);
+    relay.appended("gauged", "g1", 2, [{ kind: "fast" }], {});
+    await until("the slow intent running", () => slowRuns === 1);
+    // The running intent counts until it ends, and the two behind it.
+    expect(await waiting()).toBe(3);
+    await new Promise((r) => setTimeout(r, 50));
+    release();
+    await until("every intent run", () => relay.waiting() === 0);
+    expect(await waiting()).toBe(0);
+    expect(await timed("slow")).toBe(before.slow + 1);
+    expect(await timed("fast")).toBe(before.fast + 2);
+    // The slow one waited on its gate for 50 ms at least; the lag sums that.
+    expect(await metricValue("media_outbox_relay_lag_seconds_sum", { entity: "gauged", kind: "slow" })).toBeGreaterThanOrEqual(0.045);
+    relay.stop();
     await store.close();
   });
 });

@@ -13,6 +13,7 @@
 // Consumers are idempotent, so an intent that runs twice (after a crash) changes nothing twice.
 import { partitionFor } from "../src/bus/port.js";
 import type { Logger } from "../src/log.js";
+import { observeRelayLag, registerOutboxBacklog } from "../src/metrics-flow.js";
 import type { Store } from "../src/store/port.js";
 import { inSpan, SpanKind, type Context } from "../src/tracing.js";
 
@@ -80,6 +81,8 @@ interface Pending {
   readonly trace?: Context | undefined;
   /** Intents of this entry already run (a retry resumes after them). */
   done: number;
+  /** When its entry was committed (performance.now()), for the relay lag; unknown for a recovered entry. */
+  readonly committedAt?: number;
 }
 
 interface Entity {
@@ -127,6 +130,7 @@ export class Relay implements Outbox {
   private readonly idleMs: number;
   private readonly retryMs: number;
   private readonly recordEvery: number;
+  private readonly unregisterBacklog: () => void;
 
   constructor(
     private readonly store: Store,
@@ -136,6 +140,14 @@ export class Relay implements Outbox {
     this.idleMs = options.idleMs ?? 5_000;
     this.retryMs = options.retryMs ?? 100;
     this.recordEvery = options.recordEvery ?? 50;
+    this.unregisterBacklog = registerOutboxBacklog(() => this.waiting());
+  }
+
+  /** Intents queued on this host and not yet run, for the backlog gauge. */
+  waiting(): number {
+    let n = 0;
+    for (const e of this.entities.values()) for (const item of e.queue) n += item.intents.length - item.done;
+    return n;
   }
 
   /** The handlers of one entity type's intents. */
@@ -170,6 +182,7 @@ export class Relay implements Outbox {
 
   stop(): void {
     this.stopped = true;
+    this.unregisterBacklog();
     for (const e of this.entities.values()) clearTimeout(e.idle);
   }
 
@@ -201,14 +214,14 @@ export class Relay implements Outbox {
     if (!e) return; // its shard moved away while the append ran: the new owner recovers it
     e.appending--;
     if (e.relayed < 0) e.relayed = seq - 1;
-    insert(e.queue, { seq, intents, state, recovered: false, trace, done: 0 });
+    insert(e.queue, { seq, intents, state, recovered: false, trace, done: 0, committedAt: performance.now() });
     void this.drain(e);
   }
 
   now(type: string, id: string, intents: readonly Intent[], state: unknown, trace?: Context): void {
     if (intents.length === 0) return;
     void this.entity(type, id).then((e) => {
-      e.queue.push({ seq: -1, intents, state, recovered: false, trace, done: 0 });
+      e.queue.push({ seq: -1, intents, state, recovered: false, trace, done: 0, committedAt: performance.now() });
       return this.drain(e);
     });
   }
@@ -333,7 +346,9 @@ export class Relay implements Outbox {
         const item = e.queue[0]!;
         if (item.seq < 0 || item.seq > e.relayed) {
           for (; item.done < item.intents.length; item.done++) {
-            if (!(await this.run(e, item, item.intents[item.done]!))) return;
+            const intent = item.intents[item.done]!;
+            if (!(await this.run(e, item, intent))) return;
+            if (item.committedAt !== undefined) observeRelayLag(e.type, intent.kind, (performance.now() - item.committedAt) / 1000);
           }
           if (item.seq >= 0) {
             e.relayed = item.seq;

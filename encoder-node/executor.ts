@@ -7,6 +7,8 @@ import type { ContentKey } from "../src/drm/types.js";
 import { MediaError, type MediaErrorCode } from "./media-errors.js";
 import { checkPackagingKeys, removeAes128KeyInfo, runPackager, writeAes128KeyInfo } from "./packager.js";
 import type { OutputPlan } from "./plan.js";
+import { observeEncodeSpeed } from "../src/metrics-flow.js";
+import { stage } from "./stage-timing.js";
 
 /** Facts the executor reports: what ffmpeg said while it ran, and what a run cost. */
 export interface RunProgress {
@@ -273,7 +275,10 @@ export async function encodePlan(
       : Promise.resolve();
     let commandFailure: unknown;
     try {
-      await runCommands();
+      const encodeStarted = performance.now();
+      await stage("encode", runCommands);
+      // The plan's media over the wall time of its commands, all rungs together.
+      observeEncodeSpeed(plan.renditions ?? [], plan.durationMs / 1000, (performance.now() - encodeStarted) / 1000);
     } catch (e) {
       commandFailure = e;
     } finally {
@@ -285,7 +290,8 @@ export async function encodePlan(
     if (commandFailure !== undefined) throw commandFailure;
     if (hook) await hook();
     if (plan.packaging) {
-      await runPackager(plan.packaging, opts.keys ?? [], { signal: stop.signal });
+      const packaging = plan.packaging;
+      await stage("packager", () => runPackager(packaging, opts.keys ?? [], { signal: stop.signal }));
       reporter.update(0.999);
     }
     await opts.finish?.(stop.signal);

@@ -31,6 +31,7 @@ import type { MpdTextTrack } from "./manifests/mpd.js";
 import { MediaError } from "./media-errors.js";
 import type { ProbeResult } from "./probe.js";
 import type { Recogniser, Transcript } from "./recogniser.js";
+import { stage } from "./stage-timing.js";
 
 /** What an encode attempt knows for its subtitle tracks. */
 export interface SubtitleContext {
@@ -91,9 +92,11 @@ export class Transcripts {
     }
     let t = this.made.get(language);
     if (!t) {
-      t = this.make(language, (f) => {
-        for (const l of this.listeners.get(language) ?? []) l(f);
-      });
+      t = stage("captions", () =>
+        this.make(language, (f) => {
+          for (const l of this.listeners.get(language) ?? []) l(f);
+        }),
+      );
       const settle = () => {
         this.finished.add(language);
       };

@@ -11,7 +11,9 @@ import { HOSTING_LIMITS, partsPrefix, sourceKey, verifyingKeys } from "../src/ho
 import { contentTypeOf } from "../src/content-types.js";
 import type { SecretBox } from "../src/secrets.js";
 import type { Store } from "../src/store/port.js";
+import { uploadReceived, type EdgeKind } from "../src/metrics-flow.js";
 import { EdgeError, entityResponse, fileResponse, type EdgeRequest, type EdgeResponse, type EdgeRoute } from "./edge.js";
+import { EdgeRefused, measured, playbackKind } from "./edge-metrics.js";
 import { uploadAllowed, videoLinks, type Hosting } from "./hosting.js";
 import { playerAssetRoutes, renderPlayerPage } from "./player.js";
 
@@ -106,15 +108,29 @@ function json(status: number, value: unknown, header = new Headers()): EdgeRespo
   return { status, header, body: new TextEncoder().encode(JSON.stringify(value)) };
 }
 
+/** The kind of object each hosting route serves, for the edge metrics; playback's is told by its file. */
+const ROUTE_KINDS: Readonly<Record<string, EdgeKind>> = {
+  "PUT /uploads/:id": "upload",
+  "PUT /uploads/:id/:upload/:part": "upload_part",
+  "GET /v/:id": "player_page",
+  "GET /v/:id/renew": "token_renewal",
+  "POST /:token/play/*": "license",
+  "GET /assets/player/:file": "player_asset",
+};
+
 export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
   const recent = d.hosting.playback;
   const managed = d.hosting.managed;
+  /** The main playlist of the video a playback request was for, once its token passed: that file is the master. */
+  const masters = new WeakMap<EdgeRequest, string>();
+  const playbackKindOf = (req: EdgeRequest) => playbackKind(`play/${req.params["*"] ?? ""}`, masters.get(req));
 
   /** The video an upload URL is for, when the URL is genuine and the video still takes bytes. */
   async function uploading(req: EdgeRequest, uploadId: string, part: number): Promise<VideoRecord> {
     const id = req.params.id!;
     const allowed = uploadAllowed(d.box, id, uploadId, part, req.query);
-    if (allowed !== "ok") throw new EdgeError(403, allowed === "expired" ? "the upload URL has expired; ask for a new one" : "the upload URL is not valid");
+    if (allowed === "expired") throw new EdgeRefused(403, "upload_url_expired", "the upload URL has expired; ask for a new one");
+    if (allowed !== "ok") throw new EdgeRefused(403, "upload_url_invalid", "the upload URL is not valid");
     const video = (await d.store.get<VideoRecord>(VIDEOS, id))?.value;
     if (!video?.upload) throw new EdgeError(404, "no such upload");
     if (video.status !== "uploading") throw new EdgeError(409, `the video is ${video.status}; it takes no more bytes`);
@@ -138,7 +154,8 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
         const declared = req.header.get("content-length");
         if (declared !== null && Number(declared) !== video.upload!.sizeBytes)
           throw new EdgeError(400, `Content-Length ${declared} is not the ${video.upload!.sizeBytes} bytes declared at CreateUpload`);
-        const { md5 } = await managed.write(sourceKey(video.id), req.body, video.inputContentType || "application/octet-stream");
+        const { md5, size } = await managed.write(sourceKey(video.id), req.body, video.inputContentType || "application/octet-stream");
+        uploadReceived("single", size);
         return { status: 200, header: etag(md5) };
       },
     },
@@ -158,6 +175,7 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
         const declared = req.header.get("content-length");
         if (declared !== null && Number(declared) !== expected) throw new EdgeError(400, `part ${part} must be ${expected} bytes, not ${declared}`);
         const stored = await managed.writePart(partsPrefix(video.id, upload.uploadId), part, limit(req.body, expected));
+        uploadReceived("multipart", stored.size);
         return { status: 200, header: etag(stored.md5) };
       },
     },
@@ -212,7 +230,7 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
             `a Clear Key license request is JSON {"kids": [1 to ${DRM_LIMITS.licenseRequestKids} base64url key IDs], "type": "temporary"}`,
           );
         const keys = openKeys(d.box, drm.sealed).filter((k) => kids.includes(k.kid));
-        if (keys.length === 0) throw new EdgeError(403, "none of the requested key IDs belong to this video");
+        if (keys.length === 0) throw new EdgeRefused(403, "key_not_granted", "none of the requested key IDs belong to this video");
         const header = new Headers();
         header.set("cache-control", "no-store");
         return json(200, clearKeyLicense(keys), header);
@@ -241,13 +259,16 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
     if (!req.params.token!.startsWith("bcdn_token=")) throw new EdgeError(404, "no such file");
     // The video is named by the path; its app's keys decide whether the token is genuine.
     const m = /^\/bcdn_token=[^/]*\/play\/(vid_[A-Za-z0-9]+)\//.exec(req.path);
-    if (!m) throw new EdgeError(403, "the token does not cover this path");
+    if (!m) throw new EdgeRefused(403, "token_outside", "the token does not cover this path");
     const { video, keys } = await recent.get(m[1]!);
-    if (!video || keys.length === 0) throw new EdgeError(403, "the token does not cover this path");
+    // The same answer for a video that is not there, so a token prober learns nothing; the metrics tell them apart.
+    if (!video) throw new EdgeRefused(403, "not_found", "the token does not cover this path");
+    if (keys.length === 0) throw new EdgeRefused(403, "token_outside", "the token does not cover this path");
     const check = verifyDirectoryPath(req.path, keys, Math.floor(Date.now() / 1000));
-    if (!check.ok) throw new EdgeError(403, `playback refused (${check.reason})`);
-    if (check.tokenPath !== `/play/${video.id}/`) throw new EdgeError(403, "the token does not cover this path");
-    if (video.status !== "ready") throw new EdgeError(403, `the video is ${video.status}`);
+    if (!check.ok) throw new EdgeRefused(403, `token_${check.reason}`, `playback refused (${check.reason})`);
+    if (check.tokenPath !== `/play/${video.id}/`) throw new EdgeRefused(403, "token_outside", "the token does not cover this path");
+    if (video.status !== "ready") throw new EdgeRefused(403, "not_ready", `the video is ${video.status}`);
+    if (video.playlistKey) masters.set(req, video.playlistKey);
     return { video, filePath: check.filePath };
   }
 
@@ -285,7 +306,7 @@ export function hostingRoutes(d: HostingEdgeDeps): EdgeRoute[] {
     return entityResponse(req, info, contentType, extra, (start, end) => managed.read(key, start, end));
   }
 
-  return routes;
+  return routes.map((r) => measured(r, ROUTE_KINDS[`${r.method} ${r.pattern}`] ?? playbackKindOf));
 }
 
 async function readBody(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {

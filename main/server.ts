@@ -12,7 +12,7 @@ import { SourceRetention } from "../actors/video/retention.js";
 import { entity } from "../actors/entity.js";
 import { ActorHost } from "../actors/host.js";
 import { JobBehavior, jobIntentHandlers } from "../actors/job/job.js";
-import { ACTIVE_JOBS, ACTIVE_PARTITION, Job, JOBS, TERMINAL, type JobRecord } from "../actors/job/messages.js";
+import { ACTIVE_JOBS, ACTIVE_PARTITION, Job, JOB_ERROR_CODES, JOBS, TERMINAL, type JobRecord } from "../actors/job/messages.js";
 import { Relay, type Intent, type Outbox } from "../actors/outbox.js";
 import { QueueBehavior, queueIntentHandlers, type QueueIntent, type QueueState } from "../actors/scheduler/scheduler.js";
 import { Queue, QUEUE_ID } from "../actors/scheduler/messages.js";
@@ -53,7 +53,7 @@ import { CassandraStore, cassandraConnection } from "../src/store/cassandra-stor
 import { KafkaBus } from "../src/bus/kafka-bus.js";
 import { kafkaConnection } from "../src/bus/kafka-security.js";
 import { MemoryBus } from "../src/bus/memory-bus.js";
-import { registerStoreGauges, timedBus, timedStore } from "../src/metrics.js";
+import { knowJobErrorCodes, registerStoreGauges, timedBus, timedStore } from "../src/metrics.js";
 import { metricsRoute } from "../gateway/metrics-edge.js";
 import { openApiRoute } from "../gateway/openapi-edge.js";
 import { probeRoutes } from "../gateway/probe-edge.js";
@@ -297,6 +297,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     const partitions = config.mode === "embedded" ? 4 : config.cluster.commandPartitions;
     // Effects leave the actors as intents journaled with their events; the relay carries them out.
     const relay = new Relay(store, log, { partitions });
+    knowJobErrorCodes(Object.keys(JOB_ERROR_CODES));
     const failpoints = (process.env.MEDIA_FAILPOINT ?? "").split(",").filter((f) => f !== "");
     const host = new ActorHost(store, log, 10_000, withFailpoints(relay, failpoints), { scope: topics.commands, partitions }).register(...BEHAVIORS);
     actorHost = host;

@@ -6,8 +6,8 @@
 #   npm        the project's packages (npm install)
 #   go         storage peers (MinIO, mc, fake-gcs-server), the Connect conformance runner, the
 #              fuzzer's OpenAPI generator (with its schemathesis venv), helm and the chart's
-#              manifest validator (deploy/helm/setup.sh), the tests' OTLP trace receiver
-#              (infra/otlp-receiver/setup.sh)
+#              manifest validator (deploy/helm/setup.sh), Prometheus and promtool (deploy/observe/setup.sh),
+#              the tests' OTLP trace receiver (infra/otlp-receiver/setup.sh)
 #   python     the encoder's speech recogniser and its model data (scripts/asr-setup.sh), and the
 #              ffmpeg with libvmaf that scores quality (scripts/vmaf-setup.sh)
 #   jars       Kafka's and Cassandra's jars from Maven Central (infra/*.sh fetch)
@@ -76,12 +76,14 @@ go_tools() {
   bash test/conformance/setup.sh >/dev/null & local conformance=$!
   bash deploy/helm/setup.sh >/dev/null & local chart=$!
   bash infra/otlp-receiver/setup.sh >/dev/null & local receiver=$!
+  bash deploy/observe/setup.sh >/dev/null & local observe=$!
   $venv bash test/fuzz/setup.sh # its schemathesis venv needs Python's venv
   local status=0
   wait "$peers" || status=1
   wait "$conformance" || status=1
   wait "$chart" || status=1
   wait "$receiver" || status=1
+  wait "$observe" || status=1
   return "$status"
 }
 # && as chain runs this in an if, where set -e does not stop at a failed first step.

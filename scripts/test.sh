@@ -103,7 +103,7 @@ elif [[ "${MEDIA_TEST_LANES:-2}" == 2 ]]; then
   ) & pids+=($!)
   (
     st=0
-    run local --project unit --project api --project media --project browser --project conformance --project runtime || st=1
+    run local --project unit --project api --project media --project browser --project conformance --project runtime --project observe || st=1
     after_images deploy --project deploy || st=1
     exit "$st"
   ) & pids+=($!)
@@ -112,7 +112,7 @@ elif [[ "${MEDIA_TEST_LANES:-2}" == 2 ]]; then
 else
   images &
   MEDIA_TEST_INFRA="${MEDIA_TEST_INFRA:-local}" run vitest --project unit --project media --project api --project api-cluster --project cluster \
-    --project fuzz --project conformance --project runtime --project browser || status=1
+    --project fuzz --project conformance --project runtime --project browser --project observe || status=1
   after_images deploy --project deploy --project cluster-containers || status=1
   if [[ "${MUTATION_GATE:-1}" != 0 ]]; then gate || status=1; fi
 fi

@@ -10,6 +10,7 @@ import type { Bus, BusMessage } from "./bus/port.js";
 import { VersionConflict } from "./errors.js";
 import {
   encoderActivity,
+  knowJobErrorCodes,
   metricsRegistry,
   observeJobEnded,
   registerStoreGauges,
@@ -20,21 +21,10 @@ import {
   type EncoderNodeRow,
   type QueueSummary,
 } from "./metrics.js";
+import { metricExists, metricValue as value } from "./metrics.fixtures.js";
 import { FileStore } from "./store/file-store.js";
 import type { StoredRecord, Store } from "./store/port.js";
 import { storeContract, type ContractStore } from "./store/store-contract.js";
-
-/** The value of one series: `name` as exposed (a histogram's name_count, name_sum), with exactly these labels. */
-async function value(name: string, labels: Record<string, string> = {}): Promise<number> {
-  const metrics = await metricsRegistry().getMetricsAsJSON();
-  const base = name.replace(/_(count|sum)$/, "");
-  const metric = metrics.find((m) => m.name === name) ?? metrics.find((m) => m.name === base);
-  const nameOf = (v: object) => ("metricName" in v && typeof v.metricName === "string" ? v.metricName : metric?.name);
-  const found = (metric?.values ?? []).find(
-    (v) => nameOf(v) === name && JSON.stringify(Object.entries(v.labels).sort()) === JSON.stringify(Object.entries(labels).sort()),
-  );
-  return found?.value ?? 0;
-}
 
 async function openedFileStore(dir = mkdtempSync(path.join(tmpdir(), "metrics-store-"))): Promise<ContractStore> {
   const store = new FileStore(dir);
@@ -173,6 +163,36 @@ describe("process metrics", () => {
     expect(await value("media_job_duration_seconds_count", { outcome: "completed" })).toBe(before.completed + 1);
     expect(await value("media_job_duration_seconds_sum", { outcome: "completed" })).toBeCloseTo(before.sum + 60);
     expect(await value("media_job_duration_seconds_count", { outcome: "processing" })).toBe(0);
+  });
+
+  it("counts failed and partial jobs by error_code, and each failed output by its own; codes outside the list as other", async () => {
+    knowJobErrorCodes(["encode_failed", "input_invalid", "internal"]);
+    // Known codes show at 0 before any job failed, so rate() sees them.
+    expect(await metricExists("media_job_failures_total", { outcome: "partial", error_code: "input_invalid" })).toBe(true);
+    expect(await metricExists("media_job_output_failures_total", { error_code: "other" })).toBe(true);
+    const at = async () => ({
+      failed: await value("media_job_failures_total", { outcome: "failed", error_code: "input_invalid" }),
+      partial: await value("media_job_failures_total", { outcome: "partial", error_code: "encode_failed" }),
+      other: await value("media_job_failures_total", { outcome: "failed", error_code: "other" }),
+      outputs: await value("media_job_output_failures_total", { error_code: "encode_failed" }),
+      completed: await value("media_job_output_failures_total", { error_code: "internal" }),
+    });
+    const before = await at();
+    observeJobEnded({ status: "failed", createdAt: 0, errorCode: "input_invalid", outputs: [] });
+    // A partial job without a code of its own: its first failed output's.
+    observeJobEnded({
+      status: "partial",
+      createdAt: 0,
+      outputs: [{ status: "completed" }, { status: "failed", errorCode: "encode_failed" }, { status: "failed", errorCode: "encode_failed" }],
+    });
+    observeJobEnded({ status: "failed", createdAt: 0, errorCode: "made_up_code" });
+    observeJobEnded({ status: "completed", createdAt: 0, outputs: [{ status: "completed" }] });
+    const after = await at();
+    expect(after.failed - before.failed).toBe(1);
+    expect(after.partial - before.partial).toBe(1);
+    expect(after.other - before.other).toBe(1);
+    expect(after.outputs - before.outputs).toBe(2);
+    expect(after.completed - before.completed).toBe(0);
   });
 
   it("marks an encoder busy while a task runs and adds its busy seconds, during the task too", async () => {

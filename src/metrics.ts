@@ -7,6 +7,8 @@ import type { Store } from "./store/port.js";
 
 const registry = new Registry();
 const registers = [registry];
+/** The registries every media_* instrument of this process registers in (metrics-flow.ts too). */
+export const metricRegisters = registers;
 let defaultsOn = false;
 
 /** The registry of this process; the first call also adds prom-client's default process and Node.js metrics. */
@@ -44,7 +46,8 @@ export function recordRpc(method: string, code: string, durationSeconds: number)
 
 // ---- Store and bus (every role)
 
-export type StoreOperation = "get" | "commit" | "events" | "scan" | "latestSnapshot" | "saveSnapshot";
+const STORE_OPERATIONS = ["get", "commit", "events", "scan", "latestSnapshot", "saveSnapshot"] as const;
+export type StoreOperation = (typeof STORE_OPERATIONS)[number];
 
 const PORT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const storeSeconds = new Histogram({
@@ -60,6 +63,8 @@ const storeErrors = new Counter({
   labelNames: ["operation"] as const,
   registers,
 });
+// At 0 from the start, so a rate over it (the dashboard, the MediaStoreErrors alert) has a series before the first failure.
+for (const operation of STORE_OPERATIONS) storeErrors.inc({ operation }, 0);
 const busPublishSeconds = new Histogram({
   name: "media_bus_publish_seconds",
   help: "Bus publishes until durable, by topic (without the deployment prefix)",
@@ -241,15 +246,57 @@ const jobDuration = new Histogram({
   registers,
 });
 
+const jobFailures = new Counter({
+  name: "media_job_failures_total",
+  help: "Jobs that ended failed or partial, by outcome and the job's error_code (other for a code outside the spec's list)",
+  labelNames: ["outcome", "error_code"] as const,
+  registers,
+});
+const outputFailures = new Counter({
+  name: "media_job_output_failures_total",
+  help: "Outputs that failed in jobs that ended (failed or partial), by the output's error_code",
+  labelNames: ["error_code"] as const,
+  registers,
+});
+
+/** The spec's closed list of job error codes (actors/job/messages.ts), told by the server at start; other codes count as other. */
+const errorCodes = new Set<string>();
+
+/** Declares the job error codes, each series starting at 0. */
+export function knowJobErrorCodes(codes: readonly string[]): void {
+  for (const code of [...codes, "other"]) {
+    errorCodes.add(code);
+    outputFailures.inc({ error_code: code }, 0);
+    for (const outcome of ["failed", "partial"]) jobFailures.inc({ outcome, error_code: code }, 0);
+  }
+}
+
+const codeLabel = (code: string | undefined) => (code !== undefined && errorCodes.has(code) ? code : "other");
+
+/** What observeJobEnded reads of a job (JobRecord fits). */
+export interface EndedJob {
+  readonly status: string;
+  readonly createdAt: number;
+  readonly completedAt?: number | undefined;
+  readonly errorCode?: string | undefined;
+  readonly outputs?: readonly { readonly status: string; readonly errorCode?: string | undefined }[];
+}
+
 /**
- * One job that ended, from its record (JobRecord fits): creation to completedAt (now when absent).
+ * One job that ended, from its record (JobRecord fits): creation to completedAt (now when absent),
+ * and a failed or partial one's error codes, the job's and its failed outputs'.
  * Call it once per job, where the end is decided and journaled, never while an actor recovers.
  * A status that is not an end is ignored.
  */
-export function observeJobEnded(job: { readonly status: string; readonly createdAt: number; readonly completedAt?: number | undefined }): void {
+export function observeJobEnded(job: EndedJob): void {
   if (!JOB_OUTCOMES.has(job.status)) return;
   const end = job.completedAt ?? Date.now();
   jobDuration.observe({ outcome: job.status }, Math.max(0, (end - job.createdAt) / 1000));
+  if (job.status !== "failed" && job.status !== "partial") return;
+  const failed = (job.outputs ?? []).filter((o) => o.status === "failed");
+  // A partial job may carry no code of its own: its first failed output's says why.
+  jobFailures.inc({ outcome: job.status, error_code: codeLabel(job.errorCode ?? failed[0]?.errorCode) });
+  for (const o of failed) outputFailures.inc({ error_code: codeLabel(o.errorCode) });
 }
 
 const CLASSES: readonly WorkerClass[] = ["small", "standard", "large"];

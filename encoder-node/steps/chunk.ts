@@ -14,6 +14,7 @@ import { MediaError } from "../media-errors.js";
 import { planOutput } from "../plan.js";
 import { failureOf, ReportError, writing } from "../reports.js";
 import { hostedStream, type TaskContext } from "./context.js";
+import { stage } from "../stage-timing.js";
 
 /** How often the node that split a ladder looks again while other nodes encode its last chunks. */
 const CHUNK_WAIT_MS = 500;
@@ -25,8 +26,8 @@ async function encodeChunk(c: TaskContext, job: JobRecord, part: number, signal:
   const span = chunked.spans[part];
   if (!output || !span) throw new MediaError("internal", `chunk ${part} of ${chunked.outputId} is not planned`);
   c.d.log.info({ job_id: job.id, output_id: output.id, part }, "chunk started");
-  const file = await c.exec.fetchInput(job, signal, true);
-  const input = job.inputMetadata ?? (await c.exec.probe(file, signal));
+  const file = await stage("fetch", () => c.exec.fetchInput(job, signal, true));
+  const input = job.inputMetadata ?? (await stage("probe", () => c.exec.probe(file, signal)));
   const plan = planOutput(
     fromJson(OutputSpecSchema, output.spec),
     { file, probe: input },
@@ -42,7 +43,10 @@ async function encodeChunk(c: TaskContext, job: JobRecord, part: number, signal:
     await c.exec.encodePlan(plan, { signal });
     const renditions = await chunkRenditions(plan, signal);
     const blob = c.exec.outputBlob(job);
-    for (const rel of await chunkFiles(plan)) await writing(() => blob.put(`${output.keyPrefix}/${rel}`, path.join(plan.dir, rel), contentTypeOf(rel)));
+    const files = await chunkFiles(plan);
+    await stage("upload", async () => {
+      for (const rel of files) await writing(() => blob.put(`${output.keyPrefix}/${rel}`, path.join(plan.dir, rel), contentTypeOf(rel)));
+    });
     c.d.log.info({ job_id: job.id, output_id: output.id, part, seconds: [span.start, span.end ?? null] }, "chunk encoded");
     await c.reports.ask(job, { type: "chunk_done", at: Date.now(), outputId: output.id, part, node: c.lease.nodeId, renditions });
   } finally {

@@ -27,6 +27,7 @@ import type { ProbeResult } from "../probe.js";
 import { drmKeysData } from "./drm-keys.js";
 import { OutputProgress, ownShareOf } from "./progress.js";
 import { folderOf, upload } from "./upload.js";
+import { stage } from "../stage-timing.js";
 
 /** What every output of one encode attempt shares. */
 export interface EncodeRun {
@@ -66,12 +67,14 @@ function contentAwareResult(ladder: ContentAwareLadder, index: number): ContentA
 /** content_aware: trial encodes of samples choose each variant's rate first. */
 async function analyse(r: EncodeRun, output: OutputState, spec: OutputSpec, progress: OutputProgress): Promise<ContentAwareLadder | undefined> {
   if (!spec.contentAware?.enabled) return undefined;
-  const ladder = await r.c.exec.analyzeContent(spec, r.input, {
-    workDir: path.join(r.workDir, `${output.id}.analysis`),
-    ...(r.job.clip ? { clip: r.job.clip } : {}),
-    signal: r.signal,
-    onProgress: (f) => progress.analysing(f),
-  });
+  const ladder = await stage("analysis", () =>
+    r.c.exec.analyzeContent(spec, r.input, {
+      workDir: path.join(r.workDir, `${output.id}.analysis`),
+      ...(r.job.clip ? { clip: r.job.clip } : {}),
+      signal: r.signal,
+      onProgress: (f) => progress.analysing(f),
+    }),
+  );
   r.c.d.log.info(
     { job_id: r.job.id, output_id: output.id, analysis_ms: ladder.analysisMs, rungs: ladder.rungs.map(({ trials: _, ...x }) => x) },
     "content-aware rates chosen",
@@ -222,7 +225,7 @@ export async function runOutput(r: EncodeRun, output: OutputState, split: boolea
     progress.waitsOnTranscription(needsTranscription(spec, r.transcripts));
     const { provided, generated } = await c.exec.startTracks(spec, r.subtitles, r.transcripts, (f) => progress.hearing(f));
     // A protected output's keys come first: a key provider that fails stops it before any encode, so nothing leaves clear.
-    const keys = spec.drm ? await c.exec.contentKeys(spec, output.id, plan, signal) : undefined;
+    const keys = spec.drm ? await stage("keys", () => c.exec.contentKeys(spec, output.id, plan, signal)) : undefined;
     publisher = publisherOf(r, output, spec, plan, keys);
     const grower = publisher;
     await c.exec.encodePlan(plan, {
@@ -234,21 +237,26 @@ export async function runOutput(r: EncodeRun, output: OutputState, split: boolea
     // The manifests from the plan and what the encode produced: their one owner is manifests/.
     await writePlanManifests(plan, keys?.[0], signal);
     await publisher?.finish();
-    const { chunkBytes, firstChunkSegment } = plan.chunked ? await joined(r, output, plan, own, progress) : { chunkBytes: new Map<string, number>() };
+    const { chunkBytes, firstChunkSegment } = plan.chunked
+      ? await stage("join", () => joined(r, output, plan, own, progress))
+      : { chunkBytes: new Map<string, number>() };
     const tracks = [...provided, ...(await generated)].sort((a, b) => a.index - b.index);
     if (tracks.length > 0 && firstChunkSegment && hlsFactsOf(plan.hlsMaster!).firstTimestampSeconds === undefined)
       await firstTimestampFromStorage(r, output, plan, firstChunkSegment);
     // The final renditions over the analysis's samples: what each rung measured (clear outputs whose renditions have files of their own).
-    if (ladder && !spec.drm && plan.renditions?.every((x) => !x.file.endsWith(".mpd")))
-      await c.exec.measureRungs(
-        ladder,
-        plan.renditions.map((x) => ({ file: path.join(plan.dir, x.file), width: x.width, height: x.height })),
-        path.join(r.workDir, `${output.id}.analysis`),
-        signal,
+    const rungs = plan.renditions;
+    if (ladder && !spec.drm && rungs?.every((x) => !x.file.endsWith(".mpd")))
+      await stage("vmaf", () =>
+        c.exec.measureRungs(
+          ladder,
+          rungs.map((x) => ({ file: path.join(plan.dir, x.file), width: x.width, height: x.height })),
+          path.join(r.workDir, `${output.id}.analysis`),
+          signal,
+        ),
       );
     const written = await c.exec.writeTrackFiles(plan, tracks);
     await writeTrackManifests(plan, written, segmentSecondsOf(spec), signal);
-    const stored = await writing(() => upload(r.blob, plan.dir, output.keyPrefix, plan.main, publisher?.stored));
+    const stored = await stage("upload", () => writing(() => upload(r.blob, plan.dir, output.keyPrefix, plan.main, publisher?.stored)));
     await c.reports.ask(job, completed(r, output, spec, plan, { stored, chunkBytes, ladder, tracks, files: written.files, keys }));
     return didSplit ? { split: true } : {};
   } catch (e) {

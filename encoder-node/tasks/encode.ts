@@ -12,6 +12,7 @@ import { startTranscripts, Transcripts, type SubtitleContext } from "../subtitle
 import { runOutput, type EncodeRun } from "../steps/output.js";
 import { storeThumbnails } from "../steps/thumbnails.js";
 import { hostedStream, type TaskContext } from "../steps/context.js";
+import { stage } from "../stage-timing.js";
 
 /** What the subtitle tracks of an attempt read: the recogniser, the job's origins, the input. */
 function subtitleContext(c: TaskContext, job: JobRecord, input: EncodeRun["input"], workDir: string, signal: AbortSignal): SubtitleContext {
@@ -41,8 +42,9 @@ export async function runEncode(c: TaskContext, task: EncodeTask, signal: AbortS
   let file: string;
   let probe: ProbeResult;
   try {
-    file = await c.exec.fetchInput(job, signal);
-    probe = job.inputMetadata ?? (await c.exec.probe(file, signal));
+    file = await stage("fetch", () => c.exec.fetchInput(job, signal));
+    const fetched = file;
+    probe = job.inputMetadata ?? (await stage("probe", () => c.exec.probe(fetched, signal)));
   } catch (e) {
     if (!signal.aborted) await ask(job, { type: "encode_finished", attempt, at: Date.now(), durationMs: Date.now() - started, failure: failureOf(e, "input") });
     return;
@@ -85,7 +87,7 @@ export async function runEncode(c: TaskContext, task: EncodeTask, signal: AbortS
   await transcripts.dispose();
   if (job.thumbnails.length > 0 && !signal.aborted && !writeDenied) {
     try {
-      const results = await storeThumbnails(c.exec, run.blob, job, input, workDir, signal);
+      const results = await stage("thumbnails", () => storeThumbnails(c.exec, run.blob, job, input, workDir, signal));
       await ask(job, { type: "thumbnails_done", attempt, at: Date.now(), results });
     } catch (e) {
       if (e instanceof ReportError) throw e;

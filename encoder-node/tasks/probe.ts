@@ -4,6 +4,7 @@ import { randomToken } from "../../src/ids.js";
 import { MediaError } from "../media-errors.js";
 import { failureOf, ReportError } from "../reports.js";
 import type { TaskContext } from "../steps/context.js";
+import { stage } from "../stage-timing.js";
 
 export async function runProbe(c: TaskContext, task: EncodeTask, signal: AbortSignal): Promise<void> {
   const { ask } = c.reports;
@@ -13,13 +14,13 @@ export async function runProbe(c: TaskContext, task: EncodeTask, signal: AbortSi
   if (!job || job.status !== "probing" || job.attempt !== attempt) return;
   let file: string;
   try {
-    file = await c.exec.fetchInput(job, signal);
+    file = await stage("fetch", () => c.exec.fetchInput(job, signal));
   } catch (e) {
     if (!signal.aborted) await ask(job, { type: "probe_failed", attempt, at: Date.now(), failure: failureOf(e, "input") });
     return;
   }
   try {
-    const result = await c.exec.probe(file, signal);
+    const result = await stage("probe", () => c.exec.probe(file, signal));
     if (!result.video && !result.audio) throw new MediaError("input_unsupported", "the input has neither a video nor an audio stream");
     await ask(job, { type: "probed", attempt, at: Date.now(), metadata: result, durationMs: Date.now() - started });
   } catch (e) {

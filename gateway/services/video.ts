@@ -42,6 +42,7 @@ import { requireActingApp, visible } from "../tenancy.js";
 import { VIDEO_STATUS_NAMES, VISIBILITY_NAMES, videoMessage } from "../../wire/present-video.js";
 import type { ServiceDeps } from "./deps.js";
 import { watchEntity } from "./watch.js";
+import { uploadEnded } from "../../src/metrics-flow.js";
 import type { WatchTopic } from "../watch/hub.js";
 
 export const VIDEO_LIMITS = { title: 255, description: 2000, tags: 20, tag: 100, filename: 255 } as const;
@@ -337,6 +338,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       if (video.status === "processing" && video.inputSizeBytes !== undefined) return { video: present(video, app) }; // a retried completion
       if (video.status !== "uploading") throw failedPrecondition(`video ${video.id} is ${video.status}, not uploading`);
       const mismatch = (field: string, description: string) => {
+        uploadEnded(upload.kind, "rejected");
         throw apiError(Code.FailedPrecondition, `${field}: ${description}`, [{ field, description }]);
       };
       let size: number;
@@ -358,6 +360,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
           ...(ctx.values.get(REQUEST_ID) ? { requestId: ctx.values.get(REQUEST_ID) } : {}),
         }),
       );
+      uploadEnded(upload.kind, "completed");
       return { video: present(next, app) };
     },
 
@@ -447,6 +450,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     async delete(req, ctx) {
       const { video, app } = await visibleVideo(callerOf(ctx.values), req.id);
       const deleted = accepted(await d.actors.ask(VideoEntity, video.id, { type: "delete", at: Date.now() }));
+      if (video.status === "uploading" && video.upload) uploadEnded(video.upload.kind, "abandoned");
       d.hosting.playback.forget(video.id);
       return { video: present(deleted, app) };
     },

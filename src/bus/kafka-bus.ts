@@ -30,6 +30,8 @@ import kafkajs from "kafkajs";
 import type { Admin, Consumer as KafkaConsumer, ConsumerRunConfig, EachMessagePayload, IHeaders, LogEntry, Producer } from "kafkajs";
 import { ConfigError } from "../config.js";
 import type { Logger } from "../log.js";
+import { consumerLagOf } from "../metrics-flow.js";
+import { topicLabel } from "../metrics.js";
 import { kafkajsSecurity, listenerHint, securityRefusal, type KafkaConnection } from "./kafka-security.js";
 import type { Bus, BusHealth, BusMessage, ConsumeOptions, Consumer, OutgoingMessage, TopicSpec } from "./port.js";
 
@@ -304,9 +306,16 @@ export class KafkaBus implements Bus {
       return commits;
     };
 
+    // The lag as of each fetched batch: at its start, the messages from its first on (the batch
+    // included: not handled yet); at its end, those after its last. Nothing fetched (caught up, or
+    // paused) leaves the last value.
+    const lag = consumerLagOf(consumer, topicLabel(topic));
+    consumer.on(consumer.events.START_BATCH_PROCESS, ({ payload: p }) => lag.set(p.partition, Number(BigInt(p.highWatermark) - BigInt(p.firstOffset))));
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload: p }) => lag.set(p.partition, Number(p.offsetLag)));
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
       if (stopping) return;
       const mine = [...(event.payload.memberAssignment[topic] ?? [])].sort((a, b) => a - b);
+      lag.keep(mine);
       // A partition that moved is another member's now: its marks must not move its offset. One
       // this member kept is read on from where it was handled, not from the last commit (kafkajs
       // starts every generation at the committed offsets), and that offset is committed now.
@@ -459,6 +468,7 @@ export class KafkaBus implements Bus {
       if (options.fromLatest) await deadline(firstFetch, this.sessionTimeoutMs, "").catch(() => undefined);
     } catch (e) {
       stopping = true;
+      lag.stop();
       await consumer.disconnect().catch(() => undefined);
       throw e;
     }
@@ -483,6 +493,7 @@ export class KafkaBus implements Bus {
           await deadline(commitMarks(), this.sessionTimeoutMs, "").catch(() => undefined);
           await consumer.disconnect().catch((e: unknown) => this.log?.warn({ err: e, topic, group }, "bus consumer disconnect failed"));
           this.consumers.delete(handle);
+          lag.stop();
           try {
             options.onAssigned?.([]);
           } catch {

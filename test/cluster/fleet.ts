@@ -42,17 +42,20 @@ export interface Fleet {
 }
 
 export const BUCKET = "fleet-out";
+const MANAGED_BUCKET = "fleet-managed";
 
 export async function startFleet(options: {
   readonly encoderNodes: number;
   /** Inputs by name: a test pattern of this many seconds (320x240, 25 fps, a tone), or a file to serve. */
   readonly inputs: Record<string, number | string>;
   readonly env?: Record<string, string>;
+  /** Managed hosting (VideoService uploads) in a bucket of the fleet's MinIO. */
+  readonly hosting?: boolean;
 }): Promise<Fleet> {
   const keyspace = freshKeyspace();
   const dataDir = tempDataDir();
   const ca = makeTestCa();
-  const minio = await startMinio(ca, [BUCKET]);
+  const minio = await startMinio(ca, options.hosting ? [BUCKET, MANAGED_BUCKET] : [BUCKET]);
   const work = mkdtempSync(path.join(tmpdir(), "media-fleet-"));
   const peers: HttpsPeer[] = [];
   const inputs: Record<string, string> = {};
@@ -72,6 +75,14 @@ export async function startFleet(options: {
     MEDIA_WEBHOOK_RETRY_SCALE: "0.001",
     MEDIA_RATE_LIMIT_KEY: "off",
     MEDIA_LOG_LEVEL: process.env.MEDIA_TEST_LOG_LEVEL ?? "warn",
+    ...(options.hosting
+      ? {
+          MEDIA_MANAGED_S3_BUCKET: MANAGED_BUCKET,
+          MEDIA_MANAGED_S3_ENDPOINT: minio.endpoint,
+          MEDIA_MANAGED_S3_ACCESS_KEY_ID: minio.admin.accessKeyId,
+          MEDIA_MANAGED_S3_SECRET_ACCESS_KEY: minio.admin.secretAccessKey,
+        }
+      : {}),
     ...options.env,
   });
   const cluster = await launchCluster({ gateways: 1, actorHosts: 1, encoderNodes: options.encoderNodes, basePort: freePort(), env });

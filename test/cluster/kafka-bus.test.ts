@@ -9,6 +9,7 @@ import { busContract } from "../../src/bus/bus-contract.js";
 import { KafkaBus } from "../../src/bus/kafka-bus.js";
 import { ConfigError } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
+import { metricValue } from "../../src/metrics.fixtures.js";
 import { infraProvider, kafkaPeer, kafkajsOptions } from "./endpoints.js";
 
 const run = promisify(execFile);
@@ -188,5 +189,50 @@ describe("KafkaBus byKey", () => {
     expect(Number(offsets!.partitions[0]!.offset)).toBeLessThanOrEqual(0);
     void consumer.stop();
     await bus.close().catch(() => undefined);
+  }, 90_000);
+});
+
+describe("KafkaBus consumer lag", () => {
+  it("shows the messages behind the high watermark as of each fetched batch, by topic without its prefix", async () => {
+    const bus = new KafkaBus({ ...kafkaPeer(), clientId: `lag-${process.pid}`, log });
+    await bus.start();
+    const topic = `lag-${process.pid}-${Date.now()}.lagged`;
+    await bus.ensureTopics([{ topic, partitions: 1 }]);
+    const lag = () => metricValue("media_bus_consumer_lag_messages", { topic: "lagged" });
+    const waitFor = async (want: number, what: string) => {
+      for (const end = Date.now() + 20_000; (await lag()) !== want;) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}: the lag is ${await lag()}, not ${want}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const text = (v: string) => new TextEncoder().encode(v);
+    // 25 messages wait before the consumer starts (a consumer that was down); it holds the first, then one later.
+    await bus.publish(
+      topic,
+      Array.from({ length: 25 }, (_, i) => ({ key: `k${i}`, value: text(`m${i}`) })),
+    );
+    const gates = new Map<string, () => void>();
+    const held = (v: string) => new Promise<void>((r) => gates.set(v, r));
+    let handled = 0;
+    const consumer = await bus.consume({
+      topic,
+      group: `${topic}-g`,
+      handler: async (m) => {
+        const v = new TextDecoder().decode(m.value);
+        if (v === "m0" || v === "hold") await held(v);
+        handled++;
+      },
+    });
+    await waitFor(25, "the backlog");
+    gates.get("m0")!();
+    await waitFor(0, "the backlog handled");
+    expect(handled).toBe(25);
+    // Five more while the consumer is caught up: it holds the first of them.
+    await bus.publish(topic, [{ key: "h", value: text("hold") }, ...Array.from({ length: 4 }, (_, i) => ({ key: `n${i}`, value: text(`n${i}`) }))]);
+    await waitFor(5, "the five behind the held one");
+    gates.get("hold")!();
+    await waitFor(0, "the five handled");
+    await consumer.stop();
+    await bus.close();
   }, 90_000);
 });

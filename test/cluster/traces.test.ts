@@ -91,6 +91,10 @@ describe("traces", () => {
       expect(task.attributes["media.job_id"]).toBe(id);
       expect(String(task.resource["media.roles"])).toBe("encoder-node");
     }
+    // The encoder's stages (encoder-node/stage-timing.ts: probe, each ffmpeg, upload...) nest under its task's span.
+    const stages = spans.filter((s) => s.name.startsWith("encode."));
+    expect(stages.length).toBeGreaterThan(0);
+    for (const stage of stages) expect(ancestors(stage, byId).some((s) => s.name.startsWith("encode_task ")), stage.name).toBe(true);
     passed = true;
   });
 });
