@@ -94,7 +94,11 @@ describe("traces", () => {
     // The encoder's stages (encoder-node/stage-timing.ts: probe, each ffmpeg, upload...) nest under its task's span.
     const stages = spans.filter((s) => s.name.startsWith("encode."));
     expect(stages.length).toBeGreaterThan(0);
-    for (const stage of stages) expect(ancestors(stage, byId).some((s) => s.name.startsWith("encode_task ")), stage.name).toBe(true);
+    for (const stage of stages)
+      expect(
+        ancestors(stage, byId).some((s) => s.name.startsWith("encode_task ")),
+        stage.name,
+      ).toBe(true);
     passed = true;
   });
 });
