@@ -65,11 +65,7 @@ beforeAll(async () => {
   );
   prometheus.stdout!.on("data", (d) => (promLog += d));
   prometheus.stderr!.on("data", (d) => (promLog += d));
-  await until(
-    "Prometheus ready",
-    async () => ((await fetch(`${promBase}/-/ready`).catch(() => undefined))?.ok ? true : undefined),
-    60_000,
-  );
+  await until("Prometheus ready", async () => ((await fetch(`${promBase}/-/ready`).catch(() => undefined))?.ok ? true : undefined), 60_000);
 }, 600_000);
 
 afterAll(async () => {
@@ -88,7 +84,11 @@ interface Answer {
 /** An instant query: how many series it returned, and the three of highest value as `labels value`. */
 async function query(expr: string): Promise<Answer> {
   const res = await fetch(`${promBase}/api/v1/query?${new URLSearchParams({ query: expr })}`);
-  const body = (await res.json()) as { status: string; error?: string; data?: { resultType: string; result: { metric: Record<string, string>; value: [number, string] }[] } };
+  const body = (await res.json()) as {
+    status: string;
+    error?: string;
+    data?: { resultType: string; result: { metric: Record<string, string>; value: [number, string] }[] };
+  };
   if (body.status !== "success") throw new Error(`${expr}: ${body.error}`);
   const result = body.data!.result.map((r) => ({ metric: r.metric, value: Number(r.value[1]) }));
   const rank = (v: number) => (Number.isNaN(v) ? -Infinity : v);
@@ -120,7 +120,12 @@ describe("Prometheus against a running cluster", () => {
     const clip = path.join(work, "clip.mp4");
     await makeTestInput(clip, { seconds: 6, width: 320, height: 240, fps: 25, audio: true });
     const created = await ok(
-      call(fleet.base, "VideoService/CreateUpload", { app_id: fleet.a.app, filename: "clip.mp4", content_type: "video/mp4", size_bytes: statSync(clip).size }, key),
+      call(
+        fleet.base,
+        "VideoService/CreateUpload",
+        { app_id: fleet.a.app, filename: "clip.mp4", content_type: "video/mp4", size_bytes: statSync(clip).size },
+        key,
+      ),
     );
     const put = await fetch(created.upload_url, { method: "PUT", body: readFileSync(clip), headers: { "content-type": "video/mp4" } });
     expect(put.headers.get("etag")).toBe(`"${createHash("md5").update(readFileSync(clip)).digest("hex")}"`);

@@ -38,7 +38,12 @@ export function dashboardQueries(rateInterval = "5m"): PanelQuery[] {
   for (const panel of dashboard.panels) {
     if (panel.type === "row") section = panel.title;
     for (const t of panel.targets ?? []) {
-      out.push({ panel: panel.title, section, legend: t.legendFormat ?? "", expr: t.expr.replaceAll("$__rate_interval", rateInterval).replaceAll("$__interval", rateInterval) });
+      out.push({
+        panel: panel.title,
+        section,
+        legend: t.legendFormat ?? "",
+        expr: t.expr.replaceAll("$__rate_interval", rateInterval).replaceAll("$__interval", rateInterval),
+      });
     }
   }
   return out;

@@ -59,14 +59,23 @@ describe("the rules", () => {
     const cases = tests.tests.flatMap((t) => t.alert_rule_test ?? []);
     expect(alerts.length).toBeGreaterThanOrEqual(10);
     for (const alert of alerts) {
-      expect(cases.some((c) => c.alertname === alert && c.exp_alerts.length > 0), `${alert} fires in a test`).toBe(true);
-      expect(cases.some((c) => c.alertname === alert && c.exp_alerts.length === 0), `${alert} stays quiet in a test`).toBe(true);
+      expect(
+        cases.some((c) => c.alertname === alert && c.exp_alerts.length > 0),
+        `${alert} fires in a test`,
+      ).toBe(true);
+      expect(
+        cases.some((c) => c.alertname === alert && c.exp_alerts.length === 0),
+        `${alert} stays quiet in a test`,
+      ).toBe(true);
     }
   });
 
   it("fail their unit tests when an alert's threshold is wrong", async () => {
     const text = readFileSync(path.join(rulesDir, "rules.yml"), "utf8");
-    const broken = text.replace('media:encode_queue_oldest_age_seconds:max{priority="premium"} > 120', 'media:encode_queue_oldest_age_seconds:max{priority="premium"} > 1200');
+    const broken = text.replace(
+      'media:encode_queue_oldest_age_seconds:max{priority="premium"} > 120',
+      'media:encode_queue_oldest_age_seconds:max{priority="premium"} > 1200',
+    );
     expect(broken).not.toBe(text);
     writeFileSync(path.join(scratch, "rules.yml"), broken);
     copyFileSync(path.join(rulesDir, "rules.test.yml"), path.join(scratch, "rules.test.yml"));
