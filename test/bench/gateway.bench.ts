@@ -324,7 +324,7 @@ async function sideBySide(what: string, resultName: string, goal: string, starts
     process.stdout.write("\n");
     for (const [pair, r] of Object.entries(ratios))
       process.stdout.write(
-        `${what} ${pair}: req/s ${r.rps.toFixed(3)}x (cost ${((1 - r.rps) * 100).toFixed(1)}%), ` +
+        `${what}: ${pair}: req/s ${r.rps.toFixed(3)}x (cost ${((1 - r.rps) * 100).toFixed(1)}%), ` +
           `server CPU per request ${r.cpu_per_req.toFixed(3)}x (cost ${((r.cpu_per_req - 1) * 100).toFixed(1)}%)\n`,
       );
     process.stdout.write(`${goal}\n`);
