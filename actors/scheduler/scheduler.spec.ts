@@ -495,7 +495,22 @@ describe("encode queue: tasks", () => {
     expect(bad({ ...lease("n1"), ttlMs: 0 })).toMatchObject({ code: Code.InvalidArgument });
     expect(bad({ ...lease(""), node: "" })).toMatchObject({ code: Code.InvalidArgument });
     expect(bad({ type: "enqueue", task: task("j1"), at: Number.NaN })).toMatchObject({ code: Code.InvalidArgument });
+    expect(bad({ type: "enqueue", task: { ...task("j1"), traceparent: 7 }, at: T0 })).toMatchObject({ code: Code.InvalidArgument });
     expect(bad({ type: "shuffle", at: T0 })).toMatchObject({ code: Code.InvalidArgument });
+  });
+
+  it("a task's trace goes with it to the node it is granted to; a task without one is granted without", () => {
+    const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    const queuedTraced = run(Q.initial, enqueue({ ...task("j1"), traceparent }), enqueue(task("j2")));
+    const first = lease("n1");
+    const afterFirst = run(queuedTraced, first);
+    expect(Q.view!(afterFirst, first)).toEqual({
+      granted: { leaseId: first.leaseId, jobId: "j1", kind: "encode", appId: "app_a", priority: "standard", enqueuedAt: T0, traceparent },
+    });
+    const second = lease("n2");
+    const granted = replyOf(run(afterFirst, second), second).granted!;
+    expect(granted.jobId).toBe("j2");
+    expect("traceparent" in granted).toBe(false);
   });
 
   it("a new task is queued as sent, stamped with its time; a cancel removes the job's queued tasks", () => {
