@@ -130,7 +130,7 @@ describe("keys from a SPEKE v2 key service", () => {
       ),
     );
     const done = await waitFor(created.job.id);
-    expect(done.status, JSON.stringify(done.outputs[0])).toBe("completed");
+    expect(done.status, `${done.error_code}: ${done.outputs[0]?.error_code}: ${done.outputs[0]?.error_message}`).toBe("completed");
     const seen = speke.requests.slice(before);
     expect(seen).toHaveLength(1);
     expect(seen[0]!.problem).toBeUndefined();
@@ -179,7 +179,7 @@ describe("keys from a SPEKE v2 key service", () => {
       ),
     );
     const done = await waitFor(created.job.id);
-    expect(done.status, JSON.stringify(done.outputs[0])).toBe("completed");
+    expect(done.status, `${done.error_code}: ${done.outputs[0]?.error_code}: ${done.outputs[0]?.error_message}`).toBe("completed");
     const watched = await stream(h.base, "VideoService/Watch", { id: created.video_id }, key);
     const video = watched.messages.at(-1)!.body.video;
     expect(video.status).toBe("ready");
