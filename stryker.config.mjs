@@ -1,9 +1,30 @@
 // @ts-check
 // Mutation testing of the core (npm run test:mutation): the money, each entity's decide and fold,
 // the JSON codec and request validation, the network guard, paging, webhook signing and schedule,
-// playback-token signing.
+// playback-token signing, and the encoder's planners (ENCODER_PLANNERS, in the gate too).
 // Mutants run against the unit specs only (test/mutation/vitest.config.mjs). Results are kept in
 // test/mutation/stryker-incremental.json, checked in, so a run re-tests only what changed since.
+/**
+ * The encoder's planners: planOutput and a module per concern, pure, every plan's commands decided
+ * there. planners/types.ts is types alone, nothing to mutate.
+ */
+export const ENCODER_PLANNERS = [
+  "encoder-node/plan.ts",
+  "encoder-node/planners/chunking.ts",
+  "encoder-node/planners/commands.ts",
+  "encoder-node/planners/dash.ts",
+  "encoder-node/planners/drm.ts",
+  "encoder-node/planners/files.ts",
+  "encoder-node/planners/hls.ts",
+  "encoder-node/planners/hls-first-rung.ts",
+  "encoder-node/planners/hls-ladder.ts",
+  "encoder-node/planners/hls-segments.ts",
+  "encoder-node/planners/layout.ts",
+  "encoder-node/planners/master.ts",
+  "encoder-node/planners/packaged.ts",
+  "encoder-node/planners/segments.ts",
+];
+
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 const config = {
   testRunner: "vitest",
@@ -30,6 +51,7 @@ const config = {
     "actors/job/outcome.ts",
     "actors/api-key/messages.ts",
     "actors/webhook-endpoint/messages.ts",
+    ...ENCODER_PLANNERS,
   ],
   // Binaries, data and tool folders stay out of the sandbox copy.
   ignorePatterns: [
