@@ -395,13 +395,12 @@ function writable(res: uWS.HttpResponse, signal: AbortSignal, holdOpen = false, 
 }
 
 /**
- * Responses waiting for room past uWS's timeout (10 s, its timer ticks by 4 s): every 3 s, one
- * empty cork each, which tries uWS's buffered bytes once more, then a pause and resume, which
- * re-arms the timeout and leaves the socket's poll as it was (HttpResponse::pause/resume). The cork
- * alone re-arms only when its uncork fails, which it need not while the client still reads
- * nothing (where it moves the last buffered bytes into a kernel buffer that takes them but
- * reports no room): on some machines every stream of the Watch suite's 1,000 non-readers was cut
- * 8-12 s after its last failed write. One timer for all of them.
+ * Responses waiting for room past uWS's timeout (10 s, its timer ticks by 4 s): every 3 s, a pause
+ * and resume each, which re-arms the timeout and leaves the socket's poll as it was
+ * (HttpResponse::pause/resume; the socket still polls for room after its failed write, and the
+ * writer goes on once it has some). An empty cork re-arms only when its uncork fails, which it
+ * need not while the client still reads nothing: on some machines every stream of the Watch
+ * suite's 1,000 non-readers was cut 8-12 s after its last failed write. One timer for all of them.
  */
 const heldOpen = new (class {
   private readonly waiting = new Map<uWS.HttpResponse, AbortSignal>();
@@ -425,8 +424,6 @@ const heldOpen = new (class {
   private rearm(): void {
     for (const [res, signal] of this.waiting) {
       if (signal.aborted) continue;
-      res.cork(() => undefined);
-      if (signal.aborted) continue; // the uncork may close it
       res.pause();
       res.resume();
     }
