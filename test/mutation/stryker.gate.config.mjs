@@ -1,8 +1,8 @@
 // @ts-check
 // The mutation gate inside npm test: the money (src/pricing.ts, the job actor's estimates and
-// settlement), the network guard, the video actor, the encode queue and the encoder's planners, re-tested incrementally
-// from a copy of the checked-in results (scripts/test.sh makes it); test/mutation/gate-check.mjs
-// then holds each module to its floor.
+// settlement), the network guard, the video actor, the encode queue and the encoder's planners,
+// re-tested incrementally from a copy of the checked-in results (scripts/test.sh makes it);
+// test/mutation/gate-check.mjs then holds each module to its floor.
 import base, { ENCODER_PLANNERS } from "../../stryker.config.mjs";
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
