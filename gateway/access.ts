@@ -2,7 +2,7 @@
 // sessions, the X-Organization-ID rules, roles and key scopes. Runs as a Connect interceptor,
 // so every protocol gets the same answers.
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
-import { API_KEYS, API_KEY_HASHES, type ApiKeyRecord, type KeyByHash } from "../actors/api-key/messages.js";
+import type { ApiKeyRecord } from "../actors/api-key/messages.js";
 import { apiError, invalid, permissionDenied, unauthenticated } from "../src/errors.js";
 import { atLeast, type AppRecord, type Directory, type IdentityClaims, type OrganizationRecord, type Role, type UserRecord } from "../src/directory.js";
 import { TokenRefused, type SessionVerifier } from "../src/identity.js";
@@ -11,6 +11,7 @@ import { SESSION_COOKIE, type Sessions } from "../src/sessions.js";
 import type { SecretBox } from "../src/secrets.js";
 import type { Store } from "../src/store/port.js";
 import { CLIENT_ADDRESS } from "./front.js";
+import type { KeyCallers } from "./key-callers.js";
 
 export type Caller =
   | { readonly kind: "key"; readonly key: ApiKeyRecord; readonly app: AppRecord; readonly org: OrganizationRecord }
@@ -104,6 +105,8 @@ export interface AccessDeps {
   readonly publicOrigin: () => string | undefined;
   readonly staffEmails: readonly string[];
   readonly onKeyUsed: (key: ApiKeyRecord) => void;
+  /** Keys resolved recently, forgotten when they, their app or their organization change. */
+  readonly keyCallers: KeyCallers;
   readonly ruleOf: (typeName: string, method: string) => Rule | undefined;
 }
 
@@ -210,8 +213,8 @@ async function authenticateCookie(deps: AccessDeps, token: string, header: Heade
   return { kind: "session", user: live.user, staff: isStaff(deps, live.user), sessionId: live.sessionId };
 }
 
-// Secret → hash, bounded: the HMAC is the same every call, and revocation and expiry are checked
-// on the stored record each time, so caching the hash changes nothing they decide.
+// Secret → hash, bounded: the HMAC is the same every call; what the hash names is resolved (and
+// kept, and forgotten on a change) by KeyCallers.
 const hashCache = new WeakMap<SecretBox, Map<string, string>>();
 function hashOf(box: SecretBox, secret: string): string {
   let hashes = hashCache.get(box);
@@ -226,13 +229,11 @@ function hashOf(box: SecretBox, secret: string): string {
 }
 
 async function authenticateKey(deps: AccessDeps, secret: string): Promise<Caller> {
-  const link = (await deps.store.get<KeyByHash>(API_KEY_HASHES, hashOf(deps.box, secret)))?.value;
-  const key = link && (link.key ?? (await deps.store.get<ApiKeyRecord>(API_KEYS, link.keyId))?.value);
-  if (!key) throw unauthenticated("invalid API key");
+  const resolved = await deps.keyCallers.resolve(hashOf(deps.box, secret));
+  if (!resolved) throw unauthenticated("invalid API key");
+  const { key, app, org } = resolved;
   if (key.revokedAt !== undefined) throw unauthenticated("API key has been revoked");
   if (key.expiresAt !== undefined && key.expiresAt <= Date.now()) throw unauthenticated("API key has expired");
-  // The key names its organization: read app and organization side by side.
-  const [app, org] = await Promise.all([deps.directory.app(key.appId), deps.directory.organization(key.organizationId)]);
   if (!app || !org || app.organizationId !== org.id) throw unauthenticated("invalid API key");
   if (org.status !== "active") throw permissionDenied("the organization is suspended");
   if (app.status !== "active") throw permissionDenied("the API key's app is archived");

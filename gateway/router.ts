@@ -1,6 +1,7 @@
 // The router: every service of the contract on Connect's universal handlers, behind the access,
 // idempotency and error interceptors and the spec JSON bridge, each call counted and timed once
 // (rpc-metrics.ts). Host adapters (uWS, node:http) only move bytes to and from these handlers.
+import type { KeyCallers } from "./key-callers.js";
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createServiceImplSpec, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
@@ -82,6 +83,8 @@ export interface RouterDeps extends ServiceDeps {
   readonly sessions: SessionVerifier;
   readonly signIns: Sessions;
   readonly onKeyUsed: (key: ApiKeyRecord) => void;
+  /** Keys' apps and organizations, kept a few seconds and forgotten on a change (gateway/key-callers.ts). */
+  readonly keyCallers: KeyCallers;
 }
 
 function outermost(deps: RouterDeps): Interceptor {

@@ -33,11 +33,16 @@ export async function visibleApp(directory: Directory, caller: Caller, id: strin
   return app;
 }
 
-/** The app a request's app_id ("" when absent) names: an API key's own app always; undefined when a session names none. */
+/**
+ * The app a request's app_id ("" when absent) names: an API key's own app always, read afresh (the
+ * caller's copy may be a few seconds old: a change made at another gateway is seen here once it is
+ * announced, and what a call does with its app must follow the change); undefined when a session
+ * names none.
+ */
 export async function namedApp(directory: Directory, caller: Caller, appId: string): Promise<AppRecord | undefined> {
   if (caller.kind === "key") {
     if (appId !== "" && appId !== caller.app.id) throw permissionDenied("an API key acts only on its own app: omit app_id or pass the key's app");
-    return caller.app;
+    return (await directory.app(caller.app.id)) ?? caller.app;
   }
   return appId === "" ? undefined : visibleApp(directory, caller, appId, "app_id");
 }

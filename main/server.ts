@@ -5,7 +5,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { ApiKeyBehavior } from "../actors/api-key/api-key.js";
 import { ApiKey, secretFields, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key/messages.js";
-import { ownedKeys, serveCommands, CommandClient, tell, topicsFor, UpdatesHub, type EntityCommands } from "../actors/commands.js";
+import { ownedKeys, publishUpdate, serveCommands, CommandClient, tell, topicsFor, UpdatesHub, type EntityCommands } from "../actors/commands.js";
 import { VideoBehavior, videoIntentHandlers } from "../actors/video/video.js";
 import { Video } from "../actors/video/messages.js";
 import { SourceRetention } from "../actors/video/retention.js";
@@ -34,7 +34,8 @@ import { listenNodeHttp } from "../gateway/node-http.js";
 import type { HostOptions, HostServer } from "../gateway/uws.js";
 import { ConfigError, type Config } from "../src/config.js";
 import { VersionConflict } from "../src/errors.js";
-import { Directory } from "../src/directory.js";
+import { Directory, T } from "../src/directory.js";
+import { KeyCallers } from "../gateway/key-callers.js";
 import { newHosting } from "../src/hosting.js";
 import { openManagedStorage } from "../src/managed-storage.js";
 import { newId, Prefix, randomToken } from "../src/ids.js";
@@ -405,7 +406,14 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     };
   }
 
-  const directory = new Directory(store);
+  // A key's bearer is resolved once and kept a few seconds (gateway/key-callers.ts); a change to an
+  // app or an organization made here forgets what it fed, here and, announced, at every gateway.
+  // The announcement carries no state: a follower reads the entity again.
+  const announce = (type: string, id: string) => publishUpdate(bus, topics, { type, id, version: Date.now(), state: {} });
+  const directory = new Directory(store, async (table, id) => {
+    if (table === T.apps || table === T.organizations) await keyCallers.changed(table, id);
+  });
+  const keyCallers: KeyCallers = new KeyCallers({ store, directory }, (type, id, listener) => updates!.subscribe(type, id, listener), announce);
   const paginator = new Paginator(store, box);
   // The provider the operator named is reachable even on a private address: it alone, not its network.
   const identityGuard = config.identity.oidc
@@ -444,6 +452,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     sessions,
     signIns,
     onKeyUsed,
+    keyCallers,
     updates: updates!,
     hosting,
     ...(encoderNode ? { encoder: () => encoderNode.health() } : {}),

@@ -126,7 +126,11 @@ interface IdentityLink extends ClaimStamp {
 const identityKey = (issuer: string, subject: string) => `${issuer} ${subject}`;
 
 export class Directory {
-  constructor(private readonly store: Store) {}
+  /** onChange: told of every change made here (table and id), once it is written. */
+  constructor(
+    private readonly store: Store,
+    private readonly onChange: (table: string, id: string) => Promise<void> = async () => undefined,
+  ) {}
 
   // ── generic ──
 
@@ -142,6 +146,7 @@ export class Directory {
       const next = fn(current.value);
       try {
         await this.store.commit({ writes: [{ table, id, value: next, expectedVersion: current.version }] });
+        await this.onChange(table, id);
         return next;
       } catch (e) {
         if (!(e instanceof VersionConflict) || attempt >= 4) throw e;

@@ -59,7 +59,9 @@ export function organizationService(d: ServiceDeps): ServiceImpl<typeof Organiza
     async list(req, ctx) {
       const caller = callerOf(ctx.values);
       if (caller.kind === "key") {
-        const page = d.paginator.pageOf([{ sort: "0", org: caller.org }], `orgs:key:${caller.key.id}`, req.pagination);
+        // Read afresh: the caller's copy may be a few seconds old (gateway/key-callers.ts).
+        const org = (await d.directory.organization(caller.org.id)) ?? caller.org;
+        const page = d.paginator.pageOf([{ sort: "0", org }], `orgs:key:${caller.key.id}`, req.pagination);
         return { organizations: page.items.map((i) => organizationMessage(i.org)), pagination: page.pagination };
       }
       const page = await d.paginator.page<UserMembershipLink>(T.userMemberships, caller.user.id, `orgs:${caller.user.id}`, req.pagination, (l) => l.isActive);

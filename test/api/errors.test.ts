@@ -241,6 +241,21 @@ describe("credentials and account states", () => {
     await expectError(await call(h.base, "AppService/List", {}, auth), 401, "unauthenticated", undefined, /revoked/);
   });
 
+  it("a key of an archived app is refused at once where the app was archived, and at every gateway well within the 5 s the others keep an app", async () => {
+    const app = (await ok(call(h.base, "AppService/Create", { name: "to-archive" }, x.owner))).app.id as string;
+    const k = await newKey({ name: "archived-app", app_id: app }, x.owner);
+    const auth = { bearer: k.secret, org: x.org };
+    // Every gateway has read the app (and keeps it) before it is archived.
+    for (const base of h.bases) expect((await call(base, "AppService/List", {}, auth)).status).toBe(200);
+    const archivedAt = Date.now();
+    await ok(call(h.bases[0]!, "AppService/Archive", { id: app }, x.owner));
+    await expectError(await call(h.bases[0]!, "AppService/List", {}, auth), 403, "permission_denied", undefined, /archived/);
+    for (const base of h.bases) {
+      await expect.poll(async () => (await call(base, "AppService/List", {}, auth)).status, { timeout: 3_000, interval: 50 }).toBe(403);
+    }
+    expect(Date.now() - archivedAt).toBeLessThan(5_000);
+  });
+
   it("an expired key is unauthenticated", async () => {
     // Long enough for the Create and one call through a loaded cluster; then past it.
     const expiresAt = Date.now() + 5000;
