@@ -78,4 +78,60 @@ describe("ActorHost", () => {
     expect(await again.ask(Behavior, "c", { type: "add", by: 1 })).toMatchObject({ ok: true, state: { n: 11, settled: true } });
     expect((await file.events("counter:c", 0)).map((e) => e.seq)).toEqual([1, 2, 3]);
   });
+
+  it("tells the store the rows of the entity's own records it knows: absent while fresh, then as its commits left them", async () => {
+    // Its repair names its row in "tallies" (its own) and, once it has one, in "by_parity" (moved
+    // between partitions); "log" rows are written but not its own.
+    const Own: EntityBehavior<Counter, Cmd, Ev> = {
+      ...Behavior,
+      type: "tally",
+      readModel: (state) => [
+        ...Own.repair(state),
+        { table: "log", id: `n${state.n}`, value: { n: state.n } },
+      ],
+      repair: (state) => [
+        { table: "tallies", id: "t", value: { n: state.n } },
+        state.settled ? { table: "by_parity", id: "t", value: null } : { table: "by_parity", id: "t", value: { n: state.n }, partition: state.n % 2 ? "odd" : "even", sort: "t" },
+      ],
+    };
+    const dir = mkdtempSync(path.join(tmpdir(), "host-"));
+    const file = new FileStore(dir);
+    await file.open();
+    const { store, commits } = recording(file);
+    const host = new ActorHost(store, createLogger("silent"));
+    hosts.push(host);
+    const known = (i: number) => Object.fromEntries(commits[i]!.writes!.map((w) => [`${w.table}/${w.id}`, w.current]));
+
+    await host.ask(Own, "t", { type: "add", by: 1 });
+    await host.ask(Own, "t", { type: "add", by: 2 });
+    await host.ask(Own, "t", { type: "settle" });
+    expect(known(0)).toEqual({ "tallies/t": null, "by_parity/t": null, "log/n1": undefined });
+    expect(known(1)).toEqual({
+      "tallies/t": { version: 1, partition: "", sort: "", expiresAt: 0 },
+      "by_parity/t": { version: 1, partition: "odd", sort: "t", expiresAt: 0 },
+      "log/n3": undefined,
+    });
+    expect(known(2)).toEqual({
+      "tallies/t": { version: 2, partition: "", sort: "", expiresAt: 0 },
+      "by_parity/t": { version: 2, partition: "odd", sort: "t", expiresAt: 0 },
+      "log/n10": undefined,
+    });
+    // The embedded store checks each against its row (a wrong one fails the commit): all held.
+    expect(await file.get("tallies", "t")).toMatchObject({ version: 3, value: { n: 10 } });
+    expect(await file.get("by_parity", "t")).toBeUndefined();
+
+    // Recovered with a journal, an incarnation knows no row until it has written (after its repair),
+    // and then only a deleted one: the version of a row it wrote over an unknown one is unknown.
+    host.stop();
+    const again = new ActorHost(store, createLogger("silent"));
+    hosts.push(again);
+    await again.ask(Own, "t", { type: "add", by: 1 });
+    await again.ask(Own, "t", { type: "add", by: 1 });
+    const [repair, first, second] = commits.slice(3);
+    expect(repair!.events ?? []).toEqual([]);
+    expect(first!.writes!.map((w) => w.current)).toEqual([undefined, undefined, undefined]);
+    expect(second!.writes!.find((w) => w.table === "by_parity")?.current).toBeNull();
+    expect(second!.writes!.find((w) => w.table === "tallies")?.current).toBeUndefined();
+  });
 });
+

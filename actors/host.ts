@@ -10,7 +10,7 @@ import type { Rejection, Reply } from "../src/replies.js";
 import { Fenced } from "../src/errors.js";
 import { partitionFor } from "../src/bus/port.js";
 import { randomToken } from "../src/ids.js";
-import type { Fence, JournalEvent, RecordWrite, Snapshot, Store } from "../src/store/port.js";
+import type { Fence, JournalEvent, KnownRow, RecordWrite, Snapshot, Store } from "../src/store/port.js";
 import type { EntityRef } from "./entity.js";
 import { activeTrace, childSpan, failedWith, inSpanContext, SpanKind, tracingOn, type Context } from "../src/tracing.js";
 import { EVENTS_FIELD, INTENTS_FIELD, NO_OUTBOX, type Intent, type Outbox } from "./outbox.js";
@@ -40,7 +40,9 @@ export interface EntityBehavior<S, C, E, I extends Intent = Intent, R = S> exten
   /**
    * Unconditional read-model writes for a recovered state. A store that cannot write events and
    * read models atomically (Cassandra) may hold an event whose read model was never written when
-   * a host died in between; a new incarnation writes them again before its first command.
+   * a host died in between; a new incarnation writes them again before its first command. The
+   * records named here are the entity's own: nothing else writes them (the host tells the store
+   * their rows from its own commits, OwnRows).
    */
   repair(state: S): readonly RecordWrite[];
   /** The effects a decision calls for, given the state after it (and before); journaled with its events. */
@@ -84,6 +86,56 @@ function lastWriteWins(writes: readonly RecordWrite[]): RecordWrite[] {
   const last = new Map<string, number>();
   writes.forEach((w, i) => last.set(`${w.table}\0${w.id}`, i));
   return writes.filter((w, i) => last.get(`${w.table}\0${w.id}`) === i);
+}
+
+/**
+ * The rows of an entity's own records (those its repair writes: nobody else writes them) as one
+ * incarnation knows them: absent while it is fresh (recovered with an empty journal), then as its
+ * own commits left them. A commit tells the store the rows it knows (RecordWrite.current), so a
+ * store that reads a record before writing it need not; the embedded store checks every one.
+ */
+class OwnRows<S> {
+  private readonly rows = new Map<string, KnownRow | null>();
+  private isFresh = false;
+  /** The own records of the state last annotated. */
+  private own = new Set<string>();
+
+  constructor(private readonly repair: (state: S) => readonly RecordWrite[]) {}
+
+  fresh(): void {
+    this.isFresh = true;
+  }
+
+  /** The writes, each of an own record with its row when known. */
+  annotate(state: S, writes: readonly RecordWrite[]): RecordWrite[] {
+    const own = (this.own = new Set(this.repair(state).map((w) => `${w.table}\0${w.id}`)));
+    return writes.map((w) => {
+      const k = `${w.table}\0${w.id}`;
+      if (w.expectedVersion !== undefined || (!own.has(k) && !this.rows.has(k))) return w;
+      const current = this.rows.has(k) ? this.rows.get(k)! : this.isFresh ? null : undefined;
+      return current === undefined ? w : { ...w, current };
+    });
+  }
+
+  /** After a commit of the writes last annotated: the rows they made (one that expires is not followed). */
+  written(writes: readonly RecordWrite[]): void {
+    for (const w of writes) {
+      const k = `${w.table}\0${w.id}`;
+      if (!this.own.has(k) && !this.rows.has(k)) continue;
+      if (w.value === null) this.rows.set(k, null);
+      else if (w.current === undefined) this.rows.delete(k);
+      else if (w.expiresAt !== undefined && w.expiresAt !== 0) this.rows.delete(k);
+      else {
+        const before = w.current;
+        this.rows.set(k, {
+          version: (before?.version ?? 0) + 1,
+          partition: w.partition ?? before?.partition ?? "",
+          sort: w.sort ?? before?.sort ?? "",
+          expiresAt: 0,
+        });
+      }
+    }
+  }
 }
 
 /** nact's persistence engine over the store port. */
@@ -318,6 +370,7 @@ export class ActorHost {
     const answer = (state: S, command: C): unknown => (behavior.view ? behavior.view(state, command) : state);
     const host = this;
     let repaired = false; // per incarnation: this function is made once per spawn
+    const rows = new OwnRows<S>((state) => behavior.repair(state));
     return async (
       state: S | undefined,
       msg: unknown,
@@ -327,6 +380,8 @@ export class ActorHost {
       if (ctx.recovering) return isBatch<E>(msg) ? msg[BATCH].reduce(behavior.fold, current) : behavior.fold(current, msg as E);
       const { command, sender, trace } = msg as Envelope<C>;
       if (!repaired) {
+        // Recovered with nothing in its journal: none of its own records exists yet.
+        if (current === behavior.initial) rows.fresh();
         const writes = current === behavior.initial ? [] : behavior.repair(current);
         if (writes.length > 0) {
           try {
@@ -379,7 +434,9 @@ export class ActorHost {
           events.length === 1 && intents.length === 0
             ? events[0]!
             : ({ [BATCH]: events, ...(intents.length > 0 ? { [INTENTS_FIELD]: intents } : {}) } satisfies EventBatch<E>);
-        await ctx.persist(entry, [], lastWriteWins(writes));
+        const known = rows.annotate(next, lastWriteWins(writes));
+        await ctx.persist(entry, [], known);
+        rows.written(known);
       } catch (e) {
         // A failed or fenced write leaves this copy's sequence unknown: drop it, recover on next use.
         host.log.error({ err: e, entity: key }, "persist failed; actor evicted");

@@ -186,6 +186,18 @@ const ttlOf = (expiresAt: number, now: number): number => (expiresAt === 0 ? 0 :
 const sameRow = (a: State, b: State): boolean =>
   a === b || (!!a && !!b && a.version === b.version && a.part === b.part && a.sort === b.sort && a.value === b.value && a.expiresAt === b.expiresAt);
 
+/**
+ * The row a record's only writer says it has (RecordWrite.current), in place of reading it:
+ * undefined when none is given, or when the batch also writes the record conditionally. The value
+ * is never compared on an unconditional write.
+ */
+function knownState(writes: readonly RecordWrite[]): { readonly state: State } | undefined {
+  const w = writes[0]!;
+  if (w.current === undefined || writes.some((x) => x.expectedVersion !== undefined || x.current !== w.current)) return undefined;
+  const k = w.current;
+  return { state: k ? { version: k.version, part: k.partition, sort: k.sort, value: "", expiresAt: k.expiresAt } : undefined };
+}
+
 function rowState(row: Row | undefined): State {
   if (!row || row["version"] === null || row["version"] === undefined) return undefined;
   return {
@@ -335,7 +347,12 @@ export class CassandraStore implements Store {
     // order is checked; the epoch, checked after the append, stands for the rest.
     const [lastSeqs] = await Promise.all([
       Promise.all([...byKey.entries()].map(([key, list]) => (fence ? list[0]!.seq - 1 : this.lastSeq(key)))),
-      Promise.all([...plans.values()].map(async (p) => (p.before = await this.readRow(p.table, p.id, this.consistency)))),
+      Promise.all(
+        [...plans.values()].map(async (p) => {
+          const known = knownState(p.writes);
+          p.before = known ? known.state : await this.readRow(p.table, p.id, this.consistency);
+        }),
+      ),
     ]);
     [...byKey.entries()].forEach(([key, list], i) => {
       let last = lastSeqs[i]!;

@@ -120,7 +120,7 @@ export class FileStore implements Store {
     const line: LogLine = {};
     if (batch.events?.length) line.e = [...batch.events];
     if (batch.writes?.length) {
-      line.w = batch.writes.map((w) => ({
+      line.w = batch.writes.map(({ current: _known, ...w }) => ({
         ...w,
         version: (this.live(this.records.get(w.table)?.get(w.id))?.version ?? 0) + 1,
       }));
@@ -180,10 +180,20 @@ export class FileStore implements Store {
       nextSeq.set(event.key, event.seq);
     }
     for (const write of batch.writes ?? []) {
+      if (write.current !== undefined) this.checkKnown(write);
       if (write.expectedVersion === undefined) continue;
       const current = this.live(this.records.get(write.table)?.get(write.id))?.version ?? 0;
       if (current !== write.expectedVersion) throw new VersionConflict(`${write.table}/${write.id}`, write.expectedVersion, current);
     }
+  }
+
+  /** A writer's known row must be the row: nothing here relies on it, a Cassandra store does. */
+  private checkKnown(write: RecordWrite): void {
+    const row = this.records.get(write.table)?.get(write.id);
+    const actual = row ? { version: row.version, partition: row.partition, sort: row.sort, expiresAt: row.expiresAt } : null;
+    const known = write.current ?? null;
+    const same = actual === null || known === null ? actual === known : Object.entries(known).every(([k, v]) => actual[k as keyof typeof actual] === v);
+    if (!same) throw new Error(`${write.table}/${write.id}: the writer's known row ${JSON.stringify(known)} is not the stored ${JSON.stringify(actual)}`);
   }
 
   private apply(line: LogLine): void {

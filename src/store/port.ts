@@ -45,6 +45,15 @@ export interface Snapshot {
   readonly createdAt: number;
 }
 
+/** A record's row as its one writer knows it (RecordWrite.current). */
+export interface KnownRow {
+  readonly version: number;
+  readonly partition: string;
+  readonly sort: string;
+  /** 0 for never. */
+  readonly expiresAt: number;
+}
+
 export interface RecordWrite {
   readonly table: string;
   readonly id: string;
@@ -55,6 +64,13 @@ export interface RecordWrite {
   /** undefined writes unconditionally; 0 requires absence; n requires the current version to be n. */
   readonly expectedVersion?: number;
   readonly expiresAt?: number;
+  /**
+   * The record's current row (null: absent), given by a writer that is the record's only writer
+   * and knows it from its own earlier writes (an entity's read models): a store that reads a record
+   * before writing it need not. Only on unconditional writes; a store may check it, never relies
+   * on more than it says.
+   */
+  readonly current?: KnownRow | null;
 }
 
 /**

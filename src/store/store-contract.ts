@@ -195,6 +195,25 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       expect(await s.get(unique("other"), "a")).toBeUndefined();
     });
 
+    it("a write given its record's current row (its only writer's knowledge) ends as one read first would", async () => {
+      const s = await fresh();
+      const t = unique("t");
+      const row = (version: number, partition: string, sort: string) => ({ version, partition, sort, expiresAt: 0 });
+      await s.commit({ writes: [{ table: t, id: "a", value: "v1", partition: "p", sort: "s1", current: null }] });
+      expect(await s.get(t, "a")).toEqual({ id: "a", version: 1, partition: "p", sort: "s1", value: "v1", expiresAt: 0 });
+      // Moved to another partition: the index row under the old one goes.
+      await s.commit({ writes: [{ table: t, id: "a", value: "v2", partition: "q", sort: "s2", current: row(1, "p", "s1") }] });
+      expect(await s.get(t, "a")).toEqual({ id: "a", version: 2, partition: "q", sort: "s2", value: "v2", expiresAt: 0 });
+      expect((await s.scan(t, "p", { limit: 10 })).total).toBe(0);
+      expect((await s.scan(t, "q", { limit: 10 })).items.map((r) => [r.id, r.sort, r.value, r.version])).toEqual([["a", "s2", "v2", 2]]);
+      // Partition and sort kept when not given; then deleted, index and all.
+      await s.commit({ writes: [{ table: t, id: "a", value: "v3", current: row(2, "q", "s2") }] });
+      expect(await s.get(t, "a")).toMatchObject({ version: 3, partition: "q", sort: "s2", value: "v3" });
+      await s.commit({ writes: [{ table: t, id: "a", value: null, current: row(3, "q", "s2") }] });
+      expect(await s.get(t, "a")).toBeUndefined();
+      expect((await s.scan(t, "q", { limit: 10 })).total).toBe(0);
+    });
+
     it("survives reopen and keeps versions, events and snapshots", async (ctx) => {
       const s = await fresh();
       if (!s.reopen) return ctx.skip();
