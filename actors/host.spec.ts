@@ -85,13 +85,12 @@ describe("ActorHost", () => {
     const Own: EntityBehavior<Counter, Cmd, Ev> = {
       ...Behavior,
       type: "tally",
-      readModel: (state) => [
-        ...Own.repair(state),
-        { table: "log", id: `n${state.n}`, value: { n: state.n } },
-      ],
+      readModel: (state) => [...Own.repair(state), { table: "log", id: `n${state.n}`, value: { n: state.n } }],
       repair: (state) => [
         { table: "tallies", id: "t", value: { n: state.n } },
-        state.settled ? { table: "by_parity", id: "t", value: null } : { table: "by_parity", id: "t", value: { n: state.n }, partition: state.n % 2 ? "odd" : "even", sort: "t" },
+        state.settled
+          ? { table: "by_parity", id: "t", value: null }
+          : { table: "by_parity", id: "t", value: { n: state.n }, partition: state.n % 2 ? "odd" : "even", sort: "t" },
       ],
     };
     const dir = mkdtempSync(path.join(tmpdir(), "host-"));
@@ -134,4 +133,3 @@ describe("ActorHost", () => {
     expect(second!.writes!.find((w) => w.table === "tallies")?.current).toBeUndefined();
   });
 });
-

@@ -73,7 +73,17 @@ describe("KeyCallers", () => {
     const owner = await aDirectory.provision(claims, true);
     const org = await aDirectory.createOrganization(owner, { name: "Acme", slug: "acme" });
     const app = await aDirectory.createApp(org.id, { name: "web" });
-    key = { id: "ak_1", appId: app.id, organizationId: org.id, name: "k", keyPrefix: "ak_", keyHint: "abcd", secretHash: hash, scopes: [], createdAt: Date.now() };
+    key = {
+      id: "ak_1",
+      appId: app.id,
+      organizationId: org.id,
+      name: "k",
+      keyPrefix: "ak_",
+      keyHint: "abcd",
+      secretHash: hash,
+      scopes: [],
+      createdAt: Date.now(),
+    };
     await store.commit({ writes: [{ table: API_KEY_HASHES, id: hash, value: { keyId: key.id, key } satisfies KeyByHash }] });
   });
 
