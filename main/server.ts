@@ -408,8 +408,14 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
 
   // A key's bearer is resolved once and kept a few seconds (gateway/key-callers.ts); a change to an
   // app or an organization made here forgets what it fed, here and, announced, at every gateway.
-  // The announcement carries no state: a follower reads the entity again.
-  const announce = (type: string, id: string) => publishUpdate(bus, topics, { type, id, version: Date.now(), state: {} });
+  // The announcement carries no state: a follower reads the entity again. The change is made
+  // whether or not the bus takes it (Kafka down or slow): the call is not held for it, and the
+  // others' time to live bounds a lost one.
+  const announce = async (type: string, id: string) => {
+    publishUpdate(bus, topics, { type, id, version: Date.now(), state: {} }).catch((e: unknown) =>
+      log.warn({ err: e, entity: `${type}:${id}` }, "change not announced; other gateways keep what they read for up to 5 s"),
+    );
+  };
   const directory = new Directory(store, async (table, id) => {
     if (table === T.apps || table === T.organizations) await keyCallers.changed(table, id);
   });
