@@ -17,9 +17,9 @@
 // Run: npx tsx test/bench/cluster.bench.ts
 // Each target is warmed first (BENCH_WARMUP s of each kind of request). After 5 s the JVM peers are
 // still warming through the first measurements (Cassandra's CPU per Get at 200/s: 3.8 ms after 5 s,
-// 1.2 ms after 30 s; test/bench/results/cluster-2026-11-29-known-rows*), but a longer warm-up also
-// fills the embedded target's one-file store with tens of thousands of keys and jobs, which slows
-// it: compare runs of the same warm-up only.
+// 1.2 ms after 30 s; test/bench/results/cluster-2026-11-29-known-rows*), but after 30 s the
+// embedded reference ran slower too (its one-file store then held tens of thousands of keys and
+// jobs; Job Creates 136/s against 334/s): compare runs of the same warm-up only.
 //   BENCH_ROUNDS (3), BENCH_WARMUP (5), BENCH_GATEWAYS (1), BENCH_ACTOR_HOSTS (1), BENCH_SEQUENTIAL (300),
 //   BENCH_RATE (200), BENCH_RATE_DURATION (10), BENCH_DURATION (5), MEDIA_KAFKA_BROKERS,
 //   CASSANDRA_PORT
