@@ -53,13 +53,18 @@ describe("ActorHost", () => {
   const hosts: ActorHost[] = [];
   afterEach(() => hosts.splice(0).forEach((h) => h.stop()));
 
-  it("commits a decision of several events once, with one write per record, and recovers it", async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), "host-"));
-    const file = new FileStore(dir);
+  /** A host over a fresh embedded store that records every commit. */
+  async function openHost() {
+    const file = new FileStore(mkdtempSync(path.join(tmpdir(), "host-")));
     await file.open();
     const { store, commits } = recording(file);
     const host = new ActorHost(store, createLogger("silent"));
     hosts.push(host);
+    return { file, store, commits, host };
+  }
+
+  it("commits a decision of several events once, with one write per record, and recovers it", async () => {
+    const { file, store, commits, host } = await openHost();
 
     expect(await host.ask(Behavior, "c", { type: "add", by: 3 })).toMatchObject({ ok: true, state: { n: 3 } });
     expect(await host.ask(Behavior, "c", { type: "settle" })).toMatchObject({ ok: true, state: { n: 10, settled: true } });
@@ -93,12 +98,7 @@ describe("ActorHost", () => {
           : { table: "by_parity", id: "t", value: { n: state.n }, partition: state.n % 2 ? "odd" : "even", sort: "t" },
       ],
     };
-    const dir = mkdtempSync(path.join(tmpdir(), "host-"));
-    const file = new FileStore(dir);
-    await file.open();
-    const { store, commits } = recording(file);
-    const host = new ActorHost(store, createLogger("silent"));
-    hosts.push(host);
+    const { file, store, commits, host } = await openHost();
     const known = (i: number) => Object.fromEntries(commits[i]!.writes!.map((w) => [`${w.table}/${w.id}`, w.current]));
 
     await host.ask(Own, "t", { type: "add", by: 1 });
