@@ -95,7 +95,8 @@ function lastWriteWins(writes: readonly RecordWrite[]): RecordWrite[] {
  * store that reads a record before writing it need not; the embedded store checks every one.
  */
 class OwnRows<S> {
-  private readonly rows = new Map<string, KnownRow | null>();
+  /** undefined: this incarnation wrote the row but does not know it now (it expires), fresh or not. */
+  private readonly rows = new Map<string, KnownRow | null | undefined>();
   private isFresh = false;
   /** The own records of the state last annotated. */
   private own = new Set<string>();
@@ -112,7 +113,7 @@ class OwnRows<S> {
     return writes.map((w) => {
       const k = `${w.table}\0${w.id}`;
       if (w.expectedVersion !== undefined || (!own.has(k) && !this.rows.has(k))) return w;
-      const current = this.rows.has(k) ? this.rows.get(k)! : this.isFresh ? null : undefined;
+      const current = this.rows.has(k) ? this.rows.get(k) : this.isFresh ? null : undefined;
       return current === undefined ? w : { ...w, current };
     });
   }
@@ -123,8 +124,7 @@ class OwnRows<S> {
       const k = `${w.table}\0${w.id}`;
       if (!this.own.has(k) && !this.rows.has(k)) continue;
       if (w.value === null) this.rows.set(k, null);
-      else if (w.current === undefined) this.rows.delete(k);
-      else if (w.expiresAt !== undefined && w.expiresAt !== 0) this.rows.delete(k);
+      else if (w.current === undefined || (w.expiresAt !== undefined && w.expiresAt !== 0)) this.rows.set(k, undefined);
       else {
         const before = w.current;
         this.rows.set(k, {
