@@ -119,6 +119,17 @@ peers() {
 # The base's tag: the release, the mirrors and the recipe (base() itself), not the rest of this file.
 BASE="media-base:$codename-$(printf '%s\n' "$codename" "$mirror" "$security" "$(declare -f base)" | sha256sum | cut -c1-12)"
 
+# tidy: the images this script built before and has since replaced (a rebuilt image leaves its
+# predecessor untagged; a new base leaves the old tag): each app image is 2.4 GB, and a machine that
+# builds a few times a day ran out of disk in a week.
+tidy() {
+  "$DOCKER" image prune -f --filter label=media.inputs >/dev/null
+  local old
+  for old in $("$DOCKER" image ls --format '{{.Repository}}:{{.Tag}}' media-base); do
+    [[ "$old" == "$BASE" ]] || "$DOCKER" image rm "$old" >/dev/null 2>&1 || true
+  done
+}
+
 mkdir -p "$STAGE"
 case "${1:-all}" in
   base) base ;;
@@ -127,3 +138,4 @@ case "${1:-all}" in
   all) base && peers && app ;;
   *) echo "usage: bash deploy/images/build.sh [all|base|app|peers]" >&2; exit 2 ;;
 esac
+tidy
