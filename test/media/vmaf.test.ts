@@ -19,7 +19,7 @@
 // frame off 48 points, reference and distorted swapped 2.8, lanczos in place of bicubic 0.7.
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -32,10 +32,14 @@ const dir = mkdtempSync(path.join(tmpdir(), "vmaf-spec-"));
 const at = (file: string) => path.join(dir, file);
 
 // 3 s of a moving pattern with seeded noise (texture x264 has to spend bits on), and encodes of it.
-// The pinned ffmpeg, FFmpeg's C code, one thread everywhere and x264's bit-exact SIMD make the same
+// The pinned ffmpeg, FFmpeg's C code, one thread everywhere and one set of x264's SIMD make the same
 // frames on any x86_64: checked first (sha256 of their framemd5), so a drift fails as a clip, not as
-// a score.
-const x264 = (crf: number) => ["-c:v", "libx264", "-threads", "1", "-preset", "veryfast", "-crf", String(crf)];
+// a score. x264's SIMD is not bit-exact across instruction sets: on an AMD EPYC with AVX-512,
+// half.mp4 came out different, and x264's C code or SSE2 alone differ again from SSE4.2, AVX2 and
+// their machines. So x264 gets the x86-64-v2 set (SSE to SSE4.2), which reproduces the clips the
+// reference values were computed on and which every x86_64 server since 2009 has.
+const X264_V2 = [0, 1, 2, 3, 5, 6, 7, 8].reduce((mask, bit) => mask | (1 << bit), 0) | (1 << 18) | (1 << 20); // x264.h: MMX..SSE42, CACHELINE_64, SSE2_IS_FAST
+const x264 = (crf: number) => ["-c:v", "libx264", "-threads", "1", "-preset", "veryfast", "-x264-params", `asm=${X264_V2}`, "-crf", String(crf)];
 const CLIPS: Record<string, { args: string[]; frames: string }> = {
   "ref.y4m": {
     args: ["-f", "lavfi", "-i", "testsrc2=s=640x360:r=24:d=3,noise=alls=12:allf=t+u:all_seed=7", "-pix_fmt", "yuv420p"],
@@ -84,6 +88,12 @@ async function framesOf(file: string): Promise<string> {
 
 describe("scoreVmaf", { timeout: 60_000 }, () => {
   beforeAll(async () => {
+    // x264 told to use instructions the processor lacks would stop on an illegal instruction.
+    if (process.arch === "x64" && existsSync("/proc/cpuinfo")) {
+      const flags = new Set(/^flags\s*:(.*)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.trim().split(/\s+/));
+      const lacking = ["pni", "ssse3", "sse4_1", "sse4_2"].filter((f) => !flags.has(f));
+      if (lacking.length > 0) throw new Error(`the clips are made with x86-64-v2 instructions; this processor lacks ${lacking.join(", ")}`);
+    }
     const ffmpeg = vmafBinary();
     for (const [file, clip] of Object.entries(CLIPS)) {
       const flags = ["-fflags", "+bitexact", "-flags:v", "+bitexact", "-filter_threads", "1"];
