@@ -197,6 +197,12 @@ export class ActorHost {
   private readonly system: unknown;
   private readonly engine: StoreEngine;
   private readonly refs = new Map<string, unknown>();
+  /**
+   * Entities whose last write failed here: their next incarnation knows none of its rows, even
+   * recovered with an empty journal, so a wrong row (a bug the embedded store refuses) fails one
+   * command, not every command of a fresh entity. Forgotten at its next committed write.
+   */
+  private readonly unsure = new Set<string>();
   private readonly behaviors = new Map<string, AnyBehavior>();
   private incarnations = 0;
   /** Shards owned, when the store fences by epoch (Store.takeEpoch) and sharding is given. */
@@ -381,7 +387,7 @@ export class ActorHost {
       const { command, sender, trace } = msg as Envelope<C>;
       if (!repaired) {
         // Recovered with nothing in its journal: none of its own records exists yet.
-        if (current === behavior.initial) rows.fresh();
+        if (current === behavior.initial && !host.unsure.has(key)) rows.fresh();
         const writes = current === behavior.initial ? [] : behavior.repair(current);
         if (writes.length > 0) {
           try {
@@ -437,10 +443,12 @@ export class ActorHost {
         const known = rows.annotate(next, lastWriteWins(writes));
         await ctx.persist(entry, [], known);
         rows.written(known);
+        host.unsure.delete(key);
       } catch (e) {
         // A failed or fenced write leaves this copy's sequence unknown: drop it, recover on next use.
         host.log.error({ err: e, entity: key }, "persist failed; actor evicted");
         host.refs.delete(key);
+        host.unsure.add(key);
         dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: "the write did not complete; retry" } } satisfies Reply<S>);
         setImmediate(() => stop(ctx.self));
         // A newer owner has the shard: its recovery reads this entry if it landed in time, and its
