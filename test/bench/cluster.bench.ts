@@ -629,10 +629,12 @@ async function main(): Promise<void> {
     // Warm-up: JIT (the gateways' and the JVMs'), connection pools, prepared statements, the actor of the target key.
     process.stdout.write(`warm-up: ${WARMUP} s of Get, key Create and job Create per target, then ${WARMUP_PEERS} s more of them on the cluster\n`);
     for (const t of targets) {
-      // The cluster's extra time in rounds of the same three kinds, so each peer warms on each.
-      const extra = t.name === "cluster" ? WARMUP_PEERS : 0;
-      for (let left = WARMUP * 3 + extra; left > 0; left -= WARMUP * 3) {
-        const each = Math.max(1, Math.min(WARMUP, Math.round(left / 3)));
+      // Seconds of each kind (the cluster's extra time shared among the three), in rounds of at
+      // most WARMUP s of each, so each peer warms on each kind.
+      let left = Math.round(WARMUP + (t.name === "cluster" ? WARMUP_PEERS / 3 : 0));
+      while (left > 0) {
+        const each = WARMUP > 0 ? Math.min(left, WARMUP) : left;
+        left -= each;
         await load(t, { route: "APIKeyService/Get", body: getBody(t), connections: GET_CONNECTIONS, duration: each });
         await load(t, { route: "APIKeyService/Create", requests: createRequests(), connections: CREATE_CONNECTIONS, duration: each });
         await load(t, { route: "JobService/Create", body: jobBody(t), connections: JOB_CONNECTIONS, duration: each });
