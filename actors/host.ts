@@ -95,7 +95,7 @@ function lastWriteWins(writes: readonly RecordWrite[]): RecordWrite[] {
  * store that reads a record before writing it need not; the embedded store checks every one.
  */
 class OwnRows<S> {
-  /** undefined: this incarnation wrote the row but does not know it now (it expires), fresh or not. */
+  /** undefined: this incarnation wrote the row but does not know it (it expires, or was unknown before), fresh or not. */
   private readonly rows = new Map<string, KnownRow | null | undefined>();
   private isFresh = false;
   /** The own records of the state last annotated. */

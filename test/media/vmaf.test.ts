@@ -38,7 +38,7 @@ const at = (file: string) => path.join(dir, file);
 // half.mp4 came out different, and x264's C code or SSE2 alone differ again from SSE4.2, AVX2 and
 // their machines. So x264 gets the x86-64-v2 set (SSE to SSE4.2), which reproduces the clips the
 // reference values were computed on and which every x86_64 server since 2009 has.
-const X264_V2 = [0, 1, 2, 3, 5, 6, 7, 8].reduce((mask, bit) => mask | (1 << bit), 0) | (1 << 18) | (1 << 20); // x264.h: MMX..SSE42, CACHELINE_64, SSE2_IS_FAST
+const X264_V2 = [0, 1, 2, 3, 5, 6, 7, 8].reduce((mask, bit) => mask | (1 << bit), 0) | (1 << 18) | (1 << 20); // x264.h's X264_CPU_ bits: MMX to SSE42 (LZCNT left out), CACHELINE_64, SSE2_IS_FAST
 const x264 = (crf: number) => ["-c:v", "libx264", "-threads", "1", "-preset", "veryfast", "-x264-params", `asm=${X264_V2}`, "-crf", String(crf)];
 const CLIPS: Record<string, { args: string[]; frames: string }> = {
   "ref.y4m": {
