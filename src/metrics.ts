@@ -97,6 +97,12 @@ export const cqlStatements = new Counter({
   labelNames: ["statement"] as const,
   registers,
 });
+/** Requests sent to Cassandra: a statement or a batch is one; concurrent commits share them (gather.ts). */
+export const cqlRequests = new Counter({
+  name: "media_cassandra_requests_total",
+  help: "Requests sent to Cassandra by the Cassandra store (a batch is one request)",
+  registers,
+});
 const busHandlerSeconds = new Histogram({
   name: "media_bus_handler_seconds",
   help: "Time a consumer's handler took over one message, by topic",

@@ -54,6 +54,14 @@
 // Concurrent unconditional writes to one record are last-write-wins and can give two writes the
 // same version. Non-LWT writes use server-side timestamps so they order consistently with LWT
 // (ballot) timestamps; that assumes synchronised server clocks.
+// Gathered requests (gather.ts): while one request of a kind is in flight, the same requests of
+// other callers wait and go together in the next one: fenced appends and fenced commits' read models
+// as one unlogged batch (whole items under the size limit; atomic per partition, which is all either
+// needs; a failed batch of several is tried item by item), the shard epoch checks of fenced commits
+// as one read (a check joins only a read that begins after its append ended), recoveries' snapshot
+// and journal reads, and record reads (gets and the reads before writes; not SERIAL ones), as one
+// `IN` read each. Cassandra's CPU goes mostly to each request, not to its
+// rows (docs/decisions.md): under load a fenced commit then costs a fraction of a request.
 // Scans read the whole index partition (driver paging, 500 rows a page) for the total, applying
 // expiry and the filter client-side; sort keys compare in UTF-8 byte order (same as JavaScript's
 // for ASCII keys).
@@ -64,8 +72,9 @@ import { fileURLToPath } from "node:url";
 import cassandra from "cassandra-driver";
 import { ConfigError, type ClusterConfig, type TlsFiles } from "../config.js";
 import { certificateProblem, tlsClientOptions } from "../tls-client.js";
-import { cqlStatements } from "../metrics.js";
+import { cqlRequests, cqlStatements } from "../metrics.js";
 import { Fenced, StoreUnavailable, VersionConflict } from "../errors.js";
+import { Gather, togetherOrAlone, type Outcome } from "./gather.js";
 import type { Batch, Fence, JournalEvent, RecordWrite, ScanOptions, ScanResult, Snapshot, Store, StoredRecord, StoreHealth } from "./port.js";
 
 const { Client, types, errors: driverErrors, auth } = cassandra;
@@ -179,6 +188,8 @@ interface Statement {
   readonly params: unknown[];
 }
 
+/** About what a statement adds to a batch, for Cassandra's batch size limit. */
+const statementBytes = (s: Statement): number => 64 + s.params.reduce<number>((m, p) => m + (typeof p === "string" ? Buffer.byteLength(p) : 8), 0);
 const json = (value: unknown): string => JSON.stringify(value) ?? "null";
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : types.Long.isLong(v) ? (v as cassandra.types.Long).toNumber() : Number(v));
 const live = (s: State, now: number): State => (s && (s.expiresAt === 0 || s.expiresAt > now) ? s : undefined);
@@ -244,6 +255,15 @@ export class CassandraStore implements Store {
   private readonly q: ReturnType<typeof queries>;
   /** The last write timestamp given to a fenced append: timestamps only grow within a process. */
   private lastStamp = 0n;
+  // Concurrent commits' and recoveries' requests of one kind, gathered into one (gather.ts).
+  /** Fenced appends and fenced commits' read models: unlogged, each item's rows atomic per partition. */
+  private readonly unlogged = new Gather<readonly Statement[], void>((items) => this.sendUnlogged(items));
+  /** Shard epochs read after fenced appends: one read answers every append that ended before it began. */
+  private readonly epochs = new Gather<{ readonly scope: string; readonly shard: number }, number>((items) => this.readEpochs(items));
+  private readonly snapshots = new Gather<string, Snapshot | undefined>((keys) => this.readSnapshots(keys));
+  /** Record reads (gets, and the reads before unknown unconditional writes); SERIAL ones go alone. */
+  private readonly rows = new Gather<{ readonly table: string; readonly id: string }, State>((items) => this.readRows(items));
+  private readonly journals = new Gather<{ readonly key: string; readonly afterSeq: number }, JournalEvent[]>((items) => this.readJournals(items));
 
   constructor(private readonly options: CassandraStoreOptions) {
     this.keyspace = options.keyspace;
@@ -377,7 +397,7 @@ export class CassandraStore implements Store {
     // again (repair): they go as plain (unlogged) batches, without the batchlog's extra writes.
     const logged = !fence;
     if (fence) {
-      for (const [key, list] of byKey) await this.appendFenced(client, key, list, fence);
+      for (const [key, list] of byKey) await this.appendFenced(key, list, fence);
       if (byKey.size > 0) await this.checkFence(fence);
     } else {
       for (const [key, list] of byKey) await this.appendEvents(client, { key, events: list, data: list.map((e) => json(e.data)) });
@@ -396,19 +416,7 @@ export class CassandraStore implements Store {
   }
 
   async events(key: string, afterSeq: number): Promise<readonly JournalEvent[]> {
-    // From the row at afterSeq (a snapshot's, a relay's mark), whose epoch the rows after it must not go below.
-    const rs = await this.open_().execute(this.q.journalFrom, [key, afterSeq], { fetchSize: PAGE, isIdempotent: true });
-    const out: JournalEvent[] = [];
-    let epoch = 0;
-    for await (const row of rs) {
-      const seq = num(row["seq"]);
-      const rowEpoch = num(row["epoch"]);
-      if (rowEpoch < epoch) continue; // a stale owner's row after a newer owner's: never kept
-      epoch = rowEpoch;
-      if (seq <= afterSeq) continue;
-      out.push({ key, seq, data: JSON.parse(row["data"] as string) as unknown, createdAt: num(row["created_at"]) });
-    }
-    return out;
+    return this.journals.run({ key, afterSeq });
   }
 
   async takeEpoch(scope: string, shard: number, owner: string): Promise<number> {
@@ -435,9 +443,7 @@ export class CassandraStore implements Store {
   }
 
   async latestSnapshot(key: string): Promise<Snapshot | undefined> {
-    const row = (await this.open_().execute(this.q.snapshotGet, [key], { isIdempotent: true })).first();
-    if (!row) return undefined;
-    return { key, seq: num(row["seq"]), data: JSON.parse(row["data"] as string) as unknown, createdAt: num(row["created_at"]) };
+    return this.snapshots.run(key);
   }
 
   async saveSnapshot(snapshot: Snapshot): Promise<void> {
@@ -458,19 +464,122 @@ export class CassandraStore implements Store {
 
   // ── commit steps ──
 
-  /** A fenced append: one plain write of the key's events (a single-partition batch is atomic), stamped with the epoch. */
-  private async appendFenced(client: Client, key: string, events: readonly JournalEvent[], fence: Fence): Promise<void> {
+  /** A fenced append: one plain write of the key's events (atomic: one partition), stamped with the epoch. */
+  private async appendFenced(key: string, events: readonly JournalEvent[], fence: Fence): Promise<void> {
     const stamp = types.Long.fromString(this.stamp(fence.epoch).toString());
-    const statements = events.map((e): Statement => ({ query: this.q.journalAppend, params: [e.key, e.seq, json(e.data), e.createdAt, fence.epoch, stamp] }));
     // Idempotent: a retry writes the same cells with the same timestamp.
-    await this.run(client, statements, { idempotent: true, unlogged: true });
+    await this.unlogged.run(
+      events.map((e): Statement => ({ query: this.q.journalAppend, params: [e.key, e.seq, json(e.data), e.createdAt, fence.epoch, stamp] })),
+    );
   }
 
   /** Fails with Fenced when the shard has been taken since the writer took its epoch. */
   protected async checkFence(fence: Fence): Promise<void> {
-    const row = (await this.open_().execute(this.q.epochGet, [fence.scope, fence.shard], { isIdempotent: true })).first();
-    const current = row ? num(row["epoch"]) : 0;
+    const current = await this.epochs.run({ scope: fence.scope, shard: fence.shard });
     if (current !== fence.epoch) throw new Fenced(fence.scope, fence.shard, fence.epoch, current);
+  }
+
+  // ── gathered requests ──
+
+  /**
+   * Unlogged batches of whole items under the size limit (an item larger than it alone), side by
+   * side; a batch of several items that fails is tried again item by item, so one item's fault
+   * (or a timeout) is its own. Every item is idempotent.
+   */
+  private async sendUnlogged(items: readonly (readonly Statement[])[]): Promise<Outcome<void>[]> {
+    const client = this.open_();
+    const chunks: { at: number[]; items: (readonly Statement[])[] }[] = [];
+    let chunk: { at: number[]; items: (readonly Statement[])[] } | undefined;
+    let bytes = 0;
+    items.forEach((item, i) => {
+      const size = item.reduce((n, s) => n + statementBytes(s), 0);
+      if (!chunk || bytes + size > BATCH_BYTES) {
+        chunks.push((chunk = { at: [], items: [] }));
+        bytes = 0;
+      }
+      chunk.at.push(i);
+      chunk.items.push(item);
+      bytes += size;
+    });
+    const out: Outcome<void>[] = [];
+    await Promise.all(
+      chunks.map(async (c) => {
+        const outcomes = await togetherOrAlone(c.items, async (some) => {
+          await this.run(client, some.flat(), { idempotent: true, unlogged: true });
+          return some.map(() => undefined);
+        });
+        c.at.forEach((i, j) => (out[i] = outcomes[j]!));
+      }),
+    );
+    return out;
+  }
+
+  private async readEpochs(items: readonly { readonly scope: string; readonly shard: number }[]): Promise<Outcome<number>[]> {
+    const client = this.open_();
+    const found = new Map<string, number>();
+    const scopes = new Map<string, Set<number>>();
+    for (const { scope, shard } of items) (scopes.get(scope) ?? scopes.set(scope, new Set()).get(scope)!).add(shard);
+    await Promise.all(
+      [...scopes].map(async ([scope, shards]) => {
+        const rs = await client.execute(this.q.epochsIn, [scope, [...shards]], { isIdempotent: true });
+        for (const row of rs.rows) found.set(`${scope}\0${num(row["shard"])}`, num(row["epoch"]));
+      }),
+    );
+    return items.map(({ scope, shard }) => ({ ok: true, value: found.get(`${scope}\0${shard}`) ?? 0 }));
+  }
+
+  private async readRows(items: readonly { readonly table: string; readonly id: string }[]): Promise<Outcome<State>[]> {
+    const client = this.open_();
+    const tables = new Map<string, Set<string>>();
+    for (const { table, id } of items) (tables.get(table) ?? tables.set(table, new Set()).get(table)!).add(id);
+    const found = new Map<string, State>();
+    await Promise.all(
+      [...tables].map(async ([table, ids]) => {
+        const rs =
+          ids.size === 1
+            ? await client.execute(this.q.recordGet, [table, [...ids][0]], { isIdempotent: true })
+            : await client.execute(this.q.recordsIn, [table, [...ids]], { isIdempotent: true });
+        for (const row of rs.rows) found.set(`${table}\0${ids.size === 1 ? [...ids][0]! : (row["id"] as string)}`, rowState(row));
+      }),
+    );
+    return items.map(({ table, id }) => ({ ok: true, value: found.get(`${table}\0${id}`) }));
+  }
+
+  private async readSnapshots(keys: readonly string[]): Promise<Outcome<Snapshot | undefined>[]> {
+    const rs = await this.open_().execute(this.q.snapshotsIn, [[...new Set(keys)]], { isIdempotent: true });
+    const found = new Map<string, Snapshot>();
+    for (const row of rs.rows) {
+      const key = row["key"] as string;
+      found.set(key, { key, seq: num(row["seq"]), data: JSON.parse(row["data"] as string) as unknown, createdAt: num(row["created_at"]) });
+    }
+    return keys.map((key) => ({ ok: true, value: found.get(key) }));
+  }
+
+  /** The journals of several keys: one read per distinct starting seq (recoveries mostly start at 0 or a snapshot's). */
+  private async readJournals(items: readonly { readonly key: string; readonly afterSeq: number }[]): Promise<Outcome<JournalEvent[]>[]> {
+    const client = this.open_();
+    const byStart = new Map<number, Set<string>>();
+    for (const { key, afterSeq } of items) (byStart.get(afterSeq) ?? byStart.set(afterSeq, new Set()).get(afterSeq)!).add(key);
+    const found = new Map<string, JournalEvent[]>();
+    await Promise.all(
+      [...byStart].map(async ([afterSeq, keys]) => {
+        // From the row at afterSeq (a snapshot's, a relay's mark), whose epoch the rows after it must not go below.
+        const rs = await client.execute(this.q.journalsFrom, [[...keys], afterSeq], { fetchSize: PAGE, isIdempotent: true });
+        const epochs = new Map<string, number>();
+        for await (const row of rs) {
+          const key = row["key"] as string;
+          const seq = num(row["seq"]);
+          const rowEpoch = num(row["epoch"]);
+          if (rowEpoch < (epochs.get(key) ?? 0)) continue; // a stale owner's row after a newer owner's: never kept
+          epochs.set(key, rowEpoch);
+          if (seq <= afterSeq) continue;
+          const list = found.get(`${afterSeq}\0${key}`) ?? found.set(`${afterSeq}\0${key}`, []).get(`${afterSeq}\0${key}`)!;
+          list.push({ key, seq, data: JSON.parse(row["data"] as string) as unknown, createdAt: num(row["created_at"]) });
+        }
+      }),
+    );
+    // Each caller its own copy: two recoveries of one key may share a read.
+    return items.map(({ key, afterSeq }) => ({ ok: true, value: [...(found.get(`${afterSeq}\0${key}`) ?? [])] }));
   }
 
   /** The write timestamp of a fenced append: the epoch in the high bits, growing within this process. */
@@ -594,25 +703,34 @@ export class CassandraStore implements Store {
       }
       if (group.length) groups.push(group);
     }
-    // Pack whole records into logged batches under the size limit.
+    // Big records statement by statement; the rest packed whole into batches under the size limit:
+    // logged ones, or a fenced commit's items of the gathered unlogged batches.
+    const big = groups.filter((g) => g.reduce((n, s) => n + statementBytes(s), 0) > BATCH_BYTES);
+    for (const group of big) for (const s of group) await this.run(client, [s], { idempotent: true });
+    const rest = groups.filter((g) => !big.includes(g));
     let chunk: Statement[] = [];
     let bytes = 0;
+    const sent: Promise<unknown>[] = [];
     const flush = async () => {
-      if (chunk.length) await this.run(client, chunk, { idempotent: true, unlogged: !logged });
+      if (chunk.length) {
+        if (logged) await this.run(client, chunk, { idempotent: true });
+        else {
+          const item = this.unlogged.run(chunk);
+          item.catch(() => undefined); // awaited below, with the others
+          sent.push(item);
+        }
+      }
       chunk = [];
       bytes = 0;
     };
-    for (const group of groups) {
-      const size = group.reduce((n, s) => n + 64 + s.params.reduce<number>((m, p) => m + (typeof p === "string" ? Buffer.byteLength(p) : 8), 0), 0);
-      if (size > BATCH_BYTES) {
-        for (const s of group) await this.run(client, [s], { idempotent: true });
-        continue;
-      }
+    for (const group of rest) {
+      const size = group.reduce((n, s) => n + statementBytes(s), 0);
       if (bytes + size > BATCH_BYTES) await flush();
       chunk.push(...group);
       bytes += size;
     }
     await flush();
+    await Promise.all(sent);
   }
 
   /** One statement, or a logged batch (a conditional one when the statements carry IF). */
@@ -631,6 +749,7 @@ export class CassandraStore implements Store {
   }
 
   private async readRow(table: string, id: string, consistency: number): Promise<State> {
+    if (consistency === this.consistency) return this.rows.run({ table, id });
     const rs = await this.open_().execute(this.q.recordGet, [table, id], { consistency, isIdempotent: true });
     return rowState(rs.first() ?? undefined);
   }
@@ -817,12 +936,14 @@ function countStatements(client: Client, q: Readonly<Record<string, string>>): v
     execute: (query: string, ...rest: unknown[]) => {
       const params = rest[0];
       // Record reads by table (the first parameter of recordGet; a known, small set of names).
-      const table = name(query) === "recordGet" && Array.isArray(params) && typeof params[0] === "string" ? `:${params[0]}` : "";
+      const table = ["recordGet", "recordsIn"].includes(name(query)) && Array.isArray(params) && typeof params[0] === "string" ? `:${params[0]}` : "";
       cqlStatements.inc({ statement: `${name(query)}${table}` });
+      cqlRequests.inc();
       return execute(query, ...rest);
     },
     batch: (queries: readonly { query: string }[], options?: { logged?: boolean }, ...rest: unknown[]) => {
       cqlStatements.inc({ statement: options?.logged === false ? "unlogged_batch" : "logged_batch" });
+      cqlRequests.inc();
       for (const q of queries) cqlStatements.inc({ statement: name(q.query) });
       return batch(queries, options, ...rest);
     },
@@ -870,15 +991,17 @@ function queries(ks: string) {
   return {
     journalLast: `SELECT seq FROM ${ks}.journal WHERE key = ? ORDER BY seq DESC LIMIT 1`,
     journalInsert: `INSERT INTO ${ks}.journal (key, seq, data, created_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`,
-    journalFrom: `SELECT seq, data, created_at, epoch FROM ${ks}.journal WHERE key = ? AND seq >= ?`,
+    journalsFrom: `SELECT key, seq, data, created_at, epoch FROM ${ks}.journal WHERE key IN ? AND seq >= ?`,
     journalAppend: `INSERT INTO ${ks}.journal (key, seq, data, created_at, epoch) VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?`,
     epochGet: `SELECT epoch, owner, taken_at FROM ${ks}.shard_epochs WHERE scope = ? AND shard = ?`,
+    epochsIn: `SELECT shard, epoch FROM ${ks}.shard_epochs WHERE scope = ? AND shard IN ?`,
     epochTakeFirst: `UPDATE ${ks}.shard_epochs SET epoch = ?, owner = ?, taken_at = ? WHERE scope = ? AND shard = ? IF epoch = null`,
     epochTakeFrom: `UPDATE ${ks}.shard_epochs SET epoch = ?, owner = ?, taken_at = ? WHERE scope = ? AND shard = ? IF epoch = ?`,
     journalRange: `SELECT seq, data, created_at FROM ${ks}.journal WHERE key = ? AND seq >= ? AND seq <= ?`,
-    snapshotGet: `SELECT seq, data, created_at FROM ${ks}.snapshots WHERE key = ?`,
+    snapshotsIn: `SELECT key, seq, data, created_at FROM ${ks}.snapshots WHERE key IN ?`,
     snapshotPut: `INSERT INTO ${ks}.snapshots (key, seq, data, created_at) VALUES (?, ?, ?, ?)`,
     recordGet: `SELECT version, part, sort, value, expires_at FROM ${ks}.records WHERE tbl = ? AND id = ?`,
+    recordsIn: `SELECT id, version, part, sort, value, expires_at FROM ${ks}.records WHERE tbl = ? AND id IN ?`,
     recordPut: `UPDATE ${ks}.records ${set}`,
     recordDelete: `DELETE FROM ${ks}.records WHERE tbl = ? AND id = ?`,
     recordPutIfAbsent: `UPDATE ${ks}.records ${set} IF version = null`,

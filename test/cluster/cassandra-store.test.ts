@@ -127,6 +127,62 @@ describe("CassandraStore", () => {
     }
   });
 
+  it("gathers concurrent fenced commits and recoveries into shared requests, each commit kept or refused on its own", async () => {
+    const s = await openStore();
+    // The requests the store asks its driver for (a batch is one).
+    const client = (s as unknown as { client: { execute: (...a: unknown[]) => unknown; batch: (...a: unknown[]) => unknown } }).client;
+    let requests = 0;
+    for (const name of ["execute", "batch"] as const) {
+      const f = client[name].bind(client);
+      client[name] = (...a: unknown[]) => (requests++, f(...a));
+    }
+    try {
+      const scope = unique("scope");
+      expect(await s.takeEpoch(scope, 0, "old")).toBe(1);
+      expect(await s.takeEpoch(scope, 0, "new")).toBe(2);
+      expect(await s.takeEpoch(scope, 1, "other")).toBe(1);
+      // A quarter from shard 0's stale owner, the rest from its new owner and shard 1's owner.
+      const fenceOf = (i: number) =>
+        i % 4 === 0 ? { scope, shard: 0, epoch: 1 } : i % 4 === 1 ? { scope, shard: 0, epoch: 2 } : { scope, shard: 1, epoch: 1 };
+      const keys = Array.from({ length: 40 }, (_, i) => unique(`gathered${i}`));
+      requests = 0;
+      const results = await Promise.allSettled(
+        keys.map((key, i) =>
+          s.commit({
+            events: [{ key, seq: 1, data: { i }, createdAt: i }],
+            writes: [{ table: "gathered", id: key, value: { i }, partition: scope, sort: key, current: null }],
+            fence: fenceOf(i),
+          }),
+        ),
+      );
+      results.forEach((r, i) => {
+        if (i % 4 === 0) expect(r.status === "rejected" && r.reason, `commit ${i}`).toBeInstanceOf(Fenced);
+        else expect(r, `commit ${i}`).toEqual({ status: "fulfilled", value: undefined });
+      });
+      // 40 commits one by one are 40 appends, 40 epoch reads and 30 read-model writes.
+      expect(requests).toBeLessThanOrEqual(12);
+      requests = 0;
+      const records = await Promise.all([...keys.map((key) => s.get("gathered", key)), s.get("elsewhere", keys[1]!)]);
+      expect(requests).toBeLessThanOrEqual(3); // one alone, then one per table
+      for (const [i, record] of records.slice(0, -1).entries()) expect(record?.value, `record ${i}`).toEqual(i % 4 === 0 ? undefined : { i });
+      expect(records.at(-1)).toBeUndefined();
+      expect((await s.scan("gathered", scope, { limit: 100 })).total).toBe(30);
+      // Recoveries side by side: one snapshot read and one journal read for all (after the first).
+      requests = 0;
+      const [snapshots, journals] = await Promise.all([Promise.all(keys.map((k) => s.latestSnapshot(k))), Promise.all(keys.map((k) => s.events(k, 0)))]);
+      expect(requests).toBeLessThanOrEqual(4);
+      expect(snapshots.every((x) => x === undefined)).toBe(true);
+      // The stale owner's refused events stay where no newer epoch's row precedes them (see above).
+      journals.forEach((j, i) => expect(j, `journal ${i}`).toEqual([{ key: keys[i], seq: 1, data: { i }, createdAt: i }]));
+      await s.saveSnapshot({ key: keys[1]!, seq: 1, data: { at: 1 }, createdAt: 5 });
+      const [withSnapshot, without] = await Promise.all([s.latestSnapshot(keys[1]!), s.latestSnapshot(keys[2]!)]);
+      expect([withSnapshot, without]).toEqual([{ key: keys[1], seq: 1, data: { at: 1 }, createdAt: 5 }, undefined]);
+      expect(await Promise.all([s.events(keys[1]!, 1), s.events(keys[1]!, 0)])).toEqual([[], [{ key: keys[1], seq: 1, data: { i: 1 }, createdAt: 1 }]]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it("records applied migrations in schema_version and opens without schema creation", async () => {
     const s = await openStore();
     await s.close();

@@ -1,0 +1,70 @@
+// Requests of concurrent callers that go to the database as one, the way the Kafka bus batches its
+// publishes: one request of a kind in flight at a time, and every item that arrives meanwhile goes
+// in the next one (up to `most`). Nothing waits when nothing is in flight, so an idle caller pays
+// no delay and a busy one pays at most the request ahead of it. A store's cost is per request far
+// more than per row (Cassandra: parsing, the native-transport and coordinator stages, the reply),
+// so under load N concurrent commits cost about one request instead of N.
+
+/** What one item came to: its value, or the error that failed it. */
+export type Outcome<R> = { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };
+
+interface Waiting<I, R> {
+  readonly item: I;
+  readonly resolve: (value: R) => void;
+  readonly reject: (e: unknown) => void;
+}
+
+export class Gather<I, R> {
+  private waiting: Waiting<I, R>[] = [];
+  private busy = false;
+
+  constructor(
+    /** Sends the items as one request (or a few); one outcome per item, in their order. A throw fails every item. */
+    private readonly send: (items: readonly I[]) => Promise<readonly Outcome<R>[]>,
+    /** The most items in one request. */
+    private readonly most = 64,
+  ) {}
+
+  run(item: I): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.waiting.push({ item, resolve, reject });
+      if (!this.busy) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.busy = true;
+    while (this.waiting.length > 0) {
+      const group = this.waiting.splice(0, this.most);
+      let outcomes: readonly Outcome<R>[];
+      try {
+        outcomes = await this.send(group.map((w) => w.item));
+      } catch (e) {
+        outcomes = group.map(() => ({ ok: false, error: e }));
+      }
+      group.forEach((w, i) => {
+        const o = outcomes[i] ?? { ok: false, error: new Error("no outcome for a gathered item") };
+        if (o.ok) w.resolve(o.value);
+        else w.reject(o.error);
+      });
+    }
+    this.busy = false;
+  }
+}
+
+/** Every item's outcome from one attempt at them all, or, when that fails and there were several, from one attempt each. */
+export async function togetherOrAlone<I, R>(items: readonly I[], together: (items: readonly I[]) => Promise<R[]>): Promise<Outcome<R>[]> {
+  try {
+    return (await together(items)).map((value) => ({ ok: true, value }));
+  } catch (e) {
+    if (items.length === 1) return [{ ok: false, error: e }];
+    return Promise.all(
+      items.map((item) =>
+        together([item]).then(
+          ([value]) => ({ ok: true, value: value as R }) as const,
+          (error: unknown) => ({ ok: false, error }) as const,
+        ),
+      ),
+    );
+  }
+}
