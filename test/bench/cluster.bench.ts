@@ -338,10 +338,15 @@ interface LoadResult {
   cpu: ReturnType<typeof cpuPerRequest>;
 }
 
+/** Statements, requests and messages per request at max load (cluster only), by measurement, from the last round. */
+const perRequestAtLoad: Record<string, Record<string, number>> = {};
+
 async function load(
   t: Target,
-  opts: { route: string; body?: string; requests?: AutocannonRequest[]; connections: number; duration: number; overallRate?: number },
+  opts: { route: string; body?: string; requests?: AutocannonRequest[]; connections: number; duration: number; overallRate?: number; counted?: string },
 ): Promise<LoadResult> {
+  const cluster = opts.counted !== undefined && "cluster" in t ? (t as Target & { cluster: LocalCluster }).cluster : undefined;
+  const counters = cluster ? await scrapeCounters(cluster) : undefined;
   const before = cpuSample(t);
   const t0 = performance.now();
   const samples: number[] = [];
@@ -362,12 +367,22 @@ async function load(
   const wall = performance.now() - t0;
   t.assertAlive();
   const answered = res["2xx"] + res.non2xx;
+  const cpu = cpuPerRequest(t, before, cpuSample(t), answered, wall);
+  if (cluster && counters && answered > 0) {
+    const after = await scrapeCounters(cluster);
+    perRequestAtLoad[opts.counted!] = Object.fromEntries(
+      [...after]
+        .map(([k, v]) => [k, (v - (counters.get(k) ?? 0)) / answered] as const)
+        .filter(([, v]) => v >= 0.005)
+        .sort(([a], [b]) => a.localeCompare(b)),
+    );
+  }
   return {
     rps: res["2xx"] / res.duration,
     samples,
     failures: res.non2xx + res.errors + res.timeouts,
     autocannon_p99_ms: res.latency.p99,
-    cpu: cpuPerRequest(t, before, cpuSample(t), answered, wall),
+    cpu,
   };
 }
 
@@ -580,14 +595,15 @@ let perRequest: Record<string, Record<string, number>> | undefined;
 /** The Cassandra statement and bus message counters of every process of a cluster, summed by series. */
 async function scrapeCounters(cluster: LocalCluster): Promise<Map<string, number>> {
   const out = new Map<string, number>();
-  const wanted = /^(media_cassandra_statements_total|media_bus_messages_published_total|media_bus_published_bytes_total)\{([^}]*)\} (\S+)$/;
+  const wanted =
+    /^(media_cassandra_statements_total|media_cassandra_requests_total|media_bus_messages_published_total|media_bus_published_bytes_total)(?:\{([^}]*)\})? (\S+)$/;
   for (const p of [...cluster.gateways, ...cluster.actorHosts]) {
     const text = await (await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`)).text();
     for (const line of text.split("\n")) {
       const m = wanted.exec(line);
       if (!m) continue;
       const name = m[1]!.replace(/^media_/, "").replace(/_total$/, "");
-      const k = `${name} ${m[2]!.replace(/^\w+="([^"]*)"$/, "$1")}`;
+      const k = `${name} ${(m[2] ?? "").replace(/^\w+="([^"]*)"$/, "$1")}`.trim();
       out.set(k, (out.get(k) ?? 0) + Number(m[3]));
     }
   }
@@ -691,8 +707,22 @@ async function main(): Promise<void> {
         );
         add(M.paced, t, await paced(t, "APIKeyService/Get", getBody(t), RATE, RATE_DURATION));
         add(M.getMax, t, await load(t, { route: "APIKeyService/Get", body: getBody(t), connections: GET_CONNECTIONS, duration: DURATION }));
-        add(M.createMax, t, await load(t, { route: "APIKeyService/Create", requests: createRequests(), connections: CREATE_CONNECTIONS, duration: DURATION }));
-        add(M.jobCreateMax, t, await load(t, { route: "JobService/Create", body: jobBody(t), connections: JOB_CONNECTIONS, duration: DURATION }));
+        add(
+          M.createMax,
+          t,
+          await load(t, {
+            route: "APIKeyService/Create",
+            requests: createRequests(),
+            connections: CREATE_CONNECTIONS,
+            duration: DURATION,
+            counted: M.createMax,
+          }),
+        );
+        add(
+          M.jobCreateMax,
+          t,
+          await load(t, { route: "JobService/Create", body: jobBody(t), connections: JOB_CONNECTIONS, duration: DURATION, counted: M.jobCreateMax }),
+        );
       }
     }
 
@@ -763,6 +793,11 @@ async function main(): Promise<void> {
       process.stdout.write(`\nPer request, cluster (${n} one at a time; all processes):\n`);
       for (const [route, counts] of Object.entries(perRequest)) {
         process.stdout.write(`  ${route}\n`);
+        for (const [k, v] of Object.entries(counts)) process.stdout.write(`    ${k.padEnd(52)} ${v.toFixed(2)}\n`);
+      }
+      process.stdout.write(`\nPer request at max load, cluster (last round; concurrent commits share requests; all processes):\n`);
+      for (const [measurement, counts] of Object.entries(perRequestAtLoad)) {
+        process.stdout.write(`  ${measurement}\n`);
         for (const [k, v] of Object.entries(counts)) process.stdout.write(`    ${k.padEnd(52)} ${v.toFixed(2)}\n`);
       }
     }
@@ -919,8 +954,18 @@ async function main(): Promise<void> {
     };
     writeFileSync(
       file,
-      JSON.stringify({ ...meta, goal, interference, results: rows, cpu_us_per_request: cpuRows, ...(perRequest ? { per_request: perRequest } : {}) }, null, 2) +
-        "\n",
+      JSON.stringify(
+        {
+          ...meta,
+          goal,
+          interference,
+          results: rows,
+          cpu_us_per_request: cpuRows,
+          ...(perRequest ? { per_request: perRequest, per_request_at_load: perRequestAtLoad } : {}),
+        },
+        null,
+        2,
+      ) + "\n",
     );
     process.stdout.write(`results: ${path.relative(process.cwd(), file)}\n`);
   } finally {
