@@ -11,7 +11,8 @@
 // then one request at a time: 300 Gets, 300 Creates and 300 Revokes per target; and, in this
 // process, the raw Kafka publish→consume round trip (KafkaBus, a fresh topic) and the latency of
 // one Cassandra row read (CassandraStore.get) — the two things a cluster request is made of.
-// Prints a table (and the CPU each process spent per request) and writes
+// Prints a table (and the CPU each process spent per request, with the JVM peers' JIT compiler and
+// GC threads apart, and at max load the Cassandra requests, statements and messages per request) and writes
 // test/bench/results/cluster-<date>.json. Starts Kafka and Cassandra with infra/*.sh when they are
 // not running, and stops them again at the end only in that case.
 // Run: npx tsx test/bench/cluster.bench.ts
@@ -135,6 +136,39 @@ function cpuMs(pid: number | undefined): number {
   } catch {
     return NaN;
   }
+}
+/** Threads of a JVM by kind: its JIT compilers, its garbage collector (JDK 17 thread names). */
+const JVM_THREADS: readonly (readonly [string, RegExp])[] = [
+  ["jit", /^C[12] CompilerThre/],
+  ["gc", /^(GC Thread|G1 |VM Thread)/],
+];
+/**
+ * CPU ms of a JVM's JIT compiler and GC threads (`<service>: jit`, `<service>: gc`), part of the
+ * process's CPU: at least what they used, since the JVM stops idle compiler threads and their time
+ * leaves with them.
+ */
+function jvmThreadsMs(service: string, pid: number | undefined): Record<string, number> {
+  const out: Record<string, number> = Object.fromEntries(JVM_THREADS.map(([kind]) => [`${service}: ${kind}`, 0]));
+  if (pid === undefined) return out;
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      const kind = JVM_THREADS.find(([, re]) => re.test(comm))?.[0];
+      if (!kind) continue;
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out[`${service}: ${kind}`]! += (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
 }
 const pidFile = (service: string) => {
   try {
@@ -311,6 +345,7 @@ function cpuSample(t: Target): CpuSample {
   for (const [role, pids] of Object.entries(t.pids)) s[role] = pids.reduce((sum, p) => sum + cpuMs(p), 0);
   s.cassandra = cpuMs(pidFile("cassandra"));
   s.kafka = cpuMs(pidFile("kafka"));
+  Object.assign(s, jvmThreadsMs("cassandra", pidFile("cassandra")), jvmThreadsMs("kafka", pidFile("kafka")));
   s["load generator"] = cpuMs(process.pid);
   return s;
 }
@@ -320,7 +355,7 @@ function cpuPerRequest(t: Target, before: CpuSample, after: CpuSample, requests:
   let total = 0;
   for (const role of Object.keys(after)) {
     const ms = after[role]! - before[role]!;
-    total += ms;
+    if (!role.includes(":")) total += ms; // "kafka: jit" is part of "kafka"
     perReq[role] = requests > 0 ? Math.round((ms * 1000) / requests) : NaN;
   }
   return { us_per_req: perReq, machine_busy_pct: Math.round((100 * total) / (wallMs * os.cpus().length)) };
@@ -891,6 +926,12 @@ async function main(): Promise<void> {
         ...roles.map((r): [string, number] => [c.us_per_req[r] === undefined ? "" : String(c.us_per_req[r]), Math.max(10, r.length + 2)]),
         [`${c.machine_busy_pct}%`, 7],
       );
+    }
+    const jvm = ["cassandra: jit", "cassandra: gc", "kafka: jit", "kafka: gc"];
+    out += "\nOf the JVMs' CPU above, µs per request in their JIT compiler and GC threads (cluster):\n";
+    out += cols(["measurement", 36], ...jvm.map((r): [string, number] => [r, r.length + 2]));
+    for (const c of cpuRows.filter((r) => r.target === "cluster")) {
+      out += cols([c.measurement, 36], ...jvm.map((r): [string, number] => [String(c.us_per_req[r] ?? ""), r.length + 2]));
     }
     const goalRow = rows.find((r) => r.measurement === M.rate && r.target === "cluster");
     if (!goalRow) return; // counted only (BENCH_ROUNDS=0)
