@@ -54,10 +54,12 @@
 // Concurrent unconditional writes to one record are last-write-wins and can give two writes the
 // same version. Non-LWT writes use server-side timestamps so they order consistently with LWT
 // (ballot) timestamps; that assumes synchronised server clocks.
-// Gathered requests (gather.ts): while one request of a kind is in flight, the same requests of
+// Gathered requests (gather.ts), on a one-node cluster only (on several, a request of several
+// partitions makes its coordinator forward to the others, which Cassandra advises against: each item
+// then goes alone and token-aware): while one request of a kind is in flight, the same requests of
 // other callers wait and go together in the next one: fenced appends and fenced commits' read models
-// as one unlogged batch (whole items under the size limit; atomic per partition, which is all either
-// needs; a failed batch of several is tried item by item), the shard epoch checks of fenced commits
+// as one unlogged batch (whole items, at most 4 kB in all, below Cassandra's batch size warning;
+// atomic per partition, which is all either needs; a failed batch of several is tried item by item), the shard epoch checks of fenced commits
 // as one read (a check joins only a read that begins after its append ended), recoveries' snapshot
 // and journal reads, and record reads (gets and the reads before writes; not SERIAL ones), as one
 // `IN` read each. Cassandra's CPU goes mostly to each request, not to its
@@ -147,6 +149,14 @@ const DEFAULT_REPLICATION = "{'class':'SimpleStrategy','replication_factor':1}";
 const PAGE = 500;
 /** Below Cassandra's default batch_size_fail_threshold (50 KiB). */
 const BATCH_BYTES = 40_000;
+/**
+ * The most one gathered unlogged batch carries (by statementBytes), below Cassandra's default
+ * batch_size_warn_threshold (5 KiB), which logs a warning for every batch above it. An item
+ * larger than this goes in a batch of its own, as it did before gathering.
+ */
+const GATHERED_BATCH_BYTES = 4_000;
+/** The most items gathered into one request. */
+const GATHER_MOST = 64;
 const MAX_TTL = 630_720_000; // Cassandra's maximum: 20 years
 const CAS_ATTEMPTS = 4;
 const HEALTH_TIMEOUT_MS = 2_000;
@@ -257,13 +267,33 @@ export class CassandraStore implements Store {
   private lastStamp = 0n;
   // Concurrent commits' and recoveries' requests of one kind, gathered into one (gather.ts).
   /** Fenced appends and fenced commits' read models: unlogged, each item's rows atomic per partition. */
-  private readonly unlogged = new Gather<readonly Statement[], void>((items) => this.sendUnlogged(items));
+  private readonly unlogged = new Gather<readonly Statement[], void>(
+    (items) => this.sendUnlogged(items),
+    GATHER_MOST,
+    () => this.spread(),
+  );
   /** Shard epochs read after fenced appends: one read answers every append that ended before it began. */
-  private readonly epochs = new Gather<{ readonly scope: string; readonly shard: number }, number>((items) => this.readEpochs(items));
-  private readonly snapshots = new Gather<string, Snapshot | undefined>((keys) => this.readSnapshots(keys));
+  private readonly epochs = new Gather<{ readonly scope: string; readonly shard: number }, number>(
+    (items) => this.readEpochs(items),
+    GATHER_MOST,
+    () => this.spread(),
+  );
+  private readonly snapshots = new Gather<string, Snapshot | undefined>(
+    (keys) => this.readSnapshots(keys),
+    GATHER_MOST,
+    () => this.spread(),
+  );
   /** Record reads (gets, and the reads before unknown unconditional writes); SERIAL ones go alone. */
-  private readonly rows = new Gather<{ readonly table: string; readonly id: string }, State>((items) => this.readRows(items));
-  private readonly journals = new Gather<{ readonly key: string; readonly afterSeq: number }, JournalEvent[]>((items) => this.readJournals(items));
+  private readonly rows = new Gather<{ readonly table: string; readonly id: string }, State>(
+    (items) => this.readRows(items),
+    GATHER_MOST,
+    () => this.spread(),
+  );
+  private readonly journals = new Gather<{ readonly key: string; readonly afterSeq: number }, JournalEvent[]>(
+    (items) => this.readJournals(items),
+    GATHER_MOST,
+    () => this.spread(),
+  );
 
   constructor(private readonly options: CassandraStoreOptions) {
     this.keyspace = options.keyspace;
@@ -482,8 +512,17 @@ export class CassandraStore implements Store {
   // ── gathered requests ──
 
   /**
-   * Unlogged batches of whole items under the size limit (an item larger than it alone), side by
-   * side; a batch of several items that fails is tried again item by item, so one item's fault
+   * Whether the cluster has more than one node: then a request of several partitions would make its
+   * coordinator forward to the others (Cassandra advises against multi-partition batches and `IN`
+   * reads there), so each item goes alone and token-aware, as before gathering.
+   */
+  protected spread(): boolean {
+    return (this.client?.hosts.length ?? 1) > 1;
+  }
+
+  /**
+   * Unlogged batches of whole items up to GATHERED_BATCH_BYTES (an item larger than that alone),
+   * side by side; a batch of several items that fails is tried again item by item, so one item's fault
    * (or a timeout) is its own. Every item is idempotent.
    */
   private async sendUnlogged(items: readonly (readonly Statement[])[]): Promise<Outcome<void>[]> {
@@ -493,7 +532,7 @@ export class CassandraStore implements Store {
     let bytes = 0;
     items.forEach((item, i) => {
       const size = item.reduce((n, s) => n + statementBytes(s), 0);
-      if (!chunk || bytes + size > BATCH_BYTES) {
+      if (!chunk || bytes + size > GATHERED_BATCH_BYTES) {
         chunks.push((chunk = { at: [], items: [] }));
         bytes = 0;
       }

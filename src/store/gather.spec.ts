@@ -54,6 +54,25 @@ describe("Gather", () => {
     await expect(g.run(3)).resolves.toBe(3);
     await expect(g.run(4)).rejects.toThrow("odd only: 4");
   });
+
+  it("sends each item by itself, at once and side by side, while `alone` says so", async () => {
+    const r = recorder<number>();
+    let alone = true;
+    const g = new Gather(r.send, 64, () => alone);
+    const both = [g.run(1), g.run(2)];
+    expect(r.requests).toEqual([[1], [2]]);
+    r.answer();
+    r.answer();
+    expect(await Promise.all(both)).toEqual(["done 1", "done 2"]);
+    alone = false;
+    const gathered = [g.run(3), g.run(4)];
+    await tick();
+    r.answer();
+    await tick();
+    r.answer();
+    await Promise.all(gathered);
+    expect(r.requests).toEqual([[1], [2], [3], [4]]); // 3 at once (idle), 4 after it: gathered again
+  });
 });
 
 describe("togetherOrAlone", () => {

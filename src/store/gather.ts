@@ -23,9 +23,18 @@ export class Gather<I, R> {
     private readonly send: (items: readonly I[]) => Promise<readonly Outcome<R>[]>,
     /** The most items in one request. */
     private readonly most = 64,
+    /** When true, an item goes in a request of its own at once (nothing is gained by gathering it). */
+    private readonly alone: () => boolean = () => false,
   ) {}
 
   run(item: I): Promise<R> {
+    if (this.alone()) {
+      return this.send([item]).then(([o]) => {
+        if (!o) throw new Error("no outcome for an item");
+        if (!o.ok) throw o.error;
+        return o.value;
+      });
+    }
     return new Promise<R>((resolve, reject) => {
       this.waiting.push({ item, resolve, reject });
       if (!this.busy) void this.drain();

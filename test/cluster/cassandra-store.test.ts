@@ -56,6 +56,11 @@ afterAll(async () => {
 /** A store with a hook between a commit's checks and its first write, to interleave a racing writer. */
 class RacedStore extends CassandraStore {
   interfere: (() => Promise<void>) | undefined;
+  /** Behave as on a cluster of several nodes. */
+  manyNodes = false;
+  protected override spread(): boolean {
+    return this.manyNodes || super.spread();
+  }
   protected override async afterPrecheck(): Promise<void> {
     const f = this.interfere;
     this.interfere = undefined;
@@ -178,6 +183,25 @@ describe("CassandraStore", () => {
       const [withSnapshot, without] = await Promise.all([s.latestSnapshot(keys[1]!), s.latestSnapshot(keys[2]!)]);
       expect([withSnapshot, without]).toEqual([{ key: keys[1], seq: 1, data: { at: 1 }, createdAt: 5 }, undefined]);
       expect(await Promise.all([s.events(keys[1]!, 1), s.events(keys[1]!, 0)])).toEqual([[], [{ key: keys[1], seq: 1, data: { i: 1 }, createdAt: 1 }]]);
+      // With more than one node each item goes alone (token-aware): ten commits, thirty requests.
+      s.manyNodes = true;
+      try {
+        requests = 0;
+        const more = Array.from({ length: 10 }, (_, i) => unique(`alone${i}`));
+        await Promise.all(
+          more.map((key, i) =>
+            s.commit({
+              events: [{ key, seq: 1, data: { i }, createdAt: i }],
+              writes: [{ table: "gathered", id: key, value: { i }, current: null }],
+              fence: { scope, shard: 1, epoch: 1 },
+            }),
+          ),
+        );
+        expect(requests).toBe(30); // an append, an epoch read and a read-model write each
+        expect((await Promise.all(more.map((k) => s.get("gathered", k)))).map((r) => r?.value)).toEqual(more.map((_, i) => ({ i })));
+      } finally {
+        s.manyNodes = false;
+      }
     } finally {
       await s.close();
     }
