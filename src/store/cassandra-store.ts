@@ -267,33 +267,13 @@ export class CassandraStore implements Store {
   private lastStamp = 0n;
   // Concurrent commits' and recoveries' requests of one kind, gathered into one (gather.ts).
   /** Fenced appends and fenced commits' read models: unlogged, each item's rows atomic per partition. */
-  private readonly unlogged = new Gather<readonly Statement[], void>(
-    (items) => this.sendUnlogged(items),
-    GATHER_MOST,
-    () => this.spread(),
-  );
+  private readonly unlogged = this.gather((items: readonly (readonly Statement[])[]) => this.sendUnlogged(items));
   /** Shard epochs read after fenced appends: one read answers every append that ended before it began. */
-  private readonly epochs = new Gather<{ readonly scope: string; readonly shard: number }, number>(
-    (items) => this.readEpochs(items),
-    GATHER_MOST,
-    () => this.spread(),
-  );
-  private readonly snapshots = new Gather<string, Snapshot | undefined>(
-    (keys) => this.readSnapshots(keys),
-    GATHER_MOST,
-    () => this.spread(),
-  );
+  private readonly epochs = this.gather((items: readonly { readonly scope: string; readonly shard: number }[]) => this.readEpochs(items));
+  private readonly snapshots = this.gather((keys: readonly string[]) => this.readSnapshots(keys));
   /** Record reads (gets, and the reads before unknown unconditional writes); SERIAL ones go alone. */
-  private readonly rows = new Gather<{ readonly table: string; readonly id: string }, State>(
-    (items) => this.readRows(items),
-    GATHER_MOST,
-    () => this.spread(),
-  );
-  private readonly journals = new Gather<{ readonly key: string; readonly afterSeq: number }, JournalEvent[]>(
-    (items) => this.readJournals(items),
-    GATHER_MOST,
-    () => this.spread(),
-  );
+  private readonly rows = this.gather((items: readonly { readonly table: string; readonly id: string }[]) => this.readRows(items));
+  private readonly journals = this.gather((items: readonly { readonly key: string; readonly afterSeq: number }[]) => this.readJournals(items));
 
   constructor(private readonly options: CassandraStoreOptions) {
     this.keyspace = options.keyspace;
@@ -510,6 +490,10 @@ export class CassandraStore implements Store {
   }
 
   // ── gathered requests ──
+
+  private gather<I, R>(send: (items: readonly I[]) => Promise<readonly Outcome<R>[]>): Gather<I, R> {
+    return new Gather(send, GATHER_MOST, () => this.spread());
+  }
 
   /**
    * Whether the cluster has more than one node: then a request of several partitions would make its
