@@ -55,15 +55,15 @@
 // same version. Non-LWT writes use server-side timestamps so they order consistently with LWT
 // (ballot) timestamps; that assumes synchronised server clocks.
 // Gathered requests (gather.ts), on a one-node cluster only (on several, a request of several
-// partitions makes its coordinator forward to the others, which Cassandra advises against: each item
-// then goes alone and token-aware): while one request of a kind is in flight, the same requests of
-// other callers wait and go together in the next one: fenced appends and fenced commits' read models
-// as one unlogged batch (whole items, at most 4 kB in all, below Cassandra's batch size warning;
-// atomic per partition, which is all either needs; a failed batch of several is tried item by item), the shard epoch checks of fenced commits
-// as one read (a check joins only a read that begins after its append ended), recoveries' snapshot
-// and journal reads, and record reads (gets and the reads before writes; not SERIAL ones), as one
-// `IN` read each. Cassandra's CPU goes mostly to each request, not to its
-// rows (docs/decisions.md): under load a fenced commit then costs a fraction of a request.
+// partitions makes its coordinator forward to the others, which Cassandra advises against: each
+// item then goes alone and token-aware): while one request of a kind is in flight, the same
+// requests of other callers wait and go together in the next one. Fenced appends and fenced
+// commits' read models go as one unlogged batch (whole items, at most 4 kB in all, below
+// Cassandra's batch size warning; atomic per partition, which is all either needs; a failed batch
+// of several is tried item by item); the shard epoch checks of fenced commits as one read (a check
+// joins only a read that begins after its append ended); recoveries' snapshot and journal reads,
+// and record reads (gets and the reads before writes; not SERIAL ones), as one `IN` read each.
+// Measured alone, a fenced commit then costs Cassandra less than half the CPU (docs/decisions.md).
 // Scans read the whole index partition (driver paging, 500 rows a page) for the total, applying
 // expiry and the filter client-side; sort keys compare in UTF-8 byte order (same as JavaScript's
 // for ASCII keys).
@@ -196,6 +196,18 @@ interface EventsStep {
 interface Statement {
   readonly query: string;
   readonly params: unknown[];
+}
+
+/** The values of items grouped by a key, each group without repeats. */
+function groupSets<T, K, V>(items: readonly T[], key: (t: T) => K, value: (t: T) => V): Map<K, Set<V>> {
+  const out = new Map<K, Set<V>>();
+  for (const t of items) {
+    const k = key(t);
+    let set = out.get(k);
+    if (!set) out.set(k, (set = new Set()));
+    set.add(value(t));
+  }
+  return out;
 }
 
 /** About what a statement adds to a batch, for Cassandra's batch size limit. */
@@ -540,10 +552,14 @@ export class CassandraStore implements Store {
   private async readEpochs(items: readonly { readonly scope: string; readonly shard: number }[]): Promise<Outcome<number>[]> {
     const client = this.open_();
     const found = new Map<string, number>();
-    const scopes = new Map<string, Set<number>>();
-    for (const { scope, shard } of items) (scopes.get(scope) ?? scopes.set(scope, new Set()).get(scope)!).add(shard);
     await Promise.all(
-      [...scopes].map(async ([scope, shards]) => {
+      [
+        ...groupSets(
+          items,
+          (i) => i.scope,
+          (i) => i.shard,
+        ),
+      ].map(async ([scope, shards]) => {
         const rs = await client.execute(this.q.epochsIn, [scope, [...shards]], { isIdempotent: true });
         for (const row of rs.rows) found.set(`${scope}\0${num(row["shard"])}`, num(row["epoch"]));
       }),
@@ -553,16 +569,21 @@ export class CassandraStore implements Store {
 
   private async readRows(items: readonly { readonly table: string; readonly id: string }[]): Promise<Outcome<State>[]> {
     const client = this.open_();
-    const tables = new Map<string, Set<string>>();
-    for (const { table, id } of items) (tables.get(table) ?? tables.set(table, new Set()).get(table)!).add(id);
     const found = new Map<string, State>();
     await Promise.all(
-      [...tables].map(async ([table, ids]) => {
-        const rs =
-          ids.size === 1
-            ? await client.execute(this.q.recordGet, [table, [...ids][0]], { isIdempotent: true })
-            : await client.execute(this.q.recordsIn, [table, [...ids]], { isIdempotent: true });
-        for (const row of rs.rows) found.set(`${table}\0${ids.size === 1 ? [...ids][0]! : (row["id"] as string)}`, rowState(row));
+      [
+        ...groupSets(
+          items,
+          (i) => i.table,
+          (i) => i.id,
+        ),
+      ].map(async ([table, ids]) => {
+        // One record alone is read as before gathering (recordGet).
+        const only = ids.size === 1 ? [...ids][0]! : undefined;
+        const rs = only
+          ? await client.execute(this.q.recordGet, [table, only], { isIdempotent: true })
+          : await client.execute(this.q.recordsIn, [table, [...ids]], { isIdempotent: true });
+        for (const row of rs.rows) found.set(`${table}\0${only ?? (row["id"] as string)}`, rowState(row));
       }),
     );
     return items.map(({ table, id }) => ({ ok: true, value: found.get(`${table}\0${id}`) }));
@@ -581,11 +602,15 @@ export class CassandraStore implements Store {
   /** The journals of several keys: one read per distinct starting seq (recoveries mostly start at 0 or a snapshot's). */
   private async readJournals(items: readonly { readonly key: string; readonly afterSeq: number }[]): Promise<Outcome<JournalEvent[]>[]> {
     const client = this.open_();
-    const byStart = new Map<number, Set<string>>();
-    for (const { key, afterSeq } of items) (byStart.get(afterSeq) ?? byStart.set(afterSeq, new Set()).get(afterSeq)!).add(key);
     const found = new Map<string, JournalEvent[]>();
     await Promise.all(
-      [...byStart].map(async ([afterSeq, keys]) => {
+      [
+        ...groupSets(
+          items,
+          (i) => i.afterSeq,
+          (i) => i.key,
+        ),
+      ].map(async ([afterSeq, keys]) => {
         // From the row at afterSeq (a snapshot's, a relay's mark), whose epoch the rows after it must not go below.
         const rs = await client.execute(this.q.journalsFrom, [[...keys], afterSeq], { fetchSize: PAGE, isIdempotent: true });
         const epochs = new Map<string, number>();
@@ -596,7 +621,9 @@ export class CassandraStore implements Store {
           if (rowEpoch < (epochs.get(key) ?? 0)) continue; // a stale owner's row after a newer owner's: never kept
           epochs.set(key, rowEpoch);
           if (seq <= afterSeq) continue;
-          const list = found.get(`${afterSeq}\0${key}`) ?? found.set(`${afterSeq}\0${key}`, []).get(`${afterSeq}\0${key}`)!;
+          const at = `${afterSeq}\0${key}`;
+          let list = found.get(at);
+          if (!list) found.set(at, (list = []));
           list.push({ key, seq, data: JSON.parse(row["data"] as string) as unknown, createdAt: num(row["created_at"]) });
         }
       }),
@@ -728,9 +755,8 @@ export class CassandraStore implements Store {
     }
     // Big records statement by statement; the rest packed whole into batches under the size limit:
     // logged ones, or a fenced commit's items of the gathered unlogged batches.
-    const big = groups.filter((g) => g.reduce((n, s) => n + statementBytes(s), 0) > BATCH_BYTES);
-    for (const group of big) for (const s of group) await this.run(client, [s], { idempotent: true });
-    const rest = groups.filter((g) => !big.includes(g));
+    const sized = groups.map((group) => ({ group, size: group.reduce((n, s) => n + statementBytes(s), 0) }));
+    for (const { group, size } of sized) if (size > BATCH_BYTES) for (const s of group) await this.run(client, [s], { idempotent: true });
     let chunk: Statement[] = [];
     let bytes = 0;
     const sent: Promise<unknown>[] = [];
@@ -746,8 +772,8 @@ export class CassandraStore implements Store {
       chunk = [];
       bytes = 0;
     };
-    for (const group of rest) {
-      const size = group.reduce((n, s) => n + statementBytes(s), 0);
+    for (const { group, size } of sized) {
+      if (size > BATCH_BYTES) continue; // sent above
       if (bytes + size > BATCH_BYTES) await flush();
       chunk.push(...group);
       bytes += size;

@@ -1,9 +1,9 @@
 // Requests of concurrent callers that go to the database as one, the way the Kafka bus batches its
 // publishes: one request of a kind in flight at a time, and every item that arrives meanwhile goes
 // in the next one (up to `most`). Nothing waits when nothing is in flight, so an idle caller pays
-// no delay and a busy one pays at most the request ahead of it. A store's cost is per request far
-// more than per row (Cassandra: parsing, the native-transport and coordinator stages, the reply),
-// so under load N concurrent commits cost about one request instead of N.
+// no delay and a busy one pays at most the request ahead of it. Each request costs both sides
+// (parsing, the database's request stages, the reply, a socket write), so under load N concurrent
+// callers share one request's cost instead of paying N.
 
 /** What one item came to: its value, or the error that failed it. */
 export type Outcome<R> = { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };
@@ -28,13 +28,7 @@ export class Gather<I, R> {
   ) {}
 
   run(item: I): Promise<R> {
-    if (this.alone()) {
-      return this.send([item]).then(([o]) => {
-        if (!o) throw new Error("no outcome for an item");
-        if (!o.ok) throw o.error;
-        return o.value;
-      });
-    }
+    if (this.alone()) return this.send([item]).then(([o]) => settled(o));
     return new Promise<R>((resolve, reject) => {
       this.waiting.push({ item, resolve, reject });
       if (!this.busy) void this.drain();
@@ -52,13 +46,22 @@ export class Gather<I, R> {
         outcomes = group.map(() => ({ ok: false, error: e }));
       }
       group.forEach((w, i) => {
-        const o = outcomes[i] ?? { ok: false, error: new Error("no outcome for a gathered item") };
-        if (o.ok) w.resolve(o.value);
-        else w.reject(o.error);
+        try {
+          w.resolve(settled(outcomes[i]));
+        } catch (e) {
+          w.reject(e);
+        }
       });
     }
     this.busy = false;
   }
+}
+
+/** An outcome's value, or its error thrown. */
+function settled<R>(o: Outcome<R> | undefined): R {
+  if (!o) throw new Error("no outcome for a gathered item");
+  if (!o.ok) throw o.error;
+  return o.value;
 }
 
 /** Every item's outcome from one attempt at them all, or, when that fails and there were several, from one attempt each. */
