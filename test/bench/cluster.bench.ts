@@ -404,13 +404,7 @@ async function load(
   const answered = res["2xx"] + res.non2xx;
   const cpu = cpuPerRequest(t, before, cpuSample(t), answered, wall);
   if (cluster && counters && answered > 0) {
-    const after = await scrapeCounters(cluster);
-    perRequestAtLoad[opts.counted!] = Object.fromEntries(
-      [...after]
-        .map(([k, v]) => [k, (v - (counters.get(k) ?? 0)) / answered] as const)
-        .filter(([, v]) => v >= 0.005)
-        .sort(([a], [b]) => a.localeCompare(b)),
-    );
+    perRequestAtLoad[opts.counted!] = perRequestOf(counters, await scrapeCounters(cluster), answered, 0.005);
   }
   return {
     rps: res["2xx"] / res.duration,
@@ -627,6 +621,16 @@ interface Row {
 /** Statements and messages per request, by counter, from the last run of main(). */
 let perRequest: Record<string, Record<string, number>> | undefined;
 
+/** Each counter's growth from `before` to `after` per request (n), those of at least `least`, by name. */
+function perRequestOf(before: Map<string, number>, after: Map<string, number>, n: number, least: number): Record<string, number> {
+  return Object.fromEntries(
+    [...after]
+      .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / n] as const)
+      .filter(([, v]) => v >= least)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
+}
+
 /** The Cassandra statement and bus message counters of every process of a cluster, summed by series. */
 async function scrapeCounters(cluster: LocalCluster): Promise<Map<string, number>> {
   const out = new Map<string, number>();
@@ -802,13 +806,7 @@ async function main(): Promise<void> {
         const before = await scrapeCounters(cluster.cluster);
         await sequential(cluster, route, bodies);
         await new Promise((r) => setTimeout(r, 6_000));
-        const after = await scrapeCounters(cluster.cluster);
-        return Object.fromEntries(
-          [...after]
-            .map(([k, v]) => [k, (v - (before.get(k) ?? 0)) / bodies.length] as const)
-            .filter(([, v]) => v > 0)
-            .sort(([a], [b]) => a.localeCompare(b)),
-        );
+        return perRequestOf(before, await scrapeCounters(cluster.cluster), bodies.length, Number.MIN_VALUE);
       };
       const n = 100;
       perRequest = {
