@@ -198,16 +198,16 @@ interface Statement {
   readonly params: unknown[];
 }
 
-/** The values of items grouped by a key, each group without repeats. */
-function groupSets<T, K, V>(items: readonly T[], key: (t: T) => K, value: (t: T) => V): Map<K, Set<V>> {
+/** Items' values grouped by their keys (`pair` gives both), each group without repeats, as entries. */
+function groupSets<T, K, V>(items: readonly T[], pair: (t: T) => readonly [K, V]): [K, Set<V>][] {
   const out = new Map<K, Set<V>>();
   for (const t of items) {
-    const k = key(t);
+    const [k, v] = pair(t);
     let set = out.get(k);
     if (!set) out.set(k, (set = new Set()));
-    set.add(value(t));
+    set.add(v);
   }
-  return out;
+  return [...out];
 }
 
 /** About what a statement adds to a batch, for Cassandra's batch size limit. */
@@ -553,13 +553,7 @@ export class CassandraStore implements Store {
     const client = this.open_();
     const found = new Map<string, number>();
     await Promise.all(
-      [
-        ...groupSets(
-          items,
-          (i) => i.scope,
-          (i) => i.shard,
-        ),
-      ].map(async ([scope, shards]) => {
+      groupSets(items, (i) => [i.scope, i.shard] as const).map(async ([scope, shards]) => {
         const rs = await client.execute(this.q.epochsIn, [scope, [...shards]], { isIdempotent: true });
         for (const row of rs.rows) found.set(`${scope}\0${num(row["shard"])}`, num(row["epoch"]));
       }),
@@ -571,13 +565,7 @@ export class CassandraStore implements Store {
     const client = this.open_();
     const found = new Map<string, State>();
     await Promise.all(
-      [
-        ...groupSets(
-          items,
-          (i) => i.table,
-          (i) => i.id,
-        ),
-      ].map(async ([table, ids]) => {
+      groupSets(items, (i) => [i.table, i.id] as const).map(async ([table, ids]) => {
         // One record alone is read as before gathering (recordGet).
         const only = ids.size === 1 ? [...ids][0]! : undefined;
         const rs = only
@@ -604,13 +592,7 @@ export class CassandraStore implements Store {
     const client = this.open_();
     const found = new Map<string, JournalEvent[]>();
     await Promise.all(
-      [
-        ...groupSets(
-          items,
-          (i) => i.afterSeq,
-          (i) => i.key,
-        ),
-      ].map(async ([afterSeq, keys]) => {
+      groupSets(items, (i) => [i.afterSeq, i.key] as const).map(async ([afterSeq, keys]) => {
         // From the row at afterSeq (a snapshot's, a relay's mark), whose epoch the rows after it must not go below.
         const rs = await client.execute(this.q.journalsFrom, [[...keys], afterSeq], { fetchSize: PAGE, isIdempotent: true });
         const epochs = new Map<string, number>();
