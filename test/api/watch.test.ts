@@ -72,6 +72,14 @@ async function metric(base: string, name: string): Promise<number> {
   return m ? Number(m[1]) : 0;
 }
 
+/** How Watch streams ended so far (by code) and whether the non-reading clients still run: the message of a check that streams are still open. */
+async function whyEnded(base: string, clients: { exitCode: number | null; signalCode: string | null }): Promise<string> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const ends = text.split("\n").filter((l) => l.startsWith('media_rpc_requests_total{method="media.v1.VideoService/Watch"'));
+  const stalled = /^media_watch_streams_stalled_total (\S+)$/m.exec(text)?.[1];
+  return `Watch ends ${ends.join(", ") || "none"}; stalled ${stalled}; clients ${clients.exitCode ?? clients.signalCode ?? "running"}`;
+}
+
 /**
  * What every stream must see: the snapshot first; updates whose steps strictly increase (so none
  * repeats, none goes back); a terminal message, if any, last, at the last step or later.
@@ -284,7 +292,7 @@ describe("Watch: streams that read nothing", () => {
       // Still open, past the 10 s after which uWS closes a socket that takes nothing unless the
       // host keeps it for the stall limit: what was measured is what open streams hold.
       await new Promise((r) => setTimeout(r, Math.max(0, 12_000 - (Date.now() - pushedBackAt))));
-      expect(await metric(base, 'media_watch_streams_open{resource="video"}')).toBeGreaterThanOrEqual(opened + 1000);
+      expect(await metric(base, 'media_watch_streams_open{resource="video"}'), await whyEnded(base, clients)).toBeGreaterThanOrEqual(opened + 1000);
       const seen =
         `RSS ${mib(before)} before the streams, ${mib(pushedBack)} once they pushed back, ${mib(after)} 100 updates later (peak ${mib(peak)}); ` +
         `heap ${mib(heapBefore)}, ${mib(heapPushedBack)}, ${mib(heapAfter)}`;
