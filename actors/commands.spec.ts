@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { MemoryBus } from "../src/bus/memory-bus.js";
+import { partitionFor, type ConsumeOptions, type Consumer } from "../src/bus/port.js";
 import { topicsFor } from "../src/bus/topics.js";
 import { createLogger } from "../src/log.js";
 import { FileStore } from "../src/store/file-store.js";
@@ -34,15 +35,26 @@ class FlakyStore extends FileStore {
   }
 }
 
-async function setup() {
+/** A bus that counts the messages each group's handlers took. */
+class CountingBus extends MemoryBus {
+  readonly handled = new Map<string, number>();
+  override consume(options: ConsumeOptions): Promise<Consumer> {
+    return super.consume({
+      ...options,
+      handler: (m) => (this.handled.set(options.group, (this.handled.get(options.group) ?? 0) + 1), options.handler(m)),
+    });
+  }
+}
+
+async function setup(replyPartitions = 1) {
   const store = new FlakyStore(mkdtempSync(path.join(tmpdir(), "commands-")));
   await store.open();
-  const bus = new MemoryBus();
+  const bus = new CountingBus();
   await bus.start();
   const topics = topicsFor("t");
   await bus.ensureTopics([
     { topic: topics.commands, partitions: 2 },
-    { topic: topics.replies, partitions: 1 },
+    { topic: topics.replies, partitions: replyPartitions },
   ]);
   const host = new ActorHost(store, createLogger("silent")).register(Counter as unknown as EntityBehavior<unknown, unknown, unknown>);
   const consumer = await serveCommands(bus, topics, host, createLogger("silent"));
@@ -71,6 +83,30 @@ describe("commands over the bus", () => {
     expect((await client.ask(Counter, "c1", { type: "add" })).ok).toBe(true);
     expect((await store.get<{ n: number }>("counters", "c"))?.value.n).toBe(1);
     await client.stop();
+    await consumer.stop();
+    host.stop();
+    await bus.close();
+  });
+});
+
+describe("replies", () => {
+  it("each asker reads the replies of its id's partition only, not every asker's", async () => {
+    const { bus, topics, host, consumer } = await setup(8);
+    // Askers until two of them read different partitions (ids are random).
+    const clients: CommandClient[] = [];
+    while (clients.length < 3 || new Set(clients.map((c) => partitionFor(c.id, 8))).size < 2) {
+      const client = new CommandClient(bus, topics);
+      await client.start();
+      clients.push(client);
+    }
+    for (const [i, client] of clients.entries()) {
+      for (let n = 0; n < 5; n++) expect((await client.ask(Counter, `c${i}`, { type: "add" })).ok).toBe(true);
+    }
+    for (const client of clients) {
+      const sharing = clients.filter((c) => partitionFor(c.id, 8) === partitionFor(client.id, 8));
+      expect(bus.handled.get(`${topics.replies}-${client.id}`) ?? 0, client.id).toBe(5 * sharing.length);
+    }
+    for (const client of clients) await client.stop();
     await consumer.stop();
     host.stop();
     await bus.close();

@@ -1,5 +1,6 @@
 // The actors on the bus. Commands: the gateway side publishes a command to topic "commands" keyed
-// by the entity, and awaits the reply on "replies"; the actor-host side consumes "commands" as one
+// by the entity, and awaits the reply on "replies" (keyed by its id, read from that key's partition
+// alone, so a gateway reads its own replies and few others); the actor-host side consumes "commands" as one
 // consumer group, so partition ownership decides which host owns an entity, runs the command on
 // its actor, publishes the reply, and only then lets the offset be committed. A host takes each
 // assigned partition's epoch (ActorHost.own) before its first command, and every append it makes
@@ -53,6 +54,8 @@ export class CommandClient implements EntityCommands {
       topic: this.topics.replies,
       group: `${this.topics.replies}-${this.id}`,
       fromLatest: true,
+      // Replies are keyed by the asker's id: this client reads their partition, not every gateway's replies.
+      only: (partitions) => [partitionFor(this.id, partitions)],
       onAssigned: (partitions) => {
         if (partitions.length > 0) ready();
       },

@@ -282,7 +282,8 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
   const topics = topicsFor(config.mode === "embedded" ? "media" : config.cluster.topicPrefix);
   await bus.ensureTopics([
     { topic: topics.commands, partitions: config.mode === "embedded" ? 4 : config.cluster.commandPartitions },
-    { topic: topics.replies, partitions: 4 },
+    // Each asker reads one partition of replies (its id's): more partitions, fewer others' replies read.
+    { topic: topics.replies, partitions: config.mode === "embedded" ? 4 : 16 },
     { topic: topics.updates, partitions: 4 },
     { topic: topics.signals, partitions: 4 },
   ]);

@@ -302,6 +302,36 @@ export function busContract(name: string, make: () => Promise<Bus>, options: Bus
     );
 
     it(
+      "gives a group that reads only some partitions (only) their messages and no other, beside a group that reads all",
+      async () => {
+        const t = await topic(4);
+        const mine = recorder();
+        const all = recorder();
+        await consume({ topic: t, group: unique("g"), handler: mine.handler, onAssigned: mine.onAssigned, fromLatest: true, only: (n) => [1, n - 1] });
+        await consume({ topic: t, group: unique("g"), handler: all.handler, fromLatest: true });
+        await until(() => mine.state.assigned !== undefined, wait, "the partitions of the group that reads some");
+        expect(mine.state.assigned).toEqual([1, 3]);
+        const keys = range(60).map((i) => `key-${i}`);
+        await bus.publish(
+          t,
+          keys.map((k) => msg(k, k)),
+        );
+        const theirs = keys.filter((k) => [1, 3].includes(partitionFor(k, 4)));
+        expect(theirs.length).toBeGreaterThan(0);
+        expect(theirs.length).toBeLessThan(keys.length);
+        await until(
+          () => all.got.length >= keys.length && mine.got.length >= theirs.length,
+          wait,
+          "every message in the group that reads all, theirs in the other",
+        );
+        await sleep(settle);
+        expect(mine.got.map((m) => m.key).sort()).toEqual([...theirs].sort());
+        expect(all.got.length).toBe(keys.length);
+      },
+      timeout,
+    );
+
+    it(
       "starts a new fromLatest group at the end of the log, and misses nothing published after consume()",
       async () => {
         const t = await topic(2);

@@ -35,7 +35,7 @@ import { topicLabel } from "../metrics.js";
 import { kafkajsSecurity, listenerHint, securityRefusal, type KafkaConnection } from "./kafka-security.js";
 import type { Bus, BusHealth, BusMessage, ConsumeOptions, Consumer, OutgoingMessage, TopicSpec } from "./port.js";
 
-const { Kafka, Partitioners, logLevel: LogLevel } = kafkajs;
+const { Kafka, Partitioners, AssignerProtocol, logLevel: LogLevel } = kafkajs;
 type KafkaClient = InstanceType<typeof Kafka>;
 
 /** The brokers and, for a secured Kafka, `tls` and `sasl` (kafkaConnection of the configuration). */
@@ -280,6 +280,7 @@ export class KafkaBus implements Bus {
       maxWaitTimeInMs: this.maxWaitTimeMs,
       allowAutoTopicCreation: false,
       retry: { restartOnFailure: async () => true },
+      ...(options.only ? { partitionAssigners: [onlyAssigner(options.only(partitionCount))] } : {}),
     });
 
     let stopping = false;
@@ -549,6 +550,32 @@ async function untilHandled(handler: (m: BusMessage) => Promise<void>, message: 
 }
 
 /** A fetched Kafka message as the port hands it to a handler. */
+/**
+ * The group's assignor when it reads only some partitions (ConsumeOptions.only): those, spread over
+ * its members in member id order, and no other. Kafka runs the assignor its members all name.
+ */
+function onlyAssigner(partitions: readonly number[]): kafkajs.PartitionAssigner {
+  return () => ({
+    name: "MediaOnlyAssigner",
+    version: 0,
+    async assign({ members, topics }) {
+      const ids = members.map((m) => m.memberId).sort();
+      return ids.map((memberId, i) => ({
+        memberId,
+        memberAssignment: AssignerProtocol.MemberAssignment.encode({
+          version: 0,
+          assignment: Object.fromEntries(topics.map((topic) => [topic, partitions.filter((_, j) => j % ids.length === i)])),
+          userData: Buffer.alloc(0),
+        }),
+      }));
+    },
+    protocol: ({ topics }) => ({
+      name: "MediaOnlyAssigner",
+      metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }),
+    }),
+  });
+}
+
 function toBusMessage(topic: string, partition: number, message: EachMessagePayload["message"]): BusMessage {
   return {
     topic,

@@ -243,7 +243,12 @@ export class MemoryBus implements Bus {
   private async doRebalance(group: Group): Promise<void> {
     const live = group.members.filter((m) => !m.stopped);
     const n = group.owner.length;
-    const next = Array.from({ length: n }, (_, p) => (live.length > 0 ? live[p % live.length] : undefined));
+    // A member that reads only some partitions (ConsumeOptions.only) is given no other.
+    const takes = live.map((m) => (m.options.only ? new Set(m.options.only(n)) : undefined));
+    const next = Array.from({ length: n }, (_, p) => {
+      const candidates = live.filter((_, i) => takes[i]?.has(p) ?? true);
+      return candidates.length > 0 ? candidates[p % candidates.length] : undefined;
+    });
     // Revoke partitions that move, then wait for their in-flight handlers: one owner at a time.
     const draining: Promise<void>[] = [];
     for (let p = 0; p < n; p++) {

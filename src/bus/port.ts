@@ -83,6 +83,12 @@ export interface ConsumeOptions {
    * before it is handled. A failed handler holds back its key's later messages, not the partition's.
    */
   readonly byKey?: boolean;
+  /**
+   * The partitions the group reads, given the topic's count: the others are nobody's in this group.
+   * For a one-member group that reads only what is addressed to it: a gateway's replies, keyed by
+   * its id, are all in partitionFor(id), so it reads those and no other gateway's.
+   */
+  readonly only?: (partitions: number) => readonly number[];
 }
 
 export interface Consumer {
