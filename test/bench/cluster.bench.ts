@@ -26,7 +26,8 @@
 // only the cluster gets the extra time. Compare runs of the same warm-ups only.
 //   BENCH_ROUNDS (3), BENCH_WARMUP (5), BENCH_WARMUP_PEERS (25), BENCH_GATEWAYS (1), BENCH_ACTOR_HOSTS (1), BENCH_SEQUENTIAL (300),
 //   BENCH_RATE (200), BENCH_RATE_DURATION (10), BENCH_DURATION (5), MEDIA_KAFKA_BROKERS,
-//   CASSANDRA_PORT
+//   CASSANDRA_PORT, BENCH_PROFILE (a folder: CPU profiles of the cluster's Node processes through
+//   each max-load measurement, summed by package and folder; the profiler's cost is in that run's figures)
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -45,6 +46,7 @@ import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { CassandraStore, cassandraClientOptions, cassandraConnection } from "../../src/store/cassandra-store.js";
 import { call, freePort, freshKeyspace, readBootstrap, ROOT, spawnServer, tempDataDir, type ChildServer } from "../harness.js";
 import { makeTestCa, startMinio, type MinioPeer } from "../peers.js";
+import { profile } from "./profile.js";
 
 // ── settings ──
 
@@ -58,6 +60,7 @@ const RATE_DURATION = num("BENCH_RATE_DURATION", 10);
 const DURATION = num("BENCH_DURATION", 5);
 const WARMUP = num("BENCH_WARMUP", 5);
 const WARMUP_PEERS = num("BENCH_WARMUP_PEERS", 25);
+const PROFILE = process.env.BENCH_PROFILE;
 const RATE_CONNECTIONS = 10;
 const GET_CONNECTIONS = 32;
 const CREATE_CONNECTIONS = 16;
@@ -306,6 +309,8 @@ async function startCluster(keyspace: string): Promise<Target & { cluster: Local
     MEDIA_CASSANDRA_KEYSPACE: keyspace,
     MEDIA_KAFKA_BROKERS: KAFKA_BROKERS.join(","),
     MEDIA_CASSANDRA_CONTACT_POINTS: CASSANDRA_CONTACT,
+    // An inspector on a free port when SIGUSR1 opens it (BENCH_PROFILE).
+    ...(PROFILE ? { NODE_OPTIONS: [process.env.NODE_OPTIONS, "--inspect-port=0"].filter(Boolean).join(" ") } : {}),
   };
   const cluster = await launchCluster({ gateways: GATEWAYS, actorHosts: ACTOR_HOSTS, basePort, env });
   const stop = async () => {
@@ -382,6 +387,18 @@ async function load(
 ): Promise<LoadResult> {
   const cluster = opts.counted !== undefined && "cluster" in t ? (t as Target & { cluster: LocalCluster }).cluster : undefined;
   const counters = cluster ? await scrapeCounters(cluster) : undefined;
+  const profiling =
+    cluster && PROFILE
+      ? await profile(
+          PROFILE,
+          ROOT,
+          [...cluster.gateways, ...cluster.actorHosts].map((p) => ({
+            name: `${opts.counted!.replace(/\W+/g, "-")}${p.role}-${p.index}`,
+            pid: p.child.pid!,
+            output: p.output,
+          })),
+        )
+      : undefined;
   const before = cpuSample(t);
   const t0 = performance.now();
   const samples: number[] = [];
@@ -403,6 +420,16 @@ async function load(
   t.assertAlive();
   const answered = res["2xx"] + res.non2xx;
   const cpu = cpuPerRequest(t, before, cpuSample(t), answered, wall);
+  if (profiling) {
+    for (const { name, byOrigin } of await profiling.stop()) {
+      process.stdout.write(
+        `  profile ${name} (µs per request, self time): ${byOrigin
+          .slice(0, 14)
+          .map(([o, us]) => `${o} ${Math.round(us / Math.max(1, answered))}`)
+          .join(", ")}\n`,
+      );
+    }
+  }
   if (cluster && counters && answered > 0) {
     perRequestAtLoad[opts.counted!] = perRequestOf(counters, await scrapeCounters(cluster), answered, 0.005);
   }
