@@ -1,8 +1,8 @@
 // The actors on the bus. Commands: the gateway side publishes a command to topic "commands" keyed
-// by the entity, and awaits the reply on "replies" (keyed by its id, read from that key's partition
-// alone, so a gateway reads its own replies and few others); the actor-host side consumes "commands" as one
-// consumer group, so partition ownership decides which host owns an entity, runs the command on
-// its actor, publishes the reply, and only then lets the offset be committed. A host takes each
+// by the entity, and awaits the reply on "replies" (keyed by its own id, whose partition alone it
+// reads: its own replies and few others'); the actor-host side consumes "commands" as one consumer
+// group, so partition ownership decides which host owns an entity, runs the command on its actor,
+// publishes the reply, and only then lets the offset be committed. A host takes each
 // assigned partition's epoch (ActorHost.own) before its first command, and every append it makes
 // there is fenced by it, so a host that missed a rebalance cannot overwrite its successor.
 // Updates: an entity's `update` intent publishes its new state (without secrets) on "updates";

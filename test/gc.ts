@@ -53,6 +53,11 @@ export async function inspect(pid: number, output: () => string): Promise<Inspec
     ws.onerror = () => reject(new Error(`inspector of process ${pid} at ${url}: connection failed`));
     ws.onopen = () => resolve();
   });
+  // A session that ends fails the calls still waiting on it (the process exited, the socket broke).
+  ws.onclose = ws.onerror = () => {
+    for (const w of waiting.values()) w.reject(new Error(`${w.method} in process ${pid}: the inspector session ended`));
+    waiting.clear();
+  };
   ws.onmessage = (event) => {
     const reply = JSON.parse(String(event.data)) as { id?: number; result?: unknown; error?: { message: string } };
     const w = reply.id !== undefined ? waiting.get(reply.id) : undefined;

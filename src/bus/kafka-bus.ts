@@ -280,7 +280,7 @@ export class KafkaBus implements Bus {
       maxWaitTimeInMs: this.maxWaitTimeMs,
       allowAutoTopicCreation: false,
       retry: { restartOnFailure: async () => true },
-      ...(options.only ? { partitionAssigners: [onlyAssigner(options.only(partitionCount))] } : {}),
+      ...(options.only ? { partitionAssigners: [onlyAssigner(options.only)] } : {}),
     });
 
     let stopping = false;
@@ -549,33 +549,33 @@ async function untilHandled(handler: (m: BusMessage) => Promise<void>, message: 
   }
 }
 
-/** A fetched Kafka message as the port hands it to a handler. */
 /**
- * The group's assignor when it reads only some partitions (ConsumeOptions.only): those, spread over
- * its members in member id order, and no other. Kafka runs the assignor its members all name.
+ * The group's assignor when it reads only some partitions (ConsumeOptions.only, given the topic's
+ * partition count as of the assignment): those, spread over its members in member id order, and no
+ * other. Kafka runs the assignor its members all name.
  */
-function onlyAssigner(partitions: readonly number[]): kafkajs.PartitionAssigner {
-  return () => ({
-    name: "MediaOnlyAssigner",
+function onlyAssigner(only: (partitions: number) => readonly number[]): kafkajs.PartitionAssigner {
+  const name = "MediaOnlyAssigner";
+  return ({ cluster }) => ({
+    name,
     version: 0,
     async assign({ members, topics }) {
       const ids = members.map((m) => m.memberId).sort();
+      const chosen = topics.map((topic) => [topic, only(cluster.findTopicPartitionMetadata(topic).length)] as const);
       return ids.map((memberId, i) => ({
         memberId,
         memberAssignment: AssignerProtocol.MemberAssignment.encode({
           version: 0,
-          assignment: Object.fromEntries(topics.map((topic) => [topic, partitions.filter((_, j) => j % ids.length === i)])),
+          assignment: Object.fromEntries(chosen.map(([topic, partitions]) => [topic, partitions.filter((_, j) => j % ids.length === i)])),
           userData: Buffer.alloc(0),
         }),
       }));
     },
-    protocol: ({ topics }) => ({
-      name: "MediaOnlyAssigner",
-      metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }),
-    }),
+    protocol: ({ topics }) => ({ name, metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }) }),
   });
 }
 
+/** A fetched Kafka message as the port hands it to a handler. */
 function toBusMessage(topic: string, partition: number, message: EachMessagePayload["message"]): BusMessage {
   return {
     topic,

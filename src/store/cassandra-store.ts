@@ -212,6 +212,8 @@ function groupSets<T, K, V>(items: readonly T[], pair: (t: T) => readonly [K, V]
 
 /** About what a statement adds to a batch, for Cassandra's batch size limit. */
 const statementBytes = (s: Statement): number => 64 + s.params.reduce<number>((m, p) => m + (typeof p === "string" ? Buffer.byteLength(p) : 8), 0);
+/** About what statements that go together add to a batch. */
+const groupBytes = (group: readonly Statement[]): number => group.reduce((n, s) => n + statementBytes(s), 0);
 const json = (value: unknown): string => JSON.stringify(value) ?? "null";
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : types.Long.isLong(v) ? (v as cassandra.types.Long).toNumber() : Number(v));
 const live = (s: State, now: number): State => (s && (s.expiresAt === 0 || s.expiresAt > now) ? s : undefined);
@@ -527,7 +529,7 @@ export class CassandraStore implements Store {
     let chunk: { at: number[]; items: (readonly Statement[])[] } | undefined;
     let bytes = 0;
     items.forEach((item, i) => {
-      const size = item.reduce((n, s) => n + statementBytes(s), 0);
+      const size = groupBytes(item);
       if (!chunk || bytes + size > GATHERED_BATCH_BYTES) {
         chunks.push((chunk = { at: [], items: [] }));
         bytes = 0;
@@ -737,7 +739,7 @@ export class CassandraStore implements Store {
     }
     // Big records statement by statement; the rest packed whole into batches under the size limit:
     // logged ones, or a fenced commit's items of the gathered unlogged batches.
-    const sized = groups.map((group) => ({ group, size: group.reduce((n, s) => n + statementBytes(s), 0) }));
+    const sized = groups.map((group) => ({ group, size: groupBytes(group) }));
     for (const { group, size } of sized) if (size > BATCH_BYTES) for (const s of group) await this.run(client, [s], { idempotent: true });
     let chunk: Statement[] = [];
     let bytes = 0;
