@@ -103,6 +103,13 @@ export const cqlRequests = new Counter({
   help: "Requests sent to Cassandra by the Cassandra store (a batch is one request)",
   registers,
 });
+/** Requests sent to Kafka brokers, by API: a Produce carries every message published meanwhile, a Fetch every message that had arrived. */
+export const kafkaRequests = new Counter({
+  name: "media_kafka_requests_total",
+  help: "Requests this process sent to Kafka brokers, by API (Produce, Fetch, OffsetCommit, Heartbeat, Metadata, ...)",
+  labelNames: ["api"] as const,
+  registers,
+});
 const busHandlerSeconds = new Histogram({
   name: "media_bus_handler_seconds",
   help: "Time a consumer's handler took over one message, by topic",

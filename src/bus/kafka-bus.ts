@@ -31,7 +31,7 @@ import type { Admin, Consumer as KafkaConsumer, ConsumerRunConfig, EachMessagePa
 import { ConfigError } from "../config.js";
 import type { Logger } from "../log.js";
 import { consumerLagOf } from "../metrics-flow.js";
-import { topicLabel } from "../metrics.js";
+import { kafkaRequests, topicLabel } from "../metrics.js";
 import { kafkajsSecurity, listenerHint, securityRefusal, type KafkaConnection } from "./kafka-security.js";
 import type { Bus, BusHealth, BusMessage, ConsumeOptions, Consumer, OutgoingMessage, TopicSpec } from "./port.js";
 
@@ -115,6 +115,8 @@ export class KafkaBus implements Bus {
       maxInFlightRequests: 1,
     });
     this.admin = this.kafka.admin();
+    this.producer.on(this.producer.events.REQUEST, countRequest);
+    this.admin.on(this.admin.events.REQUEST, countRequest);
   }
 
   async start(): Promise<void> {
@@ -311,6 +313,7 @@ export class KafkaBus implements Bus {
     // included: not handled yet); at its end, those after its last. Nothing fetched (caught up, or
     // paused) leaves the last value.
     const lag = consumerLagOf(consumer, topicLabel(topic));
+    consumer.on(consumer.events.REQUEST, countRequest);
     consumer.on(consumer.events.START_BATCH_PROCESS, ({ payload: p }) => lag.set(p.partition, Number(BigInt(p.highWatermark) - BigInt(p.firstOffset))));
     consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload: p }) => lag.set(p.partition, Number(p.offsetLag)));
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
@@ -636,4 +639,9 @@ function forwardTo(log: Logger, debug: boolean) {
           log.debug(data, msg);
       }
     };
+}
+
+/** Counts a request a kafkajs client sent (its instrumentation event), by API: media_kafka_requests_total. */
+function countRequest(event: { payload: { apiName: string } }): void {
+  kafkaRequests.inc({ api: event.payload.apiName });
 }

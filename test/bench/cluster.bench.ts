@@ -659,14 +659,14 @@ function perRequestOf(before: Map<string, number>, after: Map<string, number>, n
 }
 
 /**
- * The Cassandra statement and bus message counters of every process of a cluster, summed by series;
+ * The Cassandra statement, Kafka request and bus message counters of every process of a cluster, summed by series;
  * the messages handled by topic ("bus_handled", every reader counted: a reply every gateway reads
  * counts once per gateway).
  */
 async function scrapeCounters(cluster: LocalCluster): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   const wanted =
-    /^(media_cassandra_statements_total|media_cassandra_requests_total|media_bus_messages_published_total|media_bus_published_bytes_total|media_bus_handler_seconds_count)(?:\{([^}]*)\})? (\S+)$/;
+    /^(media_cassandra_statements_total|media_cassandra_requests_total|media_kafka_requests_total|media_bus_messages_published_total|media_bus_published_bytes_total|media_bus_handler_seconds_count)(?:\{([^}]*)\})? (\S+)$/;
   for (const p of [...cluster.gateways, ...cluster.actorHosts]) {
     const text = await (await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`)).text();
     for (const line of text.split("\n")) {

@@ -236,3 +236,29 @@ describe("KafkaBus consumer lag", () => {
     await bus.close();
   }, 90_000);
 });
+
+describe("KafkaBus requests", () => {
+  it("counts the requests it sends to the broker by API, so messages per Produce and per Fetch can be read off", async () => {
+    const bus = new KafkaBus({ ...kafkaPeer(), clientId: `requests-${process.pid}`, log });
+    await bus.start();
+    const topic = `requests-${process.pid}-${Date.now()}.counted`;
+    await bus.ensureTopics([{ topic, partitions: 1 }]);
+    const requests = async (api: string) => (await metricValue("media_kafka_requests_total", { api })) ?? 0;
+    const before = { produce: await requests("Produce"), fetch: await requests("Fetch"), metadata: await requests("Metadata") };
+    // 40 publishes at once: one goes out, the rest wait for it and go together.
+    const text = (v: string) => new TextEncoder().encode(v);
+    await Promise.all(Array.from({ length: 40 }, (_, i) => bus.publish(topic, [{ key: `k${i}`, value: text(`m${i}`) }])));
+    const produced = (await requests("Produce")) - before.produce;
+    expect(produced).toBeGreaterThanOrEqual(1);
+    expect(produced).toBeLessThan(40);
+    let handled = 0;
+    const consumer = await bus.consume({ topic, group: `${topic}-g`, handler: async () => void handled++ });
+    for (const end = Date.now() + 20_000; handled < 40; await new Promise((r) => setTimeout(r, 20))) {
+      if (Date.now() > end) throw new Error(`handled ${handled} of 40`);
+    }
+    expect((await requests("Fetch")) - before.fetch).toBeGreaterThanOrEqual(1);
+    expect(await requests("Metadata")).toBeGreaterThan(before.metadata);
+    await consumer.stop();
+    await bus.close();
+  }, 60_000);
+});
