@@ -242,7 +242,7 @@ async function openInfrastructure(config: Config, log: Logger): Promise<{ store:
     createSchema: c.cassandraCreateSchema,
   });
   await store.open();
-  const bus = new KafkaBus({ ...kafkaConnection(c), clientId: `media-${process.pid}`, log });
+  const bus = new KafkaBus({ ...kafkaConnection(c), clientId: `media-${process.pid}`, lingerMs: c.kafkaLingerMs, log });
   try {
     await bus.start();
   } catch (e) {

@@ -3,9 +3,10 @@
 // Producing: acks from all in-sync replicas (-1), Kafka's default partitioner (murmur2 of the key,
 // the same as the Java client and the port's partitionFor), at most one request in flight per
 // broker connection. Publishes are batched while a send is in flight: one send at a time, and
-// every publish that arrives meanwhile goes out in the next one (one request for many messages,
-// no linger when idle); each publish resolves when the send that carried it is acknowledged, and
-// messages keep their publish order. Not kafkajs's idempotent producer: it is marked experimental
+// every publish that arrives meanwhile goes out in the next one (one request for many messages);
+// when some did arrive meanwhile (the process is busy), the next send lingers a few ms first
+// (lingerMs) to gather more, and a publish into an idle producer goes at once. Each publish
+// resolves when the send that carried it is acknowledged, and messages keep their publish order. Not kafkajs's idempotent producer: it is marked experimental
 // and loses messages under concurrent sends (tulios/kafkajs#1005); a retried send may therefore duplicate a
 // message, which the bus's at-least-once contract already allows.
 //
@@ -51,6 +52,12 @@ export interface KafkaBusOptions extends KafkaConnection {
   readonly heartbeatIntervalMs?: number;
   /** Longest a fetch waits for data; bounds how late a member notices a rebalance. Default 500. */
   readonly maxWaitTimeMs?: number;
+  /**
+   * How long a send waits to gather more messages when publishes arrived while the previous send was
+   * in flight (Kafka's linger.ms, but only under load: a publish into an idle producer goes at once).
+   * Default 3; 0 sends whatever is waiting as soon as the previous send ends.
+   */
+  readonly lingerMs?: number;
   /** Handled offsets are committed together at most this often. Default 100. */
   readonly commitIntervalMs?: number;
   /** Receives kafkajs's errors (and, with debug, its info and warnings). Without it kafkajs is silent. */
@@ -84,6 +91,7 @@ export class KafkaBus implements Bus {
   private readonly heartbeatIntervalMs: number;
   private readonly maxWaitTimeMs: number;
   private readonly commitIntervalMs: number;
+  private readonly lingerMs: number;
   private readonly log: Logger | undefined;
   /** Publishes waiting for the send in flight to end; sent together in the next one. */
   private outgoing: { topic: string; messages: readonly OutgoingMessage[]; done: (e?: unknown) => void }[] = [];
@@ -97,6 +105,7 @@ export class KafkaBus implements Bus {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 1000;
     this.maxWaitTimeMs = options.maxWaitTimeMs ?? 500;
     this.commitIntervalMs = options.commitIntervalMs ?? 100;
+    this.lingerMs = options.lingerMs ?? 3;
     this.log = options.log;
     const debug = options.debug ?? process.env.MEDIA_LOG_LEVEL === "debug";
     this.kafka = new Kafka({
@@ -240,10 +249,15 @@ export class KafkaBus implements Bus {
     });
   }
 
-  /** Sends everything waiting in one request, then again while publishes arrived meanwhile. */
+  /**
+   * Sends everything waiting in one request, then again while publishes arrived meanwhile, each
+   * time after lingering to gather more: under load a request carries several messages, and the
+   * broker and both clients pay per request more than per message.
+   */
   private async send(): Promise<void> {
     this.sending = true;
-    while (this.outgoing.length > 0) {
+    for (let busy = false; this.outgoing.length > 0; busy = true) {
+      if (busy && this.lingerMs > 0) await new Promise((r) => setTimeout(r, this.lingerMs));
       const batch = this.outgoing;
       this.outgoing = [];
       // One entry per topic, messages in publish order.

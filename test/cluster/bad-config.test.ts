@@ -154,6 +154,7 @@ const CASES: Case[] = [
   { name: "unknown mode", setting: "MEDIA_MODE", env: () => ({ MEDIA_MODE: "bogus" }), says: /bogus/ },
   { name: "a role outside cluster mode", setting: "MEDIA_MODE", env: () => ({ MEDIA_MODE: "embedded" }), roles: ["gateway", "actor-host"] },
   { name: "partitions not a number", setting: "MEDIA_COMMAND_PARTITIONS", env: () => ({ MEDIA_COMMAND_PARTITIONS: "abc" }), says: /abc/ },
+  { name: "linger past 100 ms", setting: "MEDIA_KAFKA_LINGER_MS", env: () => ({ MEDIA_KAFKA_LINGER_MS: "250" }), says: /between 0 and 100/ },
   { name: "the development issuer in a cluster", setting: "MEDIA_DEV_ISSUER", env: () => ({ MEDIA_DEV_ISSUER: "on" }), says: /embedded mode only/ },
   {
     name: "the static key of old",

@@ -262,3 +262,39 @@ describe("KafkaBus requests", () => {
     await bus.close();
   }, 60_000);
 });
+
+describe("KafkaBus lingering", () => {
+  const text = (v: string) => new TextEncoder().encode(v);
+  const produces = async () => (await metricValue("media_kafka_requests_total", { api: "Produce" })) ?? 0;
+  /** Sends one publish into the idle producer, then 30 more, one every 0.5 ms, while it is in flight: how many Produce requests carried them. */
+  const burst = async (lingerMs: number) => {
+    const bus = new KafkaBus({ ...kafkaPeer(), clientId: `linger-${process.pid}-${lingerMs}`, lingerMs, log });
+    await bus.start();
+    const topic = `linger-${process.pid}-${lingerMs}-${Date.now()}.lingered`;
+    await bus.ensureTopics([{ topic, partitions: 1 }]);
+    await bus.publish(topic, [{ key: "warm", value: text("warm") }]); // connections and metadata in place
+    const before = await produces();
+    const t0 = performance.now();
+    const first = bus.publish(topic, [{ key: "first", value: text("first") }]).then(() => performance.now() - t0);
+    const rest: Promise<void>[] = [];
+    for (let i = 0; i < 30; i++) {
+      rest.push(bus.publish(topic, [{ key: `k${i}`, value: text(`m${i}`) }]));
+      await new Promise((r) => setTimeout(r, 0.5));
+    }
+    const firstMs = await first;
+    await Promise.all(rest);
+    const requests = (await produces()) - before;
+    await bus.close();
+    return { firstMs, requests };
+  };
+
+  it("sends a publish into an idle producer at once, and gathers those that arrive while a send is in flight for lingerMs", async () => {
+    const lingering = await burst(300);
+    // The first went alone, without waiting; the 30 behind it waited 300 ms and went together.
+    expect(lingering.firstMs).toBeLessThan(250);
+    expect(lingering.requests).toBe(2);
+    // Without lingering the same burst takes a request per send's round trip.
+    const eager = await burst(0);
+    expect(eager.requests).toBeGreaterThan(2);
+  }, 60_000);
+});
