@@ -558,7 +558,7 @@ export function clusterConfig(env: NodeJS.ProcessEnv = process.env): ClusterConf
     kafkaBrokers: list("MEDIA_KAFKA_BROKERS", "127.0.0.1:9092"),
     topicPrefix,
     commandPartitions: integer(env, "MEDIA_COMMAND_PARTITIONS", 12, 1, 1000),
-    kafkaLingerMs: integer(env, "MEDIA_KAFKA_LINGER_MS", 3, 0, 100),
+    kafkaLingerMs: integer(env, "MEDIA_KAFKA_LINGER_MS", 0, 0, 100),
     kafkaTls: tlsFiles(env, "MEDIA_KAFKA"),
     kafkaSasl: kafkaSasl(env),
     cassandraContactPoints: list("MEDIA_CASSANDRA_CONTACT_POINTS", "127.0.0.1:9042"),

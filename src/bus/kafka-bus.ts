@@ -4,8 +4,8 @@
 // the same as the Java client and the port's partitionFor), at most one request in flight per
 // broker connection. Publishes are batched while a send is in flight: one send at a time, and
 // every publish that arrives meanwhile goes out in the next one (one request for many messages);
-// when some did arrive meanwhile (the process is busy), the next send lingers a few ms first
-// (lingerMs) to gather more, and a publish into an idle producer goes at once. Each publish
+// with lingerMs (off by default) the next send waits that long first to gather more, when some did
+// arrive meanwhile (the process is busy); a publish into an idle producer goes at once. Each publish
 // resolves when the send that carried it is acknowledged, and messages keep their publish order. Not kafkajs's idempotent producer: it is marked experimental
 // and loses messages under concurrent sends (tulios/kafkajs#1005); a retried send may therefore duplicate a
 // message, which the bus's at-least-once contract already allows.
@@ -55,7 +55,9 @@ export interface KafkaBusOptions extends KafkaConnection {
   /**
    * How long a send waits to gather more messages when publishes arrived while the previous send was
    * in flight (Kafka's linger.ms, but only under load: a publish into an idle producer goes at once).
-   * Default 3; 0 sends whatever is waiting as soon as the previous send ends.
+   * Default 0: whatever is waiting goes as soon as the previous send ends, which already gathers
+   * several messages a request under load; lingering saves requests (a broker that counts them), not
+   * CPU, and adds its wait to every hop (test/bench/bus.bench.ts, docs/decisions.md).
    */
   readonly lingerMs?: number;
   /** Handled offsets are committed together at most this often. Default 100. */
@@ -105,7 +107,7 @@ export class KafkaBus implements Bus {
     this.heartbeatIntervalMs = options.heartbeatIntervalMs ?? 1000;
     this.maxWaitTimeMs = options.maxWaitTimeMs ?? 500;
     this.commitIntervalMs = options.commitIntervalMs ?? 100;
-    this.lingerMs = options.lingerMs ?? 3;
+    this.lingerMs = options.lingerMs ?? 0;
     this.log = options.log;
     const debug = options.debug ?? process.env.MEDIA_LOG_LEVEL === "debug";
     this.kafka = new Kafka({
@@ -249,11 +251,7 @@ export class KafkaBus implements Bus {
     });
   }
 
-  /**
-   * Sends everything waiting in one request, then again while publishes arrived meanwhile, each
-   * time after lingering to gather more: under load a request carries several messages, and the
-   * broker and both clients pay per request more than per message.
-   */
+  /** Sends everything waiting in one request, then again while publishes arrived meanwhile (after lingerMs, if set). */
   private async send(): Promise<void> {
     this.sending = true;
     for (let busy = false; this.outgoing.length > 0; busy = true) {
