@@ -7,6 +7,7 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createContextKey, type Interceptor } from "@connectrpc/connect";
 import { alreadyExists, invalid, VersionConflict } from "../src/errors.js";
+import { newId, type Prefix } from "../src/ids.js";
 import { sha256, type SecretBox } from "../src/secrets.js";
 import type { Store, StoredRecord } from "../src/store/port.js";
 import { LIMITS } from "../src/validation.js";
@@ -21,6 +22,18 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
  * does) and the retry meets what the first call made instead of making a second.
  */
 export const IDEMPOTENCY_KEY = createContextKey<string | undefined>(undefined, { description: "the Idempotency-Key header" });
+/**
+ * The call under an Idempotency-Key, named for what it creates: the same for a retry by the same
+ * caller of the same method with the same key and body, and for no other call. A create derives its
+ * id from it (createdId), so a retry after a lost answer meets what the first call made: the
+ * VideoService creates and CreateWebhookEndpoint do.
+ */
+export const IDEMPOTENT_CALL = createContextKey<string | undefined>(undefined, { description: "the Idempotency-Key's record and the body's hash" });
+
+/** The id a create makes: derived from the call under an Idempotency-Key (a retry meets it), else a fresh one. */
+export function createdId(box: SecretBox, call: string | undefined, prefix: Prefix): string {
+  return call === undefined ? newId(prefix) : `${prefix}${box.deriveToken(`created:${prefix}:${call}`, 20)}`;
+}
 /** A claim older than this belongs to a call whose gateway died: the next retry takes it over. */
 const CLAIM_STALE_MS = 30_000;
 const TABLE = "idempotency";
@@ -47,6 +60,7 @@ export function idempotencyInterceptor(store: Store, box: SecretBox, ruleOf: (se
     const principal = caller?.kind === "key" ? caller.key.id : caller?.kind === "session" ? `${caller.user.id}/${caller.org?.id ?? ""}` : "anonymous";
     const id = idempotencyRecordId(principal, `${req.service.typeName}/${req.method.name}`, key);
     const bodyHash = sha256(toBinary(req.method.input, req.message));
+    req.contextValues.set(IDEMPOTENT_CALL, `${id}:${bodyHash}`);
 
     const replay = (r: Remembered) => {
       if (r.bodyHash !== bodyHash) throw alreadyExists("Idempotency-Key was used with a different request body", "Idempotency-Key");

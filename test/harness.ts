@@ -15,6 +15,7 @@ import type { Store } from "../src/store/port.js";
 import { cassandraContactPoint, cassandraPeer, kafkaBrokers } from "./cluster/endpoints.js";
 import { cassandraClientOptions } from "../src/store/cassandra-store.js";
 import { collectGarbageHere, collectGarbageIn } from "./gc.js";
+import { idempotencyRecordId } from "../gateway/idempotency.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "..");
 
@@ -59,6 +60,17 @@ export async function startHarness(extra: Record<string, string> = {}, dataDir =
     token: (email) => mintDevToken(config, email),
     collectGarbage: () => collectGarbageHere(),
   };
+}
+
+/**
+ * Makes the embedded server forget an Idempotency-Key's claim for every API key of the caller, as a
+ * call that failed without an answer (an ask timed out) releases it: the retry then runs again.
+ */
+export async function forgetIdempotencyKey(h: Harness, auth: Auth, method: string, key: string): Promise<void> {
+  const store = h.server.store;
+  if (!store) throw new Error("only the embedded server's store is reachable from a test");
+  const keys = (await ok(call(h.base, "APIKeyService/List", { pagination: { limit: 100 } }, auth))).api_keys as { id: string }[];
+  for (const k of keys) await store.commit({ writes: [{ table: "idempotency", id: idempotencyRecordId(k.id, method, key), value: null }] });
 }
 
 /** Environment of a test cluster's processes: its own keyspace (and so its own topics) and data folder. */

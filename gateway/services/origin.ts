@@ -20,7 +20,7 @@ import {
   R2Jurisdiction,
   ValidationResultSchema,
 } from "../../src/gen/media/v1/origin_pb.js";
-import { newId, Prefix } from "../../src/ids.js";
+import { Prefix } from "../../src/ids.js";
 import { parseServiceAccount, r2Endpoint } from "../../src/blob/index.js";
 import { NetGuard, NetGuardError } from "../../src/net-guard.js";
 import {
@@ -41,6 +41,7 @@ import {
 import { sortKey } from "../../src/pagination.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { callerOf, type Caller } from "../access.js";
+import { createdId, IDEMPOTENT_CALL } from "../idempotency.js";
 import { actingApp, requireActingApp, visible } from "../tenancy.js";
 import type { ServiceDeps } from "./deps.js";
 
@@ -362,8 +363,9 @@ export function originService(d: ServiceDeps): ServiceImpl<typeof OriginService>
       const app = await requireActingApp(d.directory, caller, req.appId);
       if (app.status !== "active") throw invalidField("app_id", "app is archived");
       const now = Date.now();
+      const call = ctx.values.get(IDEMPOTENT_CALL);
       const draftRecord: OriginRecord = {
-        id: newId(Prefix.origin),
+        id: createdId(d.box, call, Prefix.origin),
         appId: app.id,
         organizationId: app.organizationId,
         name: req.name,
@@ -390,9 +392,16 @@ export function originService(d: ServiceDeps): ServiceImpl<typeof OriginService>
         );
       }
       const origin = afterValidation(draftRecord, validation);
-      await d.store.commit({
-        writes: [{ table: ORIGINS, id: origin.id, value: origin, partition: origin.appId, sort: sortKey(origin.createdAt, origin.id), expectedVersion: 0 }],
-      });
+      try {
+        await d.store.commit({
+          writes: [{ table: ORIGINS, id: origin.id, value: origin, partition: origin.appId, sort: sortKey(origin.createdAt, origin.id), expectedVersion: 0 }],
+        });
+      } catch (e) {
+        // A retry under the same Idempotency-Key whose first answer was lost: the origin it made.
+        const made = call !== undefined && e instanceof VersionConflict ? (await d.store.get<OriginRecord>(ORIGINS, origin.id))?.value : undefined;
+        if (!made) throw e;
+        return { origin: originMessage(made), validation: validationMessage(validation) };
+      }
       d.log.info({ origin_id: origin.id, app_id: origin.appId, provider: origin.provider }, "origin created");
       return { origin: originMessage(origin), validation: validationMessage(validation) };
     },

@@ -32,11 +32,12 @@ import {
   type WatchVideoResponse,
 } from "../../src/gen/media/v1/video_pb.js";
 import { HOSTING_LIMITS, hoverPreviewSpecs, ladderOutputSpec, partsPrefix, posterThumbnailSpec, sourceKey, UPLOAD_URL_SECONDS } from "../../src/hosting.js";
-import { newId, Prefix, randomToken } from "../../src/ids.js";
+import { Prefix, randomToken } from "../../src/ids.js";
 import { resolveOutputSpec } from "../../src/presets.js";
 import type { Reply } from "../../src/replies.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { REQUEST_ID, callerOf, type Caller } from "../access.js";
+import { createdId, IDEMPOTENT_CALL } from "../idempotency.js";
 import { uploadUrl, videoLinks, type Hosting } from "../hosting.js";
 import { requireActingApp, visible } from "../tenancy.js";
 import { VIDEO_STATUS_NAMES, VISIBILITY_NAMES, videoMessage } from "../../wire/present-video.js";
@@ -53,6 +54,14 @@ function accepted(reply: Reply<VideoState>): VideoRecord {
   if (reply.ok && reply.state.video) return reply.state.video;
   if (reply.ok) throw apiError(Code.Internal, "the video actor answered without a video");
   throw apiError(reply.rejection.code, reply.rejection.message, reply.rejection.violations);
+}
+
+/** The video an earlier call under the same Idempotency-Key made (its id derived from the call). */
+async function madeBefore(d: ServiceDeps, id: string): Promise<VideoRecord> {
+  const video = (await d.store.get<VideoRecord>(VIDEOS, id))?.value;
+  // Its commit landed but not yet its record (a host died between them): its next owner writes it.
+  if (!video) throw apiError(Code.Unavailable, `video ${id} is being created; retry`);
+  return video;
 }
 
 /** Common create fields, checked. */
@@ -191,7 +200,8 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     check: Check,
   ): Promise<VideoRecord> {
     const at = Date.now();
-    const id = newId(Prefix.video);
+    const call = ctx.values.get(IDEMPOTENT_CALL);
+    const id = createdId(d.box, call, Prefix.video);
     const requestId = ctx.values.get(REQUEST_ID) || undefined;
     const job = await ingestJob(app, id, r, how.url ? { url: how.url } : {}, requestId, check);
     check.done();
@@ -212,7 +222,10 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
       jobRequest: job.request,
       ...(requestId ? { requestId } : {}),
     };
-    return accepted(await d.actors.ask(VideoEntity, id, { type: "create", id, at, request }));
+    const reply = await d.actors.ask(VideoEntity, id, { type: "create", id, at, request });
+    // A retry under the same Idempotency-Key whose first answer was lost: the video it made.
+    if (call !== undefined && !reply.ok && reply.rejection.code === Code.AlreadyExists) return madeBefore(d, id);
+    return accepted(reply);
   }
 
   function checkUploadSize(check: Check, size: bigint): number {
@@ -298,12 +311,17 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
         { upload: { kind: "multipart", uploadId, filename: req.filename, sizeBytes: size, partSizeBytes: partSize }, contentType: req.contentType },
         check,
       );
-      const expires = Math.floor(video.upload!.expiresAt / 1000);
+      // The video's own upload: a retry that met the first call's video answers with its upload.
+      const upload = video.upload!;
+      const expires = Math.floor(upload.expiresAt / 1000);
       const count = Math.ceil(size / partSize);
       return {
         video: present(video, app),
-        uploadId,
-        parts: Array.from({ length: count }, (_, i) => ({ partNumber: i + 1, uploadUrl: uploadUrl(d.box, publicUrl(), video.id, uploadId, i + 1, expires) })),
+        uploadId: upload.uploadId,
+        parts: Array.from({ length: count }, (_, i) => ({
+          partNumber: i + 1,
+          uploadUrl: uploadUrl(d.box, publicUrl(), video.id, upload.uploadId, i + 1, expires),
+        })),
         partSizeBytes: BigInt(partSize),
         uploadExpiresAt: timestampFromMs(expires * 1000),
       };

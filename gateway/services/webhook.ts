@@ -19,6 +19,7 @@ import {
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import { WebhookEndpointStatus, type WebhookService } from "../../src/gen/media/v1/webhook_pb.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
+import { createdId, IDEMPOTENT_CALL } from "../idempotency.js";
 import { NetGuard, NetGuardError } from "../../src/net-guard.js";
 import { sortKey } from "../../src/pagination.js";
 import { Check } from "../../src/validation.js";
@@ -125,7 +126,8 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       if (app.status !== "active") throw failedPrecondition(`app ${app.id} is archived`);
       const secret = newWebhookSecret();
       const now = Date.now();
-      const id = newId(Prefix.webhookEndpoint);
+      const call = ctx.values.get(IDEMPOTENT_CALL);
+      const id = createdId(d.box, call, Prefix.webhookEndpoint);
       const request = {
         appId: app.id,
         organizationId: app.organizationId,
@@ -136,8 +138,15 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
         metadata: req.metadata,
         sealedSecret: d.box.encrypt(secret),
       };
-      const state = accepted(await d.actors.ask(WebhookEndpoint, id, { type: "create", id, at: now, request }));
-      return { endpoint: endpointMessage(state.endpoint, { secret, now }) };
+      const reply = await d.actors.ask(WebhookEndpoint, id, { type: "create", id, at: now, request });
+      if (call !== undefined && !reply.ok && reply.rejection.code === Code.AlreadyExists) {
+        // A retry under the same Idempotency-Key whose first answer was lost: the endpoint it made,
+        // with its signing secret, which that caller never saw.
+        const made = (await d.store.get<EndpointRecord>(WEBHOOK_ENDPOINTS, id))?.value;
+        if (!made) throw apiError(Code.Unavailable, `webhook endpoint ${id} is being created; retry`);
+        return { endpoint: endpointMessage(made, { secret: d.box.decrypt(made.secrets[0]!.sealed), now }) };
+      }
+      return { endpoint: endpointMessage(accepted(reply).endpoint, { secret, now }) };
     },
 
     async retrieveWebhookEndpoint(req, ctx) {

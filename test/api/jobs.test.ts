@@ -9,8 +9,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GcsBlob, parseServiceAccount, S3Blob } from "../../src/blob/index.js";
 import { NetGuard } from "../../src/net-guard.js";
-import { call, ok, errorDetails, startHarness, TARGET, waitForJob, type Auth, type Harness } from "../harness.js";
-import { idempotencyRecordId } from "../../gateway/idempotency.js";
+import { call, ok, errorDetails, forgetIdempotencyKey, startHarness, TARGET, waitForJob, type Auth, type Harness } from "../harness.js";
 import {
   makeTestCa,
   serviceAccountJson,
@@ -185,11 +184,7 @@ describe("JobService", () => {
       };
       const headers = { "idempotency-key": "lost-answer-1" };
       const first = await ok(call(h.base, "JobService/Create", body, { ...key, headers }));
-      const keys = (await ok(call(h.base, "APIKeyService/List", { pagination: { limit: 100 } }, key))).api_keys as { id: string }[];
-      for (const k of keys)
-        await h.server.store!.commit({
-          writes: [{ table: "idempotency", id: idempotencyRecordId(k.id, "media.v1.JobService/Create", "lost-answer-1"), value: null }],
-        });
+      await forgetIdempotencyKey(h, key, "media.v1.JobService/Create", "lost-answer-1");
       const retried = await call(h.base, "JobService/Create", body, { ...key, headers });
       expect(retried.status).toBe(200);
       expect(retried.headers.get("idempotent-replayed")).toBeNull(); // it ran again, and met the same job
