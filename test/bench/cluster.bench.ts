@@ -36,6 +36,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { Worker } from "node:worker_threads";
 import cassandra from "cassandra-driver";
 import kafkajs from "kafkajs";
 import { API_KEYS } from "../../actors/api-key/messages.js";
@@ -442,31 +443,24 @@ async function load(
   };
 }
 
-/** Open loop: one request every 1000/rate ms whatever the answers; latency counted from the planned send time. */
+/**
+ * Open loop: one request every 1000/rate ms whatever the answers; latency counted from the planned
+ * send time. The sender runs on its own thread (paced-worker.mjs), so this thread's work does not
+ * delay sends; its largest stall is printed with the round.
+ */
 async function paced(t: Target, route: string, body: string, rate: number, seconds: number): Promise<{ rps: number; samples: number[]; failures: number }> {
-  const interval = 1000 / rate;
-  const n = Math.round(rate * seconds);
-  const samples: number[] = [];
-  let failures = 0;
-  const inflight: Promise<void>[] = [];
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) {
-    const due = t0 + i * interval;
-    // Timers may fire a little early against performance.now(): sleep again until due.
-    for (let wait = due - performance.now(); wait > 0; wait = due - performance.now()) await sleep(wait);
-    inflight.push(
-      post(t.agent, t.bases[i % t.bases.length]!, route, body, t.auth).then(
-        (r) => {
-          if (r.status === 200) samples.push(performance.now() - due);
-          else failures++;
-        },
-        () => void failures++,
-      ),
-    );
-  }
-  await Promise.all(inflight);
+  const worker = new Worker(new URL("./paced-worker.mjs", import.meta.url), {
+    workerData: { bases: t.bases, route, body, headers: t.auth, rate, seconds, sockets: RATE_CONNECTIONS },
+  });
+  const r = await new Promise<{ samples: number[]; failures: number; elapsedMs: number; stallMaxMs: number }>((resolve, reject) => {
+    worker.once("message", resolve);
+    worker.once("error", reject);
+    worker.once("exit", (code) => reject(new Error(`the paced sender exited (${code}) without results`)));
+  });
+  await worker.terminate();
   t.assertAlive();
-  return { rps: samples.length / ((performance.now() - t0) / 1000), samples, failures };
+  process.stdout.write(`  (the paced sender's largest stall: ${r.stallMaxMs.toFixed(1)} ms)\n`);
+  return { rps: r.samples.length / (r.elapsedMs / 1000), samples: r.samples, failures: r.failures };
 }
 
 /** One call at a time; each one's latency (ms) and the answers' bodies. */
