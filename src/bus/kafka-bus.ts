@@ -6,9 +6,10 @@
 // every publish that arrives meanwhile goes out in the next one (one request for many messages);
 // with lingerMs (off by default) the next send waits that long first to gather more, when some did
 // arrive meanwhile (the process is busy); a publish into an idle producer goes at once. Each publish
-// resolves when the send that carried it is acknowledged, and messages keep their publish order. Not kafkajs's idempotent producer: it is marked experimental
-// and loses messages under concurrent sends (tulios/kafkajs#1005); a retried send may therefore duplicate a
-// message, which the bus's at-least-once contract already allows.
+// resolves when the send that carried it is acknowledged, and messages keep their publish order.
+// Not kafkajs's idempotent producer: it is marked experimental and loses messages under concurrent
+// sends (tulios/kafkajs#1005); a retried send may therefore duplicate a message, which the bus's
+// at-least-once contract already allows.
 //
 // Consuming: one kafkajs consumer per consume() call, auto-commit off, partitions handled
 // concurrently (one worker per partition), each partition in order (each key in order with byKey,
