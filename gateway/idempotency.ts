@@ -5,8 +5,8 @@
 // that carry a secret shown once (an API key, a webhook signing secret) keep it encrypted at rest,
 // and a replay still gives the caller who lost the first answer its secret.
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { createContextKey, type Interceptor } from "@connectrpc/connect";
-import { alreadyExists, invalid, VersionConflict } from "../src/errors.js";
+import { Code, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { alreadyExists, apiError, invalid, VersionConflict } from "../src/errors.js";
 import { newId, type Prefix } from "../src/ids.js";
 import { sha256, type SecretBox } from "../src/secrets.js";
 import type { Store, StoredRecord } from "../src/store/port.js";
@@ -26,7 +26,7 @@ export const IDEMPOTENCY_KEY = createContextKey<string | undefined>(undefined, {
  * The call under an Idempotency-Key, named for what it creates: the same for a retry by the same
  * caller of the same method with the same key and body, and for no other call. A create derives its
  * id from it (createdId), so a retry after a lost answer meets what the first call made: the
- * VideoService creates and CreateWebhookEndpoint do.
+ * VideoService creates, CreateWebhookEndpoint and OriginService/Create do.
  */
 export const IDEMPOTENT_CALL = createContextKey<string | undefined>(undefined, { description: "the Idempotency-Key's record and the body's hash" });
 
@@ -34,6 +34,17 @@ export const IDEMPOTENT_CALL = createContextKey<string | undefined>(undefined, {
 export function createdId(box: SecretBox, call: string | undefined, prefix: Prefix): string {
   return call === undefined ? newId(prefix) : `${prefix}${box.deriveToken(`created:${prefix}:${call}`, 20)}`;
 }
+/**
+ * What the first call under the same Idempotency-Key created, when this call's create met it (its
+ * entity answered already_exists on the derived id). Its commit may have landed before its record
+ * (a host died between them, and the next owner writes it): unavailable, so the caller retries.
+ */
+export async function madeBefore<T>(store: Store, table: string, id: string, what: string): Promise<T> {
+  const made = (await store.get<T>(table, id))?.value;
+  if (made === undefined) throw apiError(Code.Unavailable, `${what} ${id} is being created; retry`);
+  return made;
+}
+
 /** A claim older than this belongs to a call whose gateway died: the next retry takes it over. */
 const CLAIM_STALE_MS = 30_000;
 const TABLE = "idempotency";

@@ -37,7 +37,7 @@ import { resolveOutputSpec } from "../../src/presets.js";
 import type { Reply } from "../../src/replies.js";
 import { Check, LIMITS } from "../../src/validation.js";
 import { REQUEST_ID, callerOf, type Caller } from "../access.js";
-import { createdId, IDEMPOTENT_CALL } from "../idempotency.js";
+import { createdId, IDEMPOTENT_CALL, madeBefore } from "../idempotency.js";
 import { uploadUrl, videoLinks, type Hosting } from "../hosting.js";
 import { requireActingApp, visible } from "../tenancy.js";
 import { VIDEO_STATUS_NAMES, VISIBILITY_NAMES, videoMessage } from "../../wire/present-video.js";
@@ -54,14 +54,6 @@ function accepted(reply: Reply<VideoState>): VideoRecord {
   if (reply.ok && reply.state.video) return reply.state.video;
   if (reply.ok) throw apiError(Code.Internal, "the video actor answered without a video");
   throw apiError(reply.rejection.code, reply.rejection.message, reply.rejection.violations);
-}
-
-/** The video an earlier call under the same Idempotency-Key made (its id derived from the call). */
-async function madeBefore(d: ServiceDeps, id: string): Promise<VideoRecord> {
-  const video = (await d.store.get<VideoRecord>(VIDEOS, id))?.value;
-  // Its commit landed but not yet its record (a host died between them): its next owner writes it.
-  if (!video) throw apiError(Code.Unavailable, `video ${id} is being created; retry`);
-  return video;
 }
 
 /** Common create fields, checked. */
@@ -224,7 +216,7 @@ export function videoService(d: ServiceDeps & { readonly hosting: Hosting }): Se
     };
     const reply = await d.actors.ask(VideoEntity, id, { type: "create", id, at, request });
     // A retry under the same Idempotency-Key whose first answer was lost: the video it made.
-    if (call !== undefined && !reply.ok && reply.rejection.code === Code.AlreadyExists) return madeBefore(d, id);
+    if (call !== undefined && !reply.ok && reply.rejection.code === Code.AlreadyExists) return madeBefore<VideoRecord>(d.store, VIDEOS, id, "video");
     return accepted(reply);
   }
 

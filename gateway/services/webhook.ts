@@ -19,7 +19,7 @@ import {
 import { apiError, failedPrecondition, notFound } from "../../src/errors.js";
 import { WebhookEndpointStatus, type WebhookService } from "../../src/gen/media/v1/webhook_pb.js";
 import { newId, Prefix, randomToken } from "../../src/ids.js";
-import { createdId, IDEMPOTENT_CALL } from "../idempotency.js";
+import { createdId, IDEMPOTENT_CALL, madeBefore } from "../idempotency.js";
 import { NetGuard, NetGuardError } from "../../src/net-guard.js";
 import { sortKey } from "../../src/pagination.js";
 import { Check } from "../../src/validation.js";
@@ -142,8 +142,7 @@ export function webhookService(d: ServiceDeps): ServiceImpl<typeof WebhookServic
       if (call !== undefined && !reply.ok && reply.rejection.code === Code.AlreadyExists) {
         // A retry under the same Idempotency-Key whose first answer was lost: the endpoint it made,
         // with its signing secret, which that caller never saw.
-        const made = (await d.store.get<EndpointRecord>(WEBHOOK_ENDPOINTS, id))?.value;
-        if (!made) throw apiError(Code.Unavailable, `webhook endpoint ${id} is being created; retry`);
+        const made = await madeBefore<EndpointRecord>(d.store, WEBHOOK_ENDPOINTS, id, "webhook endpoint");
         return { endpoint: endpointMessage(made, { secret: d.box.decrypt(made.secrets[0]!.sealed), now }) };
       }
       return { endpoint: endpointMessage(accepted(reply).endpoint, { secret, now }) };
