@@ -8,13 +8,14 @@
 // (default 8), BENCH_LINGER (default 3). Results in test/bench/results/bus-<date>.json.
 import { execFileSync, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { KafkaBus } from "../../src/bus/kafka-bus.js";
 import { partitionFor } from "../../src/bus/port.js";
 import { metricsRegistry } from "../../src/metrics.js";
 import { ROOT } from "../harness.js";
+import { cpuMs, jvmThreadsMs } from "./proc-cpu.js";
 
 const PAIRS = Number(process.env.BENCH_PAIRS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
@@ -26,28 +27,8 @@ const BROKER = `127.0.0.1:${process.env.KAFKA_PORT ?? "9092"}`;
 const INFRA_DIR = process.env.MEDIA_INFRA_DIR ?? path.join(ROOT, ".infra");
 const script = path.join(ROOT, "infra", "kafka.sh");
 
-const TICK_MS = 1000 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
-const ticks = (stat: string) => {
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) * TICK_MS;
-};
 /** The broker's CPU ms, and of it its JIT compiler threads'. */
-function brokerMs(pid: number): { all: number; jit: number } {
-  let jit = 0;
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      if (/^C[12] CompilerThre/.test(readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8")))
-        jit += ticks(readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8"));
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return { all: ticks(readFileSync(`/proc/${pid}/stat`, "utf8")), jit };
-}
-const selfMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
+const brokerMs = (pid: number) => ({ all: cpuMs(pid), jit: jvmThreadsMs("kafka", pid)["kafka: jit"]! });
 async function kafkaRequests(): Promise<Map<string, number>> {
   const metric = (await metricsRegistry().getMetricsAsJSON()).find((m) => m.name === "media_kafka_requests_total");
   return new Map((metric?.values ?? []).map((v) => [String(v.labels.api), v.value]));
@@ -100,7 +81,7 @@ async function phase(linger: number, prefix: string, brokerPid: number): Promise
   // Until both consumers have their partitions, and JIT on the hot path.
   for (const end = Date.now() + 3000; Date.now() < end;) await Promise.race([ask(), new Promise((r) => setTimeout(r, 1000))]);
   const samples: number[] = [];
-  const before = { self: selfMs(), broker: brokerMs(brokerPid), requests: await kafkaRequests() };
+  const before = { self: cpuMs(process.pid), broker: brokerMs(brokerPid), requests: await kafkaRequests() };
   const stopAt = performance.now() + SECONDS * 1000;
   await Promise.all(
     Array.from({ length: ASKERS }, async () => {
@@ -111,7 +92,7 @@ async function phase(linger: number, prefix: string, brokerPid: number): Promise
       }
     }),
   );
-  const after = { self: selfMs(), broker: brokerMs(brokerPid), requests: await kafkaRequests() };
+  const after = { self: cpuMs(process.pid), broker: brokerMs(brokerPid), requests: await kafkaRequests() };
   await Promise.all([hostConsumer.stop(), replyConsumer.stop()]);
   await Promise.all([asker.close(), host.close()]);
   const n = samples.length;

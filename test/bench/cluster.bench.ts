@@ -47,6 +47,7 @@ import { launchCluster, type LocalCluster } from "../../main/launcher.js";
 import { CassandraStore, cassandraClientOptions, cassandraConnection } from "../../src/store/cassandra-store.js";
 import { call, freePort, freshKeyspace, readBootstrap, ROOT, spawnServer, tempDataDir, type ChildServer } from "../harness.js";
 import { makeTestCa, startMinio, type MinioPeer } from "../peers.js";
+import { cpuMs, jvmThreadsMs } from "./proc-cpu.js";
 import { profile } from "./profile.js";
 
 // ── settings ──
@@ -119,61 +120,6 @@ function pct(samples: readonly number[], p: number): number {
 const median = (xs: readonly number[]) => pct(xs, 50);
 const maxOf = (xs: readonly number[]) => xs.reduce((m, x) => (x > m ? x : m), xs.length ? -Infinity : NaN);
 
-const TICK_MS = (() => {
-  try {
-    return 1000 / Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim());
-  } catch {
-    return 10;
-  }
-})();
-/** CPU time (user + system) a process has used, in ms; NaN where /proc is missing. */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  if (pid === process.pid) {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1000;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-  } catch {
-    return NaN;
-  }
-}
-/** Threads of a JVM by kind: its JIT compilers, its garbage collector (JDK 17 thread names). */
-const JVM_THREADS: readonly (readonly [string, RegExp])[] = [
-  ["jit", /^C[12] CompilerThre/],
-  ["gc", /^(GC Thread|G1 |VM Thread)/],
-];
-/**
- * CPU ms of a JVM's JIT compiler and GC threads (`<service>: jit`, `<service>: gc`), part of the
- * process's CPU: at least what they used, since the JVM stops idle compiler threads and their time
- * leaves with them.
- */
-function jvmThreadsMs(service: string, pid: number | undefined): Record<string, number> {
-  const out: Record<string, number> = Object.fromEntries(JVM_THREADS.map(([kind]) => [`${service}: ${kind}`, 0]));
-  if (pid === undefined) return out;
-  let tids: string[];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out;
-  }
-  for (const tid of tids) {
-    try {
-      const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-      const kind = JVM_THREADS.find(([, re]) => re.test(comm))?.[0];
-      if (!kind) continue;
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      out[`${service}: ${kind}`]! += (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return out;
-}
 const pidFile = (service: string) => {
   try {
     return Number(readFileSync(path.join(INFRA_DIR, service, `${service}.pid`), "utf8").trim());
