@@ -5,6 +5,8 @@
 // publishes the reply, and only then lets the offset be committed. A host takes each
 // assigned partition's epoch (ActorHost.own) before its first command, and every append it makes
 // there is fenced by it, so a host that missed a rebalance cannot overwrite its successor.
+// A gateway may also send its asks straight to the owning host (actors/direct.ts), which it learns
+// from the `direct` header of the replies Kafka brings it; Kafka stays the route of record.
 // Updates: an entity's `update` intent publishes its new state (without secrets) on "updates";
 // every gateway reads all of it (Watch streams) through its own one-member group, from the end of
 // the log.
@@ -13,6 +15,7 @@ import { partitionFor, type Bus, type BusMessage, type Consumer } from "../src/b
 import { randomToken } from "../src/ids.js";
 import type { Logger } from "../src/log.js";
 import type { Topics } from "../src/bus/topics.js";
+import type { DirectRoutes } from "./direct.js";
 import { entity, type EntityRef } from "./entity.js";
 import type { ActorHost, Reply } from "./host.js";
 
@@ -37,13 +40,15 @@ const decode = <T>(bytes: Uint8Array) => JSON.parse(decoder.decode(bytes)) as T;
 /** Gateway side. */
 export class CommandClient implements EntityCommands {
   readonly id = `gw_${randomToken(12)}`;
-  private readonly pending = new Map<string, { resolve: (r: Reply<unknown>) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<string, { resolve: (r: Reply<unknown>) => void; timer: NodeJS.Timeout; forget?: () => void }>();
   private consumer: Consumer | undefined;
 
   constructor(
     private readonly bus: Bus,
     private readonly topics: Topics,
     private readonly timeoutMs = 15_000,
+    /** Routes straight to the owning hosts (gateways only); without them every command goes by Kafka. */
+    private readonly direct?: DirectRoutes,
   ) {}
 
   /** Joins the replies topic and resolves once this client can receive replies. */
@@ -71,29 +76,52 @@ export class CommandClient implements EntityCommands {
       p.resolve({ ok: false, rejection: { code: Code.Unavailable, message: "the gateway is shutting down; retry" } });
     }
     this.pending.clear();
+    this.direct?.close();
   }
 
   async ask<C, R>(ref: EntityRef<C, R>, id: string, command: C): Promise<Reply<R>> {
     const correlation = randomToken(16);
     const reply = new Promise<Reply<R>>((resolve) => {
       const timer = setTimeout(() => {
+        this.pending.get(correlation)?.forget?.();
         this.pending.delete(correlation);
         resolve({ ok: false, rejection: { code: Code.Unavailable, message: "the command was not answered in time; retry with the same Idempotency-Key" } });
       }, this.timeoutMs);
       this.pending.set(correlation, { resolve: resolve as (r: Reply<unknown>) => void, timer });
     });
-    const envelope: CommandEnvelope = { type: ref.type, id, command };
-    // Not awaited: the reply's own deadline bounds the call even while the bus retries a publish.
-    this.bus
-      .publish(this.topics.commands, [{ key: `${ref.type}:${id}`, value: encode(envelope), headers: { "reply-to": this.id, correlation } }])
-      .catch((e: unknown) => {
+    const byBus = () => this.publish(correlation, ref.type, id, command);
+    const forget = this.direct?.send(
+      { c: correlation, t: ref.type, i: id, m: command },
+      (r) => this.settle(correlation, r),
+      () => {
+        // Moved or lost on the way: the same command by Kafka, if its asker still waits.
         const p = this.pending.get(correlation);
         if (!p) return;
-        clearTimeout(p.timer);
-        this.pending.delete(correlation);
-        p.resolve({ ok: false, rejection: { code: Code.Unavailable, message: `the command bus refused the command: ${(e as Error).message}` } });
-      });
+        delete p.forget;
+        byBus();
+      },
+    );
+    if (forget) this.pending.get(correlation)!.forget = forget;
+    else byBus();
     return reply;
+  }
+
+  private publish(correlation: string, type: string, id: string, command: unknown): void {
+    const envelope: CommandEnvelope = { type, id, command };
+    // Not awaited: the reply's own deadline bounds the call even while the bus retries a publish.
+    this.bus
+      .publish(this.topics.commands, [{ key: `${type}:${id}`, value: encode(envelope), headers: { "reply-to": this.id, correlation } }])
+      .catch((e: unknown) =>
+        this.settle(correlation, { ok: false, rejection: { code: Code.Unavailable, message: `the command bus refused the command: ${(e as Error).message}` } }),
+      );
+  }
+
+  private settle(correlation: string, reply: Reply<unknown>): void {
+    const p = this.pending.get(correlation);
+    if (!p) return;
+    clearTimeout(p.timer);
+    this.pending.delete(correlation);
+    p.resolve(reply);
   }
 
   /** A command that needs no answer (a progress report): published, and no reply is asked for. */
@@ -103,12 +131,11 @@ export class CommandClient implements EntityCommands {
 
   private onReply(m: BusMessage): void {
     if (m.headers["reply-to"] !== this.id) return;
-    const correlation = m.headers.correlation ?? "";
-    const p = this.pending.get(correlation);
-    if (!p) return;
-    clearTimeout(p.timer);
-    this.pending.delete(correlation);
-    p.resolve(decode<Reply<unknown>>(m.value));
+    // The host that answered serves that partition, and takes commands straight (actors/direct.ts).
+    const address = m.headers.direct;
+    const partition = Number(m.headers.partition);
+    if (this.direct && address && Number.isInteger(partition)) this.direct.learn(partition, address);
+    this.settle(m.headers.correlation ?? "", decode<Reply<unknown>>(m.value));
   }
 }
 
@@ -137,6 +164,8 @@ export async function serveCommands(
   actors: ActorHost,
   log: Logger,
   onAssigned: (partitions: readonly number[]) => void = () => undefined,
+  /** This host's address for direct commands, named in its replies; undefined when it serves none. */
+  directAddress?: string,
 ): Promise<Consumer> {
   /** Told commands being handed over again, by partition and offset: since when. */
   const failing = new Map<string, number>();
@@ -177,7 +206,9 @@ export async function serveCommands(
       }
       failing.delete(id);
       if (replyTo) {
-        await bus.publish(topics.replies, [{ key: replyTo, value: encode(reply), headers: { "reply-to": replyTo, correlation: m.headers.correlation ?? "" } }]);
+        const headers: Record<string, string> = { "reply-to": replyTo, correlation: m.headers.correlation ?? "" };
+        if (directAddress !== undefined) Object.assign(headers, { direct: directAddress, partition: String(m.partition) });
+        await bus.publish(topics.replies, [{ key: replyTo, value: encode(reply), headers }]);
       }
     },
   });

@@ -208,6 +208,8 @@ export class ActorHost {
   /** Shards owned, when the store fences by epoch (Store.takeEpoch) and sharding is given. */
   private readonly owned = new Map<number, Ownership>();
   private readonly owner = `host_${randomToken(12)}`;
+  /** The shards assigned to this host at the last rebalance. */
+  private assigned = new Set<number>();
   /** This host's member id in the command partitions' group, as of the last rebalance. */
   private member: string | undefined;
 
@@ -238,11 +240,20 @@ export class ActorHost {
    */
   own(shards: readonly number[], member?: string): void {
     this.evictAll();
+    this.assigned = new Set(shards);
     const kept = member !== undefined && member === this.member;
     this.member = member;
     for (const [shard, owned] of [...this.owned]) if (!kept || owned.lost || !shards.includes(shard)) this.owned.delete(shard);
     if (!this.fencing) return;
     for (const shard of shards) if (!this.owned.has(shard)) this.take(shard);
+  }
+
+  /**
+   * Whether this host serves the shard's commands now: assigned at the last rebalance, and no append
+   * there found a newer owner since. Direct commands (actors/direct.ts) for other shards go back.
+   */
+  serves(shard: number): boolean {
+    return this.assigned.has(shard) && this.owned.get(shard)?.lost !== true;
   }
 
   /** Resolves once appends to this shard can be fenced (its epoch taken); retries a failed take. */

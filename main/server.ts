@@ -5,6 +5,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { ApiKeyBehavior } from "../actors/api-key/api-key.js";
 import { ApiKey, secretFields, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key/messages.js";
+import { directKey, DirectRoutes, serveDirect, type DirectServer } from "../actors/direct.js";
 import { ownedKeys, publishUpdate, serveCommands, CommandClient, tell, topicsFor, UpdatesHub, type EntityCommands } from "../actors/commands.js";
 import { VideoBehavior, videoIntentHandlers } from "../actors/video/video.js";
 import { Video } from "../actors/video/messages.js";
@@ -287,13 +288,15 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     { topic: topics.updates, partitions: 4 },
     { topic: topics.signals, partitions: 4 },
   ]);
-  const box = new SecretBox(ensureServerSecret(config));
+  const secret = ensureServerSecret(config);
+  const box = new SecretBox(secret);
   // One guard per process, so its checks and its connection pools are shared by every role.
   const guard = new NetGuard(config);
   const managed = openManagedStorage(config, guard);
 
   let actorHost: ActorHost | undefined;
   let commandConsumer: Consumer | undefined;
+  let directServer: DirectServer | undefined;
   let stopEffects: () => void = () => undefined;
   if (roles.actorHost) {
     const partitions = config.mode === "embedded" ? 4 : config.cluster.commandPartitions;
@@ -332,24 +335,35 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
       deliverer.stop();
       legacy.stop();
     };
+    // Gateways' asks straight to this host (actors/direct.ts), for the partitions it is assigned.
+    const direct = config.mode === "cluster" ? config.cluster.directCommands : undefined;
+    if (direct) directServer = await serveDirect(host, { ...direct, key: directKey(secret), partitions }, log);
     let started = false;
-    commandConsumer = await serveCommands(bus, topics, host, log, (assigned) => {
-      relay.assign(assigned);
-      retention.assign(assigned);
-      // Another host may have owned these entities: its timers are its own; arm ours from the store.
-      deliverer.clear();
-      deliverer.resume(assigned, partitions).catch((e: unknown) => log.warn({ err: e }, "webhook deliveries not resumed"));
-      legacy.clear();
-      legacy.resume(assigned).catch((e: unknown) => log.warn({ err: e }, "legacy webhooks not resumed"));
-      if (config.mode === "embedded" && !started && assigned.length > 0) {
-        started = true;
-        redispatchAfterRestart(store, host, assigned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "unfinished jobs not handed out again"));
-      }
-    });
+    commandConsumer = await serveCommands(
+      bus,
+      topics,
+      host,
+      log,
+      (assigned) => {
+        relay.assign(assigned);
+        retention.assign(assigned);
+        // Another host may have owned these entities: its timers are its own; arm ours from the store.
+        deliverer.clear();
+        deliverer.resume(assigned, partitions).catch((e: unknown) => log.warn({ err: e }, "webhook deliveries not resumed"));
+        legacy.clear();
+        legacy.resume(assigned).catch((e: unknown) => log.warn({ err: e }, "legacy webhooks not resumed"));
+        if (config.mode === "embedded" && !started && assigned.length > 0) {
+          started = true;
+          redispatchAfterRestart(store, host, assigned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "unfinished jobs not handed out again"));
+        }
+      },
+      directServer?.address,
+    );
     log.info({ mode: config.mode }, "actor host ready");
   }
   const stopActors = async () => {
     stopEffects();
+    await directServer?.close();
     await commandConsumer?.stop();
     actorHost?.stop();
   };
@@ -358,7 +372,10 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
   let commands: CommandClient | undefined;
   let updates: UpdatesHub | undefined;
   if (roles.gateway || roles.encoderNode) {
-    commands = new CommandClient(bus, topics);
+    // A gateway's asks go straight to the owning host where it knows it; an encoder node's stay on
+    // Kafka, in the partition's order with its tells.
+    const direct = config.mode === "cluster" && roles.gateway && !roles.encoderNode ? config.cluster.directCommands : undefined;
+    commands = new CommandClient(bus, topics, undefined, direct && new DirectRoutes(directKey(secret), config.cluster.commandPartitions, log));
     await commands.start();
   }
   if (roles.gateway) {

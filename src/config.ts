@@ -12,6 +12,11 @@ export interface ClusterConfig {
   readonly commandPartitions: number;
   /** How long a busy producer waits to gather more messages into a send (MEDIA_KAFKA_LINGER_MS). */
   readonly kafkaLingerMs: number;
+  /**
+   * Gateways' commands straight to the owning actor host (MEDIA_DIRECT_COMMANDS; actors/direct.ts),
+   * Kafka where no route is known; undefined: every command through Kafka.
+   */
+  readonly directCommands: DirectCommands | undefined;
   readonly cassandraContactPoints: readonly string[];
   readonly cassandraLocalDataCenter: string;
   readonly cassandraKeyspace: string;
@@ -37,6 +42,14 @@ export interface TlsFiles {
   readonly caFile: string | undefined;
   readonly certFile: string | undefined;
   readonly keyFile: string | undefined;
+}
+
+export interface DirectCommands {
+  /** Where an actor host listens for gateways' commands (MEDIA_DIRECT_COMMANDS_LISTEN); port 0: any free port. */
+  readonly listenHost: string;
+  readonly listenPort: number;
+  /** The host gateways connect to (MEDIA_DIRECT_COMMANDS_ADVERTISE); default: this machine's first non-loopback IPv4. */
+  readonly advertiseHost: string;
 }
 
 export interface KafkaSasl {
@@ -553,13 +566,15 @@ export function clusterConfig(env: NodeJS.ProcessEnv = process.env): ClusterConf
   if (cassandraPassword !== undefined && cassandraUsername === undefined)
     throw new ConfigError("MEDIA_CASSANDRA_USERNAME", "is required with MEDIA_CASSANDRA_PASSWORD");
   const cassandraTls = tlsFiles(env, "MEDIA_CASSANDRA");
+  const kafkaTls = tlsFiles(env, "MEDIA_KAFKA");
   const verifyHostname = onOff(env, "MEDIA_CASSANDRA_SSL_HOSTNAME_VERIFICATION", "on");
   return {
     kafkaBrokers: list("MEDIA_KAFKA_BROKERS", "127.0.0.1:9092"),
     topicPrefix,
     commandPartitions: integer(env, "MEDIA_COMMAND_PARTITIONS", 12, 1, 1000),
     kafkaLingerMs: integer(env, "MEDIA_KAFKA_LINGER_MS", 0, 0, 100),
-    kafkaTls: tlsFiles(env, "MEDIA_KAFKA"),
+    directCommands: directCommands(env, kafkaTls !== undefined),
+    kafkaTls,
     kafkaSasl: kafkaSasl(env),
     cassandraContactPoints: list("MEDIA_CASSANDRA_CONTACT_POINTS", "127.0.0.1:9042"),
     cassandraLocalDataCenter: env.MEDIA_CASSANDRA_LOCAL_DC || "datacenter1",
@@ -570,6 +585,32 @@ export function clusterConfig(env: NodeJS.ProcessEnv = process.env): ClusterConf
     cassandraTls: cassandraTls && { ...cassandraTls, verifyHostname },
     cassandraCreateSchema: createSchema === "true",
   };
+}
+
+/**
+ * Direct commands: on by default, except beside TLS to Kafka (the link is plain TCP, authenticated
+ * by the server secret but not encrypted: where commands must be encrypted, it is asked for by name).
+ */
+function directCommands(env: NodeJS.ProcessEnv, kafkaTls: boolean): DirectCommands | undefined {
+  if (!onOff(env, "MEDIA_DIRECT_COMMANDS", kafkaTls ? "off" : "on")) return undefined;
+  const listen = (env.MEDIA_DIRECT_COMMANDS_LISTEN || "0.0.0.0:0").trim();
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(listen);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new ConfigError("MEDIA_DIRECT_COMMANDS_LISTEN", `must be host:port (port 0 for any free one), got "${listen}"`);
+  const listenHost = m[1]!.replace(/^\[|\]$/g, "");
+  const advertise = (env.MEDIA_DIRECT_COMMANDS_ADVERTISE || "").trim();
+  if (advertise !== "" && !/^[A-Za-z0-9.:-]{1,253}$/.test(advertise))
+    throw new ConfigError("MEDIA_DIRECT_COMMANDS_ADVERTISE", `must be a host name or IP address, got "${advertise}"`);
+  return { listenHost, listenPort: port, advertiseHost: advertise || defaultAdvertiseHost(listenHost) };
+}
+
+/** The listen host when it is one address; else this machine's first non-loopback IPv4, else loopback. */
+function defaultAdvertiseHost(listenHost: string): string {
+  if (listenHost !== "0.0.0.0" && listenHost !== "::") return listenHost;
+  for (const addresses of Object.values(os.networkInterfaces())) {
+    for (const a of addresses ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  }
+  return "127.0.0.1";
 }
 
 function retryScale(env: NodeJS.ProcessEnv): number {

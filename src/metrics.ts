@@ -110,6 +110,12 @@ export const kafkaRequests = new Counter({
   labelNames: ["api"] as const,
   registers,
 });
+export const directCommands = new Counter({
+  name: "media_direct_commands_total",
+  help: "A gateway's commands sent straight to an actor host (MEDIA_DIRECT_COMMANDS), by outcome: answered, moved (sent again by Kafka: the host no longer serves the partition) or lost (sent again by Kafka: the link closed or fell silent)",
+  labelNames: ["outcome"] as const,
+  registers,
+});
 const busHandlerSeconds = new Histogram({
   name: "media_bus_handler_seconds",
   help: "Time a consumer's handler took over one message, by topic",

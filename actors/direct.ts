@@ -1,0 +1,353 @@
+// Direct commands (cluster mode): a gateway's asks go straight to the actor host that owns their
+// partition, over one TCP connection per host, instead of a round trip through Kafka (command
+// and reply, each produced, replicated and fetched). Kafka stays the route of record:
+// - A gateway learns where a partition is served from the replies Kafka brings it (the host
+//   names its address in a header); until then, and whenever a route fails, the ask goes by Kafka.
+// - A host serves a direct command only for a partition assigned to it and not lost since
+//   (ActorHost.serves); otherwise it answers "moved" and the gateway sends the same command by
+//   Kafka. Its appends are fenced by the shard's epoch whichever way the command came, so a host
+//   that missed a rebalance (a paused one) cannot write over its successor.
+// - A connection that closes, or is silent for LINK_SILENCE_MS though pinged every second, hands
+//   every command waiting on it to Kafka: at least once, as when Kafka redelivers the commands of
+//   a host killed before it committed their offsets (creates of one id with the same request are
+//   answered with the entity, not a second one).
+// Only gateways send direct commands: an encoder node's tells and asks of one job stay in the
+// partition's order on Kafka.
+// The link: the host sends "MDC1" and a 32-byte nonce; the gateway answers HMAC-SHA256 of it under
+// a key derived from the server secret (which every process of a deployment shares), or the host
+// closes the connection. Then both sides send frames: a 4-byte big-endian length and that much
+// JSON, at most MAX_FRAME_BYTES. Plain TCP, authenticated but not encrypted: off by default beside
+// TLS to Kafka (src/config.ts).
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import net from "node:net";
+import { Code } from "@connectrpc/connect";
+import { partitionFor } from "../src/bus/port.js";
+import type { Logger } from "../src/log.js";
+import { directCommands } from "../src/metrics.js";
+import { entity } from "./entity.js";
+import type { ActorHost, Reply } from "./host.js";
+
+const MAGIC = Buffer.from("MDC1", "latin1");
+const NONCE_BYTES = 32;
+const PROOF_BYTES = 32;
+/** Largest frame either side accepts: a command's JSON is a few kilobytes; Kafka's own limit is 1 MB. */
+export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/** A link heard nothing from for this long (pinged every second) is given up. */
+export const LINK_SILENCE_MS = 3_500;
+const PING_MS = 1_000;
+/** How long an address whose link failed is not tried again. */
+const COOL_DOWN_MS = 5_000;
+/** How long a host waits for a gateway's proof. */
+const HELLO_TIMEOUT_MS = 5_000;
+
+/** The key of the links' handshake, derived from the server secret. */
+export function directKey(serverSecret: string): Buffer {
+  return createHmac("sha256", serverSecret).update("media direct commands v1").digest();
+}
+
+const proofOf = (key: Buffer, nonce: Buffer): Buffer => createHmac("sha256", key).update(nonce).digest();
+
+interface CommandFrame {
+  readonly c: string;
+  readonly t: string;
+  readonly i: string;
+  readonly m: unknown;
+}
+type ToHost = CommandFrame | { readonly ping: number };
+type ToGateway = { readonly c: string; readonly r: Reply<unknown> } | { readonly c: string; readonly moved: true } | { readonly pong: number };
+
+const frame = (value: unknown): Buffer => {
+  const body = Buffer.from(JSON.stringify(value), "utf8");
+  const head = Buffer.allocUnsafe(4);
+  head.writeUInt32BE(body.length, 0);
+  return Buffer.concat([head, body]);
+};
+
+/** Cuts a byte stream into frames; false when a frame is too large (the caller closes the connection). */
+class FrameReader {
+  private chunks: Buffer[] = [];
+  private length = 0;
+
+  constructor(private readonly onFrame: (value: unknown) => void) {}
+
+  push(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    for (;;) {
+      if (this.length < 4) return true;
+      const head = this.chunks[0]!.length >= 4 ? this.chunks[0]! : this.joined();
+      const size = head.readUInt32BE(0);
+      if (size > MAX_FRAME_BYTES) return false;
+      if (this.length < 4 + size) return true;
+      const all = this.joined();
+      const body = all.subarray(4, 4 + size);
+      const rest = all.subarray(4 + size);
+      this.chunks = rest.length > 0 ? [rest] : [];
+      this.length = rest.length;
+      this.onFrame(JSON.parse(body.toString("utf8")));
+    }
+  }
+
+  private joined(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
+    return this.chunks[0]!;
+  }
+}
+
+const hostPort = (host: string, port: number): string => (host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`);
+
+// ── actor host side ──
+
+export interface DirectServer {
+  /** Where gateways reach this host: advertised host and bound port. */
+  readonly address: string;
+  close(): Promise<void>;
+}
+
+export interface DirectServerOptions {
+  readonly key: Buffer;
+  readonly listenHost: string;
+  readonly listenPort: number;
+  readonly advertiseHost: string;
+  /** Partitions of the commands topic. */
+  readonly partitions: number;
+}
+
+/** Serves gateways' commands for the partitions the host owns; "moved" for the others. */
+export async function serveDirect(actors: ActorHost, options: DirectServerOptions, log: Logger): Promise<DirectServer> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.setNoDelay(true);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => undefined);
+    const nonce = randomBytes(NONCE_BYTES);
+    socket.write(Buffer.concat([MAGIC, nonce]));
+    const helloTimer = setTimeout(() => socket.destroy(), HELLO_TIMEOUT_MS);
+    let hello: Buffer | undefined = Buffer.alloc(0);
+    const send = (value: ToGateway) => {
+      if (!socket.destroyed) socket.write(frame(value));
+    };
+    const reader = new FrameReader((value) => {
+      const f = value as Partial<CommandFrame> & { ping?: unknown };
+      if (typeof f.ping === "number") return send({ pong: f.ping });
+      if (typeof f.c !== "string" || typeof f.t !== "string" || typeof f.i !== "string") {
+        socket.destroy();
+        return;
+      }
+      void serveOne(f as CommandFrame).then(send);
+    });
+    const serveOne = async ({ c, t, i, m }: CommandFrame): Promise<ToGateway> => {
+      const shard = partitionFor(`${t}:${i}`, options.partitions);
+      if (!actors.serves(shard)) return { c, moved: true };
+      if (!actors.runs(t)) return { c, r: { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${t}` } } };
+      try {
+        // The shard's epoch first: every append of this command is fenced by it.
+        await actors.ready(shard);
+      } catch {
+        return { c, moved: true };
+      }
+      const reply: Reply<unknown> = await actors.ask(entity(t), i, m).catch((e: unknown) => ({
+        ok: false as const,
+        rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
+      }));
+      // Refused because a newer owner has the shard: that owner answers it, by Kafka.
+      if (!reply.ok && !actors.serves(shard)) return { c, moved: true };
+      return { c, r: reply };
+    };
+    socket.on("data", (chunk: Buffer) => {
+      if (hello !== undefined) {
+        hello = Buffer.concat([hello, chunk]);
+        if (hello.length < PROOF_BYTES) return;
+        const proof = hello.subarray(0, PROOF_BYTES);
+        const rest = hello.subarray(PROOF_BYTES);
+        hello = undefined;
+        clearTimeout(helloTimer);
+        if (!timingSafeEqual(proof, proofOf(options.key, nonce))) {
+          log.warn({ peer: socket.remoteAddress }, "direct commands: a peer without the server secret's proof was refused");
+          socket.destroy();
+          return;
+        }
+        if (rest.length === 0) return;
+        chunk = rest;
+      }
+      let ok: boolean;
+      try {
+        ok = reader.push(chunk);
+      } catch {
+        ok = false; // not JSON
+      }
+      if (!ok) socket.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.listenPort, options.listenHost, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as net.AddressInfo).port;
+  const address = hostPort(options.advertiseHost, port);
+  log.info({ address, listen: hostPort(options.listenHost, port) }, "direct commands served");
+  return {
+    address,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
+  };
+}
+
+// ── gateway side ──
+
+interface Waiting {
+  readonly answer: (reply: Reply<unknown>) => void;
+  readonly fallback: (reason: "moved" | "lost") => void;
+}
+
+/** One authenticated connection to a host; frames wait in `queued` until the handshake is done. */
+class Link {
+  readonly waiting = new Map<string, Waiting>();
+  private readonly socket: net.Socket;
+  private queued: Buffer[] | undefined = [];
+  private hello: Buffer | undefined = Buffer.alloc(0);
+  private heardAt = Date.now();
+  private readonly pinger: NodeJS.Timeout;
+  closed = false;
+
+  constructor(
+    readonly address: string,
+    key: Buffer,
+    private readonly onClose: (link: Link) => void,
+  ) {
+    const at = address.lastIndexOf(":");
+    this.socket = net.connect({ host: address.slice(0, at).replace(/^\[|\]$/g, ""), port: Number(address.slice(at + 1)) });
+    this.socket.setNoDelay(true);
+    const reader = new FrameReader((value) => this.onFrame(value as ToGateway));
+    this.socket.on("data", (chunk: Buffer) => {
+      this.heardAt = Date.now();
+      if (this.hello !== undefined) {
+        this.hello = Buffer.concat([this.hello, chunk]);
+        if (this.hello.length < MAGIC.length + NONCE_BYTES) return;
+        if (!this.hello.subarray(0, MAGIC.length).equals(MAGIC)) return void this.socket.destroy();
+        const rest = this.hello.subarray(MAGIC.length + NONCE_BYTES);
+        this.socket.write(proofOf(key, this.hello.subarray(MAGIC.length, MAGIC.length + NONCE_BYTES)));
+        this.hello = undefined;
+        for (const b of this.queued!) this.socket.write(b);
+        this.queued = undefined;
+        if (rest.length === 0) return;
+        chunk = rest;
+      }
+      let ok: boolean;
+      try {
+        ok = reader.push(chunk);
+      } catch {
+        ok = false;
+      }
+      if (!ok) this.socket.destroy();
+    });
+    this.socket.on("error", () => undefined);
+    this.socket.on("close", () => this.close());
+    this.pinger = setInterval(() => {
+      if (Date.now() - this.heardAt > LINK_SILENCE_MS) return void this.socket.destroy();
+      this.write({ ping: Date.now() });
+    }, PING_MS);
+    this.pinger.unref();
+  }
+
+  send(command: CommandFrame, waiting: Waiting): void {
+    this.waiting.set(command.c, waiting);
+    this.write(command);
+  }
+
+  /** A command given up by its asker (its deadline passed): an answer that comes later is dropped. */
+  forget(correlation: string): void {
+    this.waiting.delete(correlation);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.pinger);
+    this.socket.destroy();
+    this.onClose(this);
+    const waiting = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const w of waiting) w.fallback("lost");
+  }
+
+  private write(value: ToHost): void {
+    const bytes = frame(value);
+    if (this.queued) this.queued.push(bytes);
+    else this.socket.write(bytes);
+  }
+
+  private onFrame(f: ToGateway): void {
+    if ("pong" in f) return;
+    const w = this.waiting.get(f.c);
+    if (!w) return;
+    this.waiting.delete(f.c);
+    if ("moved" in f) w.fallback("moved");
+    else w.answer(f.r);
+  }
+}
+
+/** The gateway's routes: which host serves each partition, as the replies by Kafka taught it. */
+export class DirectRoutes {
+  private readonly routes = new Map<number, string>();
+  private readonly links = new Map<string, Link>();
+  private readonly failedAt = new Map<string, number>();
+
+  constructor(
+    private readonly key: Buffer,
+    private readonly partitions: number,
+    private readonly log: Logger,
+  ) {}
+
+  /** A reply by Kafka came from the host at this address, which serves this partition. */
+  learn(partition: number, address: string): void {
+    if (this.routes.get(partition) === address) return;
+    const failed = this.failedAt.get(address);
+    if (failed !== undefined && Date.now() - failed < COOL_DOWN_MS) return;
+    this.routes.set(partition, address);
+  }
+
+  /**
+   * Sends the command straight to the host serving its partition, when one is known; false when
+   * none is (the caller sends it by Kafka). Exactly one of answer and fallback is called later,
+   * unless the command is forgotten first.
+   */
+  send(command: CommandFrame, answer: Waiting["answer"], fallback: Waiting["fallback"]): (() => void) | undefined {
+    const partition = partitionFor(`${command.t}:${command.i}`, this.partitions);
+    const address = this.routes.get(partition);
+    if (address === undefined) return undefined;
+    let link = this.links.get(address);
+    if (!link) this.links.set(address, (link = new Link(address, this.key, (l) => this.closed(l))));
+    const on = link;
+    on.send(command, {
+      answer: (reply) => {
+        directCommands.inc({ outcome: "answered" });
+        answer(reply);
+      },
+      fallback: (reason) => {
+        if (reason === "moved" && this.routes.get(partition) === address) this.routes.delete(partition);
+        directCommands.inc({ outcome: reason });
+        fallback(reason);
+      },
+    });
+    return () => on.forget(command.c);
+  }
+
+  close(): void {
+    for (const link of [...this.links.values()]) link.close();
+  }
+
+  private closed(link: Link): void {
+    if (this.links.get(link.address) === link) this.links.delete(link.address);
+    this.failedAt.set(link.address, Date.now());
+    for (const [partition, address] of [...this.routes]) if (address === link.address) this.routes.delete(partition);
+    this.log.warn({ address: link.address, waiting: link.waiting.size }, "direct commands: link to an actor host closed; its commands go by Kafka");
+  }
+}
