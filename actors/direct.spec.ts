@@ -1,0 +1,103 @@
+// The direct commands link (direct.ts) between a gateway's routes and an actor host, on loopback:
+// answered by the host serving the partition; "moved" (sent again by the caller's Kafka path) when it
+// does not; a peer without the server secret's proof, or a frame past the limit, closes the link.
+import { createHmac } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { partitionFor } from "../src/bus/port.js";
+import { createLogger } from "../src/log.js";
+import { FileStore } from "../src/store/file-store.js";
+import { directKey, DirectRoutes, MAX_FRAME_BYTES, serveDirect, type DirectServer } from "./direct.js";
+import { ActorHost, type EntityBehavior, type Reply } from "./host.js";
+
+const Counter: EntityBehavior<{ n: number }, { type: "add" }, { type: "added" }> = {
+  type: "counter",
+  initial: { n: 0 },
+  decide: () => [{ type: "added" }],
+  fold: (s) => ({ n: s.n + 1 }),
+  readModel: () => [],
+  repair: () => [],
+};
+
+const PARTITIONS = 4;
+const log = createLogger("silent");
+const key = directKey("a server secret");
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function setup(): Promise<{ host: ActorHost; server: DirectServer; routes: DirectRoutes }> {
+  const store = new FileStore(mkdtempSync(path.join(tmpdir(), "direct-")));
+  await store.open();
+  const host = new ActorHost(store, log).register(Counter as unknown as EntityBehavior<unknown, unknown, unknown>);
+  const server = await serveDirect(host, { key, listenHost: "127.0.0.1", listenPort: 0, advertiseHost: "127.0.0.1", partitions: PARTITIONS }, log);
+  const routes = new DirectRoutes(key, PARTITIONS, log);
+  cleanups.push(
+    () => host.stop(),
+    () => server.close(),
+    () => routes.close(),
+  );
+  return { host, server, routes };
+}
+
+/** Sends one command through the routes: its reply, why it went back ("moved", "lost"), or "no route". */
+function send(routes: DirectRoutes, id: string): Promise<Reply<unknown> | "moved" | "lost" | "no route"> {
+  return new Promise((resolve) => {
+    const sent = routes.send({ c: `c-${id}-${Math.random()}`, t: Counter.type, i: id, m: { type: "add" } }, resolve, resolve);
+    if (!sent) resolve("no route");
+  });
+}
+
+const shardOf = (id: string) => partitionFor(`${Counter.type}:${id}`, PARTITIONS);
+
+describe("direct commands", () => {
+  it("are answered by the host that serves the partition, and sent back where it does not", async () => {
+    const { host, server, routes } = await setup();
+    host.own([0, 1, 2, 3]);
+    expect(await send(routes, "a")).toBe("no route");
+    routes.learn(shardOf("a"), server.address);
+    expect(await send(routes, "a")).toEqual({ ok: true, state: { n: 1 } });
+    expect(await send(routes, "a")).toEqual({ ok: true, state: { n: 2 } });
+    // The partition moved away: the host answers "moved", and the route is forgotten.
+    host.own([0, 1, 2, 3].filter((p) => p !== shardOf("a")));
+    expect(await send(routes, "a")).toBe("moved");
+    expect(await send(routes, "a")).toBe("no route");
+  });
+
+  it("close the link of a peer without the server secret's proof: its commands go back", async () => {
+    const { host, server } = await setup();
+    host.own([0, 1, 2, 3]);
+    const stranger = new DirectRoutes(directKey("another secret"), PARTITIONS, log);
+    cleanups.push(() => stranger.close());
+    stranger.learn(shardOf("b"), server.address);
+    expect(await send(stranger, "b")).toBe("lost");
+    // The address failed: what the replies teach about it is ignored for a while.
+    stranger.learn(shardOf("b"), server.address);
+    expect(await send(stranger, "b")).toBe("no route");
+  });
+
+  it("close a connection that announces a frame past the limit, or sends no proof", async () => {
+    const { server } = await setup();
+    const port = Number(server.address.split(":")[1]);
+    const closed = (write: (s: net.Socket, hello: Buffer) => void) =>
+      new Promise<void>((resolve) => {
+        const s = net.connect({ host: "127.0.0.1", port });
+        s.once("data", (hello) => write(s, hello));
+        s.on("error", () => undefined);
+        s.on("close", () => resolve());
+      });
+    // A right proof, then a frame header past MAX_FRAME_BYTES.
+    await closed((s, hello) => {
+      s.write(createHmac("sha256", key).update(hello.subarray(4, 36)).digest());
+      const head = Buffer.alloc(4);
+      head.writeUInt32BE(MAX_FRAME_BYTES + 1);
+      s.write(head);
+    });
+    // A wrong proof.
+    await closed((s) => s.write(Buffer.alloc(32)));
+  });
+});
