@@ -15,7 +15,7 @@ import { partitionFor, type Bus, type BusMessage, type Consumer } from "../src/b
 import { randomToken } from "../src/ids.js";
 import type { Logger } from "../src/log.js";
 import type { Topics } from "../src/bus/topics.js";
-import type { DirectRoutes } from "./direct.js";
+import type { DirectRoutes, DirectServer } from "./direct.js";
 import { entity, type EntityRef } from "./entity.js";
 import type { ActorHost, Reply } from "./host.js";
 
@@ -164,8 +164,8 @@ export async function serveCommands(
   actors: ActorHost,
   log: Logger,
   onAssigned: (partitions: readonly number[]) => void = () => undefined,
-  /** This host's address for direct commands, named in its replies; undefined when it serves none. */
-  directAddress?: string,
+  /** This host's direct commands (its address named in its replies); undefined when it serves none. */
+  direct?: Pick<DirectServer, "address" | "ran">,
 ): Promise<Consumer> {
   /** Told commands being handed over again, by partition and offset: since when. */
   const failing = new Map<string, number>();
@@ -184,13 +184,19 @@ export async function serveCommands(
       // The shard's epoch first: every append of this command is fenced by it.
       await actors.ready(m.partition);
       const envelope = decode<CommandEnvelope>(m.value);
-      const reply: Reply<unknown> = actors.runs(envelope.type)
-        ? await actors.ask(entity(envelope.type), envelope.id, envelope.command).catch((e: unknown) => ({
-            ok: false as const,
-            rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
-          }))
-        : { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${envelope.type}` } };
       const replyTo = m.headers["reply-to"];
+      // A command this host already ran from a gateway's direct link, sent again by Kafka when the
+      // link failed, is answered as it was; one that could not be taken then runs now.
+      const earlier = replyTo ? await direct?.ran(m.headers.correlation ?? "") : undefined;
+      const reply: Reply<unknown> =
+        earlier && (earlier.ok || earlier.rejection.code !== Code.Unavailable)
+          ? earlier
+          : actors.runs(envelope.type)
+            ? await actors.ask(entity(envelope.type), envelope.id, envelope.command).catch((e: unknown) => ({
+                ok: false as const,
+                rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
+              }))
+            : { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${envelope.type}` } };
       // A command nobody waits for (a report, an enqueue, a video told how its job ended) that the
       // entity could not take now (its store is down) is not dropped: the bus hands it over again,
       // for up to TOLD_RETRY_MS, after which it is dropped with an error (an entity that can never
@@ -207,7 +213,7 @@ export async function serveCommands(
       failing.delete(id);
       if (replyTo) {
         const headers: Record<string, string> = { "reply-to": replyTo, correlation: m.headers.correlation ?? "" };
-        if (directAddress !== undefined) Object.assign(headers, { direct: directAddress, partition: String(m.partition) });
+        if (direct) Object.assign(headers, { direct: direct.address, partition: String(m.partition) });
         await bus.publish(topics.replies, [{ key: replyTo, value: encode(reply), headers }]);
       }
     },

@@ -7,9 +7,12 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { partitionFor } from "../src/bus/port.js";
+import { MemoryBus } from "../src/bus/memory-bus.js";
+import { partitionFor, type BusMessage } from "../src/bus/port.js";
+import { topicsFor } from "../src/bus/topics.js";
 import { createLogger } from "../src/log.js";
 import { FileStore } from "../src/store/file-store.js";
+import { serveCommands } from "./commands.js";
 import { directKey, DirectRoutes, MAX_FRAME_BYTES, serveDirect, type DirectServer } from "./direct.js";
 import { ActorHost, type EntityBehavior, type Reply } from "./host.js";
 
@@ -30,7 +33,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(): Promise<{ host: ActorHost; server: DirectServer; routes: DirectRoutes }> {
+async function setup(): Promise<{ host: ActorHost; server: DirectServer; routes: DirectRoutes; store: FileStore }> {
   const store = new FileStore(mkdtempSync(path.join(tmpdir(), "direct-")));
   await store.open();
   const host = new ActorHost(store, log).register(Counter as unknown as EntityBehavior<unknown, unknown, unknown>);
@@ -41,7 +44,7 @@ async function setup(): Promise<{ host: ActorHost; server: DirectServer; routes:
     () => server.close(),
     () => routes.close(),
   );
-  return { host, server, routes };
+  return { host, server, routes, store };
 }
 
 /** Sends one command through the routes: its reply, why it went back ("moved", "lost"), or "no route". */
@@ -99,5 +102,46 @@ describe("direct commands", () => {
     });
     // A wrong proof.
     await closed((s) => s.write(Buffer.alloc(32)));
+  });
+
+  it("a command a host ran from a link and then got again by Kafka (same correlation) is answered as it was, not run twice", async () => {
+    const { host, server, routes } = await setup();
+    const bus = new MemoryBus();
+    await bus.start();
+    const topics = topicsFor("d");
+    await bus.ensureTopics([
+      { topic: topics.commands, partitions: PARTITIONS },
+      { topic: topics.replies, partitions: 1 },
+    ]);
+    const consumer = await serveCommands(bus, topics, host, log, () => undefined, server);
+    const replies: BusMessage[] = [];
+    const reader = await bus.consume({ topic: topics.replies, group: "test", handler: async (m) => void replies.push(m) });
+    cleanups.push(
+      () => bus.close(),
+      () => consumer.stop(),
+      () => reader.stop(),
+    );
+    await expect.poll(() => host.serves(shardOf("d"))).toBe(true);
+    routes.learn(shardOf("d"), server.address);
+    const correlation = "c-lost-link";
+    const direct = await new Promise((resolve) => routes.send({ c: correlation, t: Counter.type, i: "d", m: { type: "add" } }, resolve, resolve));
+    expect(direct).toEqual({ ok: true, state: { n: 1 } });
+    const byKafka = (c: string) =>
+      bus.publish(topics.commands, [
+        {
+          key: `${Counter.type}:d`,
+          value: Buffer.from(JSON.stringify({ type: Counter.type, id: "d", command: { type: "add" } })),
+          headers: { "reply-to": "gw", correlation: c },
+        },
+      ]);
+    await byKafka(correlation);
+    await expect.poll(() => replies.length).toBe(1);
+    expect(JSON.parse(Buffer.from(replies[0]!.value).toString())).toEqual({ ok: true, state: { n: 1 } });
+    // The routes learn the host's address from its replies by Kafka.
+    expect(replies[0]!.headers).toMatchObject({ direct: server.address, partition: String(shardOf("d")) });
+    // Another command (another correlation) runs.
+    await byKafka("c-other");
+    await expect.poll(() => replies.length).toBe(2);
+    expect(JSON.parse(Buffer.from(replies[1]!.value).toString())).toEqual({ ok: true, state: { n: 2 } });
   });
 });

@@ -10,7 +10,8 @@
 // - A connection that closes, or is silent for LINK_SILENCE_MS though pinged every second, hands
 //   every command waiting on it to Kafka: at least once, as when Kafka redelivers the commands of
 //   a host killed before it committed their offsets (creates of one id with the same request are
-//   answered with the entity, not a second one).
+//   answered with the entity, not a second one). The host that ran it from the link answers it from
+//   memory instead (DirectServer.ran): a command runs twice only where its partition moved.
 // Only gateways send direct commands: an encoder node's tells and asks of one job stay in the
 // partition's order on Kafka.
 // The link: the host sends "MDC1" and a 32-byte nonce; the gateway answers HMAC-SHA256 of it under
@@ -101,8 +102,18 @@ const hostPort = (host: string, port: number): string => (host.includes(":") ? `
 export interface DirectServer {
   /** Where gateways reach this host: advertised host and bound port. */
   readonly address: string;
+  /**
+   * The reply of a command this host ran, or is running, from a direct link in the last
+   * RUN_MEMORY_MS, by its correlation id: the same command handed to Kafka after its link failed
+   * (a gateway sends it with the same correlation) is answered with it instead of running twice.
+   */
+  ran(correlation: string): Promise<Reply<unknown>> | undefined;
   close(): Promise<void>;
 }
+
+/** How long a host remembers the commands it ran from direct links. */
+export const RUN_MEMORY_MS = 60_000;
+const RUN_MEMORY_MAX = 100_000;
 
 export interface DirectServerOptions {
   readonly key: Buffer;
@@ -116,6 +127,17 @@ export interface DirectServerOptions {
 /** Serves gateways' commands for the partitions the host owns; "moved" for the others. */
 export async function serveDirect(actors: ActorHost, options: DirectServerOptions, log: Logger): Promise<DirectServer> {
   const sockets = new Set<net.Socket>();
+  /** Commands run from direct links, by correlation, in the order they came: their replies, and when. */
+  const runs = new Map<string, { readonly reply: Promise<Reply<unknown>>; readonly at: number }>();
+  const forgetOld = () => {
+    const before = Date.now() - RUN_MEMORY_MS;
+    for (const [c, run] of runs) {
+      if (run.at >= before && runs.size <= RUN_MEMORY_MAX) break;
+      runs.delete(c);
+    }
+  };
+  const sweeper = setInterval(forgetOld, 10_000);
+  sweeper.unref();
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.setNoDelay(true);
@@ -147,10 +169,15 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
       } catch {
         return { c, moved: true };
       }
-      const reply: Reply<unknown> = await actors.ask(entity(t), i, m).catch((e: unknown) => ({
-        ok: false as const,
-        rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
-      }));
+      const running = actors
+        .ask(entity(t), i, m)
+        .catch((e: unknown): Reply<unknown> => ({
+          ok: false,
+          rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
+        }));
+      runs.set(c, { reply: running, at: Date.now() });
+      if (runs.size > RUN_MEMORY_MAX) forgetOld();
+      const reply = await running;
       // Refused because a newer owner has the shard: that owner answers it, by Kafka.
       if (!reply.ok && !actors.serves(shard)) return { c, moved: true };
       return { c, r: reply };
@@ -192,8 +219,10 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
   log.info({ address, listen: hostPort(options.listenHost, port) }, "direct commands served");
   return {
     address,
+    ran: (correlation) => runs.get(correlation)?.reply,
     close: () =>
       new Promise<void>((resolve) => {
+        clearInterval(sweeper);
         server.close(() => resolve());
         for (const s of sockets) s.destroy();
       }),

@@ -357,7 +357,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
           redispatchAfterRestart(store, host, assigned, partitions, log).catch((e: unknown) => log.warn({ err: e }, "unfinished jobs not handed out again"));
         }
       },
-      directServer?.address,
+      directServer,
     );
     log.info({ mode: config.mode }, "actor host ready");
   }
