@@ -169,12 +169,10 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
       } catch {
         return { c, moved: true };
       }
-      const running = actors
-        .ask(entity(t), i, m)
-        .catch((e: unknown): Reply<unknown> => ({
-          ok: false,
-          rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
-        }));
+      const running = actors.ask(entity(t), i, m).catch((e: unknown): Reply<unknown> => ({
+        ok: false,
+        rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
+      }));
       runs.set(c, { reply: running, at: Date.now() });
       if (runs.size > RUN_MEMORY_MAX) forgetOld();
       const reply = await running;
