@@ -17,13 +17,13 @@ import type { Logger } from "../src/log.js";
 import type { Topics } from "../src/bus/topics.js";
 import type { DirectRoutes, DirectServer } from "./direct.js";
 import { entity, type EntityRef } from "./entity.js";
-import type { ActorHost, Reply } from "./host.js";
+import type { ActorHost, AskOptions, Reply } from "./host.js";
 
 export { topicsFor, type Topics } from "../src/bus/topics.js";
 
 /** Something that runs a command on an entity's actor, wherever that actor lives. */
 export interface EntityCommands {
-  ask<C, R>(ref: EntityRef<C, R>, id: string, command: C): Promise<Reply<R>>;
+  ask<C, R>(ref: EntityRef<C, R>, id: string, command: C, options?: AskOptions): Promise<Reply<R>>;
 }
 
 interface CommandEnvelope {
@@ -79,7 +79,7 @@ export class CommandClient implements EntityCommands {
     this.direct?.close();
   }
 
-  async ask<C, R>(ref: EntityRef<C, R>, id: string, command: C): Promise<Reply<R>> {
+  async ask<C, R>(ref: EntityRef<C, R>, id: string, command: C, options?: AskOptions): Promise<Reply<R>> {
     const correlation = randomToken(16);
     const reply = new Promise<Reply<R>>((resolve) => {
       const timer = setTimeout(() => {
@@ -100,6 +100,7 @@ export class CommandClient implements EntityCommands {
         delete p.forget;
         byBus();
       },
+      options?.fresh,
     );
     if (forget) this.pending.get(correlation)!.forget = forget;
     else byBus();
@@ -134,7 +135,8 @@ export class CommandClient implements EntityCommands {
     // The host that answered serves that partition, and takes commands straight (actors/direct.ts).
     const address = m.headers.direct;
     const partition = Number(m.headers.partition);
-    if (this.direct && address && Number.isInteger(partition)) this.direct.learn(partition, address);
+    const epoch = m.headers.epoch ? Number(m.headers.epoch) : undefined;
+    if (this.direct && address && Number.isInteger(partition)) this.direct.learn(partition, address, Number.isInteger(epoch) ? epoch : undefined);
     this.settle(m.headers.correlation ?? "", decode<Reply<unknown>>(m.value));
   }
 }
@@ -165,7 +167,7 @@ export async function serveCommands(
   log: Logger,
   onAssigned: (partitions: readonly number[]) => void = () => undefined,
   /** This host's direct commands (its address named in its replies); undefined when it serves none. */
-  direct?: Pick<DirectServer, "address" | "ran">,
+  direct?: Pick<DirectServer, "address" | "ran" | "remember">,
 ): Promise<Consumer> {
   /** Told commands being handed over again, by partition and offset: since when. */
   const failing = new Map<string, number>();
@@ -187,16 +189,22 @@ export async function serveCommands(
       const replyTo = m.headers["reply-to"];
       // A command this host already ran from a gateway's direct link, sent again by Kafka when the
       // link failed, is answered as it was; one that could not be taken then runs now.
-      const earlier = replyTo ? await direct?.ran(m.headers.correlation ?? "") : undefined;
-      const reply: Reply<unknown> =
-        earlier && (earlier.ok || earlier.rejection.code !== Code.Unavailable)
-          ? earlier
-          : actors.runs(envelope.type)
-            ? await actors.ask(entity(envelope.type), envelope.id, envelope.command).catch((e: unknown) => ({
-                ok: false as const,
-                rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
-              }))
-            : { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${envelope.type}` } };
+      const correlation = m.headers.correlation ?? "";
+      const earlier = replyTo ? direct?.ran(correlation) : undefined;
+      const answered = earlier && (await earlier);
+      let reply: Reply<unknown>;
+      if (answered && (answered.ok || answered.rejection.code !== Code.Unavailable)) reply = answered;
+      else {
+        const running: Promise<Reply<unknown>> = actors.runs(envelope.type)
+          ? actors.ask(entity(envelope.type), envelope.id, envelope.command).catch((e: unknown) => ({
+              ok: false as const,
+              rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
+            }))
+          : Promise.resolve({ ok: false, rejection: { code: Code.Internal, message: `no actor of type ${envelope.type}` } });
+        // A direct copy of it that comes late is answered with this reply, not run again.
+        if (replyTo) direct?.remember(correlation, running);
+        reply = await running;
+      }
       // A command nobody waits for (a report, an enqueue, a video told how its job ended) that the
       // entity could not take now (its store is down) is not dropped: the bus hands it over again,
       // for up to TOLD_RETRY_MS, after which it is dropped with an error (an entity that can never
@@ -213,7 +221,7 @@ export async function serveCommands(
       failing.delete(id);
       if (replyTo) {
         const headers: Record<string, string> = { "reply-to": replyTo, correlation: m.headers.correlation ?? "" };
-        if (direct) Object.assign(headers, { direct: direct.address, partition: String(m.partition) });
+        if (direct) Object.assign(headers, { direct: direct.address, partition: String(m.partition), epoch: String(actors.epochOf(m.partition) ?? "") });
         await bus.publish(topics.replies, [{ key: replyTo, value: encode(reply), headers }]);
       }
     },

@@ -144,4 +144,55 @@ describe("direct commands", () => {
     await expect.poll(() => replies.length).toBe(2);
     expect(JSON.parse(Buffer.from(replies[1]!.value).toString())).toEqual({ ok: true, state: { n: 2 } });
   });
+
+  it("start the actor of a fresh create empty, without recovery reads, only when it was sent for the host's epoch", async () => {
+    class EpochStore extends FileStore {
+      epochs = 0;
+      reads = 0;
+      async takeEpoch(): Promise<number> {
+        return ++this.epochs;
+      }
+      override async latestSnapshot(key: string) {
+        this.reads++;
+        return super.latestSnapshot(key);
+      }
+      override async events(key: string, afterSeq: number) {
+        this.reads++;
+        return super.events(key, afterSeq);
+      }
+    }
+    const store = new EpochStore(mkdtempSync(path.join(tmpdir(), "direct-fresh-")));
+    await store.open();
+    const host = new ActorHost(store, log, 10_000, undefined, { scope: "s", partitions: PARTITIONS }).register(
+      Counter as unknown as EntityBehavior<unknown, unknown, unknown>,
+    );
+    const server = await serveDirect(host, { key, listenHost: "127.0.0.1", listenPort: 0, advertiseHost: "127.0.0.1", partitions: PARTITIONS }, log);
+    const routes = new DirectRoutes(key, PARTITIONS, log);
+    cleanups.push(
+      () => host.stop(),
+      () => server.close(),
+      () => routes.close(),
+    );
+    host.own([0, 1, 2, 3]);
+    for (const p of [0, 1, 2, 3]) await host.ready(p);
+    const sendFresh = (id: string) =>
+      new Promise((resolve) => routes.send({ c: `c-${id}`, t: Counter.type, i: id, m: { type: "add" } }, resolve, resolve, true));
+    const epoch = host.epochOf(shardOf("f1"))!;
+    expect(epoch).toBeGreaterThan(0);
+
+    routes.learn(shardOf("f1"), server.address, epoch);
+    expect(await sendFresh("f1")).toEqual({ ok: true, state: { n: 1 } });
+    expect(store.reads).toBe(0);
+    // Sent for another epoch (the host took the shard again since): recovered as any entity is.
+    routes.learn(shardOf("f2"), server.address, epoch + 1);
+    expect(await sendFresh("f2")).toEqual({ ok: true, state: { n: 1 } });
+    expect(store.reads).toBe(2);
+    // Without the gateway's word that the id is new: recovered.
+    routes.learn(shardOf("f3"), server.address, epoch);
+    expect(await new Promise((resolve) => routes.send({ c: "c-f3", t: Counter.type, i: "f3", m: { type: "add" } }, resolve, resolve))).toEqual({
+      ok: true,
+      state: { n: 1 },
+    });
+    expect(store.reads).toBe(4);
+  });
 });

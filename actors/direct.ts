@@ -12,6 +12,12 @@
 //   a host killed before it committed their offsets (creates of one id with the same request are
 //   answered with the entity, not a second one). The host that ran it from the link answers it from
 //   memory instead (DirectServer.ran): a command runs twice only where its partition moved.
+// - A create of an id the gateway minted at random for it is sent with the epoch the host last
+//   named for its partition; a host that still holds the partition by that epoch, and has not run
+//   the command from Kafka, starts the entity's actor empty (AskOptions.fresh): nobody else knows
+//   the id, and the only other copy that can have run is one handed to Kafka and run by a newer
+//   owner, whose rows win over this host's (the epoch in the write timestamp) and whose epoch
+//   refuses this host's commit. That saves the snapshot and journal reads of each such create.
 // Only gateways send direct commands: an encoder node's tells and asks of one job stay in the
 // partition's order on Kafka.
 // The link: the host sends "MDC1" and a 32-byte nonce; the gateway answers HMAC-SHA256 of it under
@@ -49,13 +55,21 @@ export function directKey(serverSecret: string): Buffer {
 const proofOf = (key: Buffer, nonce: Buffer): Buffer => createHmac("sha256", key).update(nonce).digest();
 
 interface CommandFrame {
+  /** correlation id, type, entity id, command */
   readonly c: string;
   readonly t: string;
   readonly i: string;
   readonly m: unknown;
+  /** 1: the create of an id minted at random for it (AskOptions.fresh), sent for the epoch `e`. */
+  readonly f?: 1;
+  /** The shard's epoch the gateway last heard of from the host. */
+  readonly e?: number;
 }
 type ToHost = CommandFrame | { readonly ping: number };
-type ToGateway = { readonly c: string; readonly r: Reply<unknown> } | { readonly c: string; readonly moved: true } | { readonly pong: number };
+type ToGateway =
+  | { readonly c: string; readonly r: Reply<unknown>; readonly e?: number | undefined }
+  | { readonly c: string; readonly moved: true }
+  | { readonly pong: number };
 
 const frame = (value: unknown): Buffer => {
   const body = Buffer.from(JSON.stringify(value), "utf8");
@@ -108,6 +122,8 @@ export interface DirectServer {
    * (a gateway sends it with the same correlation) is answered with it instead of running twice.
    */
   ran(correlation: string): Promise<Reply<unknown>> | undefined;
+  /** A command this host runs from Kafka for an asker: a late direct copy of it is answered with its reply. */
+  remember(correlation: string, reply: Promise<Reply<unknown>>): void;
   close(): Promise<void>;
 }
 
@@ -136,6 +152,10 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
       runs.delete(c);
     }
   };
+  const remember = (c: string, reply: Promise<Reply<unknown>>) => {
+    runs.set(c, { reply, at: Date.now() });
+    if (runs.size > RUN_MEMORY_MAX) forgetOld();
+  };
   const sweeper = setInterval(forgetOld, 10_000);
   sweeper.unref();
   const server = net.createServer((socket) => {
@@ -159,7 +179,7 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
       }
       void serveOne(f as CommandFrame).then(send);
     });
-    const serveOne = async ({ c, t, i, m }: CommandFrame): Promise<ToGateway> => {
+    const serveOne = async ({ c, t, i, m, f, e }: CommandFrame): Promise<ToGateway> => {
       const shard = partitionFor(`${t}:${i}`, options.partitions);
       if (!actors.serves(shard)) return { c, moved: true };
       if (!actors.runs(t)) return { c, r: { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${t}` } } };
@@ -169,16 +189,25 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
       } catch {
         return { c, moved: true };
       }
-      const running = actors.ask(entity(t), i, m).catch((e: unknown): Reply<unknown> => ({
-        ok: false,
-        rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
-      }));
-      runs.set(c, { reply: running, at: Date.now() });
-      if (runs.size > RUN_MEMORY_MAX) forgetOld();
+      const epoch = actors.epochOf(shard);
+      // Already run here from Kafka (its link had failed, and the frame came late): not again.
+      const earlier = runs.get(c);
+      if (earlier) return { c, r: await earlier.reply, e: epoch };
+      // A create of a new id, sent while this host held the shard by the same epoch: no other
+      // copy can have run but one on a newer owner, whose rows win over this host's and whose epoch
+      // refuses its commit; so its actor starts empty, without recovery reads (AskOptions.fresh).
+      const fresh = f === 1 && e !== undefined && e === epoch;
+      const running = actors
+        .ask(entity(t), i, m, fresh ? { fresh } : undefined)
+        .catch((err: unknown): Reply<unknown> => ({
+          ok: false,
+          rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(err as Error).message}` },
+        }));
+      remember(c, running);
       const reply = await running;
       // Refused because a newer owner has the shard: that owner answers it, by Kafka.
       if (!reply.ok && !actors.serves(shard)) return { c, moved: true };
-      return { c, r: reply };
+      return { c, r: reply, e: epoch };
     };
     socket.on("data", (chunk: Buffer) => {
       if (hello !== undefined) {
@@ -218,6 +247,7 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
   return {
     address,
     ran: (correlation) => runs.get(correlation)?.reply,
+    remember,
     close: () =>
       new Promise<void>((resolve) => {
         clearInterval(sweeper);
@@ -230,7 +260,7 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
 // ── gateway side ──
 
 interface Waiting {
-  readonly answer: (reply: Reply<unknown>) => void;
+  readonly answer: (reply: Reply<unknown>, epoch: number | undefined) => void;
   readonly fallback: (reason: "moved" | "lost") => void;
 }
 
@@ -317,13 +347,14 @@ class Link {
     if (!w) return;
     this.waiting.delete(f.c);
     if ("moved" in f) w.fallback("moved");
-    else w.answer(f.r);
+    else w.answer(f.r, f.e);
   }
 }
 
 /** The gateway's routes: which host serves each partition, as the replies by Kafka taught it. */
 export class DirectRoutes {
-  private readonly routes = new Map<number, string>();
+  /** Per partition: the host serving it, and the epoch it holds it by, as its last reply said. */
+  private readonly routes = new Map<number, { readonly address: string; epoch: number | undefined }>();
   private readonly links = new Map<string, Link>();
   private readonly failedAt = new Map<string, number>();
 
@@ -333,33 +364,47 @@ export class DirectRoutes {
     private readonly log: Logger,
   ) {}
 
-  /** A reply by Kafka came from the host at this address, which serves this partition. */
-  learn(partition: number, address: string): void {
-    if (this.routes.get(partition) === address) return;
+  /** A reply by Kafka came from the host at this address, which serves this partition by this epoch. */
+  learn(partition: number, address: string, epoch?: number): void {
+    const known = this.routes.get(partition);
+    if (known?.address === address) {
+      known.epoch = epoch;
+      return;
+    }
     const failed = this.failedAt.get(address);
     if (failed !== undefined && Date.now() - failed < COOL_DOWN_MS) return;
-    this.routes.set(partition, address);
+    this.routes.set(partition, { address, epoch });
   }
 
   /**
-   * Sends the command straight to the host serving its partition, when one is known; false when
-   * none is (the caller sends it by Kafka). Exactly one of answer and fallback is called later,
-   * unless the command is forgotten first.
+   * Sends the command straight to the host serving its partition, when one is known; undefined
+   * when none is (the caller sends it by Kafka); else a function that forgets it. Exactly one of
+   * answer and fallback is called later, unless the command is forgotten first. `fresh`: a create
+   * of an id minted at random for it (AskOptions.fresh), which the host may run without recovery
+   * reads if it still holds the partition by the epoch this gateway knows.
    */
-  send(command: CommandFrame, answer: Waiting["answer"], fallback: Waiting["fallback"]): (() => void) | undefined {
+  send(
+    command: Omit<CommandFrame, "f" | "e">,
+    answer: (reply: Reply<unknown>) => void,
+    fallback: Waiting["fallback"],
+    fresh = false,
+  ): (() => void) | undefined {
     const partition = partitionFor(`${command.t}:${command.i}`, this.partitions);
-    const address = this.routes.get(partition);
-    if (address === undefined) return undefined;
+    const route = this.routes.get(partition);
+    if (route === undefined) return undefined;
+    const { address } = route;
     let link = this.links.get(address);
     if (!link) this.links.set(address, (link = new Link(address, this.key, (l) => this.closed(l))));
     const on = link;
-    on.send(command, {
-      answer: (reply) => {
+    const frame: CommandFrame = fresh && route.epoch !== undefined ? { ...command, f: 1, e: route.epoch } : command;
+    on.send(frame, {
+      answer: (reply, epoch) => {
         directCommands.inc({ outcome: "answered" });
+        if (this.routes.get(partition) === route) route.epoch = epoch;
         answer(reply);
       },
       fallback: (reason) => {
-        if (reason === "moved" && this.routes.get(partition) === address) this.routes.delete(partition);
+        if (reason === "moved" && this.routes.get(partition) === route) this.routes.delete(partition);
         directCommands.inc({ outcome: reason });
         fallback(reason);
       },
@@ -374,7 +419,7 @@ export class DirectRoutes {
   private closed(link: Link): void {
     if (this.links.get(link.address) === link) this.links.delete(link.address);
     this.failedAt.set(link.address, Date.now());
-    for (const [partition, address] of [...this.routes]) if (address === link.address) this.routes.delete(partition);
+    for (const [partition, route] of [...this.routes]) if (route.address === link.address) this.routes.delete(partition);
     this.log.warn({ address: link.address, waiting: link.waiting.size }, "direct commands: link to an actor host closed; its commands go by Kafka");
   }
 }

@@ -138,10 +138,22 @@ class OwnRows<S> {
   }
 }
 
+export interface AskOptions {
+  /**
+   * The id is new: minted at random for this create by the gateway that sends it, and this is the
+   * only copy of the command this host has run under the epoch it was sent for (actors/direct.ts
+   * checks both). No event of the entity can exist where this host's appends would not win or be
+   * refused, so its actor starts empty instead of reading its snapshot and journal.
+   */
+  readonly fresh?: boolean;
+}
+
 /** nact's persistence engine over the store port. */
 class StoreEngine {
   /** The last seq of each entity's journal, as recovered or appended here: the next entry is one more. */
   readonly seqs = new Map<string, number>();
+  /** Entities spawned for a create of an id nobody has used (ActorHost.ask's `fresh`): no recovery reads. */
+  readonly fresh = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -150,7 +162,7 @@ class StoreEngine {
   ) {}
 
   events(key: string, offset: number) {
-    const load = this.store.events(key, offset);
+    const load = this.fresh.delete(key) ? Promise.resolve([]) : this.store.events(key, offset);
     return {
       reduce: async <A>(f: (acc: Promise<A>, e: unknown, i: number) => Promise<A>, init: Promise<A>) => {
         const events = await load;
@@ -165,7 +177,7 @@ class StoreEngine {
   }
 
   async latestSnapshot(key: string) {
-    const s = await this.store.latestSnapshot(key);
+    const s = this.fresh.has(key) ? undefined : await this.store.latestSnapshot(key);
     this.seqs.set(key, s?.seq ?? 0);
     return s ? { data: s.data, sequenceNumber: s.seq } : undefined;
   }
@@ -248,6 +260,12 @@ export class ActorHost {
     for (const shard of shards) if (!this.owned.has(shard)) this.take(shard);
   }
 
+  /** The epoch this host holds the shard by, once taken and while not lost; undefined otherwise. */
+  epochOf(shard: number): number | undefined {
+    const owned = this.owned.get(shard);
+    return owned?.lost ? undefined : owned?.taken;
+  }
+
   /**
    * Whether this host serves the shard's commands now: assigned at the last rebalance, and no append
    * there found a newer owner since. Direct commands (actors/direct.ts) for other shards go back.
@@ -320,11 +338,14 @@ export class ActorHost {
    * Sends a command to the entity's actor, spawning (and recovering) it when needed. The reference
    * names a registered type; a behaviour given itself is registered on first use (specs do that).
    */
-  async ask<C, R>(ref: EntityRef<C, R>, id: string, command: C): Promise<Reply<R>> {
+  async ask<C, R>(ref: EntityRef<C, R>, id: string, command: C, options?: AskOptions): Promise<Reply<R>> {
     const behavior = this.behaviorOf(ref);
     const key = `${behavior.type}:${id}`;
     let actor = this.refs.get(key);
     if (!actor) {
+      // Recovery reads are skipped only for an id its asker vouches nobody has used (AskOptions).
+      if (options?.fresh === true && !this.unsure.has(key)) this.engine.fresh.add(key);
+      else this.engine.fresh.delete(key);
       // A fresh name each spawn: an evicted incarnation may still be stopping under the old one.
       const name = `${key.replace(/[^A-Za-z0-9_-]/g, "_")}_${++this.incarnations}`;
       actor = spawnPersistent(this.system, this.actorFunction(behavior, key), key, name, {

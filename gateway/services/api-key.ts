@@ -60,7 +60,8 @@ export function apiKeyService(d: ServiceDeps): ServiceImpl<typeof APIKeyService>
         ...(expiresAt !== undefined ? { expiresAt } : {}),
         ...secretFields(secret, d.box.hashSecret(secret)),
       };
-      const state = accepted(await d.actors.ask(ApiKey, id, { type: "create", id, at: Date.now(), request }));
+      // An id minted here for this call is new: its actor needs no recovery reads (AskOptions.fresh).
+      const state = accepted(await d.actors.ask(ApiKey, id, { type: "create", id, at: Date.now(), request }, { fresh: label === undefined }));
       return { apiKey: apiKeyMessage(state.key!), secret };
     },
     async get(req, ctx) {

@@ -366,7 +366,9 @@ export function jobService(d: ServiceDeps): ServiceImpl<typeof JobService> {
         await managedVideo(d, request, id, at);
       }
       // The job's actor decides the job from the request: its outputs' locations, its fee, its state.
-      const job = accepted(await d.actors.ask(JobEntity, id, { type: "create", id, at, request }));
+      // A job id minted here for this call is new, unless its managed video's outbox creates it too.
+      const fresh = key === undefined && !request.managed;
+      const job = accepted(await d.actors.ask(JobEntity, id, { type: "create", id, at, request }, { fresh }));
       return { job: jobMessage(job), ...(job.managed ? { videoId: job.managed.videoId } : {}) };
     },
 
