@@ -197,12 +197,10 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
       // copy can have run but one on a newer owner, whose rows win over this host's and whose epoch
       // refuses its commit; so its actor starts empty, without recovery reads (AskOptions.fresh).
       const fresh = f === 1 && e !== undefined && e === epoch;
-      const running = actors
-        .ask(entity(t), i, m, fresh ? { fresh } : undefined)
-        .catch((err: unknown): Reply<unknown> => ({
-          ok: false,
-          rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(err as Error).message}` },
-        }));
+      const running = actors.ask(entity(t), i, m, fresh ? { fresh } : undefined).catch((err: unknown): Reply<unknown> => ({
+        ok: false,
+        rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(err as Error).message}` },
+      }));
       remember(c, running);
       const reply = await running;
       // Refused because a newer owner has the shard: that owner answers it, by Kafka.
