@@ -127,9 +127,13 @@ export interface DirectServer {
   close(): Promise<void>;
 }
 
-/** How long a host remembers the commands it ran from direct links. */
-export const RUN_MEMORY_MS = 60_000;
-const RUN_MEMORY_MAX = 100_000;
+/**
+ * How long a host remembers the asks it ran (from links, and from Kafka while it serves links), and
+ * how many at most: a copy comes within seconds (a link is given up after LINK_SILENCE_MS), and each
+ * entry holds its reply.
+ */
+export const RUN_MEMORY_MS = 30_000;
+const RUN_MEMORY_MAX = 50_000;
 
 export interface DirectServerOptions {
   readonly key: Buffer;
