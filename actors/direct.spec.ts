@@ -33,10 +33,14 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(): Promise<{ host: ActorHost; server: DirectServer; routes: DirectRoutes; store: FileStore }> {
-  const store = new FileStore(mkdtempSync(path.join(tmpdir(), "direct-")));
+/** A host (fencing by epoch when its store takes epochs), its direct server and a gateway's routes. */
+async function setup<S extends FileStore>(
+  store: S = new FileStore(mkdtempSync(path.join(tmpdir(), "direct-"))) as S,
+): Promise<{ host: ActorHost; server: DirectServer; routes: DirectRoutes; store: S }> {
   await store.open();
-  const host = new ActorHost(store, log).register(Counter as unknown as EntityBehavior<unknown, unknown, unknown>);
+  const host = new ActorHost(store, log, 10_000, undefined, { scope: "s", partitions: PARTITIONS }).register(
+    Counter as unknown as EntityBehavior<unknown, unknown, unknown>,
+  );
   const server = await serveDirect(host, { key, listenHost: "127.0.0.1", listenPort: 0, advertiseHost: "127.0.0.1", partitions: PARTITIONS }, log);
   const routes = new DirectRoutes(key, PARTITIONS, log);
   cleanups.push(
@@ -161,18 +165,7 @@ describe("direct commands", () => {
         return super.events(key, afterSeq);
       }
     }
-    const store = new EpochStore(mkdtempSync(path.join(tmpdir(), "direct-fresh-")));
-    await store.open();
-    const host = new ActorHost(store, log, 10_000, undefined, { scope: "s", partitions: PARTITIONS }).register(
-      Counter as unknown as EntityBehavior<unknown, unknown, unknown>,
-    );
-    const server = await serveDirect(host, { key, listenHost: "127.0.0.1", listenPort: 0, advertiseHost: "127.0.0.1", partitions: PARTITIONS }, log);
-    const routes = new DirectRoutes(key, PARTITIONS, log);
-    cleanups.push(
-      () => host.stop(),
-      () => server.close(),
-      () => routes.close(),
-    );
+    const { host, server, routes, store } = await setup(new EpochStore(mkdtempSync(path.join(tmpdir(), "direct-fresh-"))));
     host.own([0, 1, 2, 3]);
     for (const p of [0, 1, 2, 3]) await host.ready(p);
     const sendFresh = (id: string) =>

@@ -78,14 +78,23 @@ const frame = (value: unknown): Buffer => {
   return Buffer.concat([head, body]);
 };
 
-/** Cuts a byte stream into frames; false when a frame is too large (the caller closes the connection). */
+/** Cuts a byte stream into frames. */
 class FrameReader {
   private chunks: Buffer[] = [];
   private length = 0;
 
   constructor(private readonly onFrame: (value: unknown) => void) {}
 
-  push(chunk: Buffer): boolean {
+  /** Takes a chunk; false when the stream is broken (a frame too large, or not JSON): close the connection. */
+  feed(chunk: Buffer): boolean {
+    try {
+      return this.push(chunk);
+    } catch {
+      return false;
+    }
+  }
+
+  private push(chunk: Buffer): boolean {
     this.chunks.push(chunk);
     this.length += chunk.length;
     for (;;) {
@@ -227,13 +236,7 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
         if (rest.length === 0) return;
         chunk = rest;
       }
-      let ok: boolean;
-      try {
-        ok = reader.push(chunk);
-      } catch {
-        ok = false; // not JSON
-      }
-      if (!ok) socket.destroy();
+      if (!reader.feed(chunk)) socket.destroy();
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -299,13 +302,7 @@ class Link {
         if (rest.length === 0) return;
         chunk = rest;
       }
-      let ok: boolean;
-      try {
-        ok = reader.push(chunk);
-      } catch {
-        ok = false;
-      }
-      if (!ok) this.socket.destroy();
+      if (!reader.feed(chunk)) this.socket.destroy();
     });
     this.socket.on("error", () => undefined);
     this.socket.on("close", () => this.close());
