@@ -126,9 +126,9 @@ export interface DirectServer {
   /** Where gateways reach this host: advertised host and bound port. */
   readonly address: string;
   /**
-   * The reply of a command this host ran, or is running, from a direct link in the last
-   * RUN_MEMORY_MS, by its correlation id: the same command handed to Kafka after its link failed
-   * (a gateway sends it with the same correlation) is answered with it instead of running twice.
+   * The reply of an ask this host ran, or is running, in the last RUN_MEMORY_MS, by its correlation
+   * id: the same command handed to Kafka after its link failed (a gateway sends it with the same
+   * correlation) is answered with it instead of running twice.
    */
   ran(correlation: string): Promise<Reply<unknown>> | undefined;
   /** A command this host runs from Kafka for an asker: a late direct copy of it is answered with its reply. */
@@ -156,7 +156,7 @@ export interface DirectServerOptions {
 /** Serves gateways' commands for the partitions the host owns; "moved" for the others. */
 export async function serveDirect(actors: ActorHost, options: DirectServerOptions, log: Logger): Promise<DirectServer> {
   const sockets = new Set<net.Socket>();
-  /** Commands run from direct links, by correlation, in the order they came: their replies, and when. */
+  /** Asks run here (from links, and from Kafka), by correlation, in the order they came: their replies, and when. */
   const runs = new Map<string, { readonly reply: Promise<Reply<unknown>>; readonly at: number }>();
   const forgetOld = () => {
     const before = Date.now() - RUN_MEMORY_MS;
