@@ -371,6 +371,11 @@ export class KafkaBus implements Bus {
         consumer.seek({ topic, partition, offset: message.offset });
         return;
       }
+      // Handled already by this member, and the partition has not left it since (GROUP_JOIN drops
+      // what it loses): kafkajs read it again (an offset lookup retried after a leader moved has
+      // been seen to seek a partition back to its start). Not handled twice.
+      const after = handled.get(partition);
+      if (after !== undefined && BigInt(message.offset) < BigInt(after)) return;
       const busMessage = toBusMessage(topic, partition, message);
       // A handler may run for minutes (an encode): keep the membership alive meanwhile, or the
       // group would hand the partition to another member and the task would run twice.
