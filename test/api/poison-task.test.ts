@@ -100,7 +100,11 @@ describe.skipIf(TARGET === "cluster")("a task that kills its encoder node on eve
     expect(job.status).toBe("failed");
     expect(job.error_code).toBe("encoder_lost");
     expect(job.error_message).toContain("lost 3 times");
-    const failed = (await ok(call(server.base, "VideoService/Get", { id: video.id }, auth))).video;
+    // The video hears how its job ended from the job's outbox, just after the job's own write.
+    const failed = await until("the video failed", async () => {
+      const v = (await ok(call(server!.base, "VideoService/Get", { id: video.id }, auth))).video;
+      return v.status === "processing" ? undefined : v;
+    });
     expect(failed).toMatchObject({ status: "error", error_code: "encoder_lost" });
     // Not handed out again, and the node takes the next job.
     const next = await upload(auth, boot.app_id, short);
