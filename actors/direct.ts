@@ -31,6 +31,7 @@ import { Code } from "@connectrpc/connect";
 import { partitionFor } from "../src/bus/port.js";
 import type { Logger } from "../src/log.js";
 import { directCommands } from "../src/metrics.js";
+import { activeTrace, childSpan, extractTrace, failedWith, inContext, inSpan, inSpanContext, injectTrace, SpanKind } from "../src/tracing.js";
 import { entity } from "./entity.js";
 import type { ActorHost, Reply } from "./host.js";
 
@@ -64,6 +65,8 @@ interface CommandFrame {
   readonly f?: 1;
   /** The shard's epoch the gateway last heard of from the host. */
   readonly e?: number;
+  /** The trace the command is part of (W3C traceparent and tracestate), as Kafka's headers carry it. */
+  readonly h?: Readonly<Record<string, string>>;
 }
 type ToHost = CommandFrame | { readonly ping: number };
 type ToGateway =
@@ -192,7 +195,11 @@ export async function serveDirect(actors: ActorHost, options: DirectServerOption
       }
       void serveOne(f as CommandFrame).then(send);
     });
-    const serveOne = async ({ c, t, i, m, f, e }: CommandFrame): Promise<ToGateway> => {
+    const serveOne = ({ h, ...command }: CommandFrame): Promise<ToGateway> => {
+      const parent = h && typeof h === "object" ? extractTrace(h) : undefined;
+      return inSpan(parent, "serve direct command", SpanKind.SERVER, { "media.entity.type": command.t, "media.entity.id": command.i }, () => decide(command));
+    };
+    const decide = async ({ c, t, i, m, f, e }: CommandFrame): Promise<ToGateway> => {
       const shard = partitionFor(`${t}:${i}`, options.partitions);
       if (!actors.serves(shard)) return { c, moved: true };
       if (!actors.runs(t)) return { c, r: { ok: false, rejection: { code: Code.Internal, message: `no actor of type ${t}` } } };
@@ -383,7 +390,7 @@ export class DirectRoutes {
    * reads if it still holds the partition by the epoch this gateway knows.
    */
   send(
-    command: Omit<CommandFrame, "f" | "e">,
+    command: Omit<CommandFrame, "f" | "e" | "h">,
     answer: (reply: Reply<unknown>) => void,
     fallback: Waiting["fallback"],
     fresh = false,
@@ -395,20 +402,37 @@ export class DirectRoutes {
     let link = this.links.get(address);
     if (!link) this.links.set(address, (link = new Link(address, this.key, (l) => this.closed(l))));
     const on = link;
-    const frame: CommandFrame = fresh && route.epoch !== undefined ? { ...command, f: 1, e: route.epoch } : command;
+    // Inside a trace: a CLIENT span for the trip, whose context the frame carries to the host; a
+    // fallback to Kafka publishes in the asker's context, as the ask would have.
+    const asker = activeTrace();
+    const span = childSpan("send direct command", SpanKind.CLIENT, { "media.entity.type": command.t, "media.entity.id": command.i, "server.address": address });
+    const trace = span && inSpanContext(span, () => injectTrace(undefined));
+    const frame: CommandFrame = {
+      ...command,
+      ...(fresh && route.epoch !== undefined ? { f: 1 as const, e: route.epoch } : {}),
+      ...(trace ? { h: trace } : {}),
+    };
     on.send(frame, {
       answer: (reply, epoch) => {
         directCommands.inc({ outcome: "answered" });
+        span?.end();
         if (this.routes.get(partition) === route) route.epoch = epoch;
         answer(reply);
       },
       fallback: (reason) => {
         if (reason === "moved" && this.routes.get(partition) === route) this.routes.delete(partition);
         directCommands.inc({ outcome: reason });
-        fallback(reason);
+        if (span) {
+          failedWith(span, reason);
+          span.end();
+        }
+        inContext(asker, () => fallback(reason));
       },
     });
-    return () => on.forget(command.c);
+    return () => {
+      span?.end();
+      on.forget(command.c);
+    };
   }
 
   close(): void {

@@ -374,8 +374,7 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
   if (roles.gateway || roles.encoderNode) {
     // A gateway's asks go straight to the owning host where it knows it; an encoder node's stay on
     // Kafka, in the partition's order with its tells.
-    // With tracing on, commands stay on Kafka, whose headers carry the trace (the link does not yet).
-    const direct = config.mode === "cluster" && roles.gateway && !roles.encoderNode && !tracingOn() ? config.cluster.directCommands : undefined;
+    const direct = config.mode === "cluster" && roles.gateway && !roles.encoderNode ? config.cluster.directCommands : undefined;
     commands = new CommandClient(bus, topics, undefined, direct && new DirectRoutes(directKey(secret), config.cluster.commandPartitions, log));
     await commands.start();
   }

@@ -85,6 +85,11 @@ export function activeTrace(): Context | undefined {
   return recordingParent() ? context.active() : undefined;
 }
 
+/** Runs fn in a context taken earlier with activeTrace (a callback that fires outside it); fn as it is when there is none. */
+export function inContext<T>(ctx: Context | undefined, fn: () => T): T {
+  return ctx === undefined ? fn() : context.with(ctx, fn);
+}
+
 /** The active span's W3C traceparent, for a record that carries it (an encode task); undefined outside a trace. */
 export function currentTraceparent(): string | undefined {
   const headers = injectTrace(undefined);

@@ -1,7 +1,9 @@
 // One trace per request across the cluster: a JobService/Create followed to its completion is one
 // trace, exported by OTLP from the gateway, the actor host and the encoder node to a real OTLP
 // receiver (infra/otlp-receiver, the OpenTelemetry project's own Go types), with every parent
-// link intact and the encoder's task spans under the gateway's RPC span.
+// link intact and the encoder's task spans under the gateway's RPC span. One command partition, so
+// that the gateway knows its host from the setup's first reply and the Create goes over the direct
+// link (actors/direct.ts), which must carry the trace as Kafka's headers do.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../harness.js";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../otlp-receiver.js";
@@ -14,7 +16,11 @@ let passed = false;
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
   // Short batches, so that the spans arrive while the test waits rather than at the processes' stop.
-  fleet = await startFleet({ encoderNodes: 1, inputs: { clip: 2 }, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "200" } });
+  fleet = await startFleet({
+    encoderNodes: 1,
+    inputs: { clip: 2 },
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: "200", MEDIA_COMMAND_PARTITIONS: "1" },
+  });
 }, 240_000);
 
 afterAll(async () => {
@@ -82,6 +88,13 @@ describe("traces", () => {
     expect(handled.every((s) => byId.get(s.parent_span_id)?.kind === "SPAN_KIND_PRODUCER")).toBe(true);
     const decision = spans.find((s) => s.name === "job create")!;
     expect(decision.attributes).toMatchObject({ "media.entity.type": "job", "media.entity.id": id, "media.command": "create" });
+    // The Create went over the direct link: the gateway's CLIENT span, the host's SERVER span under
+    // it, and the decision under that.
+    const served = ancestors(decision, byId)[0]!;
+    expect([served.name, served.kind, String(served.resource["media.roles"])]).toEqual(["serve direct command", "SPAN_KIND_SERVER", "actor-host"]);
+    const sent = byId.get(served.parent_span_id)!;
+    expect([sent.name, sent.kind, String(sent.resource["media.roles"])]).toEqual(["send direct command", "SPAN_KIND_CLIENT", "gateway"]);
+    expect(ancestors(sent, byId).at(-1)).toBe(root);
 
     // Each task of the job descends from the gateway's RPC span, through the queue that held it.
     for (const task of spans.filter((s) => s.name.startsWith("encode_task "))) {
