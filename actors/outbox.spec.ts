@@ -67,6 +67,65 @@ describe("outbox relay", () => {
   });
 });
 
+describe("outbox markers", () => {
+  it("are written knowing their rows (no read first) and without an atomic batch, through write, record, removal, a new write and a takeover", async () => {
+    const store = new FileStore(mkdtempSync(path.join(tmpdir(), "relay-")));
+    await store.open();
+    // The embedded store checks every known row against the stored one: a wrong one fails the commit.
+    const commits: { readonly current: unknown; readonly independent: unknown; readonly failed?: string }[] = [];
+    const commit = store.commit.bind(store);
+    store.commit = async (batch) => {
+      const marker = batch.writes?.find((w) => w.table === "outbox");
+      try {
+        await commit(batch);
+        if (marker) commits.push({ current: marker.current, independent: batch.independent });
+      } catch (e) {
+        if (marker) commits.push({ current: marker.current, independent: batch.independent, failed: (e as Error).message });
+        throw e;
+      }
+    };
+    const ran: number[] = [];
+    const relay = new Relay(store, createLogger("silent"), { partitions: 1, retryMs: 5, idleMs: 20, recordEvery: 1 });
+    relay.register<Intent, unknown>("thing", { fast: async (_i, ctx) => void ran.push(ctx.seq) });
+    relay.attach(async () => ({}));
+    relay.assign([0]);
+    const append = async (seq: number) => {
+      await relay.beforeAppend("thing", "t1", seq);
+      await store.commit({ events: [entry(seq, [{ kind: "fast" }])] });
+      relay.appended("thing", "t1", seq, [{ kind: "fast" }], {});
+    };
+    const markerRow = async () => (await store.get("outbox", "thing:t1"))?.version;
+
+    await append(1);
+    await until("the marker removed after the entity went idle", () => commits.length === 3);
+    expect(await markerRow()).toBeUndefined();
+    await append(2);
+    await until("the second marker recorded", () => commits.length === 5);
+    expect(await markerRow()).toBe(2);
+    relay.stop();
+
+    // A new owner loads the marker with its row, and removes it without reading it.
+    const next = new Relay(store, createLogger("silent"), { partitions: 1, retryMs: 5, idleMs: 20, recordEvery: 1 });
+    next.register<Intent, unknown>("thing", { fast: async () => undefined });
+    next.attach(async () => ({}));
+    next.assign([0]);
+    await until("the new owner's removal", () => commits.length === 6);
+    next.stop();
+    await store.close();
+
+    const row = (version: number) => ({ version, partition: "s0", sort: "thing:t1", expiresAt: 0 });
+    expect(commits).toEqual([
+      { current: null, independent: true }, // marked before the first append
+      { current: row(1), independent: true }, // relayed up to 1 recorded
+      { current: row(2), independent: true }, // removed when idle
+      { current: null, independent: true },
+      { current: row(1), independent: true },
+      { current: row(2), independent: true }, // the new owner's removal
+    ]);
+    expect(ran).toEqual([1, 2]);
+  });
+});
+
 describe("outbox relay when it stops", () => {
   it("leaves queued work to the next owner instead of draining it again forever", async () => {
     const store = new FileStore(mkdtempSync(path.join(tmpdir(), "relay-")));

@@ -14,7 +14,7 @@
 import { partitionFor } from "../src/bus/port.js";
 import type { Logger } from "../src/log.js";
 import { observeRelayLag, registerOutboxBacklog } from "../src/metrics-flow.js";
-import type { Store } from "../src/store/port.js";
+import type { KnownRow, Store } from "../src/store/port.js";
 import { inSpan, SpanKind, type Context } from "../src/tracing.js";
 
 export interface Intent {
@@ -91,6 +91,11 @@ interface Entity {
   readonly key: string;
   readonly shard: number;
   marked: boolean;
+  /**
+   * The marker's row as this relay's own writes left it (null: none), so that a write need not read
+   * it first; undefined when not known (after a write that failed).
+   */
+  row: KnownRow | null | undefined;
   /** Highest seq whose intents have all run; -1 when unknown (never seen on this host). */
   relayed: number;
   /** Entries waiting, ascending by seq; unjournaled ones (seq -1) run in arrival order. */
@@ -252,6 +257,8 @@ export class Relay implements Outbox {
         key,
         shard,
         marked: false,
+        // The shard's markers were all loaded before: this entity has none.
+        row: null,
         relayed: -1,
         queue: [],
         draining: false,
@@ -280,15 +287,15 @@ export class Relay implements Outbox {
   }
 
   private async load(shard: number): Promise<void> {
-    const found: Marker[] = [];
+    const found: { readonly m: Marker; readonly row: KnownRow }[] = [];
     let before: string | undefined;
     for (;;) {
       const page = await this.store.scan<Marker>(OUTBOX, partitionName(shard), { limit: 500, ...(before !== undefined ? { before } : {}) });
-      found.push(...page.items.map((r) => r.value));
+      found.push(...page.items.map((r) => ({ m: r.value, row: { version: r.version, partition: r.partition, sort: r.sort, expiresAt: r.expiresAt } })));
       if (!page.more) break;
       before = page.items.at(-1)!.sort;
     }
-    for (const m of found) {
+    for (const { m, row } of found) {
       const key = `${m.type}:${m.id}`;
       if (this.entities.has(key)) continue;
       const e: Entity = {
@@ -297,6 +304,7 @@ export class Relay implements Outbox {
         key,
         shard,
         marked: true,
+        row,
         relayed: m.relayed,
         queue: [],
         draining: false,
@@ -400,21 +408,41 @@ export class Relay implements Outbox {
     e.marked = false;
     e.unrecorded = 0;
     e.markerOp = e.markerOp
-      .then(() => this.store.commit({ writes: [{ table: OUTBOX, id: e.key, value: null }] }))
-      .catch((err: unknown) => this.log.warn({ err, entity: e.key }, "outbox: marker not removed (it is relayed again after a restart)"));
+      .then(() => this.store.commit({ writes: [{ table: OUTBOX, id: e.key, value: null, ...known(e) }], independent: true }))
+      .then(
+        () => void (e.row = null),
+        (err: unknown) => {
+          e.row = undefined;
+          this.log.warn({ err, entity: e.key }, "outbox: marker not removed (it is relayed again after a restart)");
+        },
+      );
+    // Forgotten once its marker is gone (kept when that failed: its row is not known then).
     void e.markerOp.then(() => {
-      if (!e.marked && e.appending === 0 && e.queue.length === 0 && this.entities.get(e.key) === e) this.entities.delete(e.key);
+      if (!e.marked && e.row === null && e.appending === 0 && e.queue.length === 0 && this.entities.get(e.key) === e) this.entities.delete(e.key);
     });
   }
 
   private writeMarker(e: Entity, relayed: number): Promise<void> {
     const value: Marker = { type: e.type, id: e.id, relayed };
     e.unrecorded = 0;
-    const op = e.markerOp.then(() => this.store.commit({ writes: [{ table: OUTBOX, id: e.key, value, partition: partitionName(e.shard), sort: e.key }] }));
+    const partition = partitionName(e.shard);
+    const op = e.markerOp.then(async () => {
+      const before = e.row;
+      try {
+        await this.store.commit({ writes: [{ table: OUTBOX, id: e.key, value, partition, sort: e.key, ...known(e) }], independent: true });
+      } catch (err) {
+        e.row = undefined;
+        throw err;
+      }
+      e.row = before === undefined ? undefined : { version: (before?.version ?? 0) + 1, partition, sort: e.key, expiresAt: 0 };
+    });
     e.markerOp = op.catch(() => undefined);
     return op;
   }
 }
+
+/** The marker's row, when the relay knows it: the store need not read it before writing (RecordWrite.current). */
+const known = (e: Entity): { current?: KnownRow | null } => (e.row === undefined ? {} : { current: e.row });
 
 const partitionName = (shard: number) => `s${shard}`;
 

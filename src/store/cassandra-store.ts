@@ -42,7 +42,8 @@
 //      connection) is resolved by a SERIAL read.
 //   2. The unconditional record writes with their record_index changes.
 //   Writes without a condition (2, and the index changes of 1b) go as logged batches (unlogged in a
-//   fenced commit: an actor's read models, which its next incarnation rewrites), each atomic
+//   fenced commit: an actor's read models, which its next incarnation rewrites; and in an
+//   independent one, Batch.independent: the outbox's markers, read one row at a time), each atomic
 //   through the batchlog (a new one above ~40 kB, Cassandra's batch size limit; a single record
 //   larger than that statement by statement). They are idempotent and retried once; one that timed
 //   out after reaching the batchlog counts as written (Cassandra replays it).
@@ -418,8 +419,9 @@ export class CassandraStore implements Store {
 
     // 1. The events, then each compare-and-set and its index change; a failure keeps what came before.
     // A fenced writer's records are its entity's read models, which its next incarnation writes
-    // again (repair): they go as plain (unlogged) batches, without the batchlog's extra writes.
-    const logged = !fence;
+    // again (repair), and an independent batch's rows stand alone (Batch.independent): they go as
+    // plain (unlogged) batches, without the batchlog's extra writes.
+    const logged = !fence && batch.independent !== true;
     if (fence) {
       for (const [key, list] of byKey) await this.appendFenced(key, list, fence);
       if (byKey.size > 0) await this.checkFence(fence);

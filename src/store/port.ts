@@ -94,6 +94,12 @@ export interface Batch {
   readonly writes?: readonly RecordWrite[];
   /** Set by a fenced writer (the actor host in cluster mode); stores without takeEpoch ignore it. */
   readonly fence?: Fence;
+  /**
+   * The batch's record writes need not land together: their reader takes each row on its own and
+   * tolerates one missing or stale (the outbox's markers), so a store may skip what makes a batch
+   * atomic (Cassandra's batchlog). A failed commit may then have landed in part.
+   */
+  readonly independent?: boolean;
 }
 
 export interface ScanOptions<T> {

@@ -214,6 +214,27 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       expect((await s.scan(t, "q", { limit: 10 })).total).toBe(0);
     });
 
+    it("an independent batch's writes land as a plain one's do: records, index rows, versions, deletes", async () => {
+      const s = await fresh();
+      const t = unique("t");
+      await s.commit({
+        writes: [
+          { table: t, id: "a", value: "a1", partition: "p", sort: "a", current: null },
+          { table: t, id: "b", value: "b1", partition: "p", sort: "b" },
+        ],
+        independent: true,
+      });
+      await s.commit({ writes: [{ table: t, id: "a", value: "a2", current: { version: 1, partition: "p", sort: "a", expiresAt: 0 } }], independent: true });
+      expect(await s.get(t, "a")).toEqual({ id: "a", version: 2, partition: "p", sort: "a", value: "a2", expiresAt: 0 });
+      expect((await s.scan(t, "p", { limit: 10 })).items.map((r) => [r.id, r.value, r.version])).toEqual([
+        ["b", "b1", 1],
+        ["a", "a2", 2],
+      ]);
+      await s.commit({ writes: [{ table: t, id: "b", value: null }], independent: true });
+      expect(await s.get(t, "b")).toBeUndefined();
+      expect((await s.scan(t, "p", { limit: 10 })).items.map((r) => r.id)).toEqual(["a"]);
+    });
+
     it("survives reopen and keeps versions, events and snapshots", async (ctx) => {
       const s = await fresh();
       if (!s.reopen) return ctx.skip();
