@@ -16,6 +16,12 @@
 // test/bench/results/cluster-<date>.json. Starts Kafka and Cassandra with infra/*.sh when they are
 // not running, and stops them again at the end only in that case.
 // Run: npx tsx test/bench/cluster.bench.ts
+// A create leaves work queued when its answer goes (the job's encode queue command, the outbox's
+// intents, the marker removed once the entity is idle): after each Create measurement the bench
+// waits until every process of the target reports none queued (media_outbox_intents_waiting and
+// media_bus_consumer_lag_messages at 0) and the outbox's idle time has passed, and counts that CPU
+// too, less what each process spends idle over the same time (sampled just before the load). So a
+// create's deferred work is its own, and does not disturb the Gets of the next round.
 // Each target is warmed first (BENCH_WARMUP s of each kind of request), and the cluster again for
 // BENCH_WARMUP_PEERS s more: its JVM peers compile for far longer than a Node process. With 5 s only,
 // a flight recording of Cassandra and of Kafka through the measurements (jcmd JFR.start, profile
@@ -176,6 +182,8 @@ interface Target {
   readonly originId: string;
   /** Processes of this target, by role, for CPU accounting. */
   readonly pids: Readonly<Record<string, readonly number[]>>;
+  /** The Prometheus pages of its processes: the work each still has queued (drain). */
+  readonly metricsUrls: readonly string[];
   readonly agent: http.Agent;
   /** Throws when a process of the target has exited. */
   assertAlive(): void;
@@ -230,6 +238,7 @@ async function startEmbedded(): Promise<Target> {
       keyId,
       originId,
       pids: { server: [server.child.pid!] },
+      metricsUrls: [`${server.base}/metrics`],
       agent: new http.Agent({ keepAlive: true, maxSockets: RATE_CONNECTIONS }),
       assertAlive() {
         if (server.child.exitCode !== null || server.child.signalCode !== null) throw new Error(`embedded server exited: ${server.output().slice(-2000)}`);
@@ -276,6 +285,7 @@ async function startCluster(keyspace: string): Promise<Target & { cluster: Local
       originId,
       cluster,
       pids: { gateway: cluster.gateways.map((g) => g.child.pid!), "actor host": cluster.actorHosts.map((a) => a.child.pid!) },
+      metricsUrls: all.map((p) => `http://127.0.0.1:${p.metricsPort}/metrics`),
       agent: new http.Agent({ keepAlive: true, maxSockets: RATE_CONNECTIONS }),
       assertAlive() {
         const dead = all.find((p) => p.child.exitCode !== null || p.child.signalCode !== null);
@@ -301,6 +311,47 @@ function cpuSample(t: Target): CpuSample {
   s["load generator"] = cpuMs(process.pid);
   return s;
 }
+/** Work a target still has queued: outbox intents not yet run and bus messages not yet read, over its processes. */
+async function backlog(t: Target): Promise<number> {
+  let n = 0;
+  for (const url of t.metricsUrls) {
+    const text = await (await fetch(url)).text();
+    for (const line of text.split("\n")) {
+      const m = /^(?:media_outbox_intents_waiting|media_bus_consumer_lag_messages)(?:\{[^}]*\})? (\S+)$/.exec(line);
+      if (m) n += Number(m[1]);
+    }
+  }
+  return n;
+}
+
+/** The outbox removes an idle entity's marker after this long (actors/outbox.ts, idleMs): part of a create's work. */
+const RELAY_IDLE_MS = 5_000;
+const IDLE_SAMPLE_MS = 2_000;
+
+/**
+ * Waits until the target has done what the load left it (its backlog empty twice in a row, then
+ * the outbox's idle time for the markers' removal), so that a create's deferred work (the encode
+ * queue's commands, the relay's intents, the markers) counts as the create's and does not spill
+ * into the next measurement.
+ */
+async function drain(t: Target): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  for (let quiet = 0; quiet < 2;) {
+    if (Date.now() > deadline) throw new Error(`${t.name}: still busy 180 s after the load`);
+    quiet = (await backlog(t)) === 0 ? quiet + 1 : 0;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await new Promise((r) => setTimeout(r, RELAY_IDLE_MS + 1_000));
+}
+
+/** Each process's CPU while idle, ms per ms, over IDLE_SAMPLE_MS: subtracted from a drain's time. */
+async function idleRates(t: Target): Promise<CpuSample> {
+  const a = cpuSample(t);
+  await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
+  const b = cpuSample(t);
+  return Object.fromEntries(Object.keys(b).map((role) => [role, Math.max(0, (b[role]! - a[role]!) / IDLE_SAMPLE_MS)]));
+}
+
 /** CPU µs per answered request, per process role, and the share of both cores used. */
 function cpuPerRequest(t: Target, before: CpuSample, after: CpuSample, requests: number, wallMs: number) {
   const perReq: Record<string, number> = {};
@@ -322,7 +373,7 @@ interface LoadResult {
   samples: number[];
   failures: number;
   autocannon_p99_ms: number;
-  cpu: ReturnType<typeof cpuPerRequest>;
+  cpu: ReturnType<typeof cpuPerRequest> & { readonly drain_s?: number };
 }
 
 /** Statements, requests and messages per request at max load (cluster only), by measurement, from the last round. */
@@ -330,8 +381,19 @@ const perRequestAtLoad: Record<string, Record<string, number>> = {};
 
 async function load(
   t: Target,
-  opts: { route: string; body?: string; requests?: AutocannonRequest[]; connections: number; duration: number; overallRate?: number; counted?: string },
+  opts: {
+    route: string;
+    body?: string;
+    requests?: AutocannonRequest[];
+    connections: number;
+    duration: number;
+    overallRate?: number;
+    counted?: string;
+    /** Count what the load left queued too (drain), less each process's idle CPU over that time. */
+    drained?: boolean;
+  },
 ): Promise<LoadResult> {
+  const idle = opts.drained ? await idleRates(t) : undefined;
   const cluster = opts.counted !== undefined && "cluster" in t ? (t as Target & { cluster: LocalCluster }).cluster : undefined;
   const counters = cluster ? await scrapeCounters(cluster) : undefined;
   const profiling =
@@ -366,7 +428,22 @@ async function load(
   const wall = performance.now() - t0;
   t.assertAlive();
   const answered = res["2xx"] + res.non2xx;
-  const cpu = cpuPerRequest(t, before, cpuSample(t), answered, wall);
+  const atEnd = cpuSample(t);
+  let after = atEnd;
+  let drainMs = 0;
+  if (idle) {
+    const loadEnd = performance.now();
+    await drain(t);
+    drainMs = performance.now() - loadEnd;
+    const drained = cpuSample(t);
+    after = Object.fromEntries(Object.keys(drained).map((role) => [role, Math.max(atEnd[role]!, drained[role]! - idle[role]! * drainMs)]));
+  }
+  // CPU per request with the drain; how busy the cores were, over the load alone.
+  const cpu = {
+    ...cpuPerRequest(t, before, after, answered, wall),
+    machine_busy_pct: cpuPerRequest(t, before, atEnd, answered, wall).machine_busy_pct,
+    ...(idle ? { drain_s: round2(drainMs / 1000) } : {}),
+  };
   if (profiling) {
     for (const { name, byOrigin } of await profiling.stop()) {
       process.stdout.write(
@@ -670,6 +747,8 @@ async function main(): Promise<void> {
         "APIKeyService/Get",
         Array.from({ length: 50 }, () => getBody(t)),
       );
+      // What the warm-up's creates left queued is done before the first measurement.
+      await drain(t);
     }
 
     type Acc = { rate: number[]; samples: number[]; failures: number; rounds: NonNullable<Row["rounds"]>; autocannonP99: number[]; cpu: LoadResult["cpu"][] };
@@ -692,7 +771,7 @@ async function main(): Promise<void> {
       process.stdout.write(
         `  round ${a.rounds.length}  ${measurement.padEnd(34)} ${t.name.padEnd(9)} ${(Number.isNaN(one.rate) ? "-" : String(one.rate)).padStart(6)}/s  p50 ${one.p50_ms} ms  p99 ${one.p99_ms} ms  max ${one.max_ms} ms` +
           (r.failures ? `  (${r.failures} failed)` : "") +
-          (r.cpu ? `  [busy ${r.cpu.machine_busy_pct}%]` : "") +
+          (r.cpu ? `  [busy ${r.cpu.machine_busy_pct}%${r.cpu.drain_s !== undefined ? `, drained in ${r.cpu.drain_s} s` : ""}]` : "") +
           "\n",
       );
     };
@@ -726,12 +805,20 @@ async function main(): Promise<void> {
             connections: CREATE_CONNECTIONS,
             duration: DURATION,
             counted: M.createMax,
+            drained: true,
           }),
         );
         add(
           M.jobCreateMax,
           t,
-          await load(t, { route: "JobService/Create", body: jobBody(t), connections: JOB_CONNECTIONS, duration: DURATION, counted: M.jobCreateMax }),
+          await load(t, {
+            route: "JobService/Create",
+            body: jobBody(t),
+            connections: JOB_CONNECTIONS,
+            duration: DURATION,
+            counted: M.jobCreateMax,
+            drained: true,
+          }),
         );
       }
     }
