@@ -109,7 +109,12 @@ class OwnRows<S> {
 
   /** The writes, each of an own record with its row when known. */
   annotate(state: S, writes: readonly RecordWrite[]): RecordWrite[] {
-    const own = (this.own = new Set(this.repair(state).map((w) => `${w.table}\0${w.id}`)));
+    // Which records are own matters only for a row not followed yet, or a conditional write; a
+    // commit of followed rows alone (most of them) skips the repair writes' making (the encode
+    // queue's summary counts the whole queue).
+    if (writes.some((w) => w.expectedVersion !== undefined || !this.rows.has(`${w.table}\0${w.id}`)))
+      this.own = new Set(this.repair(state).map((w) => `${w.table}\0${w.id}`));
+    const own = this.own;
     return writes.map((w) => {
       const k = `${w.table}\0${w.id}`;
       if (w.expectedVersion !== undefined || (!own.has(k) && !this.rows.has(k))) return w;
