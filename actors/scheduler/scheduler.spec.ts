@@ -628,6 +628,16 @@ describe("encode queue: rows for metrics and health", () => {
     });
   });
 
+  it("the summary holds for a backlog of any length (400,000 tasks, the oldest last in the queue)", () => {
+    const n = 400_000;
+    const queued = Array.from({ length: n }, (_, i) => ({ ...task(`j${i}`, "a", i % 2 === 0 ? "premium" : "economy"), enqueuedAt: T0 + n - i }));
+    expect(summaryOf({ ...Q.initial, queued }, T0).priorities).toEqual({
+      premium: { depth: n / 2, oldestEnqueuedAt: T0 + 2 },
+      standard: { depth: 0, oldestEnqueuedAt: 0 },
+      economy: { depth: n / 2, oldestEnqueuedAt: T0 + 1 },
+    });
+  });
+
   it("each change rewrites the summary and the row of the node it concerns, which expires unless the node is heard from", () => {
     const s = run(Q.initial, enqueue(task("j1")));
     const c = lease("n1", "small", T0 + 3);
