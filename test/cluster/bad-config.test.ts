@@ -216,7 +216,9 @@ describe("health check", () => {
   }, 60_000);
 
   it("reports the bus unhealthy while Kafka is down, and healthy again once it is back", async () => {
-    const env = clusterEnv(dataDir, keyspace);
+    // Commands by Kafka only: a gateway that knows the owning host sends them over the direct link,
+    // which Kafka's absence does not stop (the next test); which partitions it knows is chance here.
+    const env = { ...clusterEnv(dataDir, keyspace), MEDIA_DIRECT_COMMANDS: "off" };
     cluster = await launchCluster({ gateways: 1, actorHosts: 1, encoderNodes: 1, basePort: freePort(), env });
     const base = `http://127.0.0.1:${cluster.gateways[0]!.port}`;
     const boot = readBootstrap(dataDir);
@@ -291,5 +293,45 @@ describe("health check", () => {
       if (!(await kafkaRunning())) await kafka("up");
       console.log(`health: ${timings.join("; ")}`);
     }
+  }, 300_000);
+});
+
+describe("direct commands while Kafka is down", () => {
+  const ownKeyspace = freshKeyspace();
+  const ownDataDir = tempDataDir();
+  let cluster: LocalCluster | undefined;
+  afterAll(async () => {
+    await cluster?.stop();
+    await dropKeyspace(ownKeyspace);
+  }, 60_000);
+
+  it("a gateway that knows the entity's host keeps serving its commands over the direct link", async () => {
+    cluster = await launchCluster({ gateways: 1, actorHosts: 1, basePort: freePort(), env: clusterEnv(ownDataDir, ownKeyspace) });
+    const base = `http://127.0.0.1:${cluster.gateways[0]!.port}`;
+    const boot = readBootstrap(ownDataDir);
+    const auth = { bearer: boot.api_key, org: boot.organization_id };
+    // The create's reply, by Kafka or by the link, leaves the gateway knowing the host of its partition.
+    const created = await call(base, "APIKeyService/Create", { name: "known" }, auth);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const id = created.body.api_key.id as string;
+    try {
+      await kafka("down");
+      await poll("bus reported unhealthy", 30_000, async () =>
+        (await call(base, "HealthService/Check", {})).body?.components?.find((c: { name: string }) => c.name === "bus")?.status === "unhealthy"
+          ? true
+          : undefined,
+      );
+      const revoked = await call(base, "APIKeyService/Revoke", { id }, auth);
+      expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
+      expect(revoked.body.api_key).toMatchObject({ id, is_revoked: true });
+      expect((await call(base, "APIKeyService/Get", { id }, auth)).body.api_key).toMatchObject({ id, is_revoked: true });
+      expect(cluster.actorHosts[0]!.child.exitCode).toBeNull();
+    } finally {
+      if (!(await kafkaRunning())) await kafka("up");
+    }
+    // (No encoder node here: the bus component alone.)
+    const busHealthy = async () =>
+      (await call(base, "HealthService/Check", {})).body?.components?.find((c: { name: string }) => c.name === "bus")?.status === "healthy" ? true : undefined;
+    await poll("the bus healthy again", 60_000, busHealthy);
   }, 300_000);
 });
