@@ -339,15 +339,15 @@ async function drain(t: Target): Promise<void> {
   for (let quiet = 0; quiet < 2;) {
     if (Date.now() > deadline) throw new Error(`${t.name}: still busy 180 s after the load`);
     quiet = (await backlog(t)) === 0 ? quiet + 1 : 0;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
-  await new Promise((r) => setTimeout(r, RELAY_IDLE_MS + 1_000));
+  await sleep(RELAY_IDLE_MS + 1_000);
 }
 
 /** Each process's CPU while idle, ms per ms, over IDLE_SAMPLE_MS: subtracted from a drain's time. */
 async function idleRates(t: Target): Promise<CpuSample> {
   const a = cpuSample(t);
-  await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
+  await sleep(IDLE_SAMPLE_MS);
   const b = cpuSample(t);
   return Object.fromEntries(Object.keys(b).map((role) => [role, Math.max(0, (b[role]! - a[role]!) / IDLE_SAMPLE_MS)]));
 }
