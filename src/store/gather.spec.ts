@@ -15,18 +15,24 @@ function recorder<I>() {
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe("Gather", () => {
-  it("sends an item at once when nothing is in flight, and gathers those that arrive meanwhile into the next request", async () => {
+  it("sends the items of one turn of the event loop together when nothing is in flight, and gathers those that arrive meanwhile into the next request", async () => {
     const r = recorder<number>();
     const g = new Gather(r.send);
     const first = g.run(1);
-    expect(r.requests).toEqual([[1]]); // no waiting when idle
+    const same = g.run(0);
+    expect(r.requests).toEqual([]); // at the end of the turn
+    await tick();
+    expect(r.requests).toEqual([[1, 0]]); // no timer when idle: the turn's callers together
     const rest = [g.run(2), g.run(3), g.run(4)];
     await tick();
-    expect(r.requests).toEqual([[1]]); // one in flight at a time
+    expect(r.requests).toEqual([[1, 0]]); // one in flight at a time
     r.answer();
-    expect(await first).toBe("done 1");
+    expect(await Promise.all([first, same])).toEqual(["done 1", "done 0"]);
     await tick();
-    expect(r.requests).toEqual([[1], [2, 3, 4]]);
+    expect(r.requests).toEqual([
+      [1, 0],
+      [2, 3, 4],
+    ]);
     r.answer();
     expect(await Promise.all(rest)).toEqual(["done 2", "done 3", "done 4"]);
   });
@@ -40,7 +46,7 @@ describe("Gather", () => {
       r.answer();
     }
     await Promise.all(all);
-    expect(r.requests).toEqual([[1], [2, 3], [4, 5]]);
+    expect(r.requests).toEqual([[1, 2], [3, 4], [5]]);
   });
 
   it("fails each item with its own outcome, every item when the send throws, and goes on after", async () => {
@@ -68,10 +74,8 @@ describe("Gather", () => {
     const gathered = [g.run(3), g.run(4)];
     await tick();
     r.answer();
-    await tick();
-    r.answer();
     await Promise.all(gathered);
-    expect(r.requests).toEqual([[1], [2], [3], [4]]); // 3 at once (idle), 4 after it: gathered again
+    expect(r.requests).toEqual([[1], [2], [3, 4]]); // gathered again
   });
 });
 

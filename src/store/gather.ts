@@ -1,9 +1,11 @@
 // Requests of concurrent callers that go to the database as one, the way the Kafka bus batches its
 // publishes: one request of a kind in flight at a time, and every item that arrives meanwhile goes
-// in the next one (up to `most`). Nothing waits when nothing is in flight, so an idle caller pays
-// no delay and a busy one pays at most the request ahead of it. Each request costs both sides
-// (parsing, the database's request stages, the reply, a socket write), so under load N concurrent
-// callers share one request's cost instead of paying N.
+// in the next one (up to `most`). When nothing is in flight, the request goes at the end of the
+// event loop's turn (setImmediate): the callers that one turn's I/O set going (the commits one
+// database answer finished, the requests of one read from the sockets) share it, and an idle caller
+// waits for no timer. A busy caller pays at most the request ahead of it. Each request costs both
+// sides (parsing, the database's request stages, the reply, a socket write), so under load N
+// concurrent callers share one request's cost instead of paying N.
 
 /** What one item came to: its value, or the error that failed it. */
 export type Outcome<R> = { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };
@@ -31,12 +33,13 @@ export class Gather<I, R> {
     if (this.alone()) return this.send([item]).then(([o]) => settled(o));
     return new Promise<R>((resolve, reject) => {
       this.waiting.push({ item, resolve, reject });
-      if (!this.busy) void this.drain();
+      if (this.busy) return;
+      this.busy = true;
+      setImmediate(() => void this.drain());
     });
   }
 
   private async drain(): Promise<void> {
-    this.busy = true;
     while (this.waiting.length > 0) {
       const group = this.waiting.splice(0, this.most);
       let outcomes: readonly Outcome<R>[];
