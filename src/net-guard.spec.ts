@@ -451,7 +451,12 @@ describe("names, literals and connect-time lookups", () => {
       expect(plainAgent).not.toBeInstanceOf(https.Agent);
       expect(secureAgent).toBeInstanceOf(https.Agent);
       if (!(secureAgent instanceof https.Agent)) return;
-      expect(secureAgent.options.ca).toEqual([...tls.rootCertificates, readFileSync(ca.caFile, "utf8")]);
+      expect(g.trusted).toEqual([...tls.rootCertificates, readFileSync(ca.caFile, "utf8")]);
+      // One TLS context made from them, not the list itself: as `ca`, every request wrote the ~140
+      // roots into its pool name (about 180 kB) and every connection parsed them again.
+      expect(secureAgent.options.secureContext).toBeInstanceOf(Object);
+      expect(secureAgent.options).not.toHaveProperty("ca");
+      expect(secureAgent.getName({ host: "example.com", port: 443, ...secureAgent.options }).length).toBeLessThan(200);
       expect(secureAgent.options.lookup).toBe(g.lookup);
       const destroyed = vi.spyOn(plainAgent, "destroy");
       g.destroy();
@@ -460,7 +465,7 @@ describe("names, literals and connect-time lookups", () => {
       g.destroy();
       const noCa = guard().agent("https:");
       expect(noCa).toBeInstanceOf(https.Agent);
-      if (noCa instanceof https.Agent) expect(noCa.options).not.toHaveProperty("ca");
+      if (noCa instanceof https.Agent) expect(noCa.options).not.toHaveProperty("secureContext");
     } finally {
       ca.remove();
     }
