@@ -153,6 +153,14 @@ describe("encode queue: order", () => {
     expect([yl.jobId, ol.jobId]).toEqual(["young", "old"]);
     t = ol.state;
     expect(drain(t, "n3", "standard", T0 + TTL + 1)).toEqual(["old", "young"]);
+
+    // And the other way round: the older served first, so given back ahead in line; still first.
+    let u = run(Q.initial, enqueue(task("old", "app_a", "standard", T0 + 1)), enqueue(task("young", "app_b", "standard", T0 + 5)));
+    const ol2 = take(u, "n1");
+    const yl2 = take(ol2.state, "n2");
+    expect([ol2.jobId, yl2.jobId]).toEqual(["old", "young"]);
+    u = yl2.state;
+    expect(drain(u, "n3", "standard", T0 + TTL + 1)).toEqual(["old", "young"]);
   });
 
   it("a task given back takes no app's turn: the app after the one served last comes next", () => {
