@@ -19,9 +19,10 @@
 // A create leaves work queued when its answer goes (the job's encode queue command, the outbox's
 // intents, the marker removed once the entity is idle): after each Create measurement the bench
 // waits until every process of the target reports none queued (media_outbox_intents_waiting and
-// media_bus_consumer_lag_messages at 0) and the outbox's idle time has passed, and counts that CPU
-// too, less what each process spends idle over the same time (sampled just before the load). So a
-// create's deferred work is its own, and does not disturb the Gets of the next round.
+// media_bus_consumer_lag_messages at 0), the outbox's idle time has passed and every process is
+// back to its idle CPU, and counts that CPU too, less what each process spends idle over the same
+// time (sampled just before the load). So a create's deferred work is its own, and does not disturb
+// the Gets of the next round.
 // Each target is warmed first (BENCH_WARMUP s of each kind of request), and the cluster again for
 // BENCH_WARMUP_PEERS s more: its JVM peers compile for far longer than a Node process. With 5 s only,
 // a flight recording of Cassandra and of Kafka through the measurements (jcmd JFR.start, profile
@@ -328,20 +329,40 @@ async function backlog(t: Target): Promise<number> {
 const RELAY_IDLE_MS = 5_000;
 const IDLE_SAMPLE_MS = 2_000;
 
+/** A process is quiet when, over QUIET_WINDOW_MS, it spends at most its idle rate and this share of a core more. */
+const QUIET_WINDOW_MS = 500;
+const QUIET_SLACK = 0.05;
+
 /**
  * Waits until the target has done what the load left it (its backlog empty twice in a row, then
- * the outbox's idle time for the markers' removal), so that a create's deferred work (the encode
- * queue's commands, the relay's intents, the markers) counts as the create's and does not spill
- * into the next measurement.
+ * the outbox's idle time for the markers' removal, then every process back to its idle CPU twice
+ * in a row), so that a create's deferred work (the encode queue's commands, the relay's intents,
+ * the markers) counts as the create's and does not spill into the next measurement. The metrics
+ * alone do not see all of it: an actor's mailbox is no bus lag, and the embedded server's encode
+ * queue kept one core busy for 10 to 20 s after its job creates, through the cluster's Gets that
+ * came next (a tail of 30 to 110 ms there, 2026-11-30).
  */
-async function drain(t: Target): Promise<void> {
+async function drain(t: Target, idle: CpuSample): Promise<void> {
   const deadline = Date.now() + 180_000;
-  for (let quiet = 0; quiet < 2;) {
+  const late = () => {
     if (Date.now() > deadline) throw new Error(`${t.name}: still busy 180 s after the load`);
+  };
+  for (let quiet = 0; quiet < 2;) {
+    late();
     quiet = (await backlog(t)) === 0 ? quiet + 1 : 0;
     await sleep(250);
   }
   await sleep(RELAY_IDLE_MS + 1_000);
+  for (let quiet = 0, a = cpuSample(t); quiet < 2;) {
+    late();
+    await sleep(QUIET_WINDOW_MS);
+    const b = cpuSample(t);
+    const busy = Object.keys(b).some(
+      (role) => !role.includes(":") && role !== "load generator" && b[role]! - a[role]! > ((idle[role] ?? 0) + QUIET_SLACK) * QUIET_WINDOW_MS,
+    );
+    quiet = busy ? 0 : quiet + 1;
+    a = b;
+  }
 }
 
 /** Each process's CPU while idle, ms per ms, over IDLE_SAMPLE_MS: subtracted from a drain's time. */
@@ -433,7 +454,7 @@ async function load(
   let drainMs = 0;
   if (idle) {
     const loadEnd = performance.now();
-    await drain(t);
+    await drain(t, idle);
     drainMs = performance.now() - loadEnd;
     const drained = cpuSample(t);
     after = Object.fromEntries(Object.keys(drained).map((role) => [role, Math.max(atEnd[role]!, drained[role]! - idle[role]! * drainMs)]));
@@ -475,14 +496,21 @@ async function paced(t: Target, route: string, body: string, rate: number, secon
   const worker = new Worker(new URL("./paced-worker.mjs", import.meta.url), {
     workerData: { bases: t.bases, route, body, headers: t.auth, rate, seconds, sockets: RATE_CONNECTIONS },
   });
-  const r = await new Promise<{ samples: number[]; failures: number; elapsedMs: number; stallMaxMs: number }>((resolve, reject) => {
-    worker.once("message", resolve);
-    worker.once("error", reject);
-    worker.once("exit", (code) => reject(new Error(`the paced sender exited (${code}) without results`)));
-  });
+  const r = await new Promise<{ samples: number[]; failures: number; elapsedMs: number; stallMaxMs: number; slow: { at: number; ms: number }[] }>(
+    (resolve, reject) => {
+      worker.once("message", resolve);
+      worker.once("error", reject);
+      worker.once("exit", (code) => reject(new Error(`the paced sender exited (${code}) without results`)));
+    },
+  );
   await worker.terminate();
   t.assertAlive();
   process.stdout.write(`  (the paced sender's largest stall: ${r.stallMaxMs.toFixed(1)} ms)\n`);
+  // When the slow ones were sent, to line up with the peers' logs (Cassandra's flushes and compactions, GC).
+  if (r.slow.length > 0) {
+    const shown = r.slow.slice(0, 20).map((x) => `${new Date(x.at).toISOString().slice(11, 23)} ${x.ms.toFixed(0)}`);
+    process.stdout.write(`  (${r.slow.length} at 15 ms or more, sent at (UTC, ms): ${shown.join(", ")}${r.slow.length > 20 ? ", ..." : ""})\n`);
+  }
   return { rps: r.samples.length / (r.elapsedMs / 1000), samples: r.samples, failures: r.failures };
 }
 
@@ -732,6 +760,7 @@ async function main(): Promise<void> {
     // Warm-up: JIT (the gateways' and the JVMs'), connection pools, prepared statements, the actor of the target key.
     process.stdout.write(`warm-up: ${WARMUP} s of Get, key Create and job Create per target, then ${WARMUP_PEERS} s more of them on the cluster\n`);
     for (const t of targets) {
+      const idle = await idleRates(t);
       // Seconds of each kind (the cluster's extra time shared among the three), in rounds of at
       // most WARMUP s of each, so each peer warms on each kind.
       let left = Math.round(WARMUP + (t.name === "cluster" ? WARMUP_PEERS / 3 : 0));
@@ -748,7 +777,7 @@ async function main(): Promise<void> {
         Array.from({ length: 50 }, () => getBody(t)),
       );
       // What the warm-up's creates left queued is done before the first measurement.
-      await drain(t);
+      await drain(t, idle);
     }
 
     type Acc = { rate: number[]; samples: number[]; failures: number; rounds: NonNullable<Row["rounds"]>; autocannonP99: number[]; cpu: LoadResult["cpu"][] };

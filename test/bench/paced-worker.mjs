@@ -33,6 +33,9 @@ await Promise.all(Array.from({ length: sockets }, (_, i) => post(bases[i % bases
 const interval = 1000 / rate;
 const n = Math.round(rate * seconds);
 const samples = [];
+/** Requests at least this slow, with their planned send time (ms since the epoch): to line up with other logs. */
+const SLOW_MS = 15;
+const slow = [];
 let failures = 0;
 const inflight = [];
 const stalls = monitorEventLoopDelay({ resolution: 2 });
@@ -45,8 +48,11 @@ for (let i = 0; i < n; i++) {
   inflight.push(
     post(bases[i % bases.length]).then(
       (status) => {
-        if (status === 200) samples.push(performance.now() - due);
-        else failures++;
+        if (status === 200) {
+          const ms = performance.now() - due;
+          samples.push(ms);
+          if (ms >= SLOW_MS) slow.push({ at: performance.timeOrigin + due, ms });
+        } else failures++;
       },
       () => void failures++,
     ),
@@ -56,4 +62,4 @@ await Promise.all(inflight);
 const elapsedMs = performance.now() - t0;
 stalls.disable();
 agent.destroy();
-parentPort.postMessage({ samples, failures, elapsedMs, stallMaxMs: stalls.max / 1e6 });
+parentPort.postMessage({ samples, failures, elapsedMs, stallMaxMs: stalls.max / 1e6, slow });
