@@ -1,13 +1,17 @@
-// Benchmark: cluster mode (gateways and actor hosts as processes on real Kafka and Cassandra)
-// against the embedded mode (one process, file store, in-process bus), on the same machine.
+// Benchmark: cluster mode (gateways, actor hosts and an encoder node as processes on real Kafka and
+// Cassandra) against the embedded mode (one process, file store, in-process bus, its own encoder),
+// on the same machine.
 // Per target, in alternating rounds:
 //   - APIKeyService/Get at a fixed 200 requests/s (autocannon overallRate, 10 connections, 10 s)
 //   - APIKeyService/Get at 200 requests/s evenly spaced (open loop, one request every 5 ms)
 //   - APIKeyService/Get at max throughput (32 connections, 5 s)
 //   - APIKeyService/Create at max throughput (16 connections, 5 s, a unique name per request)
 //   - JobService/Create at max throughput (8 connections, 5 s; an output origin on MinIO, an input
-//     the network guard refuses, so each job's probe fails at once where an encoder runs): the
-//     path through the outbox (marker, intents, relay)
+//     the network guard refuses, so each job's probe fails at once on the target's one encoder):
+//     the path through the outbox (marker, intents, relay), the encode queue, a lease and the
+//     job's failure. Both targets do the same work per job: until 2026-11-30 the cluster ran no
+//     encoder, so its jobs stayed queued while the embedded server's failed
+//     (BENCH_ENCODER_NODES=0 runs the cluster so again)
 // then one request at a time: 300 Gets, 300 Creates and 300 Revokes per target; and, in this
 // process, the raw Kafka publish→consume round trip (KafkaBus, a fresh topic) and the latency of
 // one Cassandra row read (CassandraStore.get) — the two things a cluster request is made of.
@@ -31,7 +35,8 @@
 // (test/bench/results/cluster-2026-11-29-known-rows*). A longer warm-up of both targets slowed the
 // embedded reference instead (its one-file store then held tens of thousands of keys and jobs), so
 // only the cluster gets the extra time. Compare runs of the same warm-ups only.
-//   BENCH_ROUNDS (3), BENCH_WARMUP (5), BENCH_WARMUP_PEERS (25), BENCH_GATEWAYS (1), BENCH_ACTOR_HOSTS (1), BENCH_SEQUENTIAL (300),
+//   BENCH_ROUNDS (3), BENCH_WARMUP (5), BENCH_WARMUP_PEERS (25), BENCH_GATEWAYS (1), BENCH_ACTOR_HOSTS (1), BENCH_ENCODER_NODES (1),
+//   BENCH_SEQUENTIAL (300),
 //   BENCH_RATE (200), BENCH_RATE_DURATION (10), BENCH_DURATION (5), MEDIA_KAFKA_BROKERS,
 //   CASSANDRA_PORT, BENCH_PROFILE (a folder: CPU profiles of the cluster's Node processes through
 //   each max-load measurement, summed by package and folder; the profiler's cost is in that run's figures)
@@ -63,6 +68,7 @@ const num = (name: string, fallback: number) => Number(process.env[name] ?? fall
 const ROUNDS = num("BENCH_ROUNDS", 3);
 const GATEWAYS = num("BENCH_GATEWAYS", 1);
 const ACTOR_HOSTS = num("BENCH_ACTOR_HOSTS", 1);
+const ENCODER_NODES = num("BENCH_ENCODER_NODES", 1);
 const SEQUENTIAL = num("BENCH_SEQUENTIAL", 300);
 const RATE = num("BENCH_RATE", 200);
 const RATE_DURATION = num("BENCH_RATE_DURATION", 10);
@@ -269,7 +275,7 @@ async function startCluster(keyspace: string): Promise<Target & { cluster: Local
     // An inspector on a free port when SIGUSR1 opens it (BENCH_PROFILE).
     ...(PROFILE ? { NODE_OPTIONS: [process.env.NODE_OPTIONS, "--inspect-port=0"].filter(Boolean).join(" ") } : {}),
   };
-  const cluster = await launchCluster({ gateways: GATEWAYS, actorHosts: ACTOR_HOSTS, basePort, env });
+  const cluster = await launchCluster({ gateways: GATEWAYS, actorHosts: ACTOR_HOSTS, encoderNodes: ENCODER_NODES, basePort, env });
   const stop = async () => {
     await cluster.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -277,7 +283,7 @@ async function startCluster(keyspace: string): Promise<Target & { cluster: Local
   try {
     const bases = cluster.gateways.map((g) => `http://127.0.0.1:${g.port}`);
     const { auth, keyId, originId } = await prepare("cluster", bases[0]!, dataDir);
-    const all = [...cluster.gateways, ...cluster.actorHosts];
+    const all = [...cluster.gateways, ...cluster.actorHosts, ...cluster.encoderNodes];
     return {
       name: "cluster",
       bases,
@@ -285,7 +291,11 @@ async function startCluster(keyspace: string): Promise<Target & { cluster: Local
       keyId,
       originId,
       cluster,
-      pids: { gateway: cluster.gateways.map((g) => g.child.pid!), "actor host": cluster.actorHosts.map((a) => a.child.pid!) },
+      pids: {
+        gateway: cluster.gateways.map((g) => g.child.pid!),
+        "actor host": cluster.actorHosts.map((a) => a.child.pid!),
+        ...(cluster.encoderNodes.length > 0 ? { "encoder node": cluster.encoderNodes.map((e) => e.child.pid!) } : {}),
+      },
       metricsUrls: all.map((p) => `http://127.0.0.1:${p.metricsPort}/metrics`),
       agent: new http.Agent({ keepAlive: true, maxSockets: RATE_CONNECTIONS }),
       assertAlive() {
@@ -674,7 +684,7 @@ function watchInterference(ours: () => ReadonlySet<number>) {
 // ── main ──
 
 const TARGET_ORDER: readonly Row["target"][] = ["embedded", "cluster", "bench process"];
-const ROLE_ORDER = ["server", "gateway", "actor host", "cassandra", "kafka", "load generator"];
+const ROLE_ORDER = ["server", "gateway", "actor host", "encoder node", "cassandra", "kafka", "load generator"];
 
 interface Row {
   measurement: string;
@@ -712,7 +722,7 @@ async function scrapeCounters(cluster: LocalCluster): Promise<Map<string, number
   const out = new Map<string, number>();
   const wanted =
     /^(media_cassandra_statements_total|media_cassandra_requests_total|media_kafka_requests_total|media_bus_messages_published_total|media_bus_published_bytes_total|media_bus_handler_seconds_count)(?:\{([^}]*)\})? (\S+)$/;
-  for (const p of [...cluster.gateways, ...cluster.actorHosts]) {
+  for (const p of [...cluster.gateways, ...cluster.actorHosts, ...cluster.encoderNodes]) {
     const text = await (await fetch(`http://127.0.0.1:${p.metricsPort}/metrics`)).text();
     for (const line of text.split("\n")) {
       const m = wanted.exec(line);
@@ -728,7 +738,7 @@ async function scrapeCounters(cluster: LocalCluster): Promise<Map<string, number
 async function main(): Promise<void> {
   const cpus = os.cpus();
   process.stdout.write(
-    `cluster bench: embedded (1 process) vs cluster (${GATEWAYS} gateway${GATEWAYS > 1 ? "s" : ""} + ${ACTOR_HOSTS} actor host${ACTOR_HOSTS > 1 ? "s" : ""} on Kafka + Cassandra), ` +
+    `cluster bench: embedded (1 process) vs cluster (${GATEWAYS} gateway${GATEWAYS > 1 ? "s" : ""} + ${ACTOR_HOSTS} actor host${ACTOR_HOSTS > 1 ? "s" : ""} + ${ENCODER_NODES} encoder node${ENCODER_NODES === 1 ? "" : "s"} on Kafka + Cassandra), ` +
       `${ROUNDS} alternating rounds\n` +
       `note: ${cpus.length} cores (${cpus[0]?.model ?? "?"}) shared by the load generator (this process), Kafka, Cassandra and every Node process.\n\n`,
   );
@@ -1056,6 +1066,7 @@ async function main(): Promise<void> {
       cluster: {
         gateways: GATEWAYS,
         actor_hosts: ACTOR_HOSTS,
+        encoder_nodes: ENCODER_NODES,
         kafka: "3.9.2 single node (infra/kafka.sh)",
         cassandra: "5.0.9 single node (infra/cassandra.sh)",
       },
