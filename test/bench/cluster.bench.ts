@@ -424,7 +424,6 @@ async function load(
     drained?: boolean;
   },
 ): Promise<LoadResult> {
-  const idle = opts.drained ? await idleRates(t) : undefined;
   const cluster = opts.counted !== undefined && "cluster" in t ? (t as Target & { cluster: LocalCluster }).cluster : undefined;
   const counters = cluster ? await scrapeCounters(cluster) : undefined;
   const profiling =
@@ -439,6 +438,8 @@ async function load(
           })),
         )
       : undefined;
+  // Idle CPU sampled with the profiler on, when it is: a drain waits for the processes to be back to it.
+  const idle = opts.drained ? await idleRates(t) : undefined;
   const before = cpuSample(t);
   const t0 = performance.now();
   const samples: number[] = [];
