@@ -146,21 +146,19 @@ describe("encode queue: order", () => {
     s = run(y.state, { type: "release", node: "n1", leaseId: x.leaseId, at: T0 + 2 }, { type: "release", node: "n2", leaseId: y.leaseId, at: T0 + 1 });
     expect(drain(s, "n3", "standard", T0 + 3)).toEqual(["s2", "s1", "s3"]);
 
-    // Both leases run out at once: the job created first goes first, whoever was served first.
-    let t = run(Q.initial, enqueue(task("young", "app_a", "standard", T0 + 5)), enqueue(task("old", "app_b", "standard", T0 + 1)));
-    const yl = take(t, "n1");
-    const ol = take(yl.state, "n2");
-    expect([yl.jobId, ol.jobId]).toEqual(["young", "old"]);
-    t = ol.state;
-    expect(drain(t, "n3", "standard", T0 + TTL + 1)).toEqual(["old", "young"]);
-
-    // And the other way round: the older served first, so given back ahead in line; still first.
-    let u = run(Q.initial, enqueue(task("old", "app_a", "standard", T0 + 1)), enqueue(task("young", "app_b", "standard", T0 + 5)));
-    const ol2 = take(u, "n1");
-    const yl2 = take(ol2.state, "n2");
-    expect([ol2.jobId, yl2.jobId]).toEqual(["old", "young"]);
-    u = yl2.state;
-    expect(drain(u, "n3", "standard", T0 + TTL + 1)).toEqual(["old", "young"]);
+    // Both leases run out at once: the job created first goes first, whichever was served (and so
+    // given back) first.
+    for (const [first, second] of [
+      ["young", "old"],
+      ["old", "young"],
+    ] as const) {
+      const age = { old: T0 + 1, young: T0 + 5 };
+      const t = run(Q.initial, enqueue(task(first, "app_a", "standard", age[first])), enqueue(task(second, "app_b", "standard", age[second])));
+      const a = take(t, "n1");
+      const b = take(a.state, "n2");
+      expect([a.jobId, b.jobId]).toEqual([first, second]);
+      expect(drain(b.state, "n3", "standard", T0 + TTL + 1)).toEqual(["old", "young"]);
+    }
   });
 
   it("a task given back takes no app's turn: the app after the one served last comes next", () => {
