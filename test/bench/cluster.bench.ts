@@ -81,6 +81,8 @@ const GET_CONNECTIONS = 32;
 const CREATE_CONNECTIONS = 16;
 const JOB_CONNECTIONS = 8;
 const GOAL_P99_MS = 20;
+/** The paced Gets at least this slow are listed with when they were sent. */
+const PACED_SLOW_MS = 15;
 /** The bench measures the service, not the rate limiter (gateway.bench.ts measures that). */
 const LIMITS_OFF = { MEDIA_RATE_LIMIT_KEY: "off", MEDIA_RATE_LIMIT_ANONYMOUS: "off", MEDIA_RATE_LIMIT_HEALTH: "off" };
 const KAFKA_BROKERS = (process.env.MEDIA_KAFKA_BROKERS ?? "127.0.0.1:9092").split(",");
@@ -505,7 +507,7 @@ async function load(
  */
 async function paced(t: Target, route: string, body: string, rate: number, seconds: number): Promise<{ rps: number; samples: number[]; failures: number }> {
   const worker = new Worker(new URL("./paced-worker.mjs", import.meta.url), {
-    workerData: { bases: t.bases, route, body, headers: t.auth, rate, seconds, sockets: RATE_CONNECTIONS },
+    workerData: { bases: t.bases, route, body, headers: t.auth, rate, seconds, sockets: RATE_CONNECTIONS, slowMs: PACED_SLOW_MS },
   });
   const r = await new Promise<{ samples: number[]; failures: number; elapsedMs: number; stallMaxMs: number; slow: { at: number; ms: number }[] }>(
     (resolve, reject) => {
@@ -520,7 +522,7 @@ async function paced(t: Target, route: string, body: string, rate: number, secon
   // When the slow ones were sent, to line up with the peers' logs (Cassandra's flushes and compactions, GC).
   if (r.slow.length > 0) {
     const shown = r.slow.slice(0, 20).map((x) => `${new Date(x.at).toISOString().slice(11, 23)} ${x.ms.toFixed(0)}`);
-    process.stdout.write(`  (${r.slow.length} at 15 ms or more, sent at (UTC, ms): ${shown.join(", ")}${r.slow.length > 20 ? ", ..." : ""})\n`);
+    process.stdout.write(`  (${r.slow.length} at ${PACED_SLOW_MS} ms or more, sent at (UTC, ms): ${shown.join(", ")}${r.slow.length > 20 ? ", ..." : ""})\n`);
   }
   return { rps: r.samples.length / (r.elapsedMs / 1000), samples: r.samples, failures: r.failures };
 }

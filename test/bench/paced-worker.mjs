@@ -7,7 +7,7 @@ import http from "node:http";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { parentPort, workerData } from "node:worker_threads";
 
-const { bases, route, body, headers, rate, seconds, sockets } = workerData;
+const { bases, route, body, headers, rate, seconds, sockets, slowMs } = workerData;
 const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -33,8 +33,7 @@ await Promise.all(Array.from({ length: sockets }, (_, i) => post(bases[i % bases
 const interval = 1000 / rate;
 const n = Math.round(rate * seconds);
 const samples = [];
-/** Requests at least this slow, with their planned send time (ms since the epoch): to line up with other logs. */
-const SLOW_MS = 15;
+/** Requests at least slowMs slow, with their planned send time (ms since the epoch): to line up with other logs. */
 const slow = [];
 let failures = 0;
 const inflight = [];
@@ -51,7 +50,7 @@ for (let i = 0; i < n; i++) {
         if (status === 200) {
           const ms = performance.now() - due;
           samples.push(ms);
-          if (ms >= SLOW_MS) slow.push({ at: performance.timeOrigin + due, ms });
+          if (ms >= slowMs) slow.push({ at: performance.timeOrigin + due, ms });
         } else failures++;
       },
       () => void failures++,
