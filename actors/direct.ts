@@ -1,6 +1,7 @@
-// Direct commands (cluster mode): a gateway's asks go straight to the actor host that owns their
-// partition, over one TCP connection per host, instead of a round trip through Kafka (command
-// and reply, each produced, replicated and fetched). Kafka stays the route of record:
+// Direct commands (cluster mode): the asks of a gateway or an encoder node go straight to the
+// actor host that owns their partition, over one TCP connection per host, instead of a round trip
+// through Kafka (command and reply, each produced, replicated and fetched). Kafka stays the route
+// of record:
 // - A gateway learns where a partition is served from the replies Kafka brings it (the host
 //   names its address in a header); until then, and whenever a route fails, the ask goes by Kafka.
 // - A host serves a direct command only for a partition assigned to it and not lost since
@@ -18,8 +19,10 @@
 //   the id, and the only other copy that can have run is one handed to Kafka and run by a newer
 //   owner, whose rows win over this host's (the epoch in the write timestamp) and whose epoch
 //   refuses this host's commit. That saves the snapshot and journal reads of each such create.
-// Only gateways send direct commands: an encoder node's tells and asks of one job stay in the
-// partition's order on Kafka.
+// Gateways and encoder nodes send their asks so (an encoder node's leases and its reports to a
+// job, one at a time); tells stay on Kafka. The only tells an encoder node sends are progress
+// reports, which a job takes in any order: one for an output that is no longer running, or of an
+// attempt that is not the latest, changes nothing, and progress only goes up.
 // The link: the host sends "MDC1" and a 32-byte nonce; the gateway answers HMAC-SHA256 of it under
 // a key derived from the server secret (which every process of a deployment shares), or the host
 // closes the connection. Then both sides send frames: a 4-byte big-endian length and that much

@@ -59,6 +59,7 @@ export async function fanOut(store: Store, bus: Bus, topics: Topics, events: rea
         }),
       ),
     );
-    await store.commit({ writes: [{ table: EVENT_FANOUT, id: event.id, value: null }] });
+    // The mark has no index row (ledgerWrites): deleting it needs no read of it.
+    await store.commit({ writes: [{ table: EVENT_FANOUT, id: event.id, value: null, unindexed: true }] });
   }
 }

@@ -133,22 +133,34 @@ describe("ActorHost", () => {
     expect(second!.writes!.find((w) => w.table === "tallies")?.current).toBeUndefined();
   });
 
-  it("knows no row of an own record that expires once written, even while fresh", async () => {
-    // An encoder node's row: written with a time to live, so its row is not followed (it may be
-    // gone by the next write); a fresh entity must not take it for absent on the next write.
+  it("knows the row of an own record that expires while it is far from expiring, and reads one about to", async () => {
+    // An encoder node's row: written with a time to live. Known while it is sure to be there when
+    // the next write lands; one about to expire may be gone by then, so the store reads it.
+    let ttl = 60_000;
     const Expiring: EntityBehavior<Counter, Cmd, Ev> = {
       ...Behavior,
       type: "beacon",
       readModel: (state) => Expiring.repair(state),
-      repair: (state) => [{ table: "beacons", id: "b", value: { n: state.n }, expiresAt: Date.now() + 60_000 }],
+      repair: (state) => [{ table: "beacons", id: "b", value: { n: state.n }, expiresAt: Date.now() + ttl }],
     };
     const { file, commits, host } = await openHost();
 
     expect(await host.ask(Expiring, "b", { type: "add", by: 1 })).toMatchObject({ ok: true });
+    ttl = 4_000;
     expect(await host.ask(Expiring, "b", { type: "add", by: 1 })).toMatchObject({ ok: true });
     expect(await host.ask(Expiring, "b", { type: "add", by: 1 })).toMatchObject({ ok: true });
-    expect(commits.map((c) => c.writes![0]!.current)).toEqual([null, undefined, undefined]);
-    expect(await file.get("beacons", "b")).toMatchObject({ version: 3, value: { n: 3 } });
+    expect(await host.ask(Expiring, "b", { type: "add", by: 1 })).toMatchObject({ ok: true });
+    const expiresAt = commits.map((c) => c.writes![0]!.expiresAt);
+    expect(commits.map((c) => c.writes![0]!.current)).toEqual([
+      null,
+      { version: 1, partition: "", sort: "", expiresAt: expiresAt[0] },
+      // Written to expire in 4 s: within the margin, so read.
+      undefined,
+      // Written over a row read: its version unknown.
+      undefined,
+    ]);
+    // The embedded store checks each against its row (a wrong one fails the commit): all held.
+    expect(await file.get("beacons", "b")).toMatchObject({ version: 4, value: { n: 4 } });
   });
 
   it("after a refused write, the next incarnation of a fresh entity knows none of its rows", async () => {

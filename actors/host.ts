@@ -89,6 +89,13 @@ function lastWriteWins(writes: readonly RecordWrite[]): RecordWrite[] {
 }
 
 /**
+ * How long before it expires a row its writer knows is read again instead (the encode queue's node
+ * rows expire unless rewritten): more than a commit takes to land, so the store never writes over
+ * a row it was told is there after it expired.
+ */
+const EXPIRING_ROW_MARGIN_MS = 5_000;
+
+/**
  * The rows of an entity's own records (those its repair writes: nobody else writes them) as one
  * incarnation knows them: absent while it is fresh (recovered with an empty journal), then as its
  * own commits left them. A commit tells the store the rows it knows (RecordWrite.current), so a
@@ -118,25 +125,27 @@ class OwnRows<S> {
     return writes.map((w) => {
       const k = `${w.table}\0${w.id}`;
       if (w.expectedVersion !== undefined || (!own.has(k) && !this.rows.has(k))) return w;
-      const current = this.rows.has(k) ? this.rows.get(k) : this.isFresh ? null : undefined;
+      const known = this.rows.has(k) ? this.rows.get(k) : this.isFresh ? null : undefined;
+      // A row that expires is known only while it is sure to be there when the write lands.
+      const current = known && known.expiresAt !== 0 && known.expiresAt - Date.now() < EXPIRING_ROW_MARGIN_MS ? undefined : known;
       return current === undefined ? w : { ...w, current };
     });
   }
 
-  /** After a commit of the writes last annotated: the rows they made (one that expires is not followed). */
+  /** After a commit of the writes last annotated: the rows they made. */
   written(writes: readonly RecordWrite[]): void {
     for (const w of writes) {
       const k = `${w.table}\0${w.id}`;
       if (!this.own.has(k) && !this.rows.has(k)) continue;
       if (w.value === null) this.rows.set(k, null);
-      else if (w.current === undefined || (w.expiresAt !== undefined && w.expiresAt !== 0)) this.rows.set(k, undefined);
+      else if (w.current === undefined) this.rows.set(k, undefined);
       else {
         const before = w.current;
         this.rows.set(k, {
           version: (before?.version ?? 0) + 1,
           partition: w.partition ?? before?.partition ?? "",
           sort: w.sort ?? before?.sort ?? "",
-          expiresAt: 0,
+          expiresAt: w.expiresAt ?? 0,
         });
       }
     }

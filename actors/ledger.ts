@@ -67,8 +67,17 @@ export function derivedId(prefix: string, label: string, length = 24): string {
   return `${prefix}${out}`;
 }
 
-/** The rows of an event: the ledger entry and its fan-out mark. */
+/**
+ * The rows of an event, written with the entry that made it: the ledger entry and its fan-out
+ * mark. The event is new (its entity just decided it, and nothing else writes its rows), so their
+ * rows are known to be absent (RecordWrite.current) and the store need not read them first.
+ */
 export function ledgerWrites(e: EventRecord): RecordWrite[] {
+  return ledgerRewrites(e).map((w) => ({ ...w, current: null }));
+}
+
+/** The same rows written again, over whatever an earlier attempt left (a recovered entry's fan-out). */
+export function ledgerRewrites(e: EventRecord): RecordWrite[] {
   const sort = sortKey(e.createdAt, e.id);
   return [
     { table: EVENTS, id: e.id, value: e, partition: e.appId, sort },

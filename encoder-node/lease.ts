@@ -38,6 +38,27 @@ export async function askForLease(c: LeaseChannel, jobId?: string): Promise<Leas
   return reply.state.granted;
 }
 
+/**
+ * Ends the lease of the task just run and asks for the next task in the same command (one round
+ * trip and one write of the queue instead of two); undefined when none is free, or from a queue
+ * that grants none so (it ended the lease all the same). `follow`: the job of the task ended,
+ * which is queueing its next task; nothing is granted before it is queued (NextLease.follow).
+ * When the queue refuses or does not answer, the lease is ended alone, and the error thrown.
+ */
+export async function doneAndNext(c: LeaseChannel, done: string, follow?: string): Promise<LeaseGrant | undefined> {
+  const reply = await c.queue({
+    type: "done",
+    node: c.nodeId,
+    leaseId: done,
+    at: Date.now(),
+    next: { nodeClass: c.workerClass, leaseId: randomToken(16), ttlMs: c.leaseMs, life: c.life, ...(follow !== undefined ? { follow } : {}) },
+  });
+  if (reply.ok) return reply.state.granted;
+  // Refused (the next lease's fields): the lease ends on its own, the error is the lease's.
+  await endLease(c, done, "done");
+  throw new LeaseRefused(reply.rejection.message);
+}
+
 export interface HeldLease {
   /** Stops renewing and tells the queue the task is done, or handed back; a lost answer lets the lease run out instead. */
   end(how: "done" | "release"): Promise<void>;

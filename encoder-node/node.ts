@@ -16,7 +16,7 @@ import type { LeaseGrant, QueueCommand, QueueReply, WorkSignal } from "../actors
 import type { NetGuard } from "../src/net-guard.js";
 import type { Reply } from "../src/replies.js";
 import type { SecretBox } from "../src/secrets.js";
-import { askForLease, endLease, holdLease, type LeaseChannel } from "./lease.js";
+import { askForLease, doneAndNext, endLease, holdLease, type LeaseChannel } from "./lease.js";
 import { recogniserPaths, startRecogniser, type Recogniser } from "./recogniser.js";
 import { checkPrerequisites, standing } from "./prerequisites.js";
 import { reportsTo } from "./reports.js";
@@ -127,6 +127,17 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       wake = done;
     });
   let current: { leaseId: string; controller: AbortController; handedBack: boolean } | undefined;
+  /**
+   * The lease of the task just run, ended with the next ask for work (doneAndNext), or alone when
+   * there is none; `follow` names its job when the job is queueing its next task.
+   */
+  let justRan: { leaseId: string; follow?: string } | undefined;
+  const endFinished = async () => {
+    const leaseId = justRan?.leaseId;
+    justRan = undefined;
+    if (leaseId !== undefined)
+      await endLease(lease, leaseId, "done", (e) => d.log.warn({ err: e, lease_id: leaseId }, "lease done not told; it runs out instead"));
+  };
   const activity = encoderActivity(workerClass);
 
   /** Runs a leased task; false when the job's actor could not be told its outcome (the task runs again). */
@@ -146,6 +157,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       endError: (e, how) => d.log.warn({ err: e, job_id: grant.jobId }, `lease ${how} not told; it runs out instead`),
     });
     const idleAgain = activity.start();
+    let goesOn = false;
     encodeTasks.inc({ kind: grant.kind, priority: grant.priority, class: workerClass });
     const part = grant.part !== undefined ? { part: grant.part } : {};
     d.log.info({ job_id: grant.jobId, kind: grant.kind, ...part, priority: grant.priority, waited_ms: Date.now() - grant.enqueuedAt }, "task started");
@@ -164,7 +176,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         "media.priority": grant.priority,
       };
       queueWait(trace, grant, attributes);
-      await inSpan(trace, `encode_task ${task.kind}`, SpanKind.CONSUMER, attributes, () => runTask(context, task, controller.signal));
+      const end = await inSpan(trace, `encode_task ${task.kind}`, SpanKind.CONSUMER, attributes, () => runTask(context, task, controller.signal));
+      if (end?.goesOn) goesOn = true;
     } catch (e) {
       // The job's actor did not take a report: the lease runs out and the task is run again.
       d.log.error({ err: e, job_id: task.jobId, kind: task.kind }, "encode task failed");
@@ -177,13 +190,15 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       // The input stays for the encode task after a probe, and for the next chunk; an ended job needs nothing.
       if (task.kind === "encode" || controller.signal.aborted) await rm(path.join(workRoot, task.jobId), { recursive: true, force: true });
     }
-    await held.end(mine.handedBack ? "release" : "done");
+    if (mine.handedBack) await held.end("release");
+    else justRan = { leaseId: grant.leaseId, ...(goesOn ? { follow: grant.jobId } : {}) };
     return true;
   }
 
   const loop = (async () => {
     while (!draining) {
       if (!prerequisites.ok) {
+        await endFinished();
         // Looked at again now and then: installing ffmpeg needs no restart.
         await idle(PREREQUISITES_RECHECK_MS);
         if (!draining) await checkMachine(false);
@@ -191,9 +206,11 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       }
       let grant: LeaseGrant | undefined;
       try {
-        grant = await askForLease(lease);
+        grant = justRan !== undefined ? await doneAndNext(lease, justRan.leaseId, justRan.follow) : await askForLease(lease);
       } catch (e) {
         d.log.warn({ err: e }, "the encode queue did not answer; asking again");
+      } finally {
+        justRan = undefined;
       }
       if (draining) {
         // Granted while stopping: hand it straight back.
@@ -203,6 +220,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       // After a failed task, a pause before asking again (its lease goes back to the queue then).
       if (!grant || !(await leased(grant))) await idle(IDLE_POLL_MS);
     }
+    await endFinished();
   })();
   d.log.info({ work_dir: workRoot }, "encoder node ready");
 

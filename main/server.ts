@@ -372,9 +372,9 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
   let commands: CommandClient | undefined;
   let updates: UpdatesHub | undefined;
   if (roles.gateway || roles.encoderNode) {
-    // A gateway's asks go straight to the owning host where it knows it; an encoder node's stay on
-    // Kafka, in the partition's order with its tells.
-    const direct = config.mode === "cluster" && roles.gateway && !roles.encoderNode ? config.cluster.directCommands : undefined;
+    // Asks go straight to the owning host where the asker knows it (actors/direct.ts); an encoder
+    // node's progress tells stay on Kafka, which a job takes in any order (the highest counts).
+    const direct = config.mode === "cluster" ? config.cluster.directCommands : undefined;
     commands = new CommandClient(bus, topics, undefined, direct && new DirectRoutes(directKey(secret), config.cluster.commandPartitions, log));
     await commands.start();
   }

@@ -112,7 +112,7 @@ export const kafkaRequests = new Counter({
 });
 export const directCommands = new Counter({
   name: "media_direct_commands_total",
-  help: "A gateway's commands sent straight to an actor host (MEDIA_DIRECT_COMMANDS), by outcome: answered, moved (sent again by Kafka: the host no longer serves the partition) or lost (sent again by Kafka: the link closed or fell silent)",
+  help: "The asks a gateway or an encoder node sent straight to an actor host (MEDIA_DIRECT_COMMANDS), by outcome: answered, moved (sent again by Kafka: the host no longer serves the partition) or lost (sent again by Kafka: the link closed or fell silent)",
   labelNames: ["outcome"] as const,
   registers,
 });

@@ -37,7 +37,7 @@ import type { Decision, EntityBehavior } from "../host.js";
 import type { Bus } from "../../src/bus/port.js";
 import type { Topics } from "../../src/bus/topics.js";
 import { fanOut } from "../fanout.js";
-import { ledgerWrites, type EventRecord } from "../ledger.js";
+import { ledgerRewrites, ledgerWrites, type EventRecord } from "../ledger.js";
 import { jobLedgerEvents } from "./ledger-events.js";
 import { tellVideoOutcome, tellVideoPublished } from "./outcome.js";
 import type { IntentHandlers } from "../outbox.js";
@@ -673,7 +673,7 @@ export function jobIntentHandlers(d: JobEffectDeps): IntentHandlers<JobIntent, J
     // Endpoints enqueue an event once. A recovered entry writes its ledger rows again: the write
     // that followed its append may not have happened.
     fanout: async (intent, { recovered }) => {
-      if (recovered) await d.store.commit({ writes: intent.events.flatMap(ledgerWrites) });
+      if (recovered) await d.store.commit({ writes: intent.events.flatMap(ledgerRewrites) });
       await fanOut(d.store, d.bus, d.topics, intent.events);
     },
     legacy: async (intent, { state, seq }) => {

@@ -54,10 +54,29 @@ export type QueueCommand =
       readonly jobId?: string;
     }
   | { readonly type: "renew"; readonly node: string; readonly leaseId: string; readonly at: number }
-  /** The task ran (whatever its outcome: the job knows it). */
-  | { readonly type: "done"; readonly node: string; readonly leaseId: string; readonly at: number }
+  /**
+   * The task ran (whatever its outcome: the job knows it). With `next`, the node also asks for its
+   * next task, as a lease command would (one command and one write instead of two); a queue that
+   * does not know `next` ends the lease and grants nothing, and the node asks again at its next poll.
+   */
+  | { readonly type: "done"; readonly node: string; readonly leaseId: string; readonly at: number; readonly next?: NextLease }
   /** A draining node gives its task back unfinished. */
   | { readonly type: "release"; readonly node: string; readonly leaseId: string; readonly at: number };
+
+/** A lease asked for with the end of the one before (the done command's `next`): a lease command's fields. */
+export interface NextLease {
+  readonly nodeClass: WorkerClass;
+  readonly leaseId: string;
+  readonly ttlMs: number;
+  readonly life?: string;
+  /**
+   * The job whose task just ended goes on to its next task, which its actor is queueing: nothing is
+   * granted until a task of that job is queued (then the queue picks as it always does). A node
+   * granted nothing holds no lease, so the job's task wakes it when it comes: the job's next step
+   * is not passed over by work queued behind it because the node asked first.
+   */
+  readonly follow?: string;
+}
 
 export interface LeaseGrant {
   readonly leaseId: string;

@@ -292,6 +292,66 @@ describe("encode queue: leases", () => {
     ]);
   });
 
+  it("done with the next lease ends the task (no loss) and grants the next in one command; its reply is that grant", () => {
+    const first = take(queued, "n1");
+    const c: QueueCommand = {
+      type: "done",
+      node: "n1",
+      leaseId: first.leaseId,
+      at: T0 + 1,
+      next: { nodeClass: "standard", leaseId: "next_1", ttlMs: TTL, life: "l1" },
+    };
+    const after = apply(first.state, c);
+    expect(after.events).toEqual([
+      { type: "finished", leaseId: first.leaseId, node: "n1", at: T0 + 1 },
+      { type: "granted", lease: expect.objectContaining({ leaseId: "next_1", node: "n1", nodeClass: "standard", leasedAt: T0 + 1, ttlMs: TTL, life: "l1" }) },
+    ]);
+    expect(after.state.leases.map((l) => [l.leaseId, l.task.jobId])).toEqual([["next_1", "j2"]]);
+    expect(Q.view!(after.state, c)).toMatchObject({ granted: { leaseId: "next_1", jobId: "j2" } });
+    // The done task went for good: neither queued again nor counted lost.
+    expect(after.state.queued).toEqual([]);
+    // Nothing left: the lease ends, the node is seen, nothing is granted.
+    const dry = apply(after.state, { type: "done", node: "n1", leaseId: "next_1", at: T0 + 2, next: { nodeClass: "standard", leaseId: "next_2", ttlMs: TTL } });
+    expect(dry.events.map((e) => e.type)).toEqual(["finished"]);
+    expect(dry.state.leases).toEqual([]);
+    expect(
+      Q.view!(dry.state, { type: "done", node: "n1", leaseId: "next_1", at: T0 + 2, next: { nodeClass: "standard", leaseId: "next_2", ttlMs: TTL } }),
+    ).toEqual({});
+    // A done that names no lease it holds still asks: what the node held is stale and goes back first.
+    const stale = apply(first.state, { type: "done", node: "n1", leaseId: "nope", at: T0 + 3, next: { nodeClass: "standard", leaseId: "next_3", ttlMs: TTL } });
+    expect(stale.events.map((e) => e.type)).toEqual(["returned", "granted"]);
+    expect(stale.events[0]).toMatchObject({ leaseId: first.leaseId, reason: "stale" });
+    expect(stale.state.leases.map((l) => [l.leaseId, l.task.jobId])).toEqual([["next_3", "j1"]]);
+    // Its next lease is checked as a lease command is.
+    expect(Q.decide(first.state, { ...c, next: { nodeClass: "huge" as WorkerClass, leaseId: "x", ttlMs: TTL } })).toMatchObject({ code: Code.InvalidArgument });
+    expect(Q.decide(first.state, { ...c, next: { nodeClass: "standard", leaseId: "", ttlMs: TTL } })).toMatchObject({ code: Code.InvalidArgument });
+    // Without next, a done's reply grants nothing.
+    expect(Q.view!(after.state, { type: "done", node: "n1", leaseId: "next_1", at: T0 + 4 })).toEqual({});
+  });
+
+  it("done with a next lease that follows its job grants nothing until a task of that job is queued, then picks as always", () => {
+    // j1 probed on n1; its encode is on its way. j2 (another app, same priority) is queued.
+    const probes = run(Q.initial, enqueue(task("j1", "app_a", "standard", T0, "probe")), enqueue(task("j2", "app_b")));
+    const probing = take(probes, "n1");
+    expect(probing.jobId).toBe("j1");
+    const next = (leaseId: string) => ({ nodeClass: "standard" as const, leaseId, ttlMs: TTL, follow: "j1" });
+    const early = apply(probing.state, { type: "done", node: "n1", leaseId: probing.leaseId, at: T0 + 1, next: next("f1") });
+    expect(early.events.map((e) => e.type)).toEqual(["finished"]);
+    expect(early.state.leases).toEqual([]);
+    expect(early.state.queued.map((t) => t.jobId)).toEqual(["j2"]);
+    // Holding nothing, the node is woken by the job's task when it comes.
+    const encode = enqueue(task("j1", "app_a", "premium"), T0 + 2);
+    const queuedEncode = apply(early.state, encode);
+    expect(Q.effects!(queuedEncode.state, queuedEncode.events, encode, early.state)).toEqual([{ kind: "nudge" }]);
+    // Its task queued first, the same command grants by the queue's order: here the premium encode.
+    const late = apply(run(probing.state, encode), { type: "done", node: "n1", leaseId: probing.leaseId, at: T0 + 3, next: next("f2") });
+    expect(late.state.leases.map((l) => [l.leaseId, l.task.jobId, l.task.kind])).toEqual([["f2", "j1", "encode"]]);
+    // Following a job with a task queued does not take that task out of turn: the order decides.
+    const other = run(probing.state, enqueue(task("j1", "app_a", "economy"), T0 + 2));
+    const fair = apply(other, { type: "done", node: "n1", leaseId: probing.leaseId, at: T0 + 3, next: next("f3") });
+    expect(fair.state.leases.map((l) => [l.leaseId, l.task.jobId])).toEqual([["f3", "j2"]]);
+  });
+
   it("renewing one lease leaves the others to run out on their own time", () => {
     const one = take(queued, "n1");
     const two = take(one.state, "n2");
@@ -367,6 +427,28 @@ describe("encode queue: leases", () => {
     // The job's next task replacing its queued one is a task queued too.
     const probe = run(Q.initial, enqueue(task("j1", "a", "standard", T0, "probe")));
     expect(nudges(probe, enqueue(task("j1", "a", "standard", T0, "encode"), T0 + 1))).toEqual([{ kind: "nudge" }]);
+  });
+
+  it("a task queued while every node the queue knows holds a lease wakes none: each asks for work as its task ends", () => {
+    const nudges = (state: QueueState, c: QueueCommand) => {
+      const { state: next, events } = apply(state, c);
+      return Q.effects!(next, events, c, state);
+    };
+    const busy = take(queued, "n1");
+    expect(nudges(busy.state, enqueue(task("j3"), T0 + 1))).toEqual([]);
+    // Another node seen idle (it asked and found nothing) is woken.
+    const both = take(busy.state, "n2").state;
+    const idle = run(both, lease("n3", "standard", T0 + 2));
+    expect(idle.leases.map((l) => l.node)).toEqual(["n1", "n2"]);
+    expect(nudges(both, enqueue(task("j3"), T0 + 3))).toEqual([]);
+    expect(nudges(idle, enqueue(task("j3"), T0 + 3))).toEqual([{ kind: "nudge" }]);
+    // So is every node once the one it knew ended its task without asking for more.
+    expect(nudges(run(busy.state, { type: "done", node: "n1", leaseId: busy.leaseId, at: T0 + 4 }), enqueue(task("j3"), T0 + 5))).toEqual([{ kind: "nudge" }]);
+    // A task given back while every node is busy wakes none either: here n1's stale lease, given
+    // back as n1 asks again and is granted a task at once.
+    const again = apply(both, lease("n1", "standard", T0 + 6));
+    expect(again.events.map((e) => e.type)).toEqual(["returned", "granted"]);
+    expect(Q.effects!(again.state, again.events, lease("n1"), both)).toEqual([]);
   });
 
   it("a nudge publishes a work signal; an abandoned task tells its job", async () => {

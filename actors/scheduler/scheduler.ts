@@ -226,6 +226,45 @@ function validTask(t: TaskRequest | undefined): boolean {
   );
 }
 
+/**
+ * A node's lease command (or a done command's `next`), after `events` (the expired leases, the
+ * lease just finished): the next task for its class, or with `jobId` a chunk of that job.
+ */
+function leased(
+  state: QueueState,
+  events: QueueEvent[],
+  c: Omit<Extract<QueueCommand, { type: "lease" }>, "type"> & { readonly follow?: string },
+): Decision<QueueEvent> {
+  if (!isClass(c.nodeClass)) return invalid(`nodeClass must be one of ${WORKER_CLASSES.join(", ")}`);
+  if (!c.node || !c.leaseId || !(c.ttlMs > 0)) return invalid("a lease needs a node, a lease id and a time to live");
+  const now = events.reduce(fold, state);
+  // A node asking alongside its task keeps it; otherwise what it holds is stale.
+  if (c.jobId === undefined) for (const l of now.leases) if (l.node === c.node) events.push(lost(l, "stale", c.at));
+  const free = events.reduce(fold, state);
+  const waits = c.follow !== undefined && !free.queued.some((t) => t.jobId === c.follow);
+  const task = waits ? undefined : c.jobId === undefined ? pick(free, c.nodeClass, c.at) : pickChunk(free, c.jobId);
+  if (task) {
+    events.push({
+      type: "granted",
+      lease: {
+        leaseId: c.leaseId,
+        node: c.node,
+        nodeClass: c.nodeClass,
+        task,
+        leasedAt: c.at,
+        renewedAt: c.at,
+        ttlMs: c.ttlMs,
+        ...(c.life ? { life: c.life } : {}),
+      },
+    });
+  } else {
+    const seen = free.nodes[c.node];
+    if (!seen || seen.nodeClass !== c.nodeClass || c.at - seen.seenAt >= SEEN_REFRESH_MS)
+      events.push({ type: "node_seen", node: c.node, nodeClass: c.nodeClass, at: c.at });
+  }
+  return events;
+}
+
 export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent> {
   if (!Number.isFinite(c.at)) return invalid("at must be a time");
   const events = expired(state, c.at);
@@ -249,44 +288,18 @@ export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent>
     case "cancel":
       if (now.queued.some((t) => t.jobId === c.jobId)) events.push({ type: "removed", jobId: c.jobId, at: c.at });
       return events;
-    case "lease": {
-      if (!isClass(c.nodeClass)) return invalid(`nodeClass must be one of ${WORKER_CLASSES.join(", ")}`);
-      if (!c.node || !c.leaseId || !(c.ttlMs > 0)) return invalid("a lease needs a node, a lease id and a time to live");
-      // A node asking alongside its task keeps it; otherwise what it holds is stale.
-      if (c.jobId === undefined) for (const l of now.leases) if (l.node === c.node) events.push(lost(l, "stale", c.at));
-      const free = events.reduce(fold, state);
-      const task = c.jobId === undefined ? pick(free, c.nodeClass, c.at) : pickChunk(free, c.jobId);
-      if (task) {
-        events.push({
-          type: "granted",
-          lease: {
-            leaseId: c.leaseId,
-            node: c.node,
-            nodeClass: c.nodeClass,
-            task,
-            leasedAt: c.at,
-            renewedAt: c.at,
-            ttlMs: c.ttlMs,
-            ...(c.life ? { life: c.life } : {}),
-          },
-        });
-      } else {
-        const seen = free.nodes[c.node];
-        if (!seen || seen.nodeClass !== c.nodeClass || c.at - seen.seenAt >= SEEN_REFRESH_MS)
-          events.push({ type: "node_seen", node: c.node, nodeClass: c.nodeClass, at: c.at });
-      }
-      return events;
-    }
+    case "lease":
+      return leased(state, events, c);
     case "renew":
     case "done":
     case "release": {
       const lease = now.leases.find((l) => l.leaseId === c.leaseId && l.node === c.node);
-      if (!lease) return events;
+      if (!lease) return c.type === "done" && c.next ? leased(state, events, { ...c.next, node: c.node, at: c.at }) : events;
       const about = { leaseId: c.leaseId, node: c.node, at: c.at };
       if (c.type === "renew") events.push({ type: "renewed", ...about });
       else if (c.type === "done") events.push({ type: "finished", ...about });
       else events.push({ type: "returned", ...about, reason: "released" });
-      return events;
+      return c.type === "done" && c.next ? leased(state, events, { ...c.next, node: c.node, at: c.at }) : events;
     }
     default:
       return invalid(`unknown command ${(c as { type?: unknown }).type as string}`);
@@ -392,9 +405,10 @@ function nodeOf(e: QueueEvent): string | undefined {
 
 /** The reply of a command, from the state after it: a lease's grant, a renewal's standing. */
 export function replyOf(state: QueueState, c: QueueCommand): QueueReply {
-  if (c.type === "lease") {
+  if (c.type === "lease" || (c.type === "done" && c.next)) {
+    const leaseId = c.type === "lease" ? c.leaseId : c.next!.leaseId;
     // Stryker disable next-line ConditionalExpression: after its lease command a node holds at most the lease that command granted, so the lease id adds nothing to the node match (pinned by the reply specs)
-    const lease = state.leases.find((l) => l.leaseId === c.leaseId && l.node === c.node);
+    const lease = state.leases.find((l) => l.leaseId === leaseId && l.node === c.node);
     if (!lease) return {};
     const { jobId, kind, part, appId, priority, enqueuedAt, traceparent } = lease.task;
     const granted: LeaseGrant = {
@@ -428,16 +442,26 @@ export const QueueBehavior: EntityBehavior<QueueState, QueueCommand, QueueEvent,
     { table: QUEUE_SUMMARY.table, id: QUEUE_SUMMARY.id, value: summaryOf(state, Date.now()) },
     ...Object.keys(state.nodes).map((n) => nodeRow(state, n)),
   ],
-  effects: (_state, events) => [
+  effects: (state, events) => [
     ...events.flatMap((e): QueueIntent[] =>
       e.type === "abandoned"
         ? [{ kind: "abandoned", jobId: e.jobId, task: e.kind, ...(e.part !== undefined ? { part: e.part } : {}), lostOn: e.lostOn, at: e.at }]
         : [],
     ),
-    ...(events.some((e) => e.type === "enqueued" || e.type === "returned") ? [{ kind: "nudge" } as const] : []),
+    ...(events.some((e) => e.type === "enqueued" || e.type === "returned") && mayBeIdle(state) ? [{ kind: "nudge" } as const] : []),
   ],
   view: replyOf,
 };
+
+/**
+ * Whether a node may be waiting for work: one the queue knows of that holds no lease, or none known
+ * yet. A node that holds one asks for its next task as it ends it (the done command's `next`), so
+ * a work signal would only wake it to find itself busy.
+ */
+function mayBeIdle(state: QueueState): boolean {
+  const nodes = Object.keys(state.nodes);
+  return nodes.length === 0 || nodes.some((n) => !state.leases.some((l) => l.node === n));
+}
 
 /**
  * The queue's intents: tell idle nodes there is work (they would find it at their next poll

@@ -11,7 +11,7 @@ import { sortKey } from "../../src/pagination.js";
 import type { RecordWrite, Store } from "../../src/store/port.js";
 import { publishUpdate, tell } from "../commands.js";
 import type { Decision, EntityBehavior } from "../host.js";
-import { API_VERSION, derivedId, ledgerWrites, type EventRecord, type EventType } from "../ledger.js";
+import { API_VERSION, derivedId, ledgerRewrites, ledgerWrites, type EventRecord, type EventType } from "../ledger.js";
 import type { IntentHandlers } from "../outbox.js";
 import { fanOut } from "../fanout.js";
 import { Job } from "../job/messages.js";
@@ -355,7 +355,7 @@ export function videoIntentHandlers(d: VideoEffectDeps): IntentHandlers<VideoInt
       await tell(d.bus, d.topics, Job, v.jobId, { type: "create", id: v.jobId, at: v.updatedAt, request: v.jobRequest });
     },
     fanout: async (intent, { recovered }) => {
-      if (recovered) await d.store.commit({ writes: intent.events.flatMap(ledgerWrites) });
+      if (recovered) await d.store.commit({ writes: intent.events.flatMap(ledgerRewrites) });
       await fanOut(d.store, d.bus, d.topics, intent.events);
     },
     purge: async (intent, { state }) => {

@@ -78,3 +78,6 @@ export function nodeExecutors(d: TaskDeps, workRoot: string): Executors {
  * splits a ladder and the nodes encoding its chunks agree, whatever their settings.
  */
 export const hostedStream = (job: JobRecord) => (job.managed ? job.outputs.find((o) => fromJson(OutputSpecSchema, o.spec).type === OutputType.HLS) : undefined);
+
+/** A task's end: `goesOn` when its job's actor is queueing the job's next task (a probe's encode). */
+export type TaskEnd = void | { readonly goesOn: true };

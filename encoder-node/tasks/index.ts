@@ -2,11 +2,11 @@
 // handler does not compile.
 import type { EncodeTask } from "../../actors/job/messages.js";
 import { runChunkTask } from "./chunk.js";
-import type { TaskContext } from "../steps/context.js";
+import type { TaskContext, TaskEnd } from "../steps/context.js";
 import { runEncode } from "./encode.js";
 import { runProbe } from "./probe.js";
 
-export type TaskHandler = (c: TaskContext, task: EncodeTask, signal: AbortSignal) => Promise<void>;
+export type TaskHandler = (c: TaskContext, task: EncodeTask, signal: AbortSignal) => Promise<TaskEnd>;
 
 export const TASKS: { readonly [K in EncodeTask["kind"]]: TaskHandler } = {
   probe: runProbe,
@@ -15,4 +15,4 @@ export const TASKS: { readonly [K in EncodeTask["kind"]]: TaskHandler } = {
 };
 
 /** Runs a leased task by its kind. Throws ReportError when the job could not be told its outcome. */
-export const runTask = (c: TaskContext, task: EncodeTask, signal: AbortSignal): Promise<void> => TASKS[task.kind](c, task, signal);
+export const runTask = (c: TaskContext, task: EncodeTask, signal: AbortSignal): Promise<TaskEnd> => TASKS[task.kind](c, task, signal);

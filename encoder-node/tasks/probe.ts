@@ -3,10 +3,11 @@ import type { EncodeTask } from "../../actors/job/messages.js";
 import { randomToken } from "../../src/ids.js";
 import { MediaError } from "../media-errors.js";
 import { failureOf, ReportError } from "../reports.js";
-import type { TaskContext } from "../steps/context.js";
+import type { TaskContext, TaskEnd } from "../steps/context.js";
 import { stage } from "../stage-timing.js";
 
-export async function runProbe(c: TaskContext, task: EncodeTask, signal: AbortSignal): Promise<void> {
+/** Goes on (TaskEnd) when the job, probed, is queueing its encode. */
+export async function runProbe(c: TaskContext, task: EncodeTask, signal: AbortSignal): Promise<TaskEnd> {
   const { ask } = c.reports;
   const attempt = randomToken(12);
   const started = Date.now();
@@ -22,7 +23,8 @@ export async function runProbe(c: TaskContext, task: EncodeTask, signal: AbortSi
   try {
     const result = await stage("probe", () => c.exec.probe(file, signal));
     if (!result.video && !result.audio) throw new MediaError("input_unsupported", "the input has neither a video nor an audio stream");
-    await ask(job, { type: "probed", attempt, at: Date.now(), metadata: result, durationMs: Date.now() - started });
+    const after = await ask(job, { type: "probed", attempt, at: Date.now(), metadata: result, durationMs: Date.now() - started });
+    if (after?.status === "processing") return { goesOn: true };
   } catch (e) {
     if (e instanceof ReportError) throw e;
     if (!signal.aborted) await ask(job, { type: "probe_failed", attempt, at: Date.now(), failure: failureOf(e, "encode") });

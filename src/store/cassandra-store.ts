@@ -228,6 +228,8 @@ const sameRow = (a: State, b: State): boolean =>
  * is never compared on an unconditional write.
  */
 function knownState(writes: readonly RecordWrite[]): { readonly state: State } | undefined {
+  // Deletes of a record without an index row: what its row was changes nothing that is written.
+  if (writes.every((x) => x.unindexed === true && x.value === null && x.expectedVersion === undefined)) return { state: undefined };
   const w = writes[0]!;
   if (w.current === undefined || writes.some((x) => x.expectedVersion !== undefined || x.current !== w.current)) return undefined;
   const k = w.current;

@@ -45,4 +45,11 @@ describe("FileStore", () => {
     const { s: third } = await opened(d);
     expect(await third.get("t", "after")).toBeDefined();
   });
+
+  it("refuses a delete said to be of a record without an index row when it has one (a writer's bookkeeping checked)", async () => {
+    const { s } = await opened();
+    await s.commit({ writes: [{ table: "t", id: "a", value: 1, partition: "p", sort: "a" }] });
+    await expect(s.commit({ writes: [{ table: "t", id: "a", value: null, unindexed: true }] })).rejects.toThrow(/unindexed, but it has an index row/);
+    expect(await s.get("t", "a")).toMatchObject({ value: 1 });
+  });
 });

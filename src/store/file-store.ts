@@ -120,7 +120,7 @@ export class FileStore implements Store {
     const line: LogLine = {};
     if (batch.events?.length) line.e = [...batch.events];
     if (batch.writes?.length) {
-      line.w = batch.writes.map(({ current: _known, ...w }) => ({
+      line.w = batch.writes.map(({ current: _known, unindexed: _unindexed, ...w }) => ({
         ...w,
         version: (this.live(this.records.get(w.table)?.get(w.id))?.version ?? 0) + 1,
       }));
@@ -181,6 +181,8 @@ export class FileStore implements Store {
     }
     for (const write of batch.writes ?? []) {
       if (write.current !== undefined) this.checkKnown(write);
+      if (write.unindexed && this.records.get(write.table)?.get(write.id)?.partition)
+        throw new Error(`${write.table}/${write.id}: deleted as unindexed, but it has an index row`);
       if (write.expectedVersion === undefined) continue;
       const current = this.live(this.records.get(write.table)?.get(write.id))?.version ?? 0;
       if (current !== write.expectedVersion) throw new VersionConflict(`${write.table}/${write.id}`, write.expectedVersion, current);

@@ -71,6 +71,12 @@ export interface RecordWrite {
    * on more than it says.
    */
   readonly current?: KnownRow | null;
+  /**
+   * The record was never written with a partition (it has no index row): a store that reads a
+   * record before deleting it, to find its index row, need not. Only on unconditional deletes; a
+   * store may check it.
+   */
+  readonly unindexed?: true;
 }
 
 /**

@@ -214,6 +214,19 @@ export function storeContract(name: string, make: () => Promise<ContractStore>):
       expect((await s.scan(t, "q", { limit: 10 })).total).toBe(0);
     });
 
+    it("a delete of a record without an index row, said so (unindexed), deletes it whether it is there or not", async () => {
+      const s = await fresh();
+      const t = unique("t");
+      await s.commit({ writes: [{ table: t, id: "a", value: "a1" }] });
+      await s.commit({ writes: [{ table: t, id: "a", value: null, unindexed: true }] });
+      expect(await s.get(t, "a")).toBeUndefined();
+      await s.commit({ writes: [{ table: t, id: "a", value: null, unindexed: true }] });
+      expect(await s.get(t, "a")).toBeUndefined();
+      // Written again afresh: its version starts over, as after any delete.
+      await s.commit({ writes: [{ table: t, id: "a", value: "a2" }] });
+      expect(await s.get(t, "a")).toMatchObject({ version: 1, value: "a2" });
+    });
+
     it("an independent batch's writes land as a plain one's do: records, index rows, versions, deletes", async () => {
       const s = await fresh();
       const t = unique("t");

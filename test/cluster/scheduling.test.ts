@@ -73,6 +73,11 @@ describe("scheduling by priority and app", () => {
     ).toBe(5);
     expect(value(after.gateway, "media_encode_queue_depth", { priority: "economy" })).toBe(0);
     expect(value(after.gateway, "media_encoder_nodes", { class: "small" })).toBe(1);
+    // The node's leases and reports went straight to the actor host once Kafka's replies named it
+    // (actors/direct.ts): five jobs' probes, encodes and leases, a few by Kafka, none lost.
+    const direct = (s: Scrape, outcome: string) => value(s, "media_direct_commands_total", { outcome });
+    expect(direct(after.node, "answered") - direct(start.node, "answered")).toBeGreaterThan(20);
+    expect(direct(after.node, "lost") - direct(start.node, "lost")).toBe(0);
   });
 
   it("two apps with equal backlogs progress at equal rates, though one app queued all of its jobs first", async () => {
