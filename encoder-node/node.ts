@@ -157,7 +157,7 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
       endError: (e, how) => d.log.warn({ err: e, job_id: grant.jobId }, `lease ${how} not told; it runs out instead`),
     });
     const idleAgain = activity.start();
-    let goesOn = false;
+    let goesOn = false; // the job is queueing its next task (a probe's encode)
     encodeTasks.inc({ kind: grant.kind, priority: grant.priority, class: workerClass });
     const part = grant.part !== undefined ? { part: grant.part } : {};
     d.log.info({ job_id: grant.jobId, kind: grant.kind, ...part, priority: grant.priority, waited_ms: Date.now() - grant.enqueuedAt }, "task started");
@@ -176,8 +176,8 @@ export async function startEncoderNode(d: EncoderDeps): Promise<EncoderNode> {
         "media.priority": grant.priority,
       };
       queueWait(trace, grant, attributes);
-      const end = await inSpan(trace, `encode_task ${task.kind}`, SpanKind.CONSUMER, attributes, () => runTask(context, task, controller.signal));
-      if (end?.goesOn) goesOn = true;
+      goesOn =
+        (await inSpan(trace, `encode_task ${task.kind}`, SpanKind.CONSUMER, attributes, () => runTask(context, task, controller.signal)))?.goesOn === true;
     } catch (e) {
       // The job's actor did not take a report: the lease runs out and the task is run again.
       d.log.error({ err: e, job_id: task.jobId, kind: task.kind }, "encode task failed");

@@ -293,12 +293,13 @@ export function decide(state: QueueState, c: QueueCommand): Decision<QueueEvent>
     case "renew":
     case "done":
     case "release": {
-      const lease = now.leases.find((l) => l.leaseId === c.leaseId && l.node === c.node);
-      if (!lease) return c.type === "done" && c.next ? leased(state, events, { ...c.next, node: c.node, at: c.at }) : events;
       const about = { leaseId: c.leaseId, node: c.node, at: c.at };
-      if (c.type === "renew") events.push({ type: "renewed", ...about });
-      else if (c.type === "done") events.push({ type: "finished", ...about });
-      else events.push({ type: "returned", ...about, reason: "released" });
+      if (now.leases.some((l) => l.leaseId === c.leaseId && l.node === c.node)) {
+        if (c.type === "renew") events.push({ type: "renewed", ...about });
+        else if (c.type === "done") events.push({ type: "finished", ...about });
+        else events.push({ type: "returned", ...about, reason: "released" });
+      }
+      // A done with the next lease asks for it whether or not it still held the one it names.
       return c.type === "done" && c.next ? leased(state, events, { ...c.next, node: c.node, at: c.at }) : events;
     }
     default:
