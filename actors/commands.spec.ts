@@ -11,7 +11,7 @@ import { topicsFor } from "../src/bus/topics.js";
 import { createLogger } from "../src/log.js";
 import { FileStore } from "../src/store/file-store.js";
 import type { Batch } from "../src/store/port.js";
-import { CommandClient, publishUpdate, serveCommands, tell, UpdatesHub } from "./commands.js";
+import { CommandClient, publishUpdate, serveCommands, tell, tellRewrite, UpdatesHub } from "./commands.js";
 import { ActorHost, type EntityBehavior } from "./host.js";
 
 const Counter: EntityBehavior<{ n: number }, { type: "add" }, { type: "added" }> = {
@@ -82,6 +82,34 @@ describe("commands over the bus", () => {
     expect(reply).toEqual({ ok: false, rejection: { code: expect.any(Number), message: "the write did not complete; retry" } });
     expect((await client.ask(Counter, "c1", { type: "add" })).ok).toBe(true);
     expect((await store.get<{ n: number }>("counters", "c"))?.value.n).toBe(1);
+    await client.stop();
+    await consumer.stop();
+    host.stop();
+    await bus.close();
+  });
+});
+
+describe("a rewrite over the bus", () => {
+  it("the owner writes a failed commit's entity's read models again, handed over until the store takes it", async () => {
+    const Repaired: EntityBehavior<{ n: number }, { type: "add" }, { type: "added" }> = {
+      ...Counter,
+      type: "repaired",
+      readModel: (s) => Repaired.repair(s),
+      repair: (s) => [{ table: "repaired", id: "r", value: s }],
+    };
+    const { store, bus, topics, host, consumer } = await setup();
+    host.register(Repaired as unknown as EntityBehavior<unknown, unknown, unknown>);
+    host.rewritesVia((type, id) => tellRewrite(bus, topics, type, id));
+    const client = new CommandClient(bus, topics);
+    await client.start();
+    expect((await client.ask(Repaired, "r", { type: "add" })).ok).toBe(true);
+    // A refused commit elsewhere left its read model (as a fenced Cassandra batch may), then this
+    // host's next commit fails, and so does the rewrite's first try.
+    await store.commit({ writes: [{ table: "repaired", id: "r", value: { n: 99 } }] });
+    store.failures = 2;
+    expect((await client.ask(Repaired, "r", { type: "add" })).ok).toBe(false);
+    await expect.poll(async () => (await store.get<{ n: number }>("repaired", "r"))?.value.n, { timeout: 5_000 }).toBe(1);
+    expect(store.failures).toBe(0);
     await client.stop();
     await consumer.stop();
     host.stop();

@@ -30,6 +30,8 @@ interface CommandEnvelope {
   readonly type: string;
   readonly id: string;
   readonly command: unknown;
+  /** No command: the entity writes its read models again (ActorHost.rewrite). */
+  readonly rewrite?: true;
 }
 
 const decoder = new TextDecoder();
@@ -159,6 +161,16 @@ export function tell<C, R>(bus: Bus, topics: Topics, ref: EntityRef<C, R>, id: s
   return bus.publish(topics.commands, [{ key: `${ref.type}:${id}`, value: encode(envelope) }]);
 }
 
+/**
+ * Has the entity's owner write its read models again (ActorHost.rewritesVia): a commit of it failed
+ * here, and may have landed them without its events. Told like a report: handed over again while
+ * the entity cannot take it.
+ */
+export function tellRewrite(bus: Bus, topics: Topics, type: string, id: string): Promise<void> {
+  const envelope: CommandEnvelope = { type, id, command: null, rewrite: true };
+  return bus.publish(topics.commands, [{ key: `${type}:${id}`, value: encode(envelope) }]);
+}
+
 /** Actor-host side: serves the commands of the partitions this host owns, for the types registered with it. */
 export async function serveCommands(
   bus: Bus,
@@ -195,8 +207,9 @@ export async function serveCommands(
       let reply: Reply<unknown>;
       if (answered && (answered.ok || answered.rejection.code !== Code.Unavailable)) reply = answered;
       else {
+        const ref = entity(envelope.type);
         const running: Promise<Reply<unknown>> = actors.runs(envelope.type)
-          ? actors.ask(entity(envelope.type), envelope.id, envelope.command).catch((e: unknown) => ({
+          ? (envelope.rewrite === true ? actors.rewrite(ref, envelope.id) : actors.ask(ref, envelope.id, envelope.command)).catch((e: unknown) => ({
               ok: false as const,
               rejection: { code: Code.Unavailable, message: `the actor did not answer: ${(e as Error).message}` },
             }))

@@ -181,4 +181,41 @@ describe("ActorHost", () => {
     expect(commits.map((c) => c.writes![0]!.current)).toEqual([null, undefined, undefined]);
     expect(await file.get("owned", "o")).toMatchObject({ version: 3, value: { n: 5 } });
   });
+
+  it("sends an entity whose commit failed to be rewritten, and a rewrite writes its read models again over rows it reads", async () => {
+    const Own: EntityBehavior<Counter, Cmd, Ev> = {
+      ...Behavior,
+      type: "rewritten",
+      readModel: (state) => Own.repair(state),
+      repair: (state) => [{ table: "rewritten", id: "r", value: { n: state.n } }],
+    };
+    const { file, commits, host } = await openHost();
+    const sent: string[] = [];
+    host.rewritesVia(async (type, id) => void sent.push(`${type}:${id}`));
+    // A row the fresh entity takes for absent: the embedded store refuses the commit.
+    await file.commit({ writes: [{ table: "rewritten", id: "r", value: { n: -1 } }] });
+    expect(await host.ask(Own, "r", { type: "add", by: 1 })).toMatchObject({ ok: false });
+    expect(sent).toEqual(["rewritten:r"]);
+    expect(await host.ask(Own, "r", { type: "add", by: 2 })).toMatchObject({ ok: true, state: { n: 2 } });
+    expect(await host.ask(Own, "r", { type: "add", by: 3 })).toMatchObject({ ok: true, state: { n: 5 } });
+    expect(sent).toHaveLength(1);
+
+    // Another host's refused commit wrote over the row this incarnation knows.
+    await file.commit({ writes: [{ table: "rewritten", id: "r", value: { n: 99 } }] });
+    const before = commits.length;
+    expect(await host.rewrite(Own, "r")).toMatchObject({ ok: true, state: { n: 5 } });
+    expect(commits.slice(before)).toEqual([{ writes: [{ table: "rewritten", id: "r", value: { n: 5 } }] }]);
+    expect(await file.get("rewritten", "r")).toMatchObject({ value: { n: 5 } });
+    // It knows no row afterwards: the next write reads it.
+    expect(await host.ask(Own, "r", { type: "add", by: 1 })).toMatchObject({ ok: true, state: { n: 6 } });
+    expect(commits.at(-1)!.writes![0]!.current).toBeUndefined();
+
+    // A rewrite that starts an incarnation is its first command: the recovery's writes are the rewrite.
+    host.stop();
+    const onFile = recording(file);
+    const fresh = new ActorHost(onFile.store, createLogger("silent"));
+    hosts.push(fresh);
+    expect(await fresh.rewrite(Own, "r")).toMatchObject({ ok: true, state: { n: 6 } });
+    expect(onFile.commits).toEqual([{ writes: [{ table: "rewritten", id: "r", value: { n: 6 } }] }]);
+  });
 });

@@ -68,7 +68,7 @@ interface EventBatch<E> {
 /** A command's kind, for its span's name: commands are discriminated by `type` (a wake has none). */
 function commandKind(command: unknown): string {
   const type = typeof command === "object" && command !== null ? (command as { type?: unknown }).type : undefined;
-  return typeof type === "string" ? type : command === WAKE ? "wake" : "command";
+  return typeof type === "string" ? type : command === WAKE ? "wake" : command === REWRITE ? "rewrite" : "command";
 }
 
 /** A behaviour of any entity type: a host runs many. */
@@ -77,6 +77,8 @@ const isBehavior = (ref: EntityRef<unknown, unknown>): ref is AnyBehavior => typ
 
 /** Asks an actor for nothing but its state: recovery (and read-model repair) without a command. */
 const WAKE = Object.freeze({ wake: true });
+/** Asks an actor to write its read models again, reading each row first (ActorHost.rewrite). */
+const REWRITE = Object.freeze({ rewrite: true });
 function isBatch<E>(data: unknown): data is EventBatch<E> {
   return typeof data === "object" && data !== null && Array.isArray((data as Record<string, unknown>)[BATCH]);
 }
@@ -112,6 +114,12 @@ class OwnRows<S> {
 
   fresh(): void {
     this.isFresh = true;
+  }
+
+  /** Another writer may have written the rows: none is known any more. */
+  forget(): void {
+    this.rows.clear();
+    this.isFresh = false;
   }
 
   /** The writes, each of an own record with its row when known. */
@@ -238,6 +246,8 @@ export class ActorHost {
   private assigned = new Set<number>();
   /** This host's member id in the command partitions' group, as of the last rebalance. */
   private member: string | undefined;
+  /** Where an entity whose commit failed is sent to its owner to write its read models again (rewritesVia). */
+  private rewrites: ((type: string, id: string) => Promise<void>) | undefined;
 
   constructor(
     private readonly store: Store,
@@ -340,6 +350,26 @@ export class ActorHost {
     return this;
   }
 
+  /**
+   * Where a failed commit's entity goes to be rewritten (rewrite) by its owner, this host or the
+   * shard's new one: a store may land a fenced batch's read models before it finds the batch
+   * refused or fails (Fence), so they may show an event the journal does not have. Cluster mode
+   * sends it on the commands topic; without it such read models wait for the entity's next
+   * incarnation.
+   */
+  rewritesVia(send: (type: string, id: string) => Promise<void>): void {
+    this.rewrites = send;
+  }
+
+  /**
+   * Has the entity write its read models again from its state, each row read first (not the rows
+   * it knows from its own commits), in its commands' order: after another host's refused commit
+   * may have written over them.
+   */
+  async rewrite(ref: EntityRef<unknown, unknown>, id: string): Promise<Reply<unknown>> {
+    return this.ask(ref, id, REWRITE);
+  }
+
   /** Recovers the entity (rewriting its read models) and returns its whole state, without a command. */
   async wake(ref: EntityRef<unknown, unknown>, id: string): Promise<unknown> {
     // A wake is answered with the whole state, whatever the entity's view.
@@ -431,6 +461,8 @@ export class ActorHost {
       const current = state ?? behavior.initial;
       if (ctx.recovering) return isBatch<E>(msg) ? msg[BATCH].reduce(behavior.fold, current) : behavior.fold(current, msg as E);
       const { command, sender, trace } = msg as Envelope<C>;
+      // A new incarnation writes its read models before its first command: a rewrite is then done.
+      const rewritten = !repaired;
       if (!repaired) {
         // Recovered with nothing in its journal: none of its own records exists yet.
         if (current === behavior.initial && !host.unsure.has(key)) rows.fresh();
@@ -450,6 +482,21 @@ export class ActorHost {
       }
       if ((command as unknown) === WAKE) {
         dispatch(sender, { ok: true, state: current } satisfies Reply<S>);
+        return current;
+      }
+      if ((command as unknown) === REWRITE) {
+        const writes = rewritten || current === behavior.initial ? [] : behavior.repair(current);
+        try {
+          // Not annotated: the rows are read, whatever this incarnation knows of them.
+          rows.forget();
+          if (writes.length > 0) await host.store.commit({ writes });
+          dispatch(sender, { ok: true, state: current } satisfies Reply<S>);
+        } catch (e) {
+          dispatch(sender, {
+            ok: false,
+            rejection: { code: Code.Unavailable, message: `the read models were not written: ${(e as Error).message}` },
+          } satisfies Reply<S>);
+        }
         return current;
       }
       const decision = behavior.decide(current, command);
@@ -497,6 +544,8 @@ export class ActorHost {
         host.unsure.add(key);
         dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: "the write did not complete; retry" } } satisfies Reply<S>);
         setImmediate(() => stop(ctx.self));
+        // Its read models may have landed without its events (Fence): the owner writes them again.
+        host.rewrites?.(behavior.type, id).catch((err: unknown) => host.log.error({ err, entity: key }, "read models not sent to be written again"));
         // A newer owner has the shard: its recovery reads this entry if it landed in time, and its
         // relay runs the intents; this host must not run them.
         if (e instanceof Fenced) {

@@ -96,6 +96,10 @@ concurrent_writes: 8
 concurrent_counter_writes: 8
 concurrent_compactors: 1
 compaction_throughput: 64MiB/s
+
+# The store writes an entity's journal entry and read models as one batch of up to 40 KB
+# (src/store/cassandra-store.ts); the default warning at 5 KiB would log most job writes.
+batch_size_warn_threshold: 48KiB
 EOF
   ((CASSANDRA_SECURE)) || return 0
   cat >>"$CONFIG" <<EOF

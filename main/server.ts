@@ -6,7 +6,7 @@ import path from "node:path";
 import { ApiKeyBehavior } from "../actors/api-key/api-key.js";
 import { ApiKey, secretFields, KEY_SECRET_LENGTH, type ApiKeyRecord } from "../actors/api-key/messages.js";
 import { directKey, DirectRoutes, serveDirect, type DirectServer } from "../actors/direct.js";
-import { ownedKeys, publishUpdate, serveCommands, CommandClient, tell, topicsFor, UpdatesHub, type EntityCommands } from "../actors/commands.js";
+import { ownedKeys, publishUpdate, serveCommands, CommandClient, tell, tellRewrite, topicsFor, UpdatesHub, type EntityCommands } from "../actors/commands.js";
 import { VideoBehavior, videoIntentHandlers } from "../actors/video/video.js";
 import { Video } from "../actors/video/messages.js";
 import { SourceRetention } from "../actors/video/retention.js";
@@ -306,6 +306,9 @@ async function startRoles(config: Config, log: Logger, roles: Roles): Promise<Ru
     const failpoints = (process.env.MEDIA_FAILPOINT ?? "").split(",").filter((f) => f !== "");
     const host = new ActorHost(store, log, 10_000, withFailpoints(relay, failpoints), { scope: topics.commands, partitions }).register(...BEHAVIORS);
     actorHost = host;
+    // A refused or failed fenced commit may have landed its read models without its events: the
+    // entity's owner writes them again (src/store/port.ts, Fence).
+    if (store.takeEpoch) host.rewritesVia((type, id) => tellRewrite(bus, topics, type, id));
     relay.attach((type, id) => host.wake(entity(type), id));
     const deliverer = new Deliverer(store, host, box, guard, log, config.webhooks);
     const legacy = new LegacyPoster(store, guard, box, log, { partitions, retryScale: config.webhooks.retryScale });

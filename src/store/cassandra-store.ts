@@ -148,7 +148,12 @@ export interface CassandraStoreOptions extends CassandraConnection {
 
 const DEFAULT_REPLICATION = "{'class':'SimpleStrategy','replication_factor':1}";
 const PAGE = 500;
-/** Below Cassandra's default batch_size_fail_threshold (50 KiB). */
+/**
+ * Below Cassandra's default batch_size_fail_threshold (50 KiB); above its default
+ * batch_size_warn_threshold (5 KiB), which our nodes raise (infra/cassandra.sh,
+ * docs/operations.md). A fenced commit's events and read models go as one request up to this;
+ * a larger one appends its events, checks its epoch, then writes its read models.
+ */
 const BATCH_BYTES = 40_000;
 /**
  * The most one gathered unlogged batch carries (by statementBytes), below Cassandra's default
@@ -424,8 +429,18 @@ export class CassandraStore implements Store {
     // again (repair), and an independent batch's rows stand alone (Batch.independent): they go as
     // plain (unlogged) batches, without the batchlog's extra writes.
     const logged = !fence && batch.independent !== true;
+    if (fence && byKey.size > 0 && [...plans.values()].every((p) => p.expected === undefined)) {
+      // The events and the read models in one request, then the epoch check (Fence): a refused
+      // batch may have landed its read models, which its writer has the owner write again.
+      const together = [...[...byKey.values()].flatMap((list) => this.appendStatements(list, fence)), ...this.rowGroups(plans.values()).flat()];
+      if (groupBytes(together) <= BATCH_BYTES) {
+        await this.unlogged.run(together);
+        await this.checkFence(fence);
+        return;
+      }
+    }
     if (fence) {
-      for (const [key, list] of byKey) await this.appendFenced(key, list, fence);
+      for (const list of byKey.values()) await this.unlogged.run(this.appendStatements(list, fence));
       if (byKey.size > 0) await this.checkFence(fence);
     } else {
       for (const [key, list] of byKey) await this.appendEvents(client, { key, events: list, data: list.map((e) => json(e.data)) });
@@ -492,13 +507,11 @@ export class CassandraStore implements Store {
 
   // ── commit steps ──
 
-  /** A fenced append: one plain write of the key's events (atomic: one partition), stamped with the epoch. */
-  private async appendFenced(key: string, events: readonly JournalEvent[], fence: Fence): Promise<void> {
+  /** A fenced append of one key's events: plain writes (atomic: one partition), stamped with the epoch. */
+  private appendStatements(events: readonly JournalEvent[], fence: Fence): Statement[] {
     const stamp = types.Long.fromString(this.stamp(fence.epoch).toString());
     // Idempotent: a retry writes the same cells with the same timestamp.
-    await this.unlogged.run(
-      events.map((e): Statement => ({ query: this.q.journalAppend, params: [e.key, e.seq, json(e.data), e.createdAt, fence.epoch, stamp] })),
-    );
+    return events.map((e): Statement => ({ query: this.q.journalAppend, params: [e.key, e.seq, json(e.data), e.createdAt, fence.epoch, stamp] }));
   }
 
   /** Fails with Fenced when the shard has been taken since the writer took its epoch. */
@@ -719,28 +732,7 @@ export class CassandraStore implements Store {
 
   /** The plans' unconditional record writes and every index change they make. */
   private async writeRows(client: Client, plans: readonly RecordPlan[], logged: boolean): Promise<void> {
-    const now = Date.now();
-    const groups: Statement[][] = [];
-    for (const { table, id, before, after, expected } of plans) {
-      const group: Statement[] = [];
-      if (expected === undefined) {
-        group.push(
-          after
-            ? { query: this.q.recordPut, params: [ttlOf(after.expiresAt, now), after.version, after.part, after.sort, after.value, after.expiresAt, table, id] }
-            : { query: this.q.recordDelete, params: [table, id] },
-        );
-      }
-      if (before && before.part !== "" && (!after || after.part !== before.part || after.sort !== before.sort)) {
-        group.push({ query: this.q.indexDelete, params: [table, before.part, before.sort, id] });
-      }
-      if (after && after.part !== "") {
-        group.push({
-          query: this.q.indexPut,
-          params: [ttlOf(after.expiresAt, now), after.version, after.value, after.expiresAt, table, after.part, after.sort, id],
-        });
-      }
-      if (group.length) groups.push(group);
-    }
+    const groups = this.rowGroups(plans);
     // Big records statement by statement; the rest packed whole into batches under the size limit:
     // logged ones, or a fenced commit's items of the gathered unlogged batches.
     const sized = groups.map((group) => ({ group, size: groupBytes(group) }));
@@ -768,6 +760,33 @@ export class CassandraStore implements Store {
     }
     await flush();
     await Promise.all(sent);
+  }
+
+  /** Per plan, its unconditional record write and the index change it makes, as statements that go together. */
+  private rowGroups(plans: Iterable<RecordPlan>): Statement[][] {
+    const now = Date.now();
+    const groups: Statement[][] = [];
+    for (const { table, id, before, after, expected } of plans) {
+      const group: Statement[] = [];
+      if (expected === undefined) {
+        group.push(
+          after
+            ? { query: this.q.recordPut, params: [ttlOf(after.expiresAt, now), after.version, after.part, after.sort, after.value, after.expiresAt, table, id] }
+            : { query: this.q.recordDelete, params: [table, id] },
+        );
+      }
+      if (before && before.part !== "" && (!after || after.part !== before.part || after.sort !== before.sort)) {
+        group.push({ query: this.q.indexDelete, params: [table, before.part, before.sort, id] });
+      }
+      if (after && after.part !== "") {
+        group.push({
+          query: this.q.indexPut,
+          params: [ttlOf(after.expiresAt, now), after.version, after.value, after.expiresAt, table, after.part, after.sort, id],
+        });
+      }
+      if (group.length) groups.push(group);
+    }
+    return groups;
   }
 
   /** One statement, or a logged batch (a conditional one when the statements carry IF). */

@@ -14,7 +14,7 @@
 //      write. When a step fails (a concurrent writer won a compare-and-set, an error, a crash), the
 //      steps before it stay applied and those after it are not; commit rejects. Nothing is undone.
 //      A caller that needs "B only if A" writes A (the claim, the event) before B and tolerates A
-//      without B.
+//      without B. A fenced batch (Fence) is the exception: its events and read models may go together.
 //   5. get reads the last applied write of a record; scan reads the index, written with (Cassandra:
 //      right after) the record, so a scan may briefly miss a record being written or show its
 //      previous row (for good, if the writer crashed in between, until the record is written again).
@@ -85,7 +85,10 @@ export interface RecordWrite {
  * events without a per-event condition, then refuses the rest of the batch with Fenced when the
  * shard's epoch has moved on; the writer must know its entity's last seq (it recovered it). A
  * fenced batch's unconditional record writes need not be atomic with one another: they are an
- * entity's read models, which its next incarnation writes again (EntityBehavior.repair).
+ * entity's read models, which its next incarnation writes again (EntityBehavior.repair). A store
+ * may write them in one request with the events, before the epoch check: a batch refused (Fenced)
+ * or failed may then have landed its read models without its events, and its writer has the
+ * entity's owner write them again (ActorHost's rewrite).
  */
 export interface Fence {
   /** What the shards are of, e.g. the commands topic. */

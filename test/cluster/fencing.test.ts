@@ -4,6 +4,8 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyBehavior } from "../../actors/api-key/api-key.js";
+import { API_KEYS, type ApiKeyRecord } from "../../actors/api-key/messages.js";
+import { entity } from "../../actors/entity.js";
 
 import { ActorHost } from "../../actors/host.js";
 import { createLogger } from "../../src/log.js";
@@ -82,7 +84,7 @@ class UnfencedStore extends CassandraStore {
   }
 }
 
-async function pausedHost(Store: typeof CassandraStore) {
+async function pausedHost(Store: typeof CassandraStore, options: { rewrite: boolean } = { rewrite: true }) {
   const open = async () => {
     const s = new Store({ ...cassandraPeer(), keyspace });
     await s.open();
@@ -91,6 +93,10 @@ async function pausedHost(Store: typeof CassandraStore) {
   const [storeA, storeB] = [await open(), await open()];
   const sharding = { scope: `commands-${Store.name}-${Date.now()}`, partitions: 1 };
   const [a, b] = [new ActorHost(storeA, log, 10_000, undefined, sharding), new ActorHost(storeB, log, 10_000, undefined, sharding)];
+  // What the commands topic does in a cluster (main/server.ts): a's refused commit goes to the
+  // shard's owner, b, to have the entity's read models written again.
+  let rewritten: Promise<unknown> = Promise.resolve();
+  if (options.rewrite) a.rewritesVia(async (type, id) => void (rewritten = b.rewrite(entity(type), id)));
   try {
     const id = `ak_paused_${Store.name}_${Date.now()}`;
     a.own([0]);
@@ -104,12 +110,14 @@ async function pausedHost(Store: typeof CassandraStore) {
     expect(byB.ok).toBe(true);
     // a resumes: its cached actor is at seq 2 and writes seq 3 again.
     const byA = await a.ask(ApiKeyBehavior, id, { type: "touch", at: 3003 });
+    await rewritten;
+    const model = (await storeB.get<ApiKeyRecord>(API_KEYS, id))?.value;
     // A fresh reader's view of the journal.
     const journal = (await storeB.events(`api_key:${id}`, 0)).map((e) => ({ seq: e.seq, data: JSON.stringify(e.data) }));
     // b's next command writes after its own event, on the journal as it stands.
     const after = await b.ask(ApiKeyBehavior, id, { type: "revoke", at: 4004 });
     const final = (await storeA.events(`api_key:${id}`, 0)).map((e) => JSON.stringify(e.data));
-    return { byA, journal, after, final };
+    return { byA, model, journal, after, final };
   } finally {
     a.stop();
     b.stop();
@@ -119,14 +127,23 @@ async function pausedHost(Store: typeof CassandraStore) {
 
 describe("a paused actor host resumed after its partition moved", () => {
   it("has its writes refused: the new owner's acknowledged events stay, nothing is applied twice", async () => {
-    const { byA, journal, after, final } = await pausedHost(CassandraStore);
+    const { byA, model, journal, after, final } = await pausedHost(CassandraStore);
     expect(byA).toEqual({ ok: false, rejection: { code: Code.Unavailable, message: expect.stringContaining("retry") } });
+    expect(model?.lastUsedAt).toBe(2002); // the read model as b left it, after the owner's rewrite
     expect(journal.map((e) => e.seq)).toEqual([1, 2, 3]);
     expect(journal[2]!.data).toContain("2002"); // b's event, acknowledged, kept
     expect(journal.some((e) => e.data.includes("3003"))).toBe(false); // a's, refused, gone
     expect(after.ok).toBe(true);
     expect(final).toHaveLength(4);
     expect(final.filter((d) => d.includes("2002"))).toHaveLength(1);
+  });
+
+  it("shows the refused write in the read model until the owner writes it again (what the rewrite above is for)", async () => {
+    // The store writes a small commit's read models with its events, before it finds the batch refused.
+    const { byA, model, journal } = await pausedHost(CassandraStore, { rewrite: false });
+    expect(byA.ok).toBe(false);
+    expect(model?.lastUsedAt).toBe(3003);
+    expect(journal.some((e) => e.data.includes("3003"))).toBe(false);
   });
 
   it("loses the new owner's acknowledged event when the fencing is taken out (what the test above guards)", async () => {
