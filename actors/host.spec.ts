@@ -119,18 +119,21 @@ describe("ActorHost", () => {
     expect(await file.get("tallies", "t")).toMatchObject({ version: 3, value: { n: 10 } });
     expect(await file.get("by_parity", "t")).toBeUndefined();
 
-    // Recovered with a journal, an incarnation knows no row until it has written (after its repair),
-    // and then only a deleted one: the version of a row it wrote over an unknown one is unknown.
+    // Recovered with a journal, an incarnation reads its own rows for its repair, writes over them
+    // and knows them from then on.
     host.stop();
     const again = new ActorHost(store, createLogger("silent"));
     hosts.push(again);
     await again.ask(Own, "t", { type: "add", by: 1 });
     await again.ask(Own, "t", { type: "add", by: 1 });
     const [repair, first, second] = commits.slice(3);
+    const tally = (version: number) => ({ version, partition: "", sort: "", expiresAt: 0 });
     expect(repair!.events ?? []).toEqual([]);
-    expect(first!.writes!.map((w) => w.current)).toEqual([undefined, undefined, undefined]);
-    expect(second!.writes!.find((w) => w.table === "by_parity")?.current).toBeNull();
-    expect(second!.writes!.find((w) => w.table === "tallies")?.current).toBeUndefined();
+    expect(repair!.writes!.map((w) => w.current)).toEqual([tally(3), null]);
+    expect(first!.writes!.map((w) => w.current)).toEqual([tally(4), null, undefined]);
+    expect(second!.writes!.map((w) => w.current)).toEqual([tally(5), null, undefined]);
+    // The embedded store checks each against its row: all held.
+    expect(await file.get("tallies", "t")).toMatchObject({ version: 6, value: { n: 12 } });
   });
 
   it("knows the row of an own record that expires while it is far from expiring, and reads one about to", async () => {
@@ -203,12 +206,13 @@ describe("ActorHost", () => {
     // Another host's refused commit wrote over the row this incarnation knows.
     await file.commit({ writes: [{ table: "rewritten", id: "r", value: { n: 99 } }] });
     const before = commits.length;
+    const row = (version: number) => ({ version, partition: "", sort: "", expiresAt: 0 });
     expect(await host.rewrite(Own, "r")).toMatchObject({ ok: true, state: { n: 5 } });
-    expect(commits.slice(before)).toEqual([{ writes: [{ table: "rewritten", id: "r", value: { n: 5 } }] }]);
-    expect(await file.get("rewritten", "r")).toMatchObject({ value: { n: 5 } });
-    // It knows no row afterwards: the next write reads it.
+    // Written over the row as read (the other writer's version 4), and known from then on.
+    expect(commits.slice(before)).toEqual([{ writes: [{ table: "rewritten", id: "r", value: { n: 5 }, current: row(4) }] }]);
+    expect(await file.get("rewritten", "r")).toMatchObject({ version: 5, value: { n: 5 } });
     expect(await host.ask(Own, "r", { type: "add", by: 1 })).toMatchObject({ ok: true, state: { n: 6 } });
-    expect(commits.at(-1)!.writes![0]!.current).toBeUndefined();
+    expect(commits.at(-1)!.writes![0]!.current).toEqual(row(5));
 
     // A rewrite that starts an incarnation is its first command: the recovery's writes are the rewrite.
     host.stop();
@@ -216,6 +220,6 @@ describe("ActorHost", () => {
     const fresh = new ActorHost(onFile.store, createLogger("silent"));
     hosts.push(fresh);
     expect(await fresh.rewrite(Own, "r")).toMatchObject({ ok: true, state: { n: 6 } });
-    expect(onFile.commits).toEqual([{ writes: [{ table: "rewritten", id: "r", value: { n: 6 } }] }]);
+    expect(onFile.commits).toEqual([{ writes: [{ table: "rewritten", id: "r", value: { n: 6 }, current: row(6) }] }]);
   });
 });

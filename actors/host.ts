@@ -99,8 +99,8 @@ const EXPIRING_ROW_MARGIN_MS = 5_000;
 
 /**
  * The rows of an entity's own records (those its repair writes: nobody else writes them) as one
- * incarnation knows them: absent while it is fresh (recovered with an empty journal), then as its
- * own commits left them. A commit tells the store the rows it knows (RecordWrite.current), so a
+ * incarnation knows them: absent while it is fresh (recovered with an empty journal), as read for
+ * its repair when recovered with a journal, then as its own commits left them. A commit tells the store the rows it knows (RecordWrite.current), so a
  * store that reads a record before writing it need not; the embedded store checks every one.
  */
 class OwnRows<S> {
@@ -116,10 +116,28 @@ class OwnRows<S> {
     this.isFresh = true;
   }
 
-  /** Another writer may have written the rows: none is known any more. */
-  forget(): void {
+  /**
+   * Writes the entity's own records (its repair's writes) over their rows as read now, and knows
+   * them from then on: for a recovered incarnation, and for a rewrite (another writer may have
+   * written them). The reads are those the store would make before writing rows it is not told.
+   */
+  async rewrite(store: Store, writes: readonly RecordWrite[]): Promise<void> {
     this.rows.clear();
     this.isFresh = false;
+    this.own = new Set(writes.map((w) => `${w.table}\0${w.id}`));
+    if (writes.length === 0) return;
+    const found = await Promise.all(writes.map((w) => store.get(w.table, w.id)));
+    const now = Date.now();
+    const told = writes.map((w, i) => {
+      const row = found[i];
+      // A record that expires and is not found may be expired with its row not yet gone, and one
+      // about to expire may go before the write lands: the store reads those.
+      if (!row) return w.expiresAt ? w : { ...w, current: null };
+      if (row.expiresAt !== 0 && row.expiresAt - now < EXPIRING_ROW_MARGIN_MS) return w;
+      return { ...w, current: { version: row.version, partition: row.partition, sort: row.sort, expiresAt: row.expiresAt } };
+    });
+    await store.commit({ writes: told });
+    this.written(told);
   }
 
   /** The writes, each of an own record with its row when known. */
@@ -465,11 +483,11 @@ export class ActorHost {
       const rewritten = !repaired;
       if (!repaired) {
         // Recovered with nothing in its journal: none of its own records exists yet.
-        if (current === behavior.initial && !host.unsure.has(key)) rows.fresh();
-        const writes = current === behavior.initial ? [] : behavior.repair(current);
-        if (writes.length > 0) {
+        if (current === behavior.initial) {
+          if (!host.unsure.has(key)) rows.fresh();
+        } else {
           try {
-            await host.store.commit({ writes });
+            await rows.rewrite(host.store, behavior.repair(current));
           } catch (e) {
             dispatch(sender, {
               ok: false,
@@ -485,11 +503,9 @@ export class ActorHost {
         return current;
       }
       if ((command as unknown) === REWRITE) {
-        const writes = rewritten || current === behavior.initial ? [] : behavior.repair(current);
         try {
-          // Not annotated: the rows are read, whatever this incarnation knows of them.
-          rows.forget();
-          if (writes.length > 0) await host.store.commit({ writes });
+          // The rows are read again, whatever this incarnation knows of them.
+          if (!rewritten && current !== behavior.initial) await rows.rewrite(host.store, behavior.repair(current));
           dispatch(sender, { ok: true, state: current } satisfies Reply<S>);
         } catch (e) {
           dispatch(sender, {
