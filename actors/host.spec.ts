@@ -34,6 +34,12 @@ const Behavior: EntityBehavior<Counter, Cmd, Ev> = {
   repair: () => [],
 };
 
+/** A counter whose one own record (its read model and its repair) holds its count. */
+function oneRow(type: string, table: string, id: string): EntityBehavior<Counter, Cmd, Ev> {
+  const repair = (state: Counter) => [{ table, id, value: { n: state.n } }];
+  return { ...Behavior, type, readModel: repair, repair };
+}
+
 /** The store, with every commit it was asked for. */
 function recording(store: Store) {
   const commits: Batch[] = [];
@@ -169,12 +175,7 @@ describe("ActorHost", () => {
   it("after a refused write, the next incarnation of a fresh entity knows none of its rows", async () => {
     // Its own record written by someone else first (a bookkeeping bug): the fresh entity takes it
     // for absent, the embedded store refuses that commit, and the command after it goes through.
-    const Own: EntityBehavior<Counter, Cmd, Ev> = {
-      ...Behavior,
-      type: "owner",
-      readModel: (state) => Own.repair(state),
-      repair: (state) => [{ table: "owned", id: "o", value: { n: state.n } }],
-    };
+    const Own = oneRow("owner", "owned", "o");
     const { file, commits, host } = await openHost();
     await file.commit({ writes: [{ table: "owned", id: "o", value: { n: -1 } }] });
 
@@ -186,12 +187,7 @@ describe("ActorHost", () => {
   });
 
   it("sends an entity whose commit failed to be rewritten, and a rewrite writes its read models again over rows it reads", async () => {
-    const Own: EntityBehavior<Counter, Cmd, Ev> = {
-      ...Behavior,
-      type: "rewritten",
-      readModel: (state) => Own.repair(state),
-      repair: (state) => [{ table: "rewritten", id: "r", value: { n: state.n } }],
-    };
+    const Own = oneRow("rewritten", "rewritten", "r");
     const { file, commits, host } = await openHost();
     const sent: string[] = [];
     host.rewritesVia(async (type, id) => void sent.push(`${type}:${id}`));

@@ -79,6 +79,10 @@ const isBehavior = (ref: EntityRef<unknown, unknown>): ref is AnyBehavior => typ
 const WAKE = Object.freeze({ wake: true });
 /** Asks an actor to write its read models again, reading each row first (ActorHost.rewrite). */
 const REWRITE = Object.freeze({ rewrite: true });
+/** Answers the asker that the entity cannot take its command now (the store): retryable. */
+function unavailable(sender: unknown, message: string): void {
+  dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message } } satisfies Reply<never>);
+}
 function isBatch<E>(data: unknown): data is EventBatch<E> {
   return typeof data === "object" && data !== null && Array.isArray((data as Record<string, unknown>)[BATCH]);
 }
@@ -489,10 +493,7 @@ export class ActorHost {
           try {
             await rows.rewrite(host.store, behavior.repair(current));
           } catch (e) {
-            dispatch(sender, {
-              ok: false,
-              rejection: { code: Code.Unavailable, message: `the entity could not be recovered: ${(e as Error).message}` },
-            } satisfies Reply<S>);
+            unavailable(sender, `the entity could not be recovered: ${(e as Error).message}`);
             return current;
           }
         }
@@ -508,10 +509,7 @@ export class ActorHost {
           if (!rewritten && current !== behavior.initial) await rows.rewrite(host.store, behavior.repair(current));
           dispatch(sender, { ok: true, state: current } satisfies Reply<S>);
         } catch (e) {
-          dispatch(sender, {
-            ok: false,
-            rejection: { code: Code.Unavailable, message: `the read models were not written: ${(e as Error).message}` },
-          } satisfies Reply<S>);
+          unavailable(sender, `the read models were not written: ${(e as Error).message}`);
         }
         return current;
       }
@@ -539,7 +537,7 @@ export class ActorHost {
         if (intents.length > 0) await host.outbox.beforeAppend(behavior.type, id, seq);
       } catch (e) {
         host.log.error({ err: e, entity: key }, "outbox marker not written; command refused");
-        dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: "the write did not complete; retry" } } satisfies Reply<S>);
+        unavailable(sender, "the write did not complete; retry");
         return current;
       }
       try {
@@ -558,7 +556,7 @@ export class ActorHost {
         host.log.error({ err: e, entity: key }, "persist failed; actor evicted");
         host.refs.delete(key);
         host.unsure.add(key);
-        dispatch(sender, { ok: false, rejection: { code: Code.Unavailable, message: "the write did not complete; retry" } } satisfies Reply<S>);
+        unavailable(sender, "the write did not complete; retry");
         setImmediate(() => stop(ctx.self));
         // Its read models may have landed without its events (Fence): the owner writes them again.
         host.rewrites?.(behavior.type, id).catch((err: unknown) => host.log.error({ err, entity: key }, "read models not sent to be written again"));
