@@ -157,8 +157,7 @@ export const TOLD_RETRY_MS = 5 * 60_000;
 
 /** Sends a command that needs no answer (a fan-out, a report): published, not awaited by anyone. */
 export function tell<C, R>(bus: Bus, topics: Topics, ref: EntityRef<C, R>, id: string, command: C): Promise<void> {
-  const envelope: CommandEnvelope = { type: ref.type, id, command };
-  return bus.publish(topics.commands, [{ key: `${ref.type}:${id}`, value: encode(envelope) }]);
+  return publishCommand(bus, topics, { type: ref.type, id, command });
 }
 
 /**
@@ -167,8 +166,12 @@ export function tell<C, R>(bus: Bus, topics: Topics, ref: EntityRef<C, R>, id: s
  * the entity cannot take it.
  */
 export function tellRewrite(bus: Bus, topics: Topics, type: string, id: string): Promise<void> {
-  const envelope: CommandEnvelope = { type, id, command: null, rewrite: true };
-  return bus.publish(topics.commands, [{ key: `${type}:${id}`, value: encode(envelope) }]);
+  return publishCommand(bus, topics, { type, id, command: null, rewrite: true });
+}
+
+/** A command nobody waits for, keyed by its entity. */
+function publishCommand(bus: Bus, topics: Topics, envelope: CommandEnvelope): Promise<void> {
+  return bus.publish(topics.commands, [{ key: `${envelope.type}:${envelope.id}`, value: encode(envelope) }]);
 }
 
 /** Actor-host side: serves the commands of the partitions this host owns, for the types registered with it. */

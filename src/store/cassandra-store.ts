@@ -429,19 +429,19 @@ export class CassandraStore implements Store {
     // again (repair), and an independent batch's rows stand alone (Batch.independent): they go as
     // plain (unlogged) batches, without the batchlog's extra writes.
     const logged = !fence && batch.independent !== true;
-    if (fence && byKey.size > 0 && [...plans.values()].every((p) => p.expected === undefined)) {
+    if (fence) {
+      const appends = [...byKey.values()].map((list) => this.appendStatements(list, fence));
       // The events and the read models in one request, then the epoch check (Fence): a refused
       // batch may have landed its read models, which its writer has the owner write again.
-      const together = [...[...byKey.values()].flatMap((list) => this.appendStatements(list, fence)), ...this.rowGroups(plans.values()).flat()];
-      if (groupBytes(together) <= BATCH_BYTES) {
+      const together =
+        appends.length > 0 && [...plans.values()].every((p) => p.expected === undefined) ? [...appends.flat(), ...this.rowGroups(plans.values()).flat()] : [];
+      if (together.length > 0 && groupBytes(together) <= BATCH_BYTES) {
         await this.unlogged.run(together);
         await this.checkFence(fence);
         return;
       }
-    }
-    if (fence) {
-      for (const list of byKey.values()) await this.unlogged.run(this.appendStatements(list, fence));
-      if (byKey.size > 0) await this.checkFence(fence);
+      for (const statements of appends) await this.unlogged.run(statements);
+      if (appends.length > 0) await this.checkFence(fence);
     } else {
       for (const [key, list] of byKey) await this.appendEvents(client, { key, events: list, data: list.map((e) => json(e.data)) });
     }
