@@ -27,6 +27,8 @@ export interface LocalCluster {
   readonly encoderNodes: readonly ClusterProcess[];
   /** Starts one more process of a role (after a crash, say). */
   spawn(role: ClusterProcess["role"]): Promise<ClusterProcess>;
+  /** Every process started, the spawned ones too, in the order started. */
+  readonly processes: readonly ClusterProcess[];
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
@@ -144,6 +146,7 @@ export async function launchCluster(options: LaunchOptions): Promise<LocalCluste
     gateways,
     actorHosts,
     encoderNodes,
+    processes: all,
     spawn: (role) => start(role, all.filter((p) => p.role === role).length),
     async stop(signal = "SIGTERM") {
       await Promise.all(

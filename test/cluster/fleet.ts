@@ -158,7 +158,7 @@ export async function startFleet(options: {
     },
     async stop(passed) {
       if (!passed || process.env.MEDIA_TEST_KEEP_LOGS === "1") {
-        for (const p of [...cluster.actorHosts, ...cluster.encoderNodes, ...cluster.gateways]) {
+        for (const p of cluster.processes) {
           const file = path.join(dataDir, `${p.role}-${p.index}.log`);
           writeFileSync(file, p.output());
           console.log(`── ${p.role}-${p.index} (whole output in ${file}) ──\n${p.output().slice(-4000)}`);
