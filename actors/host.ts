@@ -198,6 +198,14 @@ class StoreEngine {
   readonly seqs = new Map<string, number>();
   /** Entities spawned for a create of an id nobody has used (ActorHost.ask's `fresh`): no recovery reads. */
   readonly fresh = new Set<string>();
+  /**
+   * The last seq of each entity's journal as recovered or committed here. nact counts an append
+   * that failed (its seq is taken before the write) and may snapshot right after it, the state
+   * without that entry under its seq: such a snapshot is not saved (takeSnapshot). Saved, it would
+   * hide the entry from every later recovery if the failed write landed after all (a timeout), or
+   * the next incarnation's entry under that seq if it came first.
+   */
+  private readonly committed = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -213,6 +221,7 @@ class StoreEngine {
         let acc = init;
         events.forEach((e, i) => {
           this.seqs.set(key, e.seq);
+          this.committed.set(key, e.seq);
           acc = f(acc, { data: e.data, sequenceNumber: e.seq, isDeleted: false }, i + 1);
         });
         return acc;
@@ -223,10 +232,12 @@ class StoreEngine {
   async latestSnapshot(key: string) {
     const s = this.fresh.has(key) ? undefined : await this.store.latestSnapshot(key);
     this.seqs.set(key, s?.seq ?? 0);
+    this.committed.set(key, s?.seq ?? 0);
     return s ? { data: s.data, sequenceNumber: s.seq } : undefined;
   }
 
   takeSnapshot(snapshot: { data: unknown; sequenceNumber: number; key: string; createdAt: number }) {
+    if (this.committed.get(snapshot.key) !== snapshot.sequenceNumber) return Promise.resolve();
     const s: Snapshot = { key: snapshot.key, seq: snapshot.sequenceNumber, data: snapshot.data, createdAt: snapshot.createdAt };
     return this.store.saveSnapshot(s);
   }
@@ -235,7 +246,8 @@ class StoreEngine {
     const e: JournalEvent = { key: event.key, seq: event.sequenceNumber, data: event.data, createdAt: event.createdAt };
     const fence = this.fenceOf(event.key);
     this.seqs.set(event.key, event.sequenceNumber);
-    return this.store.commit({ events: [e], writes, ...(fence ? { fence } : {}) });
+    this.committed.delete(event.key);
+    return this.store.commit({ events: [e], writes, ...(fence ? { fence } : {}) }).then(() => void this.committed.set(event.key, event.sequenceNumber));
   }
 }
 
