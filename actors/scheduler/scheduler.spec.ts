@@ -278,6 +278,29 @@ describe("encode queue: leases", () => {
     expect(again.state.queued.map((t) => t.jobId)).toEqual(["j2"]);
   });
 
+  it("an ask handed over twice, or a copy older than the node's lease (late by Kafka), is answered as before and changes nothing", () => {
+    const ask = lease("n1", "standard", T0 + 5);
+    const first = apply(queued, ask);
+    // The same ask again: the lease it granted stays, and so does its answer.
+    const twice = apply(first.state, ask);
+    expect(twice.events).toEqual([]);
+    expect(Q.view!(twice.state, ask)).toEqual(Q.view!(first.state, ask));
+    // A copy of an earlier ask, come after the node was granted that lease: j1 keeps running there, j2 stays queued.
+    const late = apply(first.state, lease("n1", "standard", T0 + 4));
+    expect(late.events).toEqual([]);
+    expect(late.state).toEqual(first.state);
+    // The same for a done's next lease: the lease it names is gone already, the next one stays as granted.
+    const done: QueueCommand = { type: "done", node: "n1", leaseId: ask.leaseId, at: T0 + 9, next: { nodeClass: "standard", leaseId: "next_1", ttlMs: TTL } };
+    const ended = apply(first.state, done);
+    expect(ended.events.map((e) => e.type)).toEqual(["finished", "granted"]);
+    expect(apply(ended.state, done).events).toEqual([]);
+    expect(Q.view!(ended.state, done)).toEqual({ granted: expect.objectContaining({ leaseId: "next_1", jobId: "j2" }) });
+    // Another node's lease, granted later, says nothing of this node's ask.
+    expect(take(first.state, "n2", "standard", T0 + 1).jobId).toBe("j2");
+    // A new ask of the same instant as the lease's (or later) is the node's: what it held goes back.
+    expect(apply(first.state, lease("n1", "standard", T0 + 5)).events.map((e) => e.type)).toEqual(["returned", "granted"]);
+  });
+
   it("done ends a lease; release hands the task back; either from another node or for an unknown lease is no change", () => {
     const first = take(queued, "n1");
     expect(apply(first.state, { type: "done", node: "n1", leaseId: first.leaseId, at: T0 }).state.leases).toEqual([]);

@@ -238,6 +238,10 @@ function leased(
   if (!isClass(c.nodeClass)) return invalid(`nodeClass must be one of ${WORKER_CLASSES.join(", ")}`);
   if (!c.node || !c.leaseId || !(c.ttlMs > 0)) return invalid("a lease needs a node, a lease id and a time to live");
   const now = events.reduce(fold, state);
+  // The same ask again (the bus handed it over twice), or a copy older than a lease the node got
+  // since (it went by Kafka when the direct link failed, and came after its asker stopped waiting):
+  // answered as before, nothing changes. Taken for new, it would give back the task the node runs.
+  if (now.leases.some((l) => l.node === c.node && (l.leaseId === c.leaseId || l.leasedAt > c.at))) return events;
   // A node asking alongside its task keeps it; otherwise what it holds is stale.
   if (c.jobId === undefined) for (const l of now.leases) if (l.node === c.node) events.push(lost(l, "stale", c.at));
   const free = events.reduce(fold, state);
