@@ -128,6 +128,27 @@ describe("attempts", () => {
     expect(job(run(twice, { type: "probed", attempt: "p2", at, metadata: probe, durationMs: 5 })).status).toBe("processing");
   });
 
+  it("a start report of the current attempt again, or of an earlier attempt come late, changes nothing", () => {
+    // p1 started at 2000 and lost its lease; p2 started at 2500 on another node. p1's start report,
+    // sent again by its node while the store was away, comes after: p2 stays the attempt.
+    const twice = run({}, createJob(), { type: "probe_started", attempt: "p1", at }, { type: "probe_started", attempt: "p2", at: 2500 });
+    expect(decided(twice, { type: "probe_started", attempt: "p1", at })).toEqual([]);
+    expect(decided(twice, { type: "probe_started", attempt: "p2", at: 2500 })).toEqual([]);
+    expect(decided(twice, { type: "probe_started", attempt: "p3", at: 2500 })).toEqual([{ type: "probe_started", attempt: "p3", at: 2500 }]);
+    expect(job(run(twice, { type: "probed", attempt: "p2", at: 2600, metadata: probe, durationMs: 5 })).status).toBe("processing");
+    // The same for encode attempts; the probe's time says nothing of the first encode's start.
+    const probed = probedJob();
+    expect(decided(probed, { type: "encode_started", attempt: "e1", at: at - 1 })).toEqual([{ type: "encode_started", attempt: "e1", at: at - 1 }]);
+    const encoding = run(encodingJob(), { type: "encode_started", attempt: "e2", at: 2100 });
+    expect(job(encoding)).toMatchObject({ attempt: "e2", attemptAt: 2100 });
+    expect(decided(encoding, { type: "encode_started", attempt: "e1", at })).toEqual([]);
+    expect(decided(encoding, { type: "encode_started", attempt: "e2", at: 2100 })).toEqual([]);
+    expect(decided(encoding, { type: "encode_started", attempt: "e3", at: 2100 })).toEqual([{ type: "encode_started", attempt: "e3", at: 2100 }]);
+    // A journal from before attempts had a time: any other attempt's start is new.
+    const { attemptAt: _, ...untimed } = job(encoding);
+    expect(decided({ job: untimed }, { type: "encode_started", attempt: "e1", at })).toEqual([{ type: "encode_started", attempt: "e1", at }]);
+  });
+
   it("a probe starts only a pending or probing job, and probe reports count only while probing", () => {
     const s = probedJob();
     expect(decided(s, { type: "probe_started", attempt: "p1", at })).toEqual([]);

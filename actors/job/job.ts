@@ -127,6 +127,17 @@ const onJob =
 
 const fromCurrentAttempt = (job: JobRecord, attempt: string) => job.attempt === attempt;
 
+/**
+ * A start report of the phase's current attempt again, or of one that began before it: a copy that
+ * came late (sent by Kafka while the bus or the store was away, and again by its node until
+ * answered), from a node whose task has gone to another since. Taken, it would make the old
+ * attempt current and the running one's reports count for nothing. A task moves only once its
+ * lease has run out, so the clocks of two nodes would have to differ by a lease's time to mistake
+ * a new start for an old one.
+ */
+const notNewStart = (job: JobRecord, c: { readonly attempt: string; readonly at: number }) =>
+  c.attempt === job.attempt || (job.attemptAt !== undefined && c.at < job.attemptAt);
+
 const decideBy: Handlers = {
   // The id derives from the idempotency key: a second create reaches the same actor.
   create: (state, c) => {
@@ -139,7 +150,9 @@ const decideBy: Handlers = {
     };
   },
   // A redelivered probe task (its node died) starts a new attempt; the old one's reports are ignored.
-  probe_started: onJob((job, c) => (job.status === "pending" || job.status === "probing" ? [{ type: "probe_started", attempt: c.attempt, at: c.at }] : [])),
+  probe_started: onJob((job, c) =>
+    job.status === "pending" || (job.status === "probing" && !notNewStart(job, c)) ? [{ type: "probe_started", attempt: c.attempt, at: c.at }] : [],
+  ),
   probed: onJob((job, c) => {
     if (job.status !== "probing" || !fromCurrentAttempt(job, c.attempt)) return [];
     // A managed job's auto ladder is decided from the source: its rungs, then its estimate.
@@ -177,7 +190,7 @@ const decideBy: Handlers = {
     return [{ type: "settled", at: c.at, status: "canceled" }];
   }),
   encode_started: onJob((job, c) => {
-    if (job.status !== "processing") return [];
+    if (job.status !== "processing" || (job.encoderStarted && notNewStart(job, c))) return [];
     return [{ type: "encode_started", attempt: c.attempt, at: c.at }];
   }),
   output_progress: onJob((job, c) => {
@@ -394,7 +407,7 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
     case "created":
       return event.job;
     case "probe_started":
-      return { ...base, status: "probing", attempt: event.attempt };
+      return { ...base, status: "probing", attempt: event.attempt, attemptAt: event.at };
     case "probed": {
       const outputs = job.outputs.map((o, i) => ({
         ...o,
@@ -417,6 +430,7 @@ export function foldJob(job: JobRecord, event: JobEvent): JobRecord {
       return {
         ...base,
         attempt: event.attempt,
+        attemptAt: event.at,
         encoderStarted: true,
         startedAt: job.startedAt ?? event.at,
         outputs: job.outputs.map((o) => (o.status === "completed" ? o : { ...o, status: "processing", progress: o.status === "processing" ? o.progress : 0 })),

@@ -259,6 +259,8 @@ export interface JobRecord {
   readonly requestId?: string;
   /** The encode attempt whose reports count; a redelivered task starts a new one. */
   readonly attempt?: string;
+  /** When that attempt started (its start report's time, on its node's clock). */
+  readonly attemptAt?: number;
   /** The output whose ladder is split into chunks, if any. */
   readonly chunked?: ChunkedOutput;
   /** An encoder picked the job up: the processing fee is due whatever happens next. */
