@@ -261,6 +261,10 @@ export interface HttpsPeer {
 
 export async function startHttpsPeer(ca: TestCa, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<HttpsPeer> {
   const server = https.createServer({ key: readFileSync(ca.keyFile), cert: readFileSync(ca.certFile) }, handler);
+  // Idle connections kept 65 s, as our own host and nginx keep them, not Node's 5 s: a node's
+  // agent that reuses one just as the peer closes it gets ECONNRESET, which fails a job's input
+  // fetch (input_unreachable). The chaos suite's pauses hit it (the encoder does not retry that yet).
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
