@@ -163,7 +163,8 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
   }
 }
 
-const ENDED = ["completed", "failed", "canceled", "partial"];
+/** The statuses a job ends in. */
+export const ENDED: readonly string[] = ["completed", "failed", "canceled", "partial"];
 
 /** Polls JobService/Get until the job has ended (or `until` holds); throws with its state when it has not after `ms`. */
 export async function waitForJob(base: string, id: string, auth: Auth, options: { until?: (job: any) => boolean; ms?: number } = {}): Promise<any> {

@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, ok, until } from "../harness.js";
+import { call, ENDED, ok, until } from "../harness.js";
 import { startRecordingReceiver, type RecordingReceiver } from "../receivers.js";
 import { infraProvider } from "./endpoints.js";
 import { startFleet, type Fleet } from "./fleet.js";
@@ -125,7 +125,7 @@ describe("chaos while jobs run", () => {
     // fraction of the speed, and a store away longer than a lease runs the encodes under way again),
     // a stall is: no job changing (status, progress, updated_at) for STALL_MS while some are open.
     // The failure names the open jobs as they stand.
-    const ended = (j: any) => ["completed", "partial", "failed", "canceled"].includes(j.status);
+    const ended = (j: any) => ENDED.includes(j.status);
     const restarted = Date.now();
     let shown = "";
     let changedAt = Date.now();
